@@ -1,0 +1,228 @@
+//! The event side of the engine queue: everything a conversation reports.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    ApplyPatchApprovalRequestEvent, AskForApproval, ExecApprovalRequestEvent,
+    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, PatchApplyBeginEvent,
+    PatchApplyEndEvent, ReasoningEffort, SandboxPolicy, TokenUsageInfo, UpdatePlanArgs,
+};
+use crate::{ConversationId, SubmissionId, TurnId};
+
+/// One event from a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// The submission that caused it (empty for `session_configured`).
+    pub id: SubmissionId,
+    /// What happened.
+    pub msg: EventMsg,
+}
+
+/// What happened, tagged by `type` in snake_case as Codex clients expect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EventMsg {
+    /// The conversation is ready; always the first event.
+    SessionConfigured(SessionConfiguredEvent),
+    /// A turn began.
+    TaskStarted(TaskStartedEvent),
+    /// A turn ended normally.
+    TaskComplete(TaskCompleteEvent),
+    /// The user's input as recorded for the turn.
+    UserMessage(UserMessageEvent),
+    /// A complete assistant message.
+    AgentMessage(AgentMessageEvent),
+    /// A piece of an assistant message as it streams.
+    AgentMessageDelta(AgentMessageDeltaEvent),
+    /// A complete reasoning summary.
+    AgentReasoning(AgentReasoningEvent),
+    /// A piece of a reasoning summary as it streams.
+    AgentReasoningDelta(AgentReasoningDeltaEvent),
+    /// A command is about to run.
+    ExecCommandBegin(ExecCommandBeginEvent),
+    /// A chunk of a running command's output.
+    ExecCommandOutputDelta(ExecCommandOutputDeltaEvent),
+    /// A command finished.
+    ExecCommandEnd(ExecCommandEndEvent),
+    /// The engine needs the user's approval to run a command.
+    ExecApprovalRequest(ExecApprovalRequestEvent),
+    /// The engine needs the user's approval to apply a patch.
+    ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent),
+    /// A patch is about to be applied.
+    PatchApplyBegin(PatchApplyBeginEvent),
+    /// A patch was applied, or failed.
+    PatchApplyEnd(PatchApplyEndEvent),
+    /// The agent's plan changed.
+    PlanUpdate(UpdatePlanArgs),
+    /// The files changed so far in this turn, as one unified diff.
+    TurnDiff(TurnDiffEvent),
+    /// Token usage after a model response.
+    TokenCount(TokenCountEvent),
+    /// The turn failed; the conversation remains usable.
+    Error(ErrorEvent),
+    /// Something the user should know that did not stop the turn.
+    Warning(WarningEvent),
+    /// Progress worth showing, such as a retry.
+    BackgroundEvent(BackgroundEventEvent),
+    /// The model stream failed and is being retried.
+    StreamError(StreamErrorEvent),
+    /// The turn was stopped before it completed.
+    TurnAborted(TurnAbortedEvent),
+    /// The conversation has shut down; no more events follow.
+    ShutdownComplete,
+}
+
+/// Payload of `session_configured`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionConfiguredEvent {
+    /// The conversation's id (Codex calls it the session id).
+    pub session_id: ConversationId,
+    /// The model being sampled.
+    pub model: String,
+    /// The provider id from configuration.
+    pub model_provider_id: String,
+    /// The approval policy in force.
+    pub approval_policy: AskForApproval,
+    /// The sandbox policy in force.
+    pub sandbox_policy: SandboxPolicy,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Reasoning effort, when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Identifies the user-input history log (0 when unused).
+    #[serde(default)]
+    pub history_log_id: u64,
+    /// Entries in that log.
+    #[serde(default)]
+    pub history_entry_count: usize,
+    /// On resume, the events that rebuild the transcript for display.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_messages: Option<Vec<EventMsg>>,
+    /// The rollout file recording this conversation, unless it is ephemeral.
+    #[serde(default)]
+    pub rollout_path: Option<PathBuf>,
+}
+
+/// Payload of `task_started`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskStartedEvent {
+    /// The turn that started.
+    pub turn_id: TurnId,
+    /// The model's context window, when known.
+    #[serde(default)]
+    pub model_context_window: Option<u64>,
+}
+
+/// Payload of `task_complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskCompleteEvent {
+    /// The turn that completed.
+    pub turn_id: TurnId,
+    /// The last assistant message of the turn, if there was one.
+    pub last_agent_message: Option<String>,
+}
+
+/// Payload of `user_message`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UserMessageEvent {
+    /// The text of the input.
+    pub message: String,
+    /// Image URLs in the input.
+    #[serde(default)]
+    pub images: Vec<String>,
+}
+
+/// Payload of `agent_message`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentMessageEvent {
+    /// The whole message.
+    pub message: String,
+}
+
+/// Payload of `agent_message_delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentMessageDeltaEvent {
+    /// The next piece of text.
+    pub delta: String,
+}
+
+/// Payload of `agent_reasoning`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentReasoningEvent {
+    /// The whole reasoning summary.
+    pub text: String,
+}
+
+/// Payload of `agent_reasoning_delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentReasoningDeltaEvent {
+    /// The next piece of text.
+    pub delta: String,
+}
+
+/// Payload of `turn_diff`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnDiffEvent {
+    /// Every file changed in the turn so far, as one unified diff.
+    pub unified_diff: String,
+}
+
+/// Payload of `token_count`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenCountEvent {
+    /// Usage so far, once the model has reported any.
+    pub info: Option<TokenUsageInfo>,
+}
+
+/// Payload of `error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorEvent {
+    /// What went wrong, readable by a user.
+    pub message: String,
+}
+
+/// Payload of `warning`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WarningEvent {
+    /// What the user should know.
+    pub message: String,
+}
+
+/// Payload of `background_event`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BackgroundEventEvent {
+    /// The progress to show.
+    pub message: String,
+}
+
+/// Payload of `stream_error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamErrorEvent {
+    /// What failed and what happens next (e.g. "retrying 2/5 in 400ms").
+    pub message: String,
+}
+
+/// Why a turn was aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnAbortReason {
+    /// The client sent `Op::Interrupt` or answered an approval with `abort`.
+    Interrupted,
+    /// A new turn replaced it.
+    Replaced,
+}
+
+/// Payload of `turn_aborted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnAbortedEvent {
+    /// The turn that was stopped.
+    #[serde(default)]
+    pub turn_id: Option<TurnId>,
+    /// Why.
+    pub reason: TurnAbortReason,
+}

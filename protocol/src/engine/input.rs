@@ -1,0 +1,34 @@
+//! What a user can put into a turn.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One piece of user input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputItem {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image by URL (including `data:` URLs).
+    Image {
+        /// Where the image is.
+        image_url: String,
+    },
+    /// An image on the local disk, read and inlined by the engine.
+    LocalImage {
+        /// The image file.
+        path: PathBuf,
+    },
+}
+
+impl InputItem {
+    /// A text item.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+}

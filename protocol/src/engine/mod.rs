@@ -1,0 +1,22 @@
+//! The engine's queue protocol: clients send [`Submission`]s carrying an [`Op`] and read
+//! [`Event`]s whose [`EventMsg`] is tagged by `type` in snake_case, as Codex clients expect.
+
+mod event;
+mod file_change;
+mod input;
+mod op;
+mod parsed_command;
+mod plan;
+mod policy;
+mod token_usage;
+mod tool_events;
+
+pub use event::*;
+pub use file_change::FileChange;
+pub use input::InputItem;
+pub use op::{Op, Submission};
+pub use parsed_command::ParsedCommand;
+pub use plan::{PlanItem, StepStatus, UpdatePlanArgs};
+pub use policy::{AskForApproval, ReasoningEffort, ReviewDecision, SandboxMode, SandboxPolicy};
+pub use token_usage::{TokenUsage, TokenUsageInfo};
+pub use tool_events::*;

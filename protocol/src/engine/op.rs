@@ -1,0 +1,82 @@
+//! The submission side of the engine queue: what a client asks a conversation to do.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{AskForApproval, InputItem, ReasoningEffort, ReviewDecision, SandboxPolicy};
+use crate::{CallId, SubmissionId};
+
+/// One request to a conversation; every event it causes carries the same `id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Submission {
+    /// Chosen by the submitter; echoed in [`super::Event::id`].
+    pub id: SubmissionId,
+    /// What to do.
+    pub op: Op,
+}
+
+/// An operation on a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Op {
+    /// User input. Starts a turn, or joins the running turn if there is one.
+    UserInput {
+        /// The input.
+        items: Vec<InputItem>,
+    },
+    /// User input with settings that apply from this turn on.
+    UserTurn {
+        /// The input.
+        items: Vec<InputItem>,
+        /// Working directory for commands and patches.
+        cwd: PathBuf,
+        /// When to ask before acting.
+        approval_policy: AskForApproval,
+        /// Restrictions on commands.
+        sandbox_policy: SandboxPolicy,
+        /// The model to sample.
+        model: String,
+        /// Reasoning effort, for models that reason.
+        #[serde(default)]
+        effort: Option<ReasoningEffort>,
+    },
+    /// Changes settings for later turns without starting one.
+    OverrideTurnContext {
+        /// New working directory.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<PathBuf>,
+        /// New approval policy.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approval_policy: Option<AskForApproval>,
+        /// New sandbox policy.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox_policy: Option<SandboxPolicy>,
+        /// New model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// New reasoning effort.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effort: Option<ReasoningEffort>,
+    },
+    /// Stops the running turn: the model stream ends and running commands are killed.
+    Interrupt,
+    /// Answers an `exec_approval_request`.
+    ExecApproval {
+        /// The `call_id` of the request being answered.
+        id: CallId,
+        /// The answer.
+        decision: ReviewDecision,
+    },
+    /// Answers an `apply_patch_approval_request`.
+    PatchApproval {
+        /// The `call_id` of the request being answered.
+        id: CallId,
+        /// The answer.
+        decision: ReviewDecision,
+    },
+    /// Ends the conversation; `shutdown_complete` follows.
+    Shutdown,
+}

@@ -1,0 +1,24 @@
+//! The `initialize` / `initialized` handshake.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Params of `initialize`: who the client is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// A name for the client, for logs.
+    pub client_name: String,
+}
+
+/// Result of `initialize`: the protocol the server speaks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResponse {
+    /// Always [`super::EXEC_SERVER_PROTOCOL_VERSION`] for this protocol.
+    pub protocol_version: String,
+}
+
+/// Params of the `initialized` notification; the server ignores any content.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializedParams {}

@@ -1,0 +1,54 @@
+//! Messages of the exec-server protocol (`exec-server.v0`): a process service that starts,
+//! feeds, resizes and stops programs for a client and streams their output back. camelCase on
+//! the wire, JSON-RPC without the `jsonrpc` member.
+
+mod exec;
+mod handshake;
+mod notifications;
+
+pub use exec::*;
+pub use handshake::*;
+pub use notifications::*;
+
+/// The protocol version the server reports from `initialize`.
+pub const EXEC_SERVER_PROTOCOL_VERSION: &str = "exec-server.v0";
+
+crate::request_table! {
+    /// Every request a client may send to an exec-server.
+    pub enum ExecServerRequest in exec_server_request {
+        /// Opens the handshake.
+        Initialize("initialize", InitializeParams) -> InitializeResponse,
+        /// Starts a process.
+        Exec("command/exec", ExecParams) -> ExecResponse,
+        /// Writes bytes to a PTY-backed process's stdin.
+        Write("command/exec/write", WriteParams) -> WriteResponse,
+        /// Signals a process to stop.
+        Terminate("command/exec/terminate", TerminateParams) -> TerminateResponse,
+        /// Changes a PTY's window size.
+        Resize("command/exec/resize", ResizeParams) -> ResizeResponse,
+        /// Closes a process's stdin so it sees end of input.
+        CloseStdin("command/exec/closeStdin", CloseStdinParams) -> CloseStdinResponse,
+        /// Waits for a process to exit, optionally bounded by a timeout.
+        Wait("command/exec/wait", WaitParams) -> WaitResponse,
+        /// Returns the retained output and state of a process.
+        Snapshot("command/exec/snapshot", SnapshotParams) -> SnapshotResponse,
+    }
+}
+
+crate::notification_table! {
+    /// Every notification a client may send to an exec-server.
+    pub enum ExecServerClientNotification in exec_server_client_notification {
+        /// Completes the handshake; exec methods are accepted after it.
+        Initialized("initialized", InitializedParams),
+    }
+}
+
+crate::notification_table! {
+    /// Every notification an exec-server sends to its client.
+    pub enum ExecServerNotification in exec_server_notification {
+        /// A chunk of a process's output.
+        OutputDelta("command/exec/outputDelta", OutputDeltaNotification),
+        /// A process has exited; sent after all of its output.
+        Exited("command/exec/exited", ExitedNotification),
+    }
+}
