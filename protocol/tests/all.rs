@@ -1,0 +1,3 @@
+//! Integration tests of keel-protocol's public wire types.
+
+mod suite;

@@ -1,0 +1,7 @@
+mod codex_golden;
+mod exec_server_messages;
+mod ids;
+mod jsonrpc;
+mod malformed;
+mod round_trip;
+mod schema_fresh;
