@@ -101,12 +101,14 @@ fn exec_command_end_and_output_delta() -> anyhow::Result<()> {
     };
     assert_eq!(delta.chunk.as_bytes(), b"hello-from-shell\n");
 
-    let end = parse_event(json!({"id":"3","msg":{"type":"exec_command_end","call_id":"c1",
+    let end = parse_event(
+        json!({"id":"3","msg":{"type":"exec_command_end","call_id":"c1",
         "turn_id":"3","command":["bash","-lc","echo hello-from-shell > out.txt; cat out.txt"],
         "cwd":"/tmp/run1/ws","parsed_cmd":[{"type":"unknown","cmd":"echo"}],"source":"agent",
         "stdout":"hello-from-shell\n","stderr":"","aggregated_output":"hello-from-shell\n",
         "exit_code":0,"duration":{"secs":0,"nanos":297053530},
-        "formatted_output":"hello-from-shell\n","status":"completed"}}))?;
+        "formatted_output":"hello-from-shell\n","status":"completed"}}),
+    )?;
     let EventMsg::ExecCommandEnd(end) = end.msg else {
         anyhow::bail!("not an exec end");
     };

@@ -112,7 +112,11 @@ fn every_request_variant_has_its_method_and_params_shape() -> anyhow::Result<()>
             seen.push(method);
         }
     }
-    assert_eq!(seen, ExecServerRequest::METHODS.to_vec(), "a method lacks a test case");
+    assert_eq!(
+        seen,
+        ExecServerRequest::METHODS.to_vec(),
+        "a method lacks a test case"
+    );
     Ok(())
 }
 
@@ -122,9 +126,15 @@ fn marker_types_name_the_same_methods() {
     assert_eq!(<m::Initialize as RpcRequest>::METHOD, "initialize");
     assert_eq!(<m::Exec as RpcRequest>::METHOD, "command/exec");
     assert_eq!(<m::Write as RpcRequest>::METHOD, "command/exec/write");
-    assert_eq!(<m::Terminate as RpcRequest>::METHOD, "command/exec/terminate");
+    assert_eq!(
+        <m::Terminate as RpcRequest>::METHOD,
+        "command/exec/terminate"
+    );
     assert_eq!(<m::Resize as RpcRequest>::METHOD, "command/exec/resize");
-    assert_eq!(<m::CloseStdin as RpcRequest>::METHOD, "command/exec/closeStdin");
+    assert_eq!(
+        <m::CloseStdin as RpcRequest>::METHOD,
+        "command/exec/closeStdin"
+    );
     assert_eq!(<m::Wait as RpcRequest>::METHOD, "command/exec/wait");
     assert_eq!(<m::Snapshot as RpcRequest>::METHOD, "command/exec/snapshot");
     assert_eq!(

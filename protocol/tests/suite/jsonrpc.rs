@@ -117,10 +117,19 @@ fn rejects_what_is_not_json_rpc_with_a_reason() {
     let cases = [
         (r#"{"id":1}"#, "none of `method`, `result` or `error`"),
         (r#"{"result":1}"#, "missing field `id`"),
-        (r#"{"jsonrpc":"1.0","method":"m"}"#, "unsupported jsonrpc version `1.0`"),
-        (r#"{"id":1,"result":1,"error":{"code":1,"message":"m"}}"#, "both `result` and `error`"),
+        (
+            r#"{"jsonrpc":"1.0","method":"m"}"#,
+            "unsupported jsonrpc version `1.0`",
+        ),
+        (
+            r#"{"id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
+            "both `result` and `error`",
+        ),
         (r#"{"id":1.5,"method":"m"}"#, "id"),
-        (r#"{"id":1,"error":{"message":"m"}}"#, "missing field `code`"),
+        (
+            r#"{"id":1,"error":{"message":"m"}}"#,
+            "missing field `code`",
+        ),
         (r#"[1,2]"#, "expected"),
         ("not json", "expected"),
     ];

@@ -13,15 +13,21 @@ fn err_text<T: serde::de::DeserializeOwned + std::fmt::Debug>(value: serde_json:
 fn missing_field_is_named() {
     let err = err_text::<Event>(json!({"id": "1", "msg": {"type": "task_complete"}}));
     assert!(err.contains("missing field `turn_id`"), "{err}");
-    let err = err_text::<Submission>(json!({"id": "1", "op": {"type": "exec_approval", "id": "c1"}}));
+    let err =
+        err_text::<Submission>(json!({"id": "1", "op": {"type": "exec_approval", "id": "c1"}}));
     assert!(err.contains("missing field `decision`"), "{err}");
 }
 
 #[test]
 fn wrong_type_is_named() {
     let err = err_text::<Event>(json!({"id": "1", "msg": {"type": "agent_message", "message": 5}}));
-    assert!(err.contains("invalid type: integer `5`, expected a string"), "{err}");
-    let err = err_text::<Submission>(json!({"id": "1", "op": {"type": "exec_approval", "id": "c1", "decision": "maybe"}}));
+    assert!(
+        err.contains("invalid type: integer `5`, expected a string"),
+        "{err}"
+    );
+    let err = err_text::<Submission>(
+        json!({"id": "1", "op": {"type": "exec_approval", "id": "c1", "decision": "maybe"}}),
+    );
     assert!(err.contains("unknown variant `maybe`"), "{err}");
 }
 
@@ -42,14 +48,18 @@ fn unknown_method_is_named() {
     let err = ExecServerNotification::from_method_and_params("command/exec/bogus", None)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("unknown variant `command/exec/bogus`"), "{err}");
+    assert!(
+        err.contains("unknown variant `command/exec/bogus`"),
+        "{err}"
+    );
 }
 
 #[test]
 fn bad_params_name_the_field() {
-    let err = ExecServerRequest::from_method_and_params("command/exec", Some(json!({"argv": ["ls"]})))
-        .unwrap_err()
-        .to_string();
+    let err =
+        ExecServerRequest::from_method_and_params("command/exec", Some(json!({"argv": ["ls"]})))
+            .unwrap_err()
+            .to_string();
     assert!(err.contains("missing field `cwd`"), "{err}");
     let err = ExecServerRequest::from_method_and_params(
         "command/exec/write",
@@ -70,11 +80,24 @@ fn bad_params_name_the_field() {
 #[test]
 fn garbage_never_panics() {
     let inputs = [
-        "", "{", "null", "[]", "\"x\"", "{\"id\":{}}", "{\"msg\":null}", "{\"type\":1}",
+        "",
+        "{",
+        "null",
+        "[]",
+        "\"x\"",
+        "{\"id\":{}}",
+        "{\"msg\":null}",
+        "{\"type\":1}",
     ];
     for input in inputs {
         assert!(serde_json::from_str::<Event>(input).is_err(), "{input}");
-        assert!(serde_json::from_str::<Submission>(input).is_err(), "{input}");
-        assert!(keel_protocol::JsonRpcMessage::from_json(input).is_err(), "{input}");
+        assert!(
+            serde_json::from_str::<Submission>(input).is_err(),
+            "{input}"
+        );
+        assert!(
+            keel_protocol::JsonRpcMessage::from_json(input).is_err(),
+            "{input}"
+        );
     }
 }

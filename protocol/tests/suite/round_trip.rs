@@ -274,11 +274,26 @@ fn every_event_round_trips() -> anyhow::Result<()> {
 #[test]
 fn policies_and_decisions_use_codex_spellings() -> anyhow::Result<()> {
     let spell = |v: serde_json::Value| v.to_string();
-    assert_eq!(spell(serde_json::to_value(AskForApproval::UnlessTrusted)?), "\"untrusted\"");
-    assert_eq!(spell(serde_json::to_value(AskForApproval::OnFailure)?), "\"on-failure\"");
-    assert_eq!(spell(serde_json::to_value(AskForApproval::OnRequest)?), "\"on-request\"");
-    assert_eq!(spell(serde_json::to_value(AskForApproval::Never)?), "\"never\"");
-    assert_eq!(spell(serde_json::to_value(SandboxMode::WorkspaceWrite)?), "\"workspace-write\"");
+    assert_eq!(
+        spell(serde_json::to_value(AskForApproval::UnlessTrusted)?),
+        "\"untrusted\""
+    );
+    assert_eq!(
+        spell(serde_json::to_value(AskForApproval::OnFailure)?),
+        "\"on-failure\""
+    );
+    assert_eq!(
+        spell(serde_json::to_value(AskForApproval::OnRequest)?),
+        "\"on-request\""
+    );
+    assert_eq!(
+        spell(serde_json::to_value(AskForApproval::Never)?),
+        "\"never\""
+    );
+    assert_eq!(
+        spell(serde_json::to_value(SandboxMode::WorkspaceWrite)?),
+        "\"workspace-write\""
+    );
     assert_eq!(
         spell(serde_json::to_value(SandboxPolicy::DangerFullAccess)?),
         r#"{"type":"danger-full-access"}"#
@@ -290,7 +305,10 @@ fn policies_and_decisions_use_codex_spellings() -> anyhow::Result<()> {
     );
     let decisions = [
         (ReviewDecision::Approved, "\"approved\""),
-        (ReviewDecision::ApprovedForSession, "\"approved_for_session\""),
+        (
+            ReviewDecision::ApprovedForSession,
+            "\"approved_for_session\"",
+        ),
         (ReviewDecision::Denied, "\"denied\""),
         (ReviewDecision::Abort, "\"abort\""),
     ];

@@ -33,7 +33,14 @@ fn committed_schema_matches_the_types() -> anyhow::Result<()> {
 #[test]
 fn bundle_defines_the_top_level_types() -> anyhow::Result<()> {
     let bundle = keel_protocol::schema::schema_bundle();
-    for name in ["Event", "EventMsg", "Submission", "Op", "JsonRpcMessage", "ExecServerRequest"] {
+    for name in [
+        "Event",
+        "EventMsg",
+        "Submission",
+        "Op",
+        "JsonRpcMessage",
+        "ExecServerRequest",
+    ] {
         assert!(bundle["$defs"].get(name).is_some(), "bundle lacks {name}");
     }
     let event_msg = serde_json::to_string(&bundle["$defs"]["EventMsg"])?;
