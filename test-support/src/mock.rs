@@ -1,0 +1,23 @@
+//! The scripted mock model server.
+
+mod capture;
+mod chat;
+mod duration_ms;
+mod fault;
+mod handler;
+mod invariants;
+mod responses;
+mod script;
+mod server;
+mod sse;
+mod state;
+
+pub use capture::{CapturedRequest, Endpoint};
+pub use fault::Fault;
+pub use invariants::Violation;
+pub use script::{
+    OutputItem, Script, Turn, Usage, apply_patch_call, assistant_message, custom_tool_call,
+    function_call, reasoning, shell_call,
+};
+pub use server::{DEFAULT_MODEL, MockModelBuilder, MockModelServer};
+pub use state::Responder;

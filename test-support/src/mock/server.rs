@@ -1,0 +1,217 @@
+//! The mock model server handle: start, script, inspect, stop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::mock::capture::CapturedRequest;
+use crate::mock::handler::handle;
+use crate::mock::invariants::Violation;
+use crate::mock::script::{Script, Turn};
+use crate::mock::state::{Responder, Shared};
+
+/// The model id served when the script names none.
+pub const DEFAULT_MODEL: &str = "mock-model";
+
+/// A running mock model server. Dropping it stops accepting connections.
+pub struct MockModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+/// Configures a [`MockModelServer`] before it starts.
+#[must_use]
+pub struct MockModelBuilder {
+    bind: String,
+    model: Option<String>,
+    turns: Vec<Turn>,
+    responder: Option<Responder>,
+}
+
+impl MockModelBuilder {
+    /// Listens on `addr` instead of `127.0.0.1:0`.
+    pub fn bind(mut self, addr: impl Into<String>) -> Self {
+        self.bind = addr.into();
+        self
+    }
+
+    /// Advertises model id `model` (default `mock-model`).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Queues the turns (and model id, if any) of `script`.
+    pub fn script(mut self, script: Script) -> Self {
+        self.turns.extend(script.turns);
+        if script.model.is_some() {
+            self.model = script.model;
+        }
+        self
+    }
+
+    /// Queues one turn.
+    pub fn turn(mut self, turn: Turn) -> Self {
+        self.turns.push(turn);
+        self
+    }
+
+    /// Lets `responder` choose the reply to each model request; when it returns `None` the
+    /// next queued turn is served. It runs on the connection's task, so keep it quick.
+    pub fn responder(
+        mut self,
+        responder: impl Fn(&CapturedRequest) -> Option<Turn> + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Arc::new(responder));
+        self
+    }
+
+    /// Binds the socket and starts serving on the current tokio runtime.
+    pub async fn start(self) -> Result<MockModelServer> {
+        let bind_error = |source| Error::Bind {
+            addr: self.bind.clone(),
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind(&self.bind)
+            .await
+            .map_err(bind_error)?;
+        let addr = listener.local_addr().map_err(bind_error)?;
+        let model = self.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let shared = Arc::new(Shared::new(model, self.turns, self.responder));
+        let router = Router::new()
+            .fallback(handle)
+            .with_state(Arc::clone(&shared))
+            // Long conversations exceed axum's 2 MB default; the mock must take them all.
+            .layer(DefaultBodyLimit::disable());
+        let shutdown = CancellationToken::new();
+        let signal = shutdown.clone().cancelled_owned();
+        let task = tokio::spawn(async move {
+            if let Err(err) = axum::serve(listener, router)
+                .with_graceful_shutdown(signal)
+                .await
+            {
+                tracing::warn!(%err, "mock model server stopped with an error");
+            }
+        });
+        tracing::debug!(%addr, "mock model server listening");
+        Ok(MockModelServer {
+            addr,
+            shared,
+            shutdown,
+            task,
+        })
+    }
+}
+
+impl MockModelServer {
+    /// A builder listening on `127.0.0.1:0` with an empty script.
+    pub fn builder() -> MockModelBuilder {
+        MockModelBuilder {
+            bind: "127.0.0.1:0".to_owned(),
+            model: None,
+            turns: Vec::new(),
+            responder: None,
+        }
+    }
+
+    /// Starts a server on `127.0.0.1:0` serving `script`.
+    pub async fn start(script: Script) -> Result<Self> {
+        Self::builder().script(script).start().await
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL clients use, e.g. `http://127.0.0.1:PORT/v1`.
+    pub fn uri(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The model id served.
+    pub fn model(&self) -> &str {
+        &self.shared.model
+    }
+
+    /// Appends a turn to the script.
+    pub fn push_turn(&self, turn: Turn) {
+        self.shared.push_turn(turn);
+    }
+
+    /// Turns not yet served.
+    pub fn remaining_turns(&self) -> usize {
+        self.shared.remaining_turns()
+    }
+
+    /// The model requests (Responses and Chat Completions) received so far, in order.
+    pub fn requests(&self) -> Vec<CapturedRequest> {
+        let mut requests = self.shared.requests();
+        requests.retain(|request| request.endpoint.is_model_request());
+        requests
+    }
+
+    /// Every request received so far, including `/models` and unknown paths, in order.
+    pub fn all_requests(&self) -> Vec<CapturedRequest> {
+        self.shared.requests()
+    }
+
+    /// Waits until at least `count` model requests have arrived, then returns them all.
+    ///
+    /// Cancel safe: dropping the future loses nothing.
+    pub async fn wait_for_requests(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<CapturedRequest>> {
+        let mut seen = self.shared.model_requests.subscribe();
+        match tokio::time::timeout(timeout, seen.wait_for(|seen| *seen >= count)).await {
+            // The sender lives in `shared`, which we hold, so `wait_for` cannot fail.
+            Ok(_) => Ok(self.requests()),
+            Err(_) => Err(Error::Timeout {
+                what: format!("{count} model request(s)"),
+                timeout,
+                context: format!("; {} arrived", self.requests().len()),
+            }),
+        }
+    }
+
+    /// The invariant violations recorded so far.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.shared.violations()
+    }
+
+    /// Fails with every violation recorded so far, if any.
+    pub fn verify(&self) -> Result<()> {
+        let violations = self.violations();
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Violations(violations))
+        }
+    }
+}
+
+impl Drop for MockModelServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for MockModelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockModelServer")
+            .field("uri", &self.uri())
+            .field("model", &self.shared.model)
+            .finish_non_exhaustive()
+    }
+}

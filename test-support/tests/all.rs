@@ -1,0 +1,3 @@
+//! The crate's one integration-test binary.
+
+mod suite;
