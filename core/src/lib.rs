@@ -1,3 +1,64 @@
-//! keel-core: the agent engine (config, model client, turn loop, tools, approvals, rollouts).
+//! keel-core: the agent engine that every Keel server wraps and other programs embed.
 //!
-//! Filled in by the engine issue; for now the crate only anchors the layering.
+//! Data flows in one direction per conversation:
+//! 1. [`ConversationManager::new_conversation`] resolves a [`Config`] and spawns the
+//!    conversation's submission loop; the caller gets a [`Conversation`] handle.
+//! 2. [`Conversation::submit`] queues an [`Op`](keel_protocol::Op). User input starts a turn
+//!    (or joins the running one); approvals and interrupts act on the running turn at once.
+//! 3. A turn builds the prompt (instructions, `AGENTS.md`, environment context, history,
+//!    tools), streams the model through [`ModelClient`], runs the tools it calls under the
+//!    approval policy, and samples again until the model answers without tool calls.
+//! 4. Every step is an [`Event`](keel_protocol::Event) read with
+//!    [`Conversation::next_event`]; every history item is appended to the conversation's
+//!    rollout file so it can be resumed or forked.
+//!
+//! ```no_run
+//! use keel_core::{Config, ConfigOverrides, ConversationManager};
+//! use keel_protocol::{EventMsg, InputItem, Op};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let home = keel_core::find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
+//! let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;
+//! let manager = ConversationManager::new();
+//! let new = manager.new_conversation(config).await?;
+//! new.conversation
+//!     .submit(Op::UserInput { items: vec![InputItem::text("list the files")] })
+//!     .await?;
+//! loop {
+//!     match new.conversation.next_event().await?.msg {
+//!         EventMsg::TaskComplete(done) => break println!("{:?}", done.last_agent_message),
+//!         EventMsg::Error(err) => break eprintln!("{}", err.message),
+//!         _ => {}
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod apply_patch;
+mod approvals;
+mod client;
+pub mod config;
+mod conversation;
+mod conversation_manager;
+mod error;
+mod exec;
+mod models;
+mod prompt_context;
+mod rollout;
+mod session;
+mod tools;
+
+pub use client::{ClientSettings, ModelClient, Prompt, ResponseEvent, ResponseStream};
+pub use config::{
+    Config, ConfigEnv, ConfigError, ConfigOverrides, ModelProviderInfo, ShellEnvironmentPolicy,
+    WireApi, find_keel_home, parse_cli_override,
+};
+pub use conversation::Conversation;
+pub use conversation_manager::{ConversationManager, EnvLookup, NewConversation};
+pub use error::{CoreError, Result};
+pub use models::{ContentItem, ReasoningSummary, ResponseItem};
+pub use rollout::{
+    ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem, SessionMeta,
+    list_conversations, load_rollout,
+};

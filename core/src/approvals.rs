@@ -1,0 +1,259 @@
+//! Whether a command or patch may run without asking, under each approval policy.
+
+use std::path::{Path, PathBuf};
+
+use keel_protocol::{AskForApproval, SandboxPolicy};
+
+/// Programs that only read, safe to run without asking even under `untrusted`.
+const SAFE_PROGRAMS: &[&str] = &[
+    "cat", "cd", "echo", "false", "grep", "head", "ls", "nl", "pwd", "rg", "tail", "true", "wc",
+    "which", "whoami", "tree", "stat", "file", "du", "df", "date", "uname", "env",
+];
+
+/// What to do with a command before running it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ExecDecision {
+    /// Run it without asking.
+    Run,
+    /// Ask the user first, giving this reason (if any).
+    Ask(Option<String>),
+    /// Refuse, telling the model why.
+    Reject(String),
+}
+
+/// Decides for a command the model asked to run.
+pub(crate) fn decide_exec(
+    policy: AskForApproval,
+    argv: &[String],
+    escalation_requested: bool,
+    justification: Option<&str>,
+    approved_for_session: bool,
+) -> ExecDecision {
+    if approved_for_session {
+        return ExecDecision::Run;
+    }
+    match policy {
+        AskForApproval::Never => ExecDecision::Run,
+        AskForApproval::OnFailure => ExecDecision::Run,
+        AskForApproval::OnRequest => {
+            if escalation_requested {
+                ExecDecision::Ask(justification.map(str::to_string))
+            } else {
+                ExecDecision::Run
+            }
+        }
+        AskForApproval::UnlessTrusted => {
+            if is_known_safe(argv) {
+                ExecDecision::Run
+            } else {
+                ExecDecision::Ask(justification.map(str::to_string))
+            }
+        }
+    }
+}
+
+/// Whether a command only reads: a plain safe program, `bash -lc` of a simple safe pipeline,
+/// or a read-only git/sed/find invocation.
+pub(crate) fn is_known_safe(argv: &[String]) -> bool {
+    match argv {
+        [shell, flag, script] if is_shell(shell) && (flag == "-lc" || flag == "-c") => {
+            script_is_safe(script)
+        }
+        _ => argv_is_safe(argv),
+    }
+}
+
+fn is_shell(program: &str) -> bool {
+    matches!(
+        Path::new(program).file_name().and_then(|n| n.to_str()),
+        Some("bash" | "sh" | "zsh")
+    )
+}
+
+fn argv_is_safe(argv: &[String]) -> bool {
+    let Some(program) = argv.first() else {
+        return false;
+    };
+    let name = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    let args = &argv[1..];
+    match name {
+        "git" => matches!(
+            args.first().map(String::as_str),
+            Some("status" | "log" | "diff" | "show" | "branch")
+        ),
+        "sed" => {
+            args.first().is_some_and(|a| a == "-n") && !args.iter().any(|a| a.starts_with("-i"))
+        }
+        "find" => !args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-delete"
+                    | "-fprint"
+                    | "-fprintf"
+                    | "-fls"
+            )
+        }),
+        _ => SAFE_PROGRAMS.contains(&name),
+    }
+}
+
+/// A script is safe if it is a sequence (`&&`, `||`, `;`, `|`) of safe commands with no
+/// redirection, substitution or other shell syntax.
+fn script_is_safe(script: &str) -> bool {
+    if script.contains(['>', '<', '`', '$', '(', ')', '\n', '&']) && !only_and_and(script) {
+        return false;
+    }
+    script
+        .split("&&")
+        .flat_map(|part| part.split("||"))
+        .flat_map(|part| part.split([';', '|']))
+        .all(|command| {
+            shlex::split(command.trim()).is_some_and(|argv| !argv.is_empty() && argv_is_safe(&argv))
+        })
+}
+
+/// True when every `&` in the script is part of `&&` and there is no other risky syntax.
+fn only_and_and(script: &str) -> bool {
+    let without = script.replace("&&", "");
+    !without.contains(['>', '<', '`', '$', '(', ')', '\n', '&'])
+}
+
+/// What to do with a patch before applying it.
+pub(crate) fn decide_patch(
+    policy: AskForApproval,
+    sandbox: &SandboxPolicy,
+    cwd: &Path,
+    paths: &[PathBuf],
+) -> ExecDecision {
+    let inside = paths.iter().all(|path| {
+        writable_roots(sandbox, cwd)
+            .iter()
+            .any(|root| path.starts_with(root))
+    });
+    let unrestricted = matches!(sandbox, SandboxPolicy::DangerFullAccess);
+    match policy {
+        AskForApproval::UnlessTrusted => ExecDecision::Ask(None),
+        _ if unrestricted || inside => ExecDecision::Run,
+        AskForApproval::Never => ExecDecision::Reject(
+            "the patch writes outside the writable roots and the approval policy is `never`"
+                .to_string(),
+        ),
+        AskForApproval::OnFailure | AskForApproval::OnRequest => ExecDecision::Ask(Some(
+            "the patch writes outside the writable roots".to_string(),
+        )),
+    }
+}
+
+/// Directories the sandbox lets commands and patches write to.
+pub(crate) fn writable_roots(sandbox: &SandboxPolicy, cwd: &Path) -> Vec<PathBuf> {
+    match sandbox {
+        SandboxPolicy::DangerFullAccess => vec![PathBuf::from("/")],
+        SandboxPolicy::ReadOnly => Vec::new(),
+        SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            exclude_tmpdir_env_var: _,
+            exclude_slash_tmp,
+            ..
+        } => {
+            let mut roots = vec![cwd.to_path_buf()];
+            roots.extend(writable_roots.iter().cloned());
+            if !exclude_slash_tmp {
+                roots.push(PathBuf::from("/tmp"));
+            }
+            roots
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn safe_commands() {
+        assert!(is_known_safe(&argv(&["ls", "-la"])));
+        assert!(is_known_safe(&argv(&[
+            "bash",
+            "-lc",
+            "ls && cat a.txt | wc -l"
+        ])));
+        assert!(is_known_safe(&argv(&["git", "status"])));
+        assert!(is_known_safe(&argv(&["sed", "-n", "1,5p", "f"])));
+    }
+
+    #[test]
+    fn unsafe_commands() {
+        assert!(!is_known_safe(&argv(&["rm", "-rf", "x"])));
+        assert!(!is_known_safe(&argv(&["bash", "-lc", "echo hi > out.txt"])));
+        assert!(!is_known_safe(&argv(&["bash", "-lc", "echo $(rm x)"])));
+        assert!(!is_known_safe(&argv(&["find", ".", "-delete"])));
+        assert!(!is_known_safe(&argv(&["git", "push"])));
+        assert!(!is_known_safe(&argv(&["bash", "-lc", "sleep 1 & ls"])));
+    }
+
+    #[test]
+    fn policies() {
+        let write = argv(&["touch", "x"]);
+        assert_eq!(
+            decide_exec(AskForApproval::Never, &write, false, None, false),
+            ExecDecision::Run
+        );
+        assert_eq!(
+            decide_exec(AskForApproval::UnlessTrusted, &write, false, None, false),
+            ExecDecision::Ask(None)
+        );
+        assert_eq!(
+            decide_exec(AskForApproval::UnlessTrusted, &write, false, None, true),
+            ExecDecision::Run
+        );
+        assert_eq!(
+            decide_exec(
+                AskForApproval::OnRequest,
+                &write,
+                true,
+                Some("need net"),
+                false
+            ),
+            ExecDecision::Ask(Some("need net".into()))
+        );
+        assert_eq!(
+            decide_exec(AskForApproval::OnRequest, &write, false, None, false),
+            ExecDecision::Run
+        );
+    }
+
+    #[test]
+    fn patch_policies() {
+        let cwd = Path::new("/w");
+        let ws = SandboxPolicy::new_workspace_write();
+        let inside = [PathBuf::from("/w/a")];
+        let outside = [PathBuf::from("/etc/a")];
+        assert_eq!(
+            decide_patch(AskForApproval::OnRequest, &ws, cwd, &inside),
+            ExecDecision::Run
+        );
+        assert!(matches!(
+            decide_patch(AskForApproval::OnRequest, &ws, cwd, &outside),
+            ExecDecision::Ask(_)
+        ));
+        assert!(matches!(
+            decide_patch(AskForApproval::Never, &ws, cwd, &outside),
+            ExecDecision::Reject(_)
+        ));
+        assert_eq!(
+            decide_patch(AskForApproval::UnlessTrusted, &ws, cwd, &inside),
+            ExecDecision::Ask(None)
+        );
+    }
+}

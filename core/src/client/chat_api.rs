@@ -1,0 +1,194 @@
+//! The Chat Completions API: request body built from Responses-style history, and streaming
+//! chunks accumulated back into Responses-style items.
+
+use std::collections::BTreeMap;
+
+use keel_protocol::TokenUsage;
+use serde_json::{Value, json};
+
+use super::sse::Frame;
+use super::{ClientSettings, Prompt, ResponseEvent};
+use crate::error::{CoreError, Result};
+use crate::models::ResponseItem;
+
+/// The JSON body of `POST /chat/completions`.
+pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": prompt.instructions})];
+    for item in &prompt.input {
+        match item {
+            ResponseItem::Message { role, content, .. } => {
+                let text: String = content.iter().filter_map(|c| c.text()).collect();
+                let role = if role == "developer" { "system" } else { role };
+                messages.push(json!({"role": role, "content": text}));
+            }
+            ResponseItem::FunctionCall {
+                name,
+                arguments,
+                call_id,
+                ..
+            } => messages.push(assistant_tool_call(call_id, name, arguments.clone())),
+            ResponseItem::CustomToolCall {
+                name,
+                input,
+                call_id,
+                ..
+            } => {
+                let arguments = json!({ "input": input }).to_string();
+                messages.push(assistant_tool_call(call_id, name, arguments));
+            }
+            ResponseItem::FunctionCallOutput { call_id, output }
+            | ResponseItem::CustomToolCallOutput { call_id, output } => {
+                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+            }
+            ResponseItem::Reasoning { .. } | ResponseItem::Other => {}
+        }
+    }
+    let tools: Vec<Value> = prompt.tools.iter().filter_map(chat_tool).collect();
+    let mut body = json!({
+        "model": settings.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+fn assistant_tool_call(call_id: &str, name: &str, arguments: String) -> Value {
+    json!({
+        "role": "assistant",
+        "content": null,
+        "tool_calls": [{
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }],
+    })
+}
+
+/// Converts a Responses tool definition to the Chat form. Freeform tools become functions
+/// with a single `input` string argument.
+fn chat_tool(tool: &Value) -> Option<Value> {
+    let name = tool.get("name")?.clone();
+    let description = tool.get("description").cloned().unwrap_or(Value::Null);
+    let parameters = match tool.get("type").and_then(Value::as_str) {
+        Some("function") => tool.get("parameters").cloned().unwrap_or(json!({})),
+        Some("custom") => json!({
+            "type": "object",
+            "properties": {"input": {"type": "string"}},
+            "required": ["input"],
+        }),
+        _ => return None,
+    };
+    Some(json!({
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }))
+}
+
+#[derive(Default)]
+struct PendingToolCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates chat chunks: text deltas pass through, tool-call fragments are joined by index.
+#[derive(Default)]
+pub(super) struct ChatAccumulator {
+    text: String,
+    tool_calls: BTreeMap<u64, PendingToolCall>,
+    usage: Option<TokenUsage>,
+    response_id: String,
+}
+
+impl ChatAccumulator {
+    /// Maps one SSE frame to zero or more response events.
+    pub(super) fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
+        if frame.data.trim() == "[DONE]" {
+            return Ok(self.finish());
+        }
+        let chunk: Value = serde_json::from_str(&frame.data)
+            .map_err(|err| CoreError::Stream(format!("unreadable chat chunk: {err}")))?;
+        if let Some(message) = chunk.pointer("/error/message").and_then(Value::as_str) {
+            return Err(CoreError::ResponseFailed(message.to_string()));
+        }
+        let mut events = Vec::new();
+        if self.response_id.is_empty()
+            && let Some(id) = chunk.get("id").and_then(Value::as_str)
+        {
+            self.response_id = id.to_string();
+            events.push(ResponseEvent::Created);
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+            let read = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(TokenUsage {
+                input_tokens: read("prompt_tokens"),
+                cached_input_tokens: usage
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                output_tokens: read("completion_tokens"),
+                reasoning_output_tokens: usage
+                    .pointer("/completion_tokens_details/reasoning_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                total_tokens: read("total_tokens"),
+            });
+        }
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(text) = delta.get("content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                self.text.push_str(text);
+                events.push(ResponseEvent::OutputTextDelta(text.to_string()));
+            }
+            let calls = delta.get("tool_calls").and_then(Value::as_array);
+            for call in calls.into_iter().flatten() {
+                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let pending = self.tool_calls.entry(index).or_default();
+                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                    pending.id = id.to_string();
+                }
+                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                    pending.name.push_str(name);
+                }
+                if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                    pending.arguments.push_str(args);
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// Emits the accumulated items and the completion, once.
+    fn finish(&mut self) -> Vec<ResponseEvent> {
+        let mut events = Vec::new();
+        if !self.text.is_empty() {
+            events.push(ResponseEvent::OutputItemDone(ResponseItem::Message {
+                id: None,
+                role: "assistant".to_string(),
+                content: vec![crate::models::ContentItem::OutputText {
+                    text: std::mem::take(&mut self.text),
+                }],
+            }));
+        }
+        for (_, call) in std::mem::take(&mut self.tool_calls) {
+            events.push(ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
+                id: None,
+                name: call.name,
+                arguments: call.arguments,
+                call_id: call.id,
+            }));
+        }
+        events.push(ResponseEvent::Completed {
+            response_id: std::mem::take(&mut self.response_id),
+            token_usage: self.usage.take(),
+        });
+        events
+    }
+}

@@ -1,0 +1,16 @@
+//! What is sent to the model for one sampling request.
+
+use serde_json::Value;
+
+use crate::models::ResponseItem;
+
+/// The complete input of one model request.
+#[derive(Debug, Clone, Default)]
+pub struct Prompt {
+    /// System-level instructions.
+    pub instructions: String,
+    /// The conversation so far, oldest first.
+    pub input: Vec<ResponseItem>,
+    /// Tool definitions in Responses API form (`{"type":"function",...}` or `{"type":"custom",...}`).
+    pub tools: Vec<Value>,
+}

@@ -1,0 +1,25 @@
+//! The one stream of events both wire APIs are mapped to.
+
+use keel_protocol::TokenUsage;
+
+use crate::models::ResponseItem;
+
+/// Something the model produced while streaming one response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseEvent {
+    /// The provider accepted the request and started the response.
+    Created,
+    /// A piece of assistant text.
+    OutputTextDelta(String),
+    /// A piece of reasoning summary text.
+    ReasoningSummaryDelta(String),
+    /// A finished output item (message, reasoning, tool call).
+    OutputItemDone(ResponseItem),
+    /// The response is complete.
+    Completed {
+        /// The provider's id for the response.
+        response_id: String,
+        /// Tokens used, when reported.
+        token_usage: Option<TokenUsage>,
+    },
+}

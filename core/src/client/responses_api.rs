@@ -1,0 +1,147 @@
+//! The OpenAI Responses API: request body and SSE event mapping.
+
+use keel_protocol::TokenUsage;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::sse::Frame;
+use super::{ClientSettings, Prompt, ResponseEvent};
+use crate::error::{CoreError, Result};
+use crate::models::ResponseItem;
+
+/// The JSON body of `POST /responses`.
+pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
+    let mut body = json!({
+        "model": settings.model,
+        "instructions": prompt.instructions,
+        "input": prompt.input.iter().filter(|item| !matches!(item, ResponseItem::Other)).collect::<Vec<_>>(),
+        "tools": prompt.tools,
+        "tool_choice": "auto",
+        "parallel_tool_calls": false,
+        "store": false,
+        "stream": true,
+    });
+    if let Some(effort) = settings.reasoning_effort {
+        body["reasoning"] = json!({ "effort": effort, "summary": "auto" });
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct EventEnvelope {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    delta: Option<String>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    response: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+    #[serde(default)]
+    total_tokens: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: u64,
+}
+
+impl From<Usage> for TokenUsage {
+    fn from(usage: Usage) -> Self {
+        TokenUsage {
+            input_tokens: usage.input_tokens,
+            cached_input_tokens: usage.input_tokens_details.map_or(0, |d| d.cached_tokens),
+            output_tokens: usage.output_tokens,
+            reasoning_output_tokens: usage
+                .output_tokens_details
+                .map_or(0, |d| d.reasoning_tokens),
+            total_tokens: usage.total_tokens,
+        }
+    }
+}
+
+/// Maps one SSE frame to zero or more response events.
+pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
+    let envelope: EventEnvelope = serde_json::from_str(&frame.data).map_err(|err| {
+        CoreError::Stream(format!(
+            "unreadable `{}` event data: {err}",
+            if frame.event.is_empty() {
+                "message"
+            } else {
+                &frame.event
+            }
+        ))
+    })?;
+    Ok(match envelope.kind.as_str() {
+        "response.created" => vec![ResponseEvent::Created],
+        "response.output_text.delta" => envelope
+            .delta
+            .map(ResponseEvent::OutputTextDelta)
+            .into_iter()
+            .collect(),
+        "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => envelope
+            .delta
+            .map(ResponseEvent::ReasoningSummaryDelta)
+            .into_iter()
+            .collect(),
+        "response.output_item.done" => {
+            let item = envelope
+                .item
+                .ok_or_else(|| CoreError::Stream("output_item.done without `item`".into()))?;
+            match serde_json::from_value::<ResponseItem>(item) {
+                Ok(ResponseItem::Other) => Vec::new(),
+                Ok(item) => vec![ResponseEvent::OutputItemDone(item)],
+                Err(err) => {
+                    return Err(CoreError::Stream(format!("unreadable output item: {err}")));
+                }
+            }
+        }
+        "response.completed" => {
+            let response = envelope.response.unwrap_or(Value::Null);
+            let response_id = response
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let token_usage = response
+                .get("usage")
+                .cloned()
+                .and_then(|usage| serde_json::from_value::<Usage>(usage).ok())
+                .map(TokenUsage::from);
+            vec![ResponseEvent::Completed {
+                response_id,
+                token_usage,
+            }]
+        }
+        "response.failed" | "response.incomplete" | "error" => {
+            let response = envelope.response.unwrap_or(Value::Null);
+            let message = response
+                .pointer("/error/message")
+                .or_else(|| response.pointer("/incomplete_details/reason"))
+                .and_then(Value::as_str)
+                .unwrap_or("the provider reported the response as failed")
+                .to_string();
+            return Err(CoreError::ResponseFailed(message));
+        }
+        _ => Vec::new(),
+    })
+}

@@ -1,0 +1,64 @@
+//! Configuration: `$KEEL_HOME/config.toml`, with the same keys and meanings as Codex's
+//! `config.toml` so a user's existing file works unchanged.
+//!
+//! Data flows one way:
+//! 1. [`find_keel_home`] picks the directory (`KEEL_HOME`, else `~/.keel`);
+//! 2. the file is parsed into a TOML table (a missing file is an empty one);
+//! 3. `-c key.path=value` overrides ([`parse_cli_override`]) are merged into that table;
+//! 4. the table is deserialised into the raw file model (unknown keys are ignored);
+//! 5. the selected `[profiles.<name>]`, then [`ConfigOverrides`], win over the top-level keys,
+//!    and defaults fill the rest, giving a [`Config`].
+//!
+//! Errors name the file or override, the key and what was expected; see [`ConfigError`].
+//!
+//! Defaults: model [`DEFAULT_MODEL`], provider `openai`, approval `on-request`, sandbox
+//! `read-only`, 4 request retries, 5 stream retries, 300 s stream idle timeout, 32 KiB of
+//! project docs.
+
+mod error;
+mod overrides;
+mod provider;
+mod resolve;
+mod shell_env;
+mod toml_model;
+
+#[cfg(test)]
+mod tests;
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+pub use error::{ConfigError, ConfigOrigin, Result};
+pub use overrides::{ConfigOverrides, parse_cli_override};
+pub use provider::{
+    DEFAULT_REQUEST_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, DEFAULT_STREAM_MAX_RETRIES,
+    MAX_REQUEST_MAX_RETRIES, MAX_STREAM_MAX_RETRIES, ModelProviderInfo, OLLAMA_DEFAULT_BASE_URL,
+    OLLAMA_PROVIDER_ID, OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, WireApi,
+    built_in_model_providers, process_env,
+};
+pub use resolve::{
+    CONFIG_FILE_NAME, Config, ConfigEnv, DEFAULT_MODEL, DEFAULT_PROJECT_DOC_MAX_BYTES,
+};
+pub use shell_env::{
+    CORE_VARS, DEFAULT_EXCLUDES, ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit,
+    glob_matches,
+};
+
+/// The environment variable naming the Keel home directory.
+pub const KEEL_HOME_ENV: &str = "KEEL_HOME";
+
+/// The Keel home directory: `env_value` (the `KEEL_HOME` variable) when set and non-empty,
+/// else `~/.keel`. A relative `KEEL_HOME` is made absolute against the current directory.
+pub fn find_keel_home(env_value: Option<&OsStr>) -> Result<PathBuf> {
+    match env_value.filter(|value| !value.is_empty()) {
+        Some(value) => std::path::absolute(value).map_err(ConfigError::CurrentDir),
+        None => dirs::home_dir()
+            .map(|home| home.join(".keel"))
+            .ok_or(ConfigError::NoHomeDir),
+    }
+}
+
+/// [`find_keel_home`] with the value of `KEEL_HOME` read from this process.
+pub fn keel_home_from_process() -> Result<PathBuf> {
+    find_keel_home(std::env::var_os(KEEL_HOME_ENV).as_deref())
+}

@@ -1,0 +1,360 @@
+//! Resolution of the effective [`Config`]: read `config.toml`, merge `-c` overrides into the
+//! parsed TOML, deserialise, pick the profile, then apply typed overrides and defaults.
+//!
+//! Precedence, highest first: [`ConfigOverrides`] > the selected `[profiles.<name>]` > the
+//! top-level keys (file with `-c` overrides merged in) > built-in defaults.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode, SandboxPolicy};
+use serde_path_to_error::Segment;
+
+use super::error::{ConfigError, ConfigOrigin, Result};
+use super::overrides::{ConfigOverrides, apply_cli_override, key_segments};
+use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers};
+use super::shell_env::ShellEnvironmentPolicy;
+use super::toml_model::{ConfigProfileToml, ConfigToml};
+
+/// Name of the configuration file inside `KEEL_HOME`.
+pub const CONFIG_FILE_NAME: &str = "config.toml";
+/// The model used when neither the file, a profile nor an override names one (Codex's default).
+pub const DEFAULT_MODEL: &str = "gpt-5-codex";
+/// Default cap on the bytes of `AGENTS.md` project docs put in the prompt (32 KiB, as Codex).
+pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
+
+/// The process state that resolution reads, passed in so tests never touch the real process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEnv {
+    /// The absolute directory a relative `cwd` override resolves against; the default cwd.
+    pub process_cwd: PathBuf,
+    /// The `OPENAI_BASE_URL` variable, replacing the built-in OpenAI base URL when non-blank.
+    pub openai_base_url: Option<String>,
+}
+
+impl ConfigEnv {
+    /// Reads the current directory and `OPENAI_BASE_URL` from this process.
+    pub fn from_process() -> Result<Self> {
+        Ok(Self {
+            process_cwd: std::env::current_dir().map_err(ConfigError::CurrentDir)?,
+            openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+        })
+    }
+}
+
+/// The effective configuration of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The model to sample.
+    pub model: String,
+    /// The id of the selected provider (a key of `model_providers`).
+    pub model_provider_id: String,
+    /// The selected provider.
+    pub model_provider: ModelProviderInfo,
+    /// Every known provider: the built-ins, replaced or joined by the file's entries.
+    pub model_providers: BTreeMap<String, ModelProviderInfo>,
+    /// When to ask the user before running commands or applying patches.
+    pub approval_policy: AskForApproval,
+    /// The sandbox for model commands, from `sandbox_mode` and `[sandbox_workspace_write]`.
+    pub sandbox_policy: SandboxPolicy,
+    /// Which environment variables model commands see.
+    pub shell_environment_policy: ShellEnvironmentPolicy,
+    /// The absolute working directory of the conversation.
+    pub cwd: PathBuf,
+    /// The Keel home directory the file was read from.
+    pub keel_home: PathBuf,
+    /// The selected profile, if any.
+    pub active_profile: Option<String>,
+    /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    /// Replaces the built-in base instructions when set.
+    pub base_instructions: Option<String>,
+    /// Extra developer instructions sent with every turn.
+    pub developer_instructions: Option<String>,
+    /// Cap on the bytes of `AGENTS.md` project docs included in the prompt.
+    pub project_doc_max_bytes: usize,
+    /// The model's context window in tokens, when known.
+    pub model_context_window: Option<u64>,
+}
+
+impl Config {
+    /// Loads `$keel_home/config.toml` (a missing file means defaults) and applies the
+    /// overrides, reading the cwd and `OPENAI_BASE_URL` from the process.
+    pub fn load(
+        keel_home: &Path,
+        cli_overrides: Vec<(String, toml::Value)>,
+        overrides: ConfigOverrides,
+    ) -> Result<Self> {
+        Self::load_with_env(
+            keel_home,
+            cli_overrides,
+            overrides,
+            &ConfigEnv::from_process()?,
+        )
+    }
+
+    /// [`Config::load`] with the process state given explicitly.
+    pub fn load_with_env(
+        keel_home: &Path,
+        cli_overrides: Vec<(String, toml::Value)>,
+        overrides: ConfigOverrides,
+        env: &ConfigEnv,
+    ) -> Result<Self> {
+        let path = keel_home.join(CONFIG_FILE_NAME);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::load_from_toml_str(&text, keel_home, cli_overrides, overrides, env)
+    }
+
+    /// Resolves configuration from `toml` as if it were `$keel_home/config.toml`.
+    pub fn load_from_toml_str(
+        toml: &str,
+        keel_home: &Path,
+        cli_overrides: Vec<(String, toml::Value)>,
+        overrides: ConfigOverrides,
+        env: &ConfigEnv,
+    ) -> Result<Self> {
+        let path = keel_home.join(CONFIG_FILE_NAME);
+        let mut table = parse_file(toml, &path)?;
+        for (key, value) in &cli_overrides {
+            apply_cli_override(&mut table, key, value.clone());
+        }
+        let file = deserialize(table, &path, &cli_overrides)?;
+        resolve(file, keel_home, &path, overrides, env)
+    }
+
+    /// The path of the configuration file this config was (or would have been) read from.
+    pub fn config_file(&self) -> PathBuf {
+        self.keel_home.join(CONFIG_FILE_NAME)
+    }
+}
+
+fn parse_file(text: &str, path: &Path) -> Result<toml::Table> {
+    toml::from_str(text).map_err(|err| {
+        let offset = err.span().map_or(0, |span| span.start);
+        let (line, column) = line_column(text, offset);
+        ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: err.message().trim().replace('\n', "; "),
+        }
+    })
+}
+
+/// 1-based line and character column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count()
+        + 1;
+    (line, column)
+}
+
+/// Deserialises the merged table, naming the key and the file or `-c` override of an error.
+fn deserialize(
+    table: toml::Table,
+    path: &Path,
+    cli_overrides: &[(String, toml::Value)],
+) -> Result<ConfigToml> {
+    // Kept to describe the offending value where toml's own message does not.
+    let merged = table.clone();
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
+        let error_keys: Vec<String> = err
+            .path()
+            .iter()
+            .map_while(|segment| match segment {
+                Segment::Map { key } => Some(key.clone()),
+                Segment::Seq { .. } | Segment::Enum { .. } | Segment::Unknown => None,
+            })
+            .collect();
+        // The latest override touching the failing key (or a table containing it) is the
+        // culprit: it replaced whatever the file had there.
+        let origin = cli_overrides
+            .iter()
+            .rev()
+            .find(|(key, _)| {
+                let override_keys = key_segments(key);
+                override_keys.starts_with(&error_keys) || error_keys.starts_with(&override_keys)
+            })
+            .map_or_else(
+                || ConfigOrigin::File(path.to_path_buf()),
+                |(key, value)| ConfigOrigin::CliOverride {
+                    key: key.clone(),
+                    value: value.clone(),
+                },
+            );
+        let key = match err.path().to_string() {
+            root if root == "." => "(top level)".to_string(),
+            key => key,
+        };
+        let mut message = err.into_inner().message().trim().replace('\n', "; ");
+        if message == TOML_NON_STRING_ENUM_MESSAGE
+            && let Some(found) = value_at(&merged, &error_keys)
+        {
+            message = format!("invalid type: {}, expected a string", describe_value(found));
+        }
+        ConfigError::InvalidValue {
+            origin,
+            key,
+            message,
+        }
+    })
+}
+
+/// What toml says when an enum field (e.g. `approval_policy = 1`) holds a non-string.
+const TOML_NON_STRING_ENUM_MESSAGE: &str = "invalid type: unit variant, expected string only";
+
+fn value_at<'a>(table: &'a toml::Table, keys: &[String]) -> Option<&'a toml::Value> {
+    let (first, rest) = keys.split_first()?;
+    rest.iter()
+        .try_fold(table.get(first)?, |value, key| value.get(key.as_str()))
+}
+
+/// Describes a TOML value the way serde's "invalid type" messages do.
+fn describe_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(text) => format!("string {text:?}"),
+        toml::Value::Integer(number) => format!("integer `{number}`"),
+        toml::Value::Float(number) => format!("floating point `{number}`"),
+        toml::Value::Boolean(flag) => format!("boolean `{flag}`"),
+        toml::Value::Datetime(datetime) => format!("datetime `{datetime}`"),
+        toml::Value::Array(_) => "array".to_string(),
+        toml::Value::Table(_) => "table".to_string(),
+    }
+}
+
+fn resolve(
+    file: ConfigToml,
+    keel_home: &Path,
+    path: &Path,
+    overrides: ConfigOverrides,
+    env: &ConfigEnv,
+) -> Result<Config> {
+    let ConfigToml {
+        model,
+        model_provider,
+        model_providers: file_providers,
+        approval_policy,
+        sandbox_mode,
+        sandbox_workspace_write,
+        shell_environment_policy,
+        profile,
+        mut profiles,
+        model_reasoning_effort,
+        base_instructions,
+        developer_instructions,
+        project_doc_max_bytes,
+        model_context_window,
+    } = file;
+
+    let active_profile = overrides.config_profile.or(profile);
+    let profile = match &active_profile {
+        None => ConfigProfileToml::default(),
+        Some(name) => profiles
+            .remove(name)
+            .ok_or_else(|| ConfigError::UnknownProfile {
+                name: name.clone(),
+                known: profiles.keys().cloned().collect(),
+                path: path.to_path_buf(),
+            })?,
+    };
+
+    let mut model_providers = built_in_model_providers(env.openai_base_url.as_deref());
+    for (id, mut provider) in file_providers {
+        if provider.name.trim().is_empty() {
+            provider.name = id.clone();
+        }
+        model_providers.insert(id, provider);
+    }
+    let model_provider_id = overrides
+        .model_provider
+        .or(profile.model_provider)
+        .or(model_provider)
+        .unwrap_or_else(|| OPENAI_PROVIDER_ID.to_string());
+    let model_provider = model_providers
+        .get(&model_provider_id)
+        .cloned()
+        .ok_or_else(|| ConfigError::UnknownProvider {
+            id: model_provider_id.clone(),
+            known: model_providers.keys().cloned().collect(),
+            path: path.to_path_buf(),
+        })?;
+
+    let cwd = match overrides.cwd {
+        Some(cwd) => env.process_cwd.join(cwd),
+        None => env.process_cwd.clone(),
+    };
+    let cwd = without_cur_dir(&cwd);
+
+    let sandbox_mode = overrides
+        .sandbox_mode
+        .or(profile.sandbox_mode)
+        .or(sandbox_mode)
+        .unwrap_or_default();
+    let sandbox_policy = match sandbox_mode {
+        SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
+        SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+        SandboxMode::WorkspaceWrite => {
+            let settings = sandbox_workspace_write.unwrap_or_default();
+            SandboxPolicy::WorkspaceWrite {
+                writable_roots: settings
+                    .writable_roots
+                    .iter()
+                    .map(|root| without_cur_dir(&cwd.join(root)))
+                    .collect(),
+                network_access: settings.network_access,
+                exclude_tmpdir_env_var: settings.exclude_tmpdir_env_var,
+                exclude_slash_tmp: settings.exclude_slash_tmp,
+            }
+        }
+    };
+
+    Ok(Config {
+        model: overrides
+            .model
+            .or(profile.model)
+            .or(model)
+            .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+        model_provider_id,
+        model_provider,
+        model_providers,
+        approval_policy: overrides
+            .approval_policy
+            .or(profile.approval_policy)
+            .or(approval_policy)
+            .unwrap_or_default(),
+        sandbox_policy,
+        shell_environment_policy: shell_environment_policy.into(),
+        cwd,
+        keel_home: keel_home.to_path_buf(),
+        active_profile,
+        model_reasoning_effort: profile.model_reasoning_effort.or(model_reasoning_effort),
+        base_instructions: overrides
+            .base_instructions
+            .or(profile.base_instructions)
+            .or(base_instructions),
+        developer_instructions: overrides
+            .developer_instructions
+            .or(profile.developer_instructions)
+            .or(developer_instructions),
+        project_doc_max_bytes: project_doc_max_bytes.unwrap_or(DEFAULT_PROJECT_DOC_MAX_BYTES),
+        model_context_window: profile.model_context_window.or(model_context_window),
+    })
+}
+
+/// Drops `.` components (`/work/./x` → `/work/x`); `..` is kept since symlinks give it meaning.
+fn without_cur_dir(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|component| !matches!(component, Component::CurDir))
+        .collect()
+}

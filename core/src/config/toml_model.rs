@@ -1,0 +1,79 @@
+//! The raw shape of `config.toml`, as deserialised before any defaults or overrides are
+//! resolved. Every field is optional and unknown keys are ignored, so files written for Codex
+//! (which carry many keys Keel has no use for) load unchanged.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode};
+use serde::Deserialize;
+
+use super::provider::ModelProviderInfo;
+use super::shell_env::{ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit};
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ConfigToml {
+    pub model: Option<String>,
+    pub model_provider: Option<String>,
+    pub model_providers: BTreeMap<String, ModelProviderInfo>,
+    pub approval_policy: Option<AskForApproval>,
+    pub sandbox_mode: Option<SandboxMode>,
+    pub sandbox_workspace_write: Option<SandboxWorkspaceWriteToml>,
+    pub shell_environment_policy: ShellEnvironmentPolicyToml,
+    pub profile: Option<String>,
+    pub profiles: BTreeMap<String, ConfigProfileToml>,
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub base_instructions: Option<String>,
+    pub developer_instructions: Option<String>,
+    pub project_doc_max_bytes: Option<usize>,
+    pub model_context_window: Option<u64>,
+}
+
+/// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ConfigProfileToml {
+    pub model: Option<String>,
+    pub model_provider: Option<String>,
+    pub approval_policy: Option<AskForApproval>,
+    pub sandbox_mode: Option<SandboxMode>,
+    pub model_reasoning_effort: Option<ReasoningEffort>,
+    pub base_instructions: Option<String>,
+    pub developer_instructions: Option<String>,
+    pub model_context_window: Option<u64>,
+}
+
+/// `[sandbox_workspace_write]`: parameters of the `workspace-write` sandbox mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct SandboxWorkspaceWriteToml {
+    pub writable_roots: Vec<PathBuf>,
+    pub network_access: bool,
+    pub exclude_tmpdir_env_var: bool,
+    pub exclude_slash_tmp: bool,
+}
+
+/// `[shell_environment_policy]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ShellEnvironmentPolicyToml {
+    pub inherit: Option<ShellEnvironmentPolicyInherit>,
+    pub ignore_default_excludes: Option<bool>,
+    pub exclude: Vec<String>,
+    pub set: BTreeMap<String, String>,
+    pub include_only: Vec<String>,
+}
+
+impl From<ShellEnvironmentPolicyToml> for ShellEnvironmentPolicy {
+    fn from(toml: ShellEnvironmentPolicyToml) -> Self {
+        Self {
+            inherit: toml.inherit.unwrap_or_default(),
+            ignore_default_excludes: toml.ignore_default_excludes.unwrap_or(false),
+            exclude: toml.exclude,
+            set: toml.set,
+            include_only: toml.include_only,
+        }
+    }
+}

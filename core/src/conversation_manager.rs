@@ -1,0 +1,213 @@
+//! Creates, finds, resumes and forks conversations. Each conversation runs on its own tasks;
+//! one conversation's failure never affects another.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use keel_protocol::{ConversationId, SessionConfiguredEvent};
+use tokio::sync::{RwLock, mpsc};
+
+use crate::client::{ClientSettings, ModelClient};
+use crate::config::Config;
+use crate::conversation::Conversation;
+use crate::error::{CoreError, Result};
+use crate::models::ResponseItem;
+use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
+use crate::rollout::{self, RolloutRecorder};
+use crate::session::{Session, TurnContext, submission_loop};
+
+/// Looks up an environment variable; injectable so tests never touch the process env.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Submissions queued per conversation before `submit` waits (clients rarely queue more than
+/// an approval or two).
+const SUBMISSION_CAPACITY: usize = 64;
+/// Events buffered per conversation before the engine waits for the client to read.
+const EVENT_CAPACITY: usize = 1024;
+
+/// A freshly started conversation.
+pub struct NewConversation {
+    /// Its id.
+    pub conversation_id: ConversationId,
+    /// The handle to drive it.
+    pub conversation: Arc<Conversation>,
+    /// The configuration it runs with; the first event a client should show.
+    pub session_configured: SessionConfiguredEvent,
+}
+
+/// Owns every live conversation of an embedding program.
+pub struct ConversationManager {
+    conversations: RwLock<HashMap<ConversationId, Arc<Conversation>>>,
+    env: EnvLookup,
+}
+
+impl Default for ConversationManager {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConversationManager {
+    /// A manager reading API keys from the process environment.
+    pub fn new() -> Self {
+        Self::with_env(Arc::new(|name: &str| std::env::var(name).ok()))
+    }
+
+    /// A manager reading API keys and headers through `env`.
+    pub fn with_env(env: EnvLookup) -> Self {
+        Self {
+            conversations: RwLock::new(HashMap::new()),
+            env,
+        }
+    }
+
+    /// Starts a new conversation recorded under `config.keel_home`.
+    pub async fn new_conversation(&self, config: Config) -> Result<NewConversation> {
+        self.spawn(config, ConversationId::new(), Vec::new(), None)
+            .await
+    }
+
+    /// Continues a recorded conversation: same id, history rebuilt from the file, new items
+    /// appended to the same file.
+    pub async fn resume_conversation(
+        &self,
+        config: Config,
+        rollout_path: &Path,
+    ) -> Result<NewConversation> {
+        let loaded = rollout::load_rollout(rollout_path).await?;
+        let recorder = RolloutRecorder::open_append(rollout_path).await?;
+        let mut new = self
+            .spawn(config, loaded.meta.id, loaded.history, Some(recorder))
+            .await?;
+        new.session_configured.initial_messages = Some(loaded.events);
+        Ok(new)
+    }
+
+    /// Starts a new conversation (new id, new file) with a copy of a recorded one's history.
+    pub async fn fork_conversation(
+        &self,
+        config: Config,
+        rollout_path: &Path,
+    ) -> Result<NewConversation> {
+        let loaded = rollout::load_rollout(rollout_path).await?;
+        let id = ConversationId::new();
+        let meta = rollout::recorder_meta(id, &config.cwd, &config.model, Some(loaded.meta.id));
+        let recorder = RolloutRecorder::create(&config.keel_home, meta).await?;
+        let items: Vec<rollout::RolloutItem> = loaded
+            .history
+            .iter()
+            .cloned()
+            .map(rollout::RolloutItem::ResponseItem)
+            .chain(
+                loaded
+                    .events
+                    .iter()
+                    .cloned()
+                    .map(rollout::RolloutItem::EventMsg),
+            )
+            .collect();
+        recorder.record(&items).await?;
+        let mut new = self
+            .spawn(config, id, loaded.history, Some(recorder))
+            .await?;
+        new.session_configured.initial_messages = Some(loaded.events);
+        Ok(new)
+    }
+
+    /// The live conversation with this id.
+    pub async fn get_conversation(&self, id: ConversationId) -> Result<Arc<Conversation>> {
+        self.conversations
+            .read()
+            .await
+            .get(&id)
+            .cloned()
+            .ok_or(CoreError::ConversationNotFound(id))
+    }
+
+    /// Forgets a conversation; it shuts down once the last handle is dropped.
+    pub async fn remove_conversation(&self, id: ConversationId) -> Option<Arc<Conversation>> {
+        self.conversations.write().await.remove(&id)
+    }
+
+    /// Ids of every live conversation.
+    pub async fn conversation_ids(&self) -> Vec<ConversationId> {
+        self.conversations.read().await.keys().copied().collect()
+    }
+
+    async fn spawn(
+        &self,
+        config: Config,
+        id: ConversationId,
+        history: Vec<ResponseItem>,
+        recorder: Option<RolloutRecorder>,
+    ) -> Result<NewConversation> {
+        let recorder = match recorder {
+            Some(recorder) => recorder,
+            None => {
+                let meta = rollout::recorder_meta(id, &config.cwd, &config.model, None);
+                RolloutRecorder::create(&config.keel_home, meta).await?
+            }
+        };
+        let rollout_path = recorder.path().to_path_buf();
+        let context = turn_context(&config, &self.env);
+        let session_configured = SessionConfiguredEvent {
+            session_id: id,
+            model: config.model.clone(),
+            model_provider_id: config.model_provider_id.clone(),
+            approval_policy: config.approval_policy,
+            sandbox_policy: config.sandbox_policy.clone(),
+            cwd: config.cwd.clone(),
+            reasoning_effort: config.model_reasoning_effort,
+            history_log_id: 0,
+            history_entry_count: 0,
+            initial_messages: None,
+            rollout_path: Some(rollout_path.clone()),
+        };
+        let (tx_sub, rx_sub) = mpsc::channel(SUBMISSION_CAPACITY);
+        let (tx_event, rx_event) = mpsc::channel(EVENT_CAPACITY);
+        let session = Arc::new(Session::new(id, context, history, Some(recorder), tx_event));
+        tokio::spawn(submission_loop(session, rx_sub));
+        let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, Some(rollout_path)));
+        self.conversations
+            .write()
+            .await
+            .insert(id, conversation.clone());
+        Ok(NewConversation {
+            conversation_id: id,
+            conversation,
+            session_configured,
+        })
+    }
+}
+
+/// Resolves configuration into the settings turns run with.
+fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
+    let lookup = |name: &str| env(name);
+    let provider = &config.model_provider;
+    let settings = ClientSettings {
+        url: provider.endpoint_url(),
+        wire_api: provider.wire_api,
+        headers: provider.headers(&lookup).into_iter().collect(),
+        api_key: provider.api_key(&lookup).map_err(|err| err.to_string()),
+        model: config.model.clone(),
+        reasoning_effort: config.model_reasoning_effort,
+        stream_idle_timeout: provider.stream_idle_timeout(),
+    };
+    TurnContext {
+        cwd: config.cwd.clone(),
+        approval_policy: config.approval_policy,
+        sandbox_policy: config.sandbox_policy.clone(),
+        client: ModelClient::new(settings),
+        model_context_window: config.model_context_window,
+        base_instructions: config
+            .base_instructions
+            .clone()
+            .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string()),
+        developer_instructions: config.developer_instructions.clone(),
+        user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
+        shell_env: config.shell_environment_policy.create_env_from_process(),
+        request_max_retries: provider.request_max_retries(),
+        stream_max_retries: provider.stream_max_retries(),
+    }
+}

@@ -1,0 +1,168 @@
+//! Conversation items as the Responses API names them. History, prompts and rollout files all
+//! hold these, so what the model saw can be replayed exactly.
+
+use serde::{Deserialize, Serialize};
+
+/// One item of model input or output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseItem {
+    /// A message from the user, the assistant or the developer.
+    Message {
+        /// Provider-assigned id, when the model produced it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// `user`, `assistant`, `developer` or `system`.
+        role: String,
+        /// The message's parts.
+        content: Vec<ContentItem>,
+    },
+    /// The model's reasoning, as a summary.
+    Reasoning {
+        /// Provider-assigned id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Summary parts.
+        #[serde(default)]
+        summary: Vec<ReasoningSummary>,
+        /// Opaque reasoning state the provider may want back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+    },
+    /// A call of a JSON-argument function tool.
+    FunctionCall {
+        /// Provider-assigned id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The tool's name.
+        name: String,
+        /// The arguments as a JSON string.
+        arguments: String,
+        /// Pairs the call with its output.
+        call_id: String,
+    },
+    /// The result of a function call, sent back to the model.
+    FunctionCallOutput {
+        /// The call this answers.
+        call_id: String,
+        /// What the tool returned.
+        output: String,
+    },
+    /// A call of a freeform (custom) tool such as `apply_patch`.
+    CustomToolCall {
+        /// Provider-assigned id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Pairs the call with its output.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The raw input text.
+        input: String,
+    },
+    /// The result of a custom tool call.
+    CustomToolCallOutput {
+        /// The call this answers.
+        call_id: String,
+        /// What the tool returned.
+        output: String,
+    },
+    /// An item type Keel does not use; kept out of history.
+    #[serde(other)]
+    Other,
+}
+
+impl ResponseItem {
+    /// A user message with one text part.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::Message {
+            id: None,
+            role: "user".to_string(),
+            content: vec![ContentItem::InputText { text: text.into() }],
+        }
+    }
+
+    /// A developer (or system) message with one text part.
+    pub fn developer_text(text: impl Into<String>) -> Self {
+        Self::Message {
+            id: None,
+            role: "developer".to_string(),
+            content: vec![ContentItem::InputText { text: text.into() }],
+        }
+    }
+
+    /// The call id of a tool call, if this is one.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        match self {
+            Self::FunctionCall { call_id, .. } | Self::CustomToolCall { call_id, .. } => {
+                Some(call_id)
+            }
+            _ => None,
+        }
+    }
+
+    /// The call id answered by a tool output, if this is one.
+    pub fn tool_output_call_id(&self) -> Option<&str> {
+        match self {
+            Self::FunctionCallOutput { call_id, .. }
+            | Self::CustomToolCallOutput { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+
+    /// The text of an assistant message, parts joined.
+    pub fn assistant_text(&self) -> Option<String> {
+        match self {
+            Self::Message { role, content, .. } if role == "assistant" => Some(
+                content
+                    .iter()
+                    .filter_map(ContentItem::text)
+                    .collect::<Vec<_>>()
+                    .join(""),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentItem {
+    /// Text the user or developer wrote.
+    InputText {
+        /// The text.
+        text: String,
+    },
+    /// An image given to the model.
+    InputImage {
+        /// URL or `data:` URL.
+        image_url: String,
+    },
+    /// Text the model wrote.
+    OutputText {
+        /// The text.
+        text: String,
+    },
+}
+
+impl ContentItem {
+    /// The part's text, if it is text.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::InputText { text } | Self::OutputText { text } => Some(text),
+            Self::InputImage { .. } => None,
+        }
+    }
+}
+
+/// One part of a reasoning summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReasoningSummary {
+    /// Summary text.
+    SummaryText {
+        /// The text.
+        text: String,
+    },
+}

@@ -1,0 +1,130 @@
+//! Builds the prompt of each model request: base instructions, developer instructions,
+//! `AGENTS.md` project docs, an environment context, the history, and the tool definitions.
+
+use std::path::{Path, PathBuf};
+
+use keel_protocol::SandboxPolicy;
+
+use crate::client::Prompt;
+use crate::models::ResponseItem;
+use crate::session::TurnContext;
+use crate::tools;
+
+/// The instructions Keel gives the model unless configuration replaces them.
+pub(crate) const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
+
+/// The prompt for the next request of a turn.
+pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) -> Prompt {
+    let mut input = Vec::with_capacity(history.len() + 3);
+    if let Some(developer) = &context.developer_instructions {
+        input.push(ResponseItem::developer_text(developer.clone()));
+    }
+    if let Some(docs) = &context.user_instructions {
+        input.push(ResponseItem::user_text(format!(
+            "# AGENTS.md instructions for {}\n\n<INSTRUCTIONS>\n{docs}\n</INSTRUCTIONS>",
+            context.cwd.display()
+        )));
+    }
+    input.push(ResponseItem::user_text(environment_context(context)));
+    input.extend(history);
+    Prompt {
+        instructions: context.base_instructions.clone(),
+        input,
+        tools: tools::tool_definitions(context),
+    }
+}
+
+fn environment_context(context: &TurnContext) -> String {
+    let (sandbox, network) = match &context.sandbox_policy {
+        SandboxPolicy::DangerFullAccess => ("danger-full-access", "enabled"),
+        SandboxPolicy::ReadOnly => ("read-only", "restricted"),
+        SandboxPolicy::WorkspaceWrite { network_access, .. } => (
+            "workspace-write",
+            if *network_access {
+                "enabled"
+            } else {
+                "restricted"
+            },
+        ),
+    };
+    let approval = serde_json::to_value(context.approval_policy)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    format!(
+        "<environment_context>\n  <cwd>{}</cwd>\n  <approval_policy>{approval}</approval_policy>\n  \
+         <sandbox_mode>{sandbox}</sandbox_mode>\n  <network_access>{network}</network_access>\n  \
+         <shell>bash</shell>\n</environment_context>",
+        context.cwd.display()
+    )
+}
+
+/// Reads `AGENTS.md` files from the repository root (the nearest ancestor with `.git`) down to
+/// `cwd`, joined root first, capped at `max_bytes`. `None` when there are none.
+pub(crate) fn read_project_docs(cwd: &Path, max_bytes: usize) -> Option<String> {
+    if max_bytes == 0 {
+        return None;
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in cwd.ancestors() {
+        dirs.push(dir.to_path_buf());
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    // Without a repository, only the cwd itself is searched.
+    if !dirs.last().is_some_and(|d| d.join(".git").exists()) {
+        dirs.truncate(1);
+    }
+    dirs.reverse();
+    let mut docs = String::new();
+    for dir in dirs {
+        let Ok(text) = std::fs::read_to_string(dir.join("AGENTS.md")) else {
+            continue;
+        };
+        if !docs.is_empty() {
+            docs.push_str("\n\n");
+        }
+        docs.push_str(text.trim_end());
+    }
+    if docs.is_empty() {
+        return None;
+    }
+    if docs.len() > max_bytes {
+        let mut cut = max_bytes;
+        while !docs.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        docs.truncate(cut);
+    }
+    Some(docs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_docs_from_repo_root_down() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        std::fs::create_dir(root.path().join(".git"))?;
+        let sub = root.path().join("crate");
+        std::fs::create_dir(&sub)?;
+        std::fs::write(root.path().join("AGENTS.md"), "root rules\n")?;
+        std::fs::write(sub.join("AGENTS.md"), "crate rules\n")?;
+        assert_eq!(
+            read_project_docs(&sub, 1000).as_deref(),
+            Some("root rules\n\ncrate rules")
+        );
+        assert_eq!(read_project_docs(&sub, 4).as_deref(), Some("root"));
+        assert_eq!(read_project_docs(&sub, 0), None);
+        Ok(())
+    }
+
+    #[test]
+    fn no_docs_outside_a_repo() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        assert_eq!(read_project_docs(dir.path(), 1000), None);
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! Paging through recorded conversations, newest first.
+
+use std::path::{Path, PathBuf};
+
+use keel_protocol::ConversationId;
+
+use super::{RolloutItem, RolloutLine};
+use crate::error::{CoreError, Result};
+
+/// One recorded conversation, as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationSummary {
+    /// The conversation's id.
+    pub id: ConversationId,
+    /// Its rollout file.
+    pub path: PathBuf,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// The first user message, for display.
+    pub preview: String,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConversationsPage {
+    /// The conversations on this page, newest first.
+    pub items: Vec<ConversationSummary>,
+    /// Pass to the next call to continue; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+/// Lists conversations under `keel_home/sessions`, newest first. The cursor is the file name
+/// of the last item of the previous page.
+pub async fn list_conversations(
+    keel_home: &Path,
+    page_size: usize,
+    cursor: Option<&str>,
+) -> Result<ConversationsPage> {
+    let root = keel_home.join("sessions");
+    let home = root.clone();
+    let files = tokio::task::spawn_blocking(move || rollout_files_newest_first(&home))
+        .await
+        .map_err(|err| CoreError::io("list sessions", std::io::Error::other(err)))??;
+    let mut items = Vec::new();
+    let mut next_cursor = None;
+    let mut started = cursor.is_none();
+    for path in files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !started {
+            started = cursor.is_some_and(|c| c == name);
+            continue;
+        }
+        if items.len() == page_size {
+            next_cursor = items
+                .last()
+                .and_then(|s: &ConversationSummary| s.path.file_name())
+                .map(|n| n.to_string_lossy().into_owned());
+            break;
+        }
+        if let Some(summary) = summarise(&path).await {
+            items.push(summary);
+        }
+    }
+    Ok(ConversationsPage { items, next_cursor })
+}
+
+fn rollout_files_newest_first(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    if !root.exists() {
+        return Ok(files);
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|err| CoreError::io(format!("read {}", dir.display()), err))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    // File names start with the creation timestamp, then the time-ordered id.
+    files.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    Ok(files)
+}
+
+async fn summarise(path: &Path) -> Option<ConversationSummary> {
+    let text = tokio::fs::read_to_string(path).await.ok()?;
+    let mut meta = None;
+    let mut preview = String::new();
+    for line in text.lines().take(200) {
+        match serde_json::from_str::<RolloutLine>(line).ok()?.item {
+            RolloutItem::SessionMeta(found) if meta.is_none() => meta = Some(found),
+            RolloutItem::EventMsg(keel_protocol::EventMsg::UserMessage(message)) => {
+                preview = message.message;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let meta = meta?;
+    Some(ConversationSummary {
+        id: meta.id,
+        path: path.to_path_buf(),
+        created_at: meta.timestamp,
+        cwd: meta.cwd,
+        preview,
+    })
+}

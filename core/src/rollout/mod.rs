@@ -1,0 +1,136 @@
+//! Rollout files: every conversation is recorded as JSONL under
+//! `$KEEL_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<id>.jsonl`, one line per item, flushed
+//! as it goes, so a crash loses at most the line in flight. Resume and fork read them back.
+
+mod list;
+mod recorder;
+
+pub use list::{ConversationSummary, ConversationsPage, list_conversations};
+pub use recorder::RolloutRecorder;
+pub(crate) use recorder::recorder_meta;
+
+use std::path::{Path, PathBuf};
+
+use keel_protocol::{ConversationId, EventMsg};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, Result};
+use crate::models::ResponseItem;
+
+/// The first line of every rollout file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The conversation's id.
+    pub id: ConversationId,
+    /// When it was created (RFC 3339).
+    pub timestamp: String,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// The model it started with.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The program that wrote the file.
+    pub originator: String,
+    /// That program's version.
+    pub cli_version: String,
+    /// The conversation this one was forked from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ConversationId>,
+}
+
+/// One line of a rollout file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
+pub enum RolloutItem {
+    /// Identifies the conversation.
+    SessionMeta(SessionMeta),
+    /// An item of the model-facing history.
+    ResponseItem(ResponseItem),
+    /// An event kept to rebuild the transcript for display.
+    EventMsg(EventMsg),
+}
+
+/// A rollout line with its timestamp.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RolloutLine {
+    pub timestamp: String,
+    #[serde(flatten)]
+    pub item: RolloutItem,
+}
+
+/// A conversation read back from its rollout file.
+#[derive(Debug, Clone)]
+pub struct LoadedRollout {
+    /// The file's session meta.
+    pub meta: SessionMeta,
+    /// Model-facing history, in order.
+    pub history: Vec<ResponseItem>,
+    /// Recorded events, in order, for display.
+    pub events: Vec<EventMsg>,
+    /// Where it was read from.
+    pub path: PathBuf,
+}
+
+/// Reads a rollout file. Lines that cannot be parsed (e.g. a torn last line after a crash)
+/// are skipped with a warning; a file without session meta is an error.
+pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
+    let text = tokio::fs::read_to_string(path)
+        .await
+        .map_err(|err| CoreError::Rollout {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })?;
+    let mut meta = None;
+    let mut history = Vec::new();
+    let mut events = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<RolloutLine>(line) {
+            Ok(RolloutLine { item, .. }) => match item {
+                RolloutItem::SessionMeta(found) => {
+                    if meta.is_none() {
+                        meta = Some(found);
+                    }
+                }
+                RolloutItem::ResponseItem(item) => history.push(item),
+                RolloutItem::EventMsg(event) => events.push(event),
+            },
+            Err(err) => {
+                tracing::warn!(
+                    "{}:{}: skipping unreadable rollout line: {err}",
+                    path.display(),
+                    number + 1
+                );
+            }
+        }
+    }
+    let meta = meta.ok_or_else(|| CoreError::Rollout {
+        path: path.to_path_buf(),
+        message: "no session_meta line; not a Keel rollout file".to_string(),
+    })?;
+    Ok(LoadedRollout {
+        meta,
+        history,
+        events,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Whether an event is kept in the rollout (the ones needed to redraw a transcript).
+pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
+    matches!(
+        msg,
+        EventMsg::UserMessage(_)
+            | EventMsg::AgentMessage(_)
+            | EventMsg::AgentReasoning(_)
+            | EventMsg::TokenCount(_)
+            | EventMsg::TaskComplete(_)
+            | EventMsg::TurnAborted(_)
+            | EventMsg::Error(_)
+            | EventMsg::ExecCommandEnd(_)
+            | EventMsg::PatchApplyEnd(_)
+            | EventMsg::PlanUpdate(_)
+    )
+}

@@ -1,0 +1,237 @@
+//! One conversation's engine: the submission loop, the shared state its turns work on, and
+//! the event channel back to the client.
+//!
+//! The submission loop never blocks on a turn: each turn runs on its own task so that
+//! interrupts, approvals and extra input are handled while it runs.
+
+mod context;
+mod submission_loop;
+pub(crate) mod turn;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use keel_protocol::{
+    CallId, ConversationId, Event, EventMsg, ReviewDecision, SubmissionId, TokenUsage,
+    TokenUsageInfo,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use context::TurnContext;
+pub(crate) use submission_loop::submission_loop;
+
+use crate::models::ResponseItem;
+use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
+
+/// A running turn, as the submission loop sees it.
+struct ActiveTurn {
+    sub_id: SubmissionId,
+    cancel: CancellationToken,
+}
+
+/// State shared between the submission loop and the running turn.
+struct SessionState {
+    history: Vec<ResponseItem>,
+    /// Input that arrived while a turn was running; the turn picks it up before sampling.
+    pending_input: Vec<ResponseItem>,
+    approved_commands: HashSet<Vec<String>>,
+    token_info: Option<TokenUsageInfo>,
+    turn_context: Arc<TurnContext>,
+    active_turn: Option<ActiveTurn>,
+    /// The task of the most recent turn; the next turn waits for it so events never interleave.
+    last_turn: Option<JoinHandle<()>>,
+}
+
+/// The engine side of one conversation.
+pub(crate) struct Session {
+    id: ConversationId,
+    tx_event: mpsc::Sender<Event>,
+    state: Mutex<SessionState>,
+    approvals: Mutex<HashMap<CallId, oneshot::Sender<ReviewDecision>>>,
+    rollout: Option<RolloutRecorder>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        id: ConversationId,
+        turn_context: TurnContext,
+        history: Vec<ResponseItem>,
+        rollout: Option<RolloutRecorder>,
+        tx_event: mpsc::Sender<Event>,
+    ) -> Self {
+        Self {
+            id,
+            tx_event,
+            state: Mutex::new(SessionState {
+                history,
+                pending_input: Vec::new(),
+                approved_commands: HashSet::new(),
+                token_info: None,
+                turn_context: Arc::new(turn_context),
+                active_turn: None,
+                last_turn: None,
+            }),
+            approvals: Mutex::new(HashMap::new()),
+            rollout,
+        }
+    }
+
+    pub(crate) fn id(&self) -> ConversationId {
+        self.id
+    }
+
+    fn state(&self) -> MutexGuard<'_, SessionState> {
+        // A panic while holding the lock would poison it; the state is still consistent
+        // enough to keep serving (every mutation is a single push or assignment).
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn turn_context(&self) -> Arc<TurnContext> {
+        self.state().turn_context.clone()
+    }
+
+    pub(crate) fn set_turn_context(&self, context: TurnContext) {
+        self.state().turn_context = Arc::new(context);
+    }
+
+    /// Sends an event to the client, recording it in the rollout when it is part of the
+    /// transcript. Waits when the client is slow (the channel is bounded).
+    pub(crate) async fn send_event(&self, sub_id: &SubmissionId, msg: EventMsg) {
+        if is_persisted_event(&msg) {
+            self.persist(&[RolloutItem::EventMsg(msg.clone())]).await;
+        }
+        let event = Event {
+            id: sub_id.clone(),
+            msg,
+        };
+        if self.tx_event.send(event).await.is_err() {
+            tracing::debug!(conversation = %self.id, "event dropped: the conversation handle is gone");
+        }
+    }
+
+    async fn persist(&self, items: &[RolloutItem]) {
+        if let Some(rollout) = &self.rollout
+            && let Err(err) = rollout.record(items).await
+        {
+            tracing::warn!(conversation = %self.id, "could not record rollout: {err}");
+        }
+    }
+
+    /// Appends items to the model-facing history and the rollout.
+    pub(crate) async fn record_items(&self, items: &[ResponseItem]) {
+        if items.is_empty() {
+            return;
+        }
+        self.state().history.extend(items.iter().cloned());
+        let rollout: Vec<RolloutItem> = items
+            .iter()
+            .cloned()
+            .map(RolloutItem::ResponseItem)
+            .collect();
+        self.persist(&rollout).await;
+    }
+
+    pub(crate) fn history(&self) -> Vec<ResponseItem> {
+        self.state().history.clone()
+    }
+
+    /// Moves input queued during the turn into history; returns it for the rollout.
+    pub(crate) async fn drain_pending_input(&self) -> bool {
+        let pending = std::mem::take(&mut self.state().pending_input);
+        let any = !pending.is_empty();
+        self.record_items(&pending).await;
+        any
+    }
+
+    /// Ends the turn unless input is waiting; returns `true` if the turn must continue.
+    pub(crate) fn finish_turn_unless_pending(&self, sub_id: &SubmissionId) -> bool {
+        let mut state = self.state();
+        if !state.pending_input.is_empty() {
+            return true;
+        }
+        if state
+            .active_turn
+            .as_ref()
+            .is_some_and(|t| &t.sub_id == sub_id)
+        {
+            state.active_turn = None;
+        }
+        false
+    }
+
+    /// Marks the turn over (after an abort or error).
+    pub(crate) fn clear_active_turn(&self, sub_id: &SubmissionId) {
+        let mut state = self.state();
+        if state
+            .active_turn
+            .as_ref()
+            .is_some_and(|t| &t.sub_id == sub_id)
+        {
+            state.active_turn = None;
+        }
+    }
+
+    pub(crate) fn is_approved_for_session(&self, argv: &[String]) -> bool {
+        self.state().approved_commands.contains(argv)
+    }
+
+    pub(crate) fn approve_for_session(&self, argv: Vec<String>) {
+        self.state().approved_commands.insert(argv);
+    }
+
+    /// Adds a response's usage to the running total and returns the new totals.
+    pub(crate) fn add_token_usage(
+        &self,
+        usage: &TokenUsage,
+        context_window: Option<u64>,
+    ) -> TokenUsageInfo {
+        let mut state = self.state();
+        let info = state.token_info.get_or_insert_with(TokenUsageInfo::default);
+        info.total_token_usage.add(usage);
+        info.last_token_usage = *usage;
+        info.model_context_window = context_window;
+        info.clone()
+    }
+
+    pub(crate) fn token_info(&self) -> Option<TokenUsageInfo> {
+        self.state().token_info.clone()
+    }
+
+    /// Registers a pending approval and returns the receiver its answer arrives on.
+    pub(crate) fn register_approval(&self, call_id: CallId) -> oneshot::Receiver<ReviewDecision> {
+        let (tx, rx) = oneshot::channel();
+        self.approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(call_id, tx);
+        rx
+    }
+
+    pub(crate) fn forget_approval(&self, call_id: &CallId) {
+        self.approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+    }
+
+    /// Delivers a client's decision; unknown call ids are logged and ignored.
+    pub(crate) fn resolve_approval(&self, call_id: &CallId, decision: ReviewDecision) {
+        let sender = self
+            .approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+        match sender {
+            Some(tx) => {
+                if tx.send(decision).is_err() {
+                    tracing::debug!(%call_id, "approval arrived after its turn ended");
+                }
+            }
+            None => tracing::warn!(%call_id, "approval for an unknown or settled call id"),
+        }
+    }
+}

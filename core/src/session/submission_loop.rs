@@ -1,0 +1,151 @@
+//! The loop that reads a conversation's submissions and acts on each at once.
+
+use std::sync::Arc;
+
+use keel_protocol::{EventMsg, InputItem, Op, Submission, SubmissionId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::turn::run_turn;
+use super::{ActiveTurn, Session, TurnContext};
+use crate::models::{ContentItem, ResponseItem};
+
+/// Runs until `Op::Shutdown` or until every submission sender is dropped; then stops the
+/// running turn (killing its commands) and returns.
+pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receiver<Submission>) {
+    while let Some(Submission { id, op }) = rx.recv().await {
+        match op {
+            Op::UserInput { items } => start_or_join_turn(&session, id, items),
+            Op::UserTurn {
+                items,
+                cwd,
+                approval_policy,
+                sandbox_policy,
+                model,
+                effort,
+            } => {
+                let mut context = (*session.turn_context()).clone();
+                context.cwd = cwd;
+                context.approval_policy = approval_policy;
+                context.sandbox_policy = sandbox_policy;
+                context.client = context.client.with_model(model, effort);
+                session.set_turn_context(context);
+                start_or_join_turn(&session, id, items);
+            }
+            Op::OverrideTurnContext {
+                cwd,
+                approval_policy,
+                sandbox_policy,
+                model,
+                effort,
+            } => {
+                let mut context: TurnContext = (*session.turn_context()).clone();
+                if let Some(cwd) = cwd {
+                    context.cwd = cwd;
+                }
+                if let Some(policy) = approval_policy {
+                    context.approval_policy = policy;
+                }
+                if let Some(policy) = sandbox_policy {
+                    context.sandbox_policy = policy;
+                }
+                if model.is_some() || effort.is_some() {
+                    let model = model.unwrap_or_else(|| context.client.settings().model.clone());
+                    let effort = effort.or(context.client.settings().reasoning_effort);
+                    context.client = context.client.with_model(model, effort);
+                }
+                session.set_turn_context(context);
+            }
+            Op::Interrupt => interrupt(&session),
+            Op::ExecApproval {
+                id: call_id,
+                decision,
+            }
+            | Op::PatchApproval {
+                id: call_id,
+                decision,
+            } => {
+                session.resolve_approval(&call_id, decision);
+            }
+            Op::Shutdown => {
+                stop_turn(&session).await;
+                session.send_event(&id, EventMsg::ShutdownComplete).await;
+                return;
+            }
+            other => {
+                let message = format!("operation not supported: {other:?}");
+                session
+                    .send_event(&id, EventMsg::Error(keel_protocol::ErrorEvent { message }))
+                    .await;
+            }
+        }
+    }
+    stop_turn(&session).await;
+}
+
+/// Converts user input to a history item.
+pub(crate) fn user_input_item(items: &[InputItem]) -> ResponseItem {
+    let content = items
+        .iter()
+        .map(|item| match item {
+            InputItem::Text { text } => ContentItem::InputText { text: text.clone() },
+            InputItem::Image { image_url } => ContentItem::InputImage {
+                image_url: image_url.clone(),
+            },
+            InputItem::LocalImage { path } => ContentItem::InputText {
+                text: format!("[local image: {}]", path.display()),
+            },
+        })
+        .collect();
+    ResponseItem::Message {
+        id: None,
+        role: "user".to_string(),
+        content,
+    }
+}
+
+fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<InputItem>) {
+    let mut state = session.state();
+    if state.active_turn.is_some() {
+        // Input while a turn runs joins that turn: it is sent with the next model request.
+        state.pending_input.push(user_input_item(&items));
+        return;
+    }
+    let cancel = CancellationToken::new();
+    state.active_turn = Some(ActiveTurn {
+        sub_id: sub_id.clone(),
+        cancel: cancel.clone(),
+    });
+    let previous = state.last_turn.take();
+    let task_session = session.clone();
+    state.last_turn = Some(tokio::spawn(async move {
+        if let Some(previous) = previous
+            && let Err(err) = previous.await
+        {
+            tracing::warn!("previous turn task failed: {err}");
+        }
+        run_turn(task_session, sub_id, items, cancel).await;
+    }));
+}
+
+fn interrupt(session: &Session) {
+    if let Some(turn) = &session.state().active_turn {
+        turn.cancel.cancel();
+    }
+}
+
+/// Interrupts the running turn and waits for it to wind down.
+async fn stop_turn(session: &Session) {
+    let handle = {
+        let mut state = session.state();
+        if let Some(turn) = &state.active_turn {
+            turn.cancel.cancel();
+        }
+        state.last_turn.take()
+    };
+    if let Some(handle) = handle
+        && let Err(err) = handle.await
+    {
+        tracing::warn!("turn task failed while stopping: {err}");
+    }
+}

@@ -1,0 +1,318 @@
+//! One turn: sample the model, run the tools it calls, feed the outputs back, and repeat
+//! until it answers without tool calls.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_protocol::{
+    AgentMessageDeltaEvent, AgentMessageEvent, AgentReasoningDeltaEvent, AgentReasoningEvent,
+    ErrorEvent, EventMsg, InputItem, StreamErrorEvent, SubmissionId, TaskCompleteEvent,
+    TaskStartedEvent, TokenCountEvent, TurnAbortReason, TurnAbortedEvent, TurnId, UserMessageEvent,
+};
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use super::submission_loop::user_input_item;
+use crate::client::{Prompt, ResponseEvent};
+use crate::error::CoreError;
+use crate::models::{ReasoningSummary, ResponseItem};
+use crate::prompt_context::build_prompt;
+use crate::tools::{ToolRouter, TurnDiffTracker};
+
+/// Why a turn stopped early.
+#[derive(Debug)]
+pub(crate) enum TurnStop {
+    /// The user interrupted it, or answered an approval with `abort`.
+    Interrupted,
+    /// A non-recoverable error.
+    Failed(CoreError),
+}
+
+/// What one turn needs to identify itself in events.
+pub(crate) struct TurnIds {
+    pub sub_id: SubmissionId,
+    pub turn_id: TurnId,
+}
+
+/// Runs a whole turn and reports how it ended. Never returns an error: failures become
+/// `error` / `turn_aborted` events and the conversation stays usable.
+pub(crate) async fn run_turn(
+    session: Arc<Session>,
+    sub_id: SubmissionId,
+    input: Vec<InputItem>,
+    cancel: CancellationToken,
+) {
+    let ids = TurnIds {
+        turn_id: TurnId::new(sub_id.as_str()),
+        sub_id,
+    };
+    let context = session.turn_context();
+    session
+        .send_event(
+            &ids.sub_id,
+            EventMsg::TaskStarted(TaskStartedEvent {
+                turn_id: ids.turn_id.clone(),
+                model_context_window: context.model_context_window,
+            }),
+        )
+        .await;
+    session.record_items(&[user_input_item(&input)]).await;
+    session
+        .send_event(
+            &ids.sub_id,
+            EventMsg::UserMessage(user_message_event(&input)),
+        )
+        .await;
+
+    let outcome = turn_loop(&session, &ids, &cancel).await;
+    match outcome {
+        Ok(last_agent_message) => {
+            session
+                .send_event(
+                    &ids.sub_id,
+                    EventMsg::TaskComplete(TaskCompleteEvent {
+                        turn_id: ids.turn_id.clone(),
+                        last_agent_message,
+                    }),
+                )
+                .await;
+        }
+        Err(stop) => {
+            session.clear_active_turn(&ids.sub_id);
+            close_dangling_calls(&session).await;
+            let msg = match stop {
+                TurnStop::Interrupted => EventMsg::TurnAborted(TurnAbortedEvent {
+                    turn_id: Some(ids.turn_id.clone()),
+                    reason: TurnAbortReason::Interrupted,
+                }),
+                TurnStop::Failed(err) => EventMsg::Error(ErrorEvent {
+                    message: err.to_string(),
+                }),
+            };
+            session.send_event(&ids.sub_id, msg).await;
+        }
+    }
+}
+
+fn user_message_event(input: &[InputItem]) -> UserMessageEvent {
+    let mut message = String::new();
+    let mut images = Vec::new();
+    for item in input {
+        match item {
+            InputItem::Text { text } => message.push_str(text),
+            InputItem::Image { image_url } => images.push(image_url.clone()),
+            InputItem::LocalImage { path } => images.push(path.display().to_string()),
+        }
+    }
+    UserMessageEvent { message, images }
+}
+
+/// Samples and runs tools until the model stops calling them. Returns the last message.
+async fn turn_loop(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    cancel: &CancellationToken,
+) -> Result<Option<String>, TurnStop> {
+    let mut last_agent_message = None;
+    let mut diff = TurnDiffTracker::default();
+    loop {
+        session.drain_pending_input().await;
+        let context = session.turn_context();
+        let prompt = build_prompt(&context, session.history());
+        let items = sample_with_retries(session, ids, &prompt, cancel).await?;
+        session.record_items(&items).await;
+
+        let mut calls = Vec::new();
+        for item in &items {
+            if let Some(text) = item.assistant_text() {
+                last_agent_message = Some(text);
+            }
+            if item.tool_call_id().is_some() {
+                calls.push(item.clone());
+            }
+        }
+        if calls.is_empty() {
+            if session.finish_turn_unless_pending(&ids.sub_id) {
+                continue;
+            }
+            return Ok(last_agent_message);
+        }
+        let router = ToolRouter {
+            session,
+            context: &context,
+            ids,
+            cancel,
+        };
+        for call in calls {
+            let output = router.dispatch(&call, &mut diff).await?;
+            session.record_items(&[output]).await;
+        }
+    }
+}
+
+/// Every tool call in history gets an output, so the next request is valid after an abort.
+async fn close_dangling_calls(session: &Session) {
+    let history = session.history();
+    let answered: std::collections::HashSet<&str> = history
+        .iter()
+        .filter_map(ResponseItem::tool_output_call_id)
+        .collect();
+    let missing: Vec<ResponseItem> = history
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
+                Some(ResponseItem::FunctionCallOutput {
+                    call_id: call_id.clone(),
+                    output: "aborted: the user interrupted the turn".to_string(),
+                })
+            }
+            ResponseItem::CustomToolCall { call_id, .. }
+                if !answered.contains(call_id.as_str()) =>
+            {
+                Some(ResponseItem::CustomToolCallOutput {
+                    call_id: call_id.clone(),
+                    output: "aborted: the user interrupted the turn".to_string(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    session.record_items(&missing).await;
+}
+
+/// Delay before retry `attempt` (1-based): exponential from 200 ms with ±10% jitter, capped.
+fn backoff(attempt: u64) -> Duration {
+    let base = 200u64.saturating_mul(1 << attempt.saturating_sub(1).min(8));
+    let jitter = rand::rng().random_range(0.9..1.1);
+    Duration::from_millis(((base.min(30_000)) as f64 * jitter) as u64)
+}
+
+/// Samples once, retrying per the provider's budgets; each retry is reported to the user.
+async fn sample_with_retries(
+    session: &Session,
+    ids: &TurnIds,
+    prompt: &Prompt,
+    cancel: &CancellationToken,
+) -> Result<Vec<ResponseItem>, TurnStop> {
+    let context = session.turn_context();
+    let mut request_retries = 0;
+    let mut stream_retries = 0;
+    loop {
+        let err = match sample_once(session, ids, prompt, cancel).await {
+            Ok(items) => return Ok(items),
+            Err(TurnStop::Failed(err)) if err.is_retryable() => err,
+            Err(stop) => return Err(stop),
+        };
+        let (used, budget) = if err.is_stream_failure() {
+            (&mut stream_retries, context.stream_max_retries)
+        } else {
+            (&mut request_retries, context.request_max_retries)
+        };
+        if *used >= budget {
+            return Err(TurnStop::Failed(err));
+        }
+        *used += 1;
+        let delay = err.retry_after().unwrap_or_else(|| backoff(*used));
+        let message = format!(
+            "{err}; retrying {}/{budget} in {}ms",
+            *used,
+            delay.as_millis()
+        );
+        tracing::info!(conversation = %session.id(), "{message}");
+        session
+            .send_event(
+                &ids.sub_id,
+                EventMsg::StreamError(StreamErrorEvent { message }),
+            )
+            .await;
+        tokio::select! {
+            () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+            () = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// One model request: streams deltas as events and returns the completed items.
+async fn sample_once(
+    session: &Session,
+    ids: &TurnIds,
+    prompt: &Prompt,
+    cancel: &CancellationToken,
+) -> Result<Vec<ResponseItem>, TurnStop> {
+    let context = session.turn_context();
+    let mut stream = tokio::select! {
+        () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+        stream = context.client.stream(prompt) => stream.map_err(TurnStop::Failed)?,
+    };
+    let mut items = Vec::new();
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+            event = stream.next() => event,
+        };
+        let event = match event {
+            Some(Ok(event)) => event,
+            Some(Err(err)) => return Err(TurnStop::Failed(err)),
+            None => {
+                return Err(TurnStop::Failed(CoreError::Stream(
+                    "stream closed before response.completed".to_string(),
+                )));
+            }
+        };
+        match event {
+            ResponseEvent::Created => {}
+            ResponseEvent::OutputTextDelta(delta) => {
+                session
+                    .send_event(
+                        &ids.sub_id,
+                        EventMsg::AgentMessageDelta(AgentMessageDeltaEvent { delta }),
+                    )
+                    .await;
+            }
+            ResponseEvent::ReasoningSummaryDelta(delta) => {
+                session
+                    .send_event(
+                        &ids.sub_id,
+                        EventMsg::AgentReasoningDelta(AgentReasoningDeltaEvent { delta }),
+                    )
+                    .await;
+            }
+            ResponseEvent::OutputItemDone(item) => {
+                if let Some(message) = item.assistant_text() {
+                    session
+                        .send_event(
+                            &ids.sub_id,
+                            EventMsg::AgentMessage(AgentMessageEvent { message }),
+                        )
+                        .await;
+                }
+                if let ResponseItem::Reasoning { summary, .. } = &item {
+                    for ReasoningSummary::SummaryText { text } in summary {
+                        session
+                            .send_event(
+                                &ids.sub_id,
+                                EventMsg::AgentReasoning(AgentReasoningEvent {
+                                    text: text.clone(),
+                                }),
+                            )
+                            .await;
+                    }
+                }
+                items.push(item);
+            }
+            ResponseEvent::Completed { token_usage, .. } => {
+                let info = match token_usage {
+                    Some(usage) => {
+                        Some(session.add_token_usage(&usage, context.model_context_window))
+                    }
+                    None => session.token_info(),
+                };
+                session
+                    .send_event(&ids.sub_id, EventMsg::TokenCount(TokenCountEvent { info }))
+                    .await;
+                return Ok(items);
+            }
+        }
+    }
+}

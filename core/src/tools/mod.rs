@@ -1,0 +1,106 @@
+//! The tools offered to the model and the router that runs a tool call and returns the output
+//! item for history.
+
+mod patch;
+mod plan;
+mod shell;
+mod spec;
+mod turn_diff;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use turn_diff::TurnDiffTracker;
+
+use crate::config::WireApi;
+use crate::models::ResponseItem;
+use crate::session::turn::{TurnIds, TurnStop};
+use crate::session::{Session, TurnContext};
+
+/// Tool definitions for a request. `apply_patch` is a freeform tool on the Responses API for
+/// GPT-5-family models (which are trained on it) and a JSON function tool otherwise.
+pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
+    let settings = context.client.settings();
+    let freeform = settings.wire_api == WireApi::Responses
+        && (settings.model.starts_with("gpt-5") || settings.model.contains("codex"));
+    vec![
+        spec::shell_tool(),
+        if freeform {
+            crate::apply_patch::apply_patch_freeform_tool()
+        } else {
+            crate::apply_patch::apply_patch_function_tool()
+        },
+        spec::update_plan_tool(),
+    ]
+}
+
+/// Runs the tool calls of one turn.
+pub(crate) struct ToolRouter<'a> {
+    pub session: &'a Arc<Session>,
+    pub context: &'a TurnContext,
+    pub ids: &'a TurnIds,
+    pub cancel: &'a CancellationToken,
+}
+
+impl ToolRouter<'_> {
+    /// Runs one call and returns its output item. Bad arguments and tool failures become
+    /// output text for the model; only an interrupt or `abort` stops the turn.
+    pub(crate) async fn dispatch(
+        &self,
+        call: &ResponseItem,
+        diff: &mut TurnDiffTracker,
+    ) -> Result<ResponseItem, TurnStop> {
+        match call {
+            ResponseItem::FunctionCall {
+                name,
+                arguments,
+                call_id,
+                ..
+            } => {
+                let output = match name.as_str() {
+                    "shell" | "container.exec" => self.shell(call_id, arguments, diff).await?,
+                    "apply_patch" => match serde_json::from_str::<PatchArgs>(arguments) {
+                        Ok(args) => {
+                            let cwd = self.context.cwd.clone();
+                            self.apply_patch(call_id, &args.input, &cwd, diff).await?
+                        }
+                        Err(err) => format!("failed to parse apply_patch arguments: {err}"),
+                    },
+                    "update_plan" => self.update_plan(arguments).await,
+                    other => format!("unsupported tool `{other}`"),
+                };
+                Ok(ResponseItem::FunctionCallOutput {
+                    call_id: call_id.clone(),
+                    output,
+                })
+            }
+            ResponseItem::CustomToolCall {
+                name,
+                input,
+                call_id,
+                ..
+            } => {
+                let output = if name == "apply_patch" {
+                    let cwd = self.context.cwd.clone();
+                    self.apply_patch(call_id, input, &cwd, diff).await?
+                } else {
+                    format!("unsupported custom tool `{name}`")
+                };
+                Ok(ResponseItem::CustomToolCallOutput {
+                    call_id: call_id.clone(),
+                    output,
+                })
+            }
+            other => Err(TurnStop::Failed(crate::error::CoreError::Stream(format!(
+                "not a tool call: {other:?}"
+            )))),
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct PatchArgs {
+    input: String,
+}

@@ -1,0 +1,116 @@
+//! The `apply_patch` tool: parse, check against the disk, approve, apply atomically, and
+//! report `patch_apply_*` and `turn_diff` events.
+
+use std::path::{Path, PathBuf};
+
+use keel_protocol::{
+    ApplyPatchApprovalRequestEvent, CallId, EventMsg, PatchApplyBeginEvent, PatchApplyEndEvent,
+    ReviewDecision, TurnDiffEvent,
+};
+
+use super::{ToolRouter, TurnDiffTracker};
+use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch};
+use crate::approvals::{ExecDecision, decide_patch};
+use crate::session::turn::TurnStop;
+
+impl ToolRouter<'_> {
+    /// Applies a patch for the model and returns the text it sees: a summary of the files
+    /// changed, or an error naming the file and hunk that failed (nothing is changed then).
+    pub(super) async fn apply_patch(
+        &self,
+        call_id: &str,
+        patch_text: &str,
+        cwd: &Path,
+        diff: &mut TurnDiffTracker,
+    ) -> Result<String, TurnStop> {
+        let call_id = CallId::new(call_id);
+        let action = match parse_patch(patch_text)
+            .map_err(|e| e.to_string())
+            .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
+        {
+            Ok(action) => action,
+            Err(message) => {
+                return Ok(format!("apply_patch verification failed: {message}"));
+            }
+        };
+        let paths: Vec<PathBuf> = action.writes().iter().map(|w| w.path.clone()).collect();
+        let decision = decide_patch(
+            self.context.approval_policy,
+            &self.context.sandbox_policy,
+            cwd,
+            &paths,
+        );
+        let auto_approved = match decision {
+            ExecDecision::Run => true,
+            ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
+            ExecDecision::Ask(reason) => {
+                let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
+                    call_id: call_id.clone(),
+                    turn_id: self.ids.turn_id.clone(),
+                    changes: action.changes().clone(),
+                    reason,
+                    grant_root: None,
+                });
+                match self.request_approval(&call_id, event).await? {
+                    ReviewDecision::Approved | ReviewDecision::ApprovedForSession => false,
+                    ReviewDecision::Denied => {
+                        return Ok("patch rejected by user".to_string());
+                    }
+                    ReviewDecision::Abort => return Err(TurnStop::Interrupted),
+                }
+            }
+        };
+        self.session
+            .send_event(
+                &self.ids.sub_id,
+                EventMsg::PatchApplyBegin(PatchApplyBeginEvent {
+                    call_id: call_id.clone(),
+                    turn_id: self.ids.turn_id.clone(),
+                    auto_approved,
+                    changes: action.changes().clone(),
+                }),
+            )
+            .await;
+        for write in action.writes() {
+            diff.note_baseline(&write.path, write.before.as_deref());
+        }
+        let result = apply_blocking(action).await;
+        let (success, stdout, stderr) = match &result {
+            Ok(summary) => (true, summary.clone(), String::new()),
+            Err(message) => (false, String::new(), message.clone()),
+        };
+        self.session
+            .send_event(
+                &self.ids.sub_id,
+                EventMsg::PatchApplyEnd(PatchApplyEndEvent {
+                    call_id,
+                    turn_id: self.ids.turn_id.clone(),
+                    stdout: stdout.clone(),
+                    stderr: stderr.clone(),
+                    success,
+                }),
+            )
+            .await;
+        if success {
+            let unified_diff = diff.unified_diff(&self.context.cwd);
+            self.session
+                .send_event(
+                    &self.ids.sub_id,
+                    EventMsg::TurnDiff(TurnDiffEvent { unified_diff }),
+                )
+                .await;
+            Ok(stdout)
+        } else {
+            Ok(format!("apply_patch failed: {stderr}"))
+        }
+    }
+}
+
+/// Runs the filesystem work off the async threads.
+async fn apply_blocking(action: ApplyPatchAction) -> Result<String, String> {
+    match tokio::task::spawn_blocking(move || apply(&action)).await {
+        Ok(Ok(summary)) => Ok(summary.to_string()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(err) => Err(format!("patch task failed: {err}")),
+    }
+}

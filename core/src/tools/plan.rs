@@ -1,0 +1,20 @@
+//! The `update_plan` tool: the model records its plan; clients show it.
+
+use keel_protocol::{EventMsg, UpdatePlanArgs};
+
+use super::ToolRouter;
+
+impl ToolRouter<'_> {
+    /// Emits `plan_update` and acknowledges; bad arguments are reported to the model.
+    pub(super) async fn update_plan(&self, arguments: &str) -> String {
+        match serde_json::from_str::<UpdatePlanArgs>(arguments) {
+            Ok(plan) => {
+                self.session
+                    .send_event(&self.ids.sub_id, EventMsg::PlanUpdate(plan))
+                    .await;
+                "Plan updated".to_string()
+            }
+            Err(err) => format!("failed to parse update_plan arguments: {err}"),
+        }
+    }
+}

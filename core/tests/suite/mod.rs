@@ -1,0 +1,9 @@
+mod approvals;
+mod common;
+mod concurrency;
+mod config_errors;
+mod interrupt;
+mod patches;
+mod retries;
+mod rollouts;
+mod shell_turns;

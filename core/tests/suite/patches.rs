@@ -1,0 +1,127 @@
+use keel_protocol::EventMsg;
+use keel_test_support::{Script, Turn, apply_patch_call, assistant_message, function_call};
+use pretty_assertions::assert_eq;
+
+use super::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patch_adds_updates_moves_and_deletes() -> anyhow::Result<()> {
+    let patch = "*** Begin Patch\n*** Add File: new.txt\n+fresh\n*** Update File: edit.txt\n@@\n-old line\n+new line\n*** Update File: from.txt\n*** Move to: sub/to.txt\n@@\n-moved\n+moved and changed\n*** Delete File: gone.txt\n*** End Patch";
+    let script = Script::new([
+        Turn::new([apply_patch_call("p1", patch)]),
+        Turn::new([assistant_message("patched")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    std::fs::write(env.ws().join("edit.txt"), "keep\nold line\n")?;
+    std::fs::write(env.ws().join("from.txt"), "moved\n")?;
+    std::fs::write(env.ws().join("gone.txt"), "bye\n")?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch it").await?;
+    let events = until_turn_end(&new.conversation).await?;
+    assert_eq!(last_agent_message(&events).as_deref(), Some("patched"));
+
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("new.txt"))?,
+        "fresh\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("edit.txt"))?,
+        "keep\nnew line\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("sub/to.txt"))?,
+        "moved and changed\n"
+    );
+    assert!(!env.ws().join("from.txt").exists());
+    assert!(!env.ws().join("gone.txt").exists());
+
+    let end = events.iter().find_map(|e| match &e.msg {
+        EventMsg::PatchApplyEnd(end) => Some(end.clone()),
+        _ => None,
+    });
+    let end = end.ok_or_else(|| anyhow::anyhow!("no patch_apply_end"))?;
+    assert!(end.success, "{end:?}");
+    let begin = events.iter().find_map(|e| match &e.msg {
+        EventMsg::PatchApplyBegin(begin) => Some(begin.clone()),
+        _ => None,
+    });
+    assert_eq!(begin.map(|b| b.changes.len()), Some(4));
+    let diff = events.iter().find_map(|e| match &e.msg {
+        EventMsg::TurnDiff(diff) => Some(diff.unified_diff.clone()),
+        _ => None,
+    });
+    let diff = diff.unwrap_or_default();
+    assert!(
+        diff.contains("+new line") && diff.contains("-old line"),
+        "{diff}"
+    );
+    assert!(diff.contains("b/new.txt"), "{diff}");
+
+    // The model was told which files changed (custom tool output for a freeform call).
+    let output = env.mock.requests()[1]
+        .tool_output("p1")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        output.as_str().unwrap_or_default().contains("A new.txt"),
+        "{output}"
+    );
+    env.mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_patch_changes_nothing_and_tells_the_model() -> anyhow::Result<()> {
+    let patch = "*** Begin Patch\n*** Add File: created.txt\n+should not exist\n*** Update File: edit.txt\n@@\n-no such line\n+x\n*** End Patch";
+    let args = serde_json::json!({ "input": patch }).to_string();
+    let script = Script::new([
+        Turn::new([function_call("p1", "apply_patch", args)]),
+        Turn::new([assistant_message("could not patch")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    std::fs::write(env.ws().join("edit.txt"), "original\n")?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch it").await?;
+    until_turn_end(&new.conversation).await?;
+    assert!(!env.ws().join("created.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("edit.txt"))?,
+        "original\n"
+    );
+    let output = env.mock.requests()[1]
+        .tool_output("p1")
+        .cloned()
+        .unwrap_or_default();
+    let output = output.as_str().unwrap_or_default().to_string();
+    assert!(output.contains("edit.txt"), "{output}");
+    assert!(output.contains("no such line"), "{output}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_call_carrying_apply_patch_is_applied_in_process() -> anyhow::Result<()> {
+    let script_text = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: via_shell.txt\n+hi\n*** End Patch\nEOF\n";
+    let script = Script::new([
+        Turn::new([keel_test_support::shell_call(
+            "s1",
+            ["bash", "-lc", script_text],
+        )]),
+        Turn::new([assistant_message("ok")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch via shell").await?;
+    let events = until_turn_end(&new.conversation).await?;
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("via_shell.txt"))?,
+        "hi\n"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::ExecCommandBegin(_))),
+        "the patch must not run as a shell command: {:?}",
+        kinds(&events)
+    );
+    Ok(())
+}

@@ -1,0 +1,118 @@
+use keel_protocol::EventMsg;
+use keel_test_support::{Script, Turn, assistant_message, reasoning, shell_call};
+use pretty_assertions::assert_eq;
+
+use super::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([
+            reasoning("Look first."),
+            shell_call("c1", ["bash", "-lc", "echo one > a.txt; cat a.txt"]),
+        ]),
+        Turn::new([shell_call("c2", ["bash", "-lc", "echo two >&2; exit 3"])]),
+        Turn::new([assistant_message("All done")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    assert_eq!(new.session_configured.model, "mock-model");
+    say(&new.conversation, "do it").await?;
+    let events = until_turn_end(&new.conversation).await?;
+    let kinds = kinds(&events);
+    assert_eq!(kinds.first().map(String::as_str), Some("task_started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("task_complete"));
+    assert!(kinds.contains(&"agent_reasoning".to_string()), "{kinds:?}");
+    assert_eq!(last_agent_message(&events).as_deref(), Some("All done"));
+
+    let ends: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ExecCommandEnd(end) => Some(end.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends.len(), 2);
+    assert_eq!(ends[0].exit_code, 0);
+    assert_eq!(ends[0].stdout, "one\n");
+    assert_eq!(ends[1].exit_code, 3);
+    assert_eq!(ends[1].stderr, "two\n");
+    assert_eq!(std::fs::read_to_string(env.ws().join("a.txt"))?, "one\n");
+    let deltas = events
+        .iter()
+        .filter(|e| matches!(e.msg, EventMsg::ExecCommandOutputDelta(_)))
+        .count();
+    assert!(deltas >= 2, "{kinds:?}");
+
+    // What the engine sent back: the outputs of both calls, with exit codes.
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 3);
+    let out1 = requests[1].tool_output("c1").cloned().unwrap_or_default();
+    let out1: serde_json::Value = serde_json::from_str(out1.as_str().unwrap_or("{}"))?;
+    assert_eq!(out1["output"], "one\n");
+    assert_eq!(out1["metadata"]["exit_code"], 0);
+    let out2 = requests[2].tool_output("c2").cloned().unwrap_or_default();
+    assert!(
+        out2.as_str()
+            .unwrap_or_default()
+            .contains("\"exit_code\":3"),
+        "{out2}"
+    );
+    assert_eq!(
+        requests[0].tool_names(),
+        vec!["shell", "apply_patch", "update_plan"]
+    );
+    env.mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_message_continues_the_conversation() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("second answer")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "one").await?;
+    let first = until_turn_end(&new.conversation).await?;
+    assert_eq!(last_agent_message(&first).as_deref(), Some("first answer"));
+    say(&new.conversation, "two").await?;
+    let second = until_turn_end(&new.conversation).await?;
+    assert_eq!(
+        last_agent_message(&second).as_deref(),
+        Some("second answer")
+    );
+    let requests = env.mock.requests();
+    let input = serde_json::to_string(requests[1].input())?;
+    assert!(
+        input.contains("first answer") && input.contains("\"two\""),
+        "{input}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_deltas_and_token_counts_are_reported() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([assistant_message(
+        "Hello there, streaming world",
+    )])]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "hi").await?;
+    let events = until_turn_end(&new.conversation).await?;
+    let text: String = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::AgentMessageDelta(d) => Some(d.delta.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello there, streaming world");
+    let usage = events.iter().find_map(|e| match &e.msg {
+        EventMsg::TokenCount(count) => count.info.clone(),
+        _ => None,
+    });
+    assert!(usage.is_some_and(|u| u.total_token_usage.total_tokens > 0));
+    Ok(())
+}
