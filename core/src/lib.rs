@@ -60,5 +60,5 @@ pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use rollout::{
     ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem, SessionMeta,
-    list_conversations, load_rollout,
+    find_rollout_path, list_conversations, load_rollout,
 };

@@ -115,3 +115,16 @@ async fn summarise(path: &Path) -> Option<ConversationSummary> {
         preview,
     })
 }
+
+/// The rollout file of the conversation with this id, if one is recorded under `keel_home`.
+pub async fn find_rollout_path(keel_home: &Path, id: ConversationId) -> Result<Option<PathBuf>> {
+    let root = keel_home.join("sessions");
+    let files = tokio::task::spawn_blocking(move || rollout_files_newest_first(&root))
+        .await
+        .map_err(|err| CoreError::io("list sessions", std::io::Error::other(err)))??;
+    let suffix = format!("-{id}.jsonl");
+    Ok(files.into_iter().find(|path| {
+        path.file_name()
+            .is_some_and(|name| name.to_string_lossy().ends_with(&suffix))
+    }))
+}

@@ -5,7 +5,7 @@
 mod list;
 mod recorder;
 
-pub use list::{ConversationSummary, ConversationsPage, list_conversations};
+pub use list::{ConversationSummary, ConversationsPage, find_rollout_path, list_conversations};
 pub use recorder::RolloutRecorder;
 pub(crate) use recorder::recorder_meta;
 

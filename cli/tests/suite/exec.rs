@@ -1,0 +1,181 @@
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use keel_test_support::{
+    Fault, MockModelServer, Script, Turn, assistant_message, shell_call, write_config,
+};
+use pretty_assertions::assert_eq;
+use tokio::io::AsyncWriteExt;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+async fn keel_exec(
+    home: &Path,
+    cwd: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> anyhow::Result<Output> {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .arg("exec")
+        .args(args)
+        .current_dir(cwd)
+        .env("KEEL_HOME", home)
+        .env_remove("RUST_LOG")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).await?;
+    }
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .context("keel exec did not finish")??;
+    Ok(Output {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+async fn setup(
+    script: Script,
+) -> anyhow::Result<(MockModelServer, tempfile::TempDir, tempfile::TempDir)> {
+    let mock = MockModelServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    Ok((mock, home, ws))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prints_progress_on_stderr_and_the_answer_on_stdout() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "echo from-shell > f.txt; cat f.txt"],
+        )]),
+        Turn::new([assistant_message("Wrote f.txt")]),
+    ]);
+    let (mock, home, ws) = setup(script).await?;
+    let out = keel_exec(home.path(), ws.path(), &["write a file"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "Wrote f.txt\n");
+    assert!(
+        out.stderr.contains("$ echo from-shell > f.txt; cat f.txt"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("exit 0"), "{}", out.stderr);
+    assert!(ws.path().join("f.txt").exists());
+    mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_mode_prints_every_event_as_a_line() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([assistant_message("json answer")])]);
+    let (_mock, home, ws) = setup(script).await?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["--json", "-"],
+        Some("prompt from stdin"),
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let types: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line)?;
+            Ok(value["msg"]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    assert_eq!(
+        types.first().map(String::as_str),
+        Some("session_configured")
+    );
+    assert_eq!(types.last().map(String::as_str), Some("task_complete"));
+    assert!(types.contains(&"user_message".to_string()), "{types:?}");
+    assert!(out.stdout.contains("prompt from stdin"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_turn_exits_non_zero_with_the_reason() -> anyhow::Result<()> {
+    let script = Script::new([Turn::failing(Fault::http_with_body(401, "invalid api key"))]);
+    let (_mock, home, ws) = setup(script).await?;
+    let out = keel_exec(home.path(), ws.path(), &["hi"], None).await?;
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("401") && out.stderr.contains("invalid api key"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, "");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_last_continues_the_recorded_conversation() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([assistant_message("first")]),
+        Turn::new([assistant_message("second")]),
+    ]);
+    let (mock, home, ws) = setup(script).await?;
+    let first = keel_exec(
+        home.path(),
+        ws.path(),
+        &["remember the word pineapple"],
+        None,
+    )
+    .await?;
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let second = keel_exec(
+        home.path(),
+        ws.path(),
+        &["resume", "--last", "what was the word?"],
+        None,
+    )
+    .await?;
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert_eq!(second.stdout, "second\n");
+    let sent = serde_json::to_string(mock.requests()[1].input())?;
+    assert!(
+        sent.contains("pineapple") && sent.contains("what was the word?"),
+        "{sent}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_config_is_a_usage_error_naming_the_key() -> anyhow::Result<()> {
+    let (_mock, home, ws) = setup(Script::new([])).await?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["-c", "sandbox_mode=sideways", "hi"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("sandbox_mode"), "{}", out.stderr);
+    Ok(())
+}
