@@ -1,0 +1,236 @@
+//! Benchmarks of the exec-server (results in docs/benchmarks.md, section "exec-server").
+//!
+//! Run: `cargo bench -p keel-exec-server --bench exec_server` (release build). Optional
+//! environment: `KEEL_BENCH_BYTES` (default 1 GiB) and `KEEL_BENCH_ROUND_TRIPS` (default 2000).
+//!
+//! - throughput: `head -c $BYTES /dev/zero` streamed to a client that decodes every chunk,
+//!   over stdio and websocket, next to the raw pipe `head -c $BYTES /dev/zero | cat > /dev/null`;
+//! - memory: the server's peak RSS (VmHWM) during each streaming run;
+//! - latency: median `command/exec/write` → echoed `outputDelta` round trip on a PTY;
+//! - scale: 200 concurrent short-lived processes on one connection, all exits reported.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use keel_exec_server::{
+    ExecServerClient, ExecServerClientOptions, ExecServerEvent, LocalExecServerOptions,
+    spawn_local_exec_server,
+};
+use keel_protocol::Base64Bytes;
+use keel_protocol::exec_server::{ExecParams, WriteParams};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::broadcast::error::RecvError;
+
+const BIN: &str = env!("CARGO_BIN_EXE_keel-exec-server");
+
+fn params(argv: &[&str], tty: bool) -> ExecParams {
+    ExecParams {
+        argv: argv.iter().map(ToString::to_string).collect(),
+        cwd: "/".into(),
+        env: [("PATH".to_string(), "/usr/bin:/bin".to_string())].into(),
+        tty,
+        arg0: None,
+    }
+}
+
+fn env_number(name: &str, default: u64) -> anyhow::Result<u64> {
+    match std::env::var(name) {
+        Ok(value) => Ok(value.parse()?),
+        Err(_) => Ok(default),
+    }
+}
+
+fn peak_rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .context("no VmHWM")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("no value")?
+        .parse()?)
+}
+
+fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
+    bytes as f64 / 1e6 / elapsed.as_secs_f64()
+}
+
+async fn raw_pipe(bytes: u64) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let status = Command::new("sh")
+        .args([
+            "-c",
+            &format!("head -c {bytes} /dev/zero | cat > /dev/null"),
+        ])
+        .status()
+        .await?;
+    if !status.success() {
+        bail!("raw pipe failed: {status}");
+    }
+    Ok(mb_per_s(bytes, start.elapsed()))
+}
+
+/// Streams `bytes` zeros through the client; returns MB/s.
+async fn stream(client: &ExecServerClient, bytes: u64) -> anyhow::Result<f64> {
+    let mut events = client.subscribe();
+    let start = Instant::now();
+    let session = client
+        .exec(params(
+            &["head", "-c", &bytes.to_string(), "/dev/zero"],
+            false,
+        ))
+        .await?
+        .session_id;
+    let mut received = 0u64;
+    loop {
+        match events.recv().await {
+            Ok(ExecServerEvent::Output {
+                session_id, chunk, ..
+            }) if session_id == session => {
+                // The client already base64-decoded the chunk; touch it so it is not elided.
+                received += chunk.len() as u64;
+            }
+            Ok(ExecServerEvent::Exited { session_id, .. }) if session_id == session => break,
+            Ok(_) => {}
+            Err(RecvError::Lagged(missed)) => bail!("benchmark consumer lagged by {missed}"),
+            Err(RecvError::Closed) => bail!("connection closed"),
+        }
+    }
+    let elapsed = start.elapsed();
+    if received != bytes {
+        bail!("received {received} of {bytes} bytes");
+    }
+    Ok(mb_per_s(bytes, elapsed))
+}
+
+/// Median and p99 of write → echo on a PTY running `cat` (the terminal echoes input).
+async fn pty_round_trip(
+    client: &ExecServerClient,
+    rounds: u64,
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut events = client.subscribe();
+    let session = client.exec(params(&["cat"], true)).await?.session_id;
+    let mut samples = Vec::new();
+    for round in 0..rounds + 50 {
+        let start = Instant::now();
+        client
+            .write(WriteParams {
+                session_id: session.clone(),
+                chunk: Base64Bytes(b"x".to_vec()),
+            })
+            .await?;
+        loop {
+            match events.recv().await? {
+                ExecServerEvent::Output {
+                    session_id, chunk, ..
+                } if session_id == session && chunk.contains(&b'x') => break,
+                _ => {}
+            }
+        }
+        if round >= 50 {
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let p99 = samples[samples.len() * 99 / 100];
+    Ok((median, p99))
+}
+
+/// Starts 200 processes at once and waits until every exit is reported.
+async fn scale(client: &ExecServerClient, count: usize) -> anyhow::Result<Duration> {
+    let mut events = client.subscribe();
+    // Collect exits while the execs are in flight, so the subscriber never lags.
+    let exits = tokio::spawn(async move {
+        let mut exits = std::collections::HashMap::new();
+        while exits.len() < count {
+            if let ExecServerEvent::Exited {
+                session_id,
+                exit_code,
+            } = events.recv().await?
+            {
+                exits.insert(session_id, exit_code);
+            }
+        }
+        anyhow::Ok(exits)
+    });
+    let start = Instant::now();
+    let started = futures::future::try_join_all(
+        (0..count).map(|n| client.exec(params(&["sh", "-c", &format!("echo {n}")], false))),
+    )
+    .await?;
+    let exits = tokio::time::timeout(Duration::from_secs(60), exits).await???;
+    let elapsed = start.elapsed();
+    for response in started {
+        match exits.get(&response.session_id) {
+            Some(0) => {}
+            other => bail!("{} exited with {other:?}", response.session_id),
+        }
+    }
+    Ok(elapsed)
+}
+
+async fn websocket_server() -> anyhow::Result<(tokio::process::Child, String)> {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "ws://127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+    while let Some(line) = lines.next_line().await? {
+        if let Some(url) = line.strip_prefix("listening on ") {
+            let url = url.to_string();
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            return Ok((child, url));
+        }
+    }
+    bail!("websocket server exited early")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let bytes = env_number("KEEL_BENCH_BYTES", 1 << 30)?;
+    let rounds = env_number("KEEL_BENCH_ROUND_TRIPS", 2000)?;
+    println!("exec-server benchmarks ({bytes} bytes streamed, {rounds} round trips)");
+
+    let raw = raw_pipe(bytes).await?;
+    println!("raw pipe (head | cat > /dev/null):   {raw:8.0} MB/s");
+
+    let server = spawn_local_exec_server(BIN, LocalExecServerOptions::default()).await?;
+    let pid = server.pid().context("server pid")?;
+    let stdio = stream(&server, bytes).await?;
+    let stdio_rss = peak_rss_kib(pid)?;
+    println!(
+        "stdio:                               {stdio:8.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB",
+        stdio / raw * 100.0,
+        stdio_rss as f64 / 1024.0
+    );
+    let (median, p99) = pty_round_trip(&server, rounds).await?;
+    println!("pty write→echo round trip (stdio):   median {median:?}, p99 {p99:?}");
+    let elapsed = scale(&server, 200).await?;
+    println!("200 concurrent processes (stdio):    all exits reported in {elapsed:?}");
+    drop(server);
+
+    let (mut child, url) = websocket_server().await?;
+    let ws_pid = child.id().context("ws server pid")?;
+    let client =
+        ExecServerClient::connect_websocket(&url, ExecServerClientOptions::default()).await?;
+    let ws = stream(&client, bytes).await?;
+    let ws_rss = peak_rss_kib(ws_pid)?;
+    println!(
+        "websocket:                           {ws:8.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB",
+        ws / raw * 100.0,
+        ws_rss as f64 / 1024.0
+    );
+    let (median, p99) = pty_round_trip(&client, rounds).await?;
+    println!("pty write→echo round trip (ws):      median {median:?}, p99 {p99:?}");
+    let elapsed = scale(&client, 200).await?;
+    println!("200 concurrent processes (ws):       all exits reported in {elapsed:?}");
+    drop(client);
+    child.kill().await?;
+    Ok(())
+}

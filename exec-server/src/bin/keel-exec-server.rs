@@ -1,0 +1,46 @@
+//! `keel-exec-server`: the exec-server as a standalone binary.
+//!
+//! Exit codes: 0 after a clean shutdown, 1 when the server fails (the error chain is printed
+//! on stderr), 2 for bad flags (clap).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use keel_exec_server::{ExecServerArgs, run_main};
+use tracing_subscriber::EnvFilter;
+
+/// A process service over JSON-RPC (stdio or websocket).
+#[derive(Debug, Parser)]
+#[command(name = "keel-exec-server", version)]
+struct Cli {
+    #[command(flatten)]
+    args: ExecServerArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_env("KEEL_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .init();
+    match run(cli.args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("keel-exec-server: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: ExecServerArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(run_main(args));
+    // The stdin thread may still be blocked in read(2); it must not hold up the exit.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(result?)
+}

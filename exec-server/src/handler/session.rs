@@ -1,0 +1,504 @@
+//! One process of a connection: its control handles, its state, and the supervisor task
+//! that pumps its output and reports its exit.
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use keel_protocol::exec_server::{ExecOutputStream, SnapshotResponse};
+use keel_protocol::{Base64Bytes, ExecSessionId};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use portable_pty::{MasterPty, PtySize};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::retained::RetainedOutput;
+use crate::error::{ExecServerError, Result};
+use crate::event::ExecServerEvent;
+
+/// Largest chunk read from a pipe or PTY at once; one `outputDelta` carries at most this.
+/// Large chunks amortise the per-message cost of bulk output.
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Chunks queued for a PTY's input. Full: `command/exec/write` fails with "stdin queue full"
+/// instead of blocking the connection, because the child is not reading its input.
+const STDIN_QUEUE_CHUNKS: usize = 256;
+
+/// Chunks between a PTY's blocking reader thread and its async pump. Full: the thread stops
+/// reading the terminal, so the child blocks on its own writes (backpressure).
+const PTY_READ_QUEUE_CHUNKS: usize = 4;
+
+/// Where a process is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// The leader has not been reaped.
+    Running,
+    /// The leader was reaped; output is still being drained.
+    Draining,
+    /// All output was pumped; `exited` is (being) reported.
+    Finished {
+        /// The exit status reported to the client.
+        exit_code: i32,
+    },
+}
+
+/// Control handles of a PTY-backed process.
+struct Terminal {
+    master: Mutex<Option<Box<dyn MasterPty + Send>>>,
+    stdin: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+}
+
+/// Retained output of the process, per stream.
+struct Retained {
+    stdout: RetainedOutput,
+    stderr: Option<RetainedOutput>,
+}
+
+/// One process started by a connection.
+pub(crate) struct Session {
+    id: ExecSessionId,
+    pid: i32,
+    terminal: Option<Terminal>,
+    phase: watch::Sender<Phase>,
+    retained: Mutex<Retained>,
+    /// Set when draining gave up on a pipe held open by a background grandchild: the process
+    /// group may still have members, which connection shutdown must kill.
+    group_lingers: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A source of output chunks for one stream.
+enum OutputSource {
+    Pipe(Box<dyn AsyncRead + Send + Unpin>),
+    Thread(mpsc::Receiver<Vec<u8>>),
+}
+
+impl OutputSource {
+    /// Cancel safe: a pending read or receive loses no data when dropped.
+    async fn next_chunk(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        match self {
+            Self::Pipe(pipe) => {
+                let mut buf = Vec::with_capacity(READ_CHUNK_BYTES);
+                let read = pipe.read_buf(&mut buf).await?;
+                if read == 0 {
+                    return Ok(None);
+                }
+                if buf.len() < READ_CHUNK_BYTES / 4 {
+                    buf.shrink_to_fit();
+                }
+                Ok(Some(buf))
+            }
+            Self::Thread(rx) => Ok(rx.recv().await),
+        }
+    }
+}
+
+/// How one output pump ended.
+enum PumpEnd {
+    /// End of file: every byte was delivered.
+    Eof,
+    /// Nothing arrived for the drain timeout after the leader exited.
+    Abandoned,
+    /// The connection is going away.
+    Cancelled,
+}
+
+/// What the handler passes to a new session's supervisor.
+pub(crate) struct SuperviseContext {
+    pub(crate) events: mpsc::Sender<ExecServerEvent>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) start: oneshot::Receiver<()>,
+    pub(crate) on_finished: Box<dyn FnOnce(&ExecSessionId) + Send>,
+}
+
+impl Session {
+    /// Wraps a spawned process; returns the session and the future that supervises it.
+    pub(crate) fn start(
+        id: ExecSessionId,
+        spawned: super::spawn::Spawned,
+        retained_bytes: usize,
+        context: SuperviseContext,
+    ) -> (
+        std::sync::Arc<Self>,
+        impl Future<Output = ()> + Send + 'static,
+    ) {
+        let super::spawn::Spawned { child, pid, io } = spawned;
+        let (terminal, sources, retained) = match io {
+            super::spawn::SpawnedIo::Pipes { stdout, stderr } => (
+                None,
+                vec![
+                    (
+                        ExecOutputStream::Stdout,
+                        OutputSource::Pipe(Box::new(stdout)),
+                    ),
+                    (
+                        ExecOutputStream::Stderr,
+                        OutputSource::Pipe(Box::new(stderr)),
+                    ),
+                ],
+                Retained {
+                    stdout: RetainedOutput::new(retained_bytes / 2),
+                    stderr: Some(RetainedOutput::new(retained_bytes - retained_bytes / 2)),
+                },
+            ),
+            super::spawn::SpawnedIo::Pty {
+                master,
+                reader,
+                writer,
+            } => {
+                let (stdin_tx, stdin_rx) = mpsc::channel(STDIN_QUEUE_CHUNKS);
+                spawn_pty_writer(&id, writer, stdin_rx);
+                let (out_tx, out_rx) = mpsc::channel(PTY_READ_QUEUE_CHUNKS);
+                spawn_pty_reader(&id, reader, out_tx);
+                (
+                    Some(Terminal {
+                        master: Mutex::new(Some(master)),
+                        stdin: Mutex::new(Some(stdin_tx)),
+                    }),
+                    vec![(ExecOutputStream::Stdout, OutputSource::Thread(out_rx))],
+                    Retained {
+                        stdout: RetainedOutput::new(retained_bytes),
+                        stderr: None,
+                    },
+                )
+            }
+        };
+        let session = std::sync::Arc::new(Self {
+            id,
+            pid,
+            terminal,
+            phase: watch::Sender::new(Phase::Running),
+            retained: Mutex::new(retained),
+            group_lingers: AtomicBool::new(false),
+        });
+        let supervisor = std::sync::Arc::clone(&session).supervise(child, sources, context);
+        (session, supervisor)
+    }
+
+    /// The current phase.
+    pub(crate) fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    /// `true` if the process group may still have live members.
+    pub(crate) fn group_may_be_alive(&self) -> bool {
+        !matches!(self.phase(), Phase::Finished { .. })
+            || self.group_lingers.load(Ordering::Relaxed)
+    }
+
+    /// Sends `signal` to the whole process group; a group that is already gone is not an error.
+    pub(crate) fn signal_group(&self, signal: Signal) {
+        match killpg(Pid::from_raw(self.pid), signal) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+            Err(err) => tracing::warn!(session = %self.id, pid = self.pid, %err, "killpg failed"),
+        }
+    }
+
+    /// Queues bytes for a PTY's input.
+    pub(crate) fn write(&self, chunk: Vec<u8>) -> Result<()> {
+        let Some(terminal) = &self.terminal else {
+            return Err(ExecServerError::StdinClosed(self.id.clone()));
+        };
+        let stdin = lock(&terminal.stdin);
+        let Some(sender) = stdin.as_ref() else {
+            return Err(ExecServerError::StdinClosed(self.id.clone()));
+        };
+        sender.try_send(chunk).map_err(|err| match err {
+            mpsc::error::TrySendError::Full(_) => ExecServerError::StdinFull(self.id.clone()),
+            mpsc::error::TrySendError::Closed(_) => ExecServerError::StdinClosed(self.id.clone()),
+        })
+    }
+
+    /// Closes a PTY's input (the writer sends end-of-file); pipe-backed stdin is always closed.
+    pub(crate) fn close_stdin(&self) {
+        if let Some(terminal) = &self.terminal {
+            lock(&terminal.stdin).take();
+        }
+    }
+
+    /// Changes a PTY's window size; the kernel sends SIGWINCH to its foreground group.
+    pub(crate) fn resize(&self, rows: u16, cols: u16) -> Result<()> {
+        let Some(terminal) = &self.terminal else {
+            return Err(ExecServerError::NotATerminal(self.id.clone()));
+        };
+        let master = lock(&terminal.master);
+        let Some(master) = master.as_ref() else {
+            return Err(ExecServerError::SessionExited(self.id.clone()));
+        };
+        master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|err| ExecServerError::Pty {
+                context: "resizing the terminal",
+                message: format!("{err:#}"),
+            })
+    }
+
+    /// Waits until the exit is known, up to `timeout`; `None` when it elapsed.
+    ///
+    /// Cancel safe.
+    pub(crate) async fn wait(&self, timeout: Option<Duration>) -> Option<i32> {
+        let mut phase = self.phase.subscribe();
+        let finished = async move {
+            match phase
+                .wait_for(|phase| matches!(phase, Phase::Finished { .. }))
+                .await
+            {
+                Ok(phase) => match *phase {
+                    Phase::Finished { exit_code } => Some(exit_code),
+                    Phase::Running | Phase::Draining => None,
+                },
+                Err(_) => None,
+            }
+        };
+        match timeout {
+            Some(timeout) => tokio::time::timeout(timeout, finished).await.ok().flatten(),
+            None => finished.await,
+        }
+    }
+
+    /// The retained output and state.
+    pub(crate) fn snapshot(&self) -> SnapshotResponse {
+        let retained = lock(&self.retained);
+        let exit_code = match self.phase() {
+            Phase::Finished { exit_code } => Some(exit_code),
+            Phase::Running | Phase::Draining => None,
+        };
+        let stdout = Some(Base64Bytes(retained.stdout.contents()));
+        let truncated = retained.stdout.truncated()
+            || retained
+                .stderr
+                .as_ref()
+                .is_some_and(RetainedOutput::truncated);
+        let (stdout, terminal) = if self.terminal.is_some() {
+            (None, stdout)
+        } else {
+            (stdout, None)
+        };
+        SnapshotResponse {
+            stdout,
+            stderr: retained
+                .stderr
+                .as_ref()
+                .map(|stderr| Base64Bytes(stderr.contents())),
+            terminal,
+            truncated,
+            exit_code,
+            running: matches!(self.phase(), Phase::Running),
+        }
+    }
+
+    fn retain(&self, stream: ExecOutputStream, chunk: &[u8]) {
+        let mut retained = lock(&self.retained);
+        match (stream, retained.stderr.as_mut()) {
+            (ExecOutputStream::Stderr, Some(stderr)) => stderr.push(chunk),
+            (ExecOutputStream::Stdout | ExecOutputStream::Stderr, _) => {
+                retained.stdout.push(chunk);
+            }
+        }
+    }
+
+    /// Drops the input and the terminal once the process is gone.
+    fn release_io(&self) {
+        if let Some(terminal) = &self.terminal {
+            lock(&terminal.stdin).take();
+            lock(&terminal.master).take();
+        }
+    }
+
+    /// Pumps output, reaps the leader, drains the pipes, then reports the exit. Output events
+    /// are all sent before `Exited` on the same channel, so the client sees them first.
+    async fn supervise(
+        self: std::sync::Arc<Self>,
+        mut child: Child,
+        sources: Vec<(ExecOutputStream, OutputSource)>,
+        context: SuperviseContext,
+    ) {
+        let SuperviseContext {
+            events,
+            cancel,
+            drain_timeout,
+            start,
+            on_finished,
+        } = context;
+        // The processor holds the start until the `command/exec` response is queued, so a
+        // client never sees output for a session id it has not been told about.
+        if start.await.is_err() {
+            tracing::trace!(session = %self.id, "start gate dropped");
+        }
+        let leader_exited = CancellationToken::new();
+        let mut pumps = JoinSet::new();
+        for (stream, source) in sources {
+            pumps.spawn(std::sync::Arc::clone(&self).pump(
+                stream,
+                source,
+                events.clone(),
+                cancel.clone(),
+                leader_exited.clone(),
+                drain_timeout,
+            ));
+        }
+        let status = tokio::select! {
+            status = child.wait() => status,
+            () = cancel.cancelled() => {
+                self.signal_group(Signal::SIGKILL);
+                child.wait().await
+            }
+        };
+        let exit_code = match status {
+            Ok(status) => status
+                .code()
+                .or_else(|| status.signal().map(|signal| 128 + signal))
+                .unwrap_or(-1),
+            Err(err) => {
+                tracing::warn!(session = %self.id, %err, "waiting for the process failed");
+                -1
+            }
+        };
+        self.phase.send_replace(Phase::Draining);
+        leader_exited.cancel();
+        while let Some(end) = pumps.join_next().await {
+            match end {
+                Ok(PumpEnd::Eof) => {}
+                Ok(PumpEnd::Abandoned | PumpEnd::Cancelled) => {
+                    self.group_lingers.store(true, Ordering::Relaxed);
+                }
+                Err(err) => {
+                    tracing::warn!(session = %self.id, %err, "output pump failed");
+                    self.group_lingers.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        self.release_io();
+        self.phase.send_replace(Phase::Finished { exit_code });
+        on_finished(&self.id);
+        tracing::debug!(session = %self.id, exit_code, "process finished");
+        let exited = ExecServerEvent::Exited {
+            session_id: self.id.clone(),
+            exit_code,
+        };
+        tokio::select! {
+            sent = events.send(exited) => if sent.is_err() {
+                tracing::debug!(session = %self.id, "exit not reported: connection gone");
+            },
+            () = cancel.cancelled() => {
+                tracing::debug!(session = %self.id, "exit not reported: connection closing");
+            }
+        }
+    }
+
+    /// Forwards one stream's chunks as events. Awaiting the bounded event channel is the
+    /// backpressure: while it is full this pump does not read, so the child blocks writing.
+    async fn pump(
+        self: std::sync::Arc<Self>,
+        stream: ExecOutputStream,
+        mut source: OutputSource,
+        events: mpsc::Sender<ExecServerEvent>,
+        cancel: CancellationToken,
+        leader_exited: CancellationToken,
+        drain_timeout: Duration,
+    ) -> PumpEnd {
+        loop {
+            let draining = leader_exited.is_cancelled();
+            let chunk = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return PumpEnd::Cancelled,
+                chunk = source.next_chunk() => chunk,
+                () = leader_exited.cancelled(), if !draining => continue,
+                () = tokio::time::sleep(drain_timeout), if draining => {
+                    tracing::debug!(session = %self.id, ?stream, "output still open after exit; giving up");
+                    return PumpEnd::Abandoned;
+                }
+            };
+            let chunk = match chunk {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return PumpEnd::Eof,
+                Err(err) => {
+                    tracing::debug!(session = %self.id, ?stream, %err, "output read failed");
+                    return PumpEnd::Eof;
+                }
+            };
+            self.retain(stream, &chunk);
+            let event = ExecServerEvent::Output {
+                session_id: self.id.clone(),
+                stream,
+                chunk: Bytes::from(chunk),
+            };
+            tokio::select! {
+                sent = events.send(event) => if sent.is_err() {
+                    return PumpEnd::Cancelled;
+                },
+                () = cancel.cancelled() => return PumpEnd::Cancelled,
+            }
+        }
+    }
+}
+
+/// Reads the PTY on a dedicated thread (the reads block) into a small bounded queue.
+fn spawn_pty_reader(
+    id: &ExecSessionId,
+    mut reader: Box<dyn Read + Send>,
+    chunks: mpsc::Sender<Vec<u8>>,
+) {
+    let id = id.clone();
+    let spawned = std::thread::Builder::new()
+        .name("keel-pty-reader".to_string())
+        .spawn(move || {
+            let mut buf = vec![0u8; READ_CHUNK_BYTES];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(read) => {
+                        if chunks.blocking_send(buf[..read].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                    // EIO: every terminal-side descriptor is closed, the PTY's end of file.
+                    Err(_) => break,
+                }
+            }
+            tracing::trace!(session = %id, "pty reader done");
+        });
+    if let Err(err) = spawned {
+        tracing::error!(%err, "could not start the pty reader thread");
+    }
+}
+
+/// Writes queued input to the PTY on a dedicated thread (the writes block). When the queue
+/// closes, dropping the writer sends end-of-file to the terminal (newline, then VEOF).
+fn spawn_pty_writer(
+    id: &ExecSessionId,
+    mut writer: Box<dyn Write + Send>,
+    mut chunks: mpsc::Receiver<Vec<u8>>,
+) {
+    let id = id.clone();
+    let spawned = std::thread::Builder::new()
+        .name("keel-pty-writer".to_string())
+        .spawn(move || {
+            while let Some(chunk) = chunks.blocking_recv() {
+                if let Err(err) = writer.write_all(&chunk).and_then(|()| writer.flush()) {
+                    tracing::debug!(session = %id, %err, "pty write failed");
+                    break;
+                }
+            }
+        });
+    if let Err(err) = spawned {
+        tracing::error!(%err, "could not start the pty writer thread");
+    }
+}

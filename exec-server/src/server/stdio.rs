@@ -1,0 +1,37 @@
+//! The `stdio://` transport: one connection on the process's own stdin and stdout, moved by
+//! two dedicated threads (blocking reads there cannot hold up runtime shutdown).
+
+use tokio::sync::mpsc;
+
+use super::processor::Connection;
+use crate::error::{ExecServerError, Result};
+use crate::transport::lines::{read_lines_blocking, write_lines_blocking};
+use crate::transport::{INCOMING_CHANNEL_CAPACITY, OUTGOING_CHANNEL_CAPACITY};
+
+/// Connects the process's stdin and stdout. Stdout carries protocol messages only.
+pub(super) fn stdio_connection() -> Result<Connection> {
+    let (incoming_tx, incoming) = mpsc::channel(INCOMING_CHANNEL_CAPACITY);
+    let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CHANNEL_CAPACITY);
+    std::thread::Builder::new()
+        .name("keel-stdin".to_string())
+        .spawn(move || read_lines_blocking(std::io::stdin().lock(), incoming_tx))
+        .map_err(ExecServerError::io("starting the stdin thread"))?;
+    let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("keel-stdout".to_string())
+        .spawn(move || {
+            write_lines_blocking(outgoing_rx, std::io::stdout().lock());
+            drop(done_tx);
+        })
+        .map_err(ExecServerError::io("starting the stdout thread"))?;
+    let writer = tokio::spawn(async move {
+        // Resolves when the stdout thread has flushed and exited.
+        let _ = done.await;
+    });
+    Ok(Connection {
+        label: "stdio".to_string(),
+        incoming,
+        outgoing,
+        writer: Some(writer),
+    })
+}

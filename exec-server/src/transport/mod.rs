@@ -1,0 +1,25 @@
+//! Framing shared by server and client: newline-delimited JSON over byte streams, and one
+//! message per websocket frame. Transports only move text; JSON-RPC lives above them.
+
+pub(crate) mod lines;
+pub(crate) mod websocket;
+
+/// Largest message accepted on any transport; a longer one closes the connection.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Messages queued between a transport's reader and the task that handles them. Full: the
+/// reader stops reading, so a fast peer is slowed by socket or pipe backpressure.
+pub(crate) const INCOMING_CHANNEL_CAPACITY: usize = 32;
+
+/// Encoded messages queued for a transport's writer. Full: whoever produces them waits,
+/// which in turn stalls the output pumps (see the handler's event channel).
+pub(crate) const OUTGOING_CHANNEL_CAPACITY: usize = 16;
+
+/// One message read from a transport.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// A message's text (not yet parsed).
+    Text(String),
+    /// Something that cannot be a message (not UTF-8, too long); the connection must close.
+    Invalid(String),
+}

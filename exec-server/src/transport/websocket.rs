@@ -1,0 +1,57 @@
+//! One message per websocket frame, over any stream tungstenite can drive.
+
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::Frame;
+
+/// Reads text (or UTF-8 binary) frames until close, error, or the receiver is gone.
+pub(crate) async fn read_frames<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: SplitStream<WebSocketStream<S>>,
+    frames: mpsc::Sender<Frame>,
+) {
+    while let Some(message) = stream.next().await {
+        let frame = match message {
+            Ok(Message::Text(text)) => Frame::Text(text.as_str().to_owned()),
+            Ok(Message::Binary(bytes)) => match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => Frame::Text(text),
+                Err(_) => Frame::Invalid("binary frame is not UTF-8 JSON".to_string()),
+            },
+            Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
+            Ok(Message::Close(_)) => return,
+            Err(err) => {
+                tracing::debug!(%err, "websocket read failed; closing");
+                return;
+            }
+        };
+        let last = matches!(frame, Frame::Invalid(_));
+        if frames.send(frame).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Sends each message as a text frame, flushing whenever the queue runs empty, then closes.
+pub(crate) async fn write_frames<S: AsyncRead + AsyncWrite + Unpin>(
+    mut messages: mpsc::Receiver<String>,
+    mut sink: SplitSink<WebSocketStream<S>, Message>,
+) {
+    while let Some(message) = messages.recv().await {
+        let sent = if messages.is_empty() {
+            sink.send(Message::text(message)).await
+        } else {
+            sink.feed(Message::text(message)).await
+        };
+        if let Err(err) = sent {
+            tracing::debug!(%err, "websocket write failed; closing");
+            return;
+        }
+    }
+    if let Err(err) = sink.close().await {
+        tracing::debug!(%err, "websocket close failed");
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests of keel-exec-server, against the real binary over stdio and websocket.
+
+mod suite;

@@ -1,0 +1,5 @@
+mod client;
+mod harness;
+mod lifecycle;
+mod processes;
+mod protocol;
