@@ -1,3 +1,39 @@
-//! keel-app-server: the JSON-RPC app server (threads, turns, items) and its in-process client.
+//! keel-app-server: the rich-client interface to the engine. An editor or UI drives many
+//! threads (conversations) over one connection and renders their items as they stream.
+//! Wire-compatible with the Codex app-server v2 protocol for every method Keel implements.
 //!
-//! Filled in by the app-server issue; for now the crate only anchors the layering.
+//! Data flow:
+//! - a transport (stdio JSON Lines, or websocket text frames) parses each message and hands
+//!   it to the connection, which enforces the `initialize` handshake and
+//!   queues requests (bounded; a full queue answers -32001 "Server overloaded; retry later.");
+//! - the processor runs each request on its own task, bounded by `--max-in-flight-requests`;
+//!   handlers work on the shared state (loaded threads, the engine's `ConversationManager`);
+//! - each loaded thread pumps its conversation's engine events through a translator into
+//!   `turn/*`, `item/*` and `thread/*` notifications for every subscribed connection, and
+//!   turns approval events into `item/*/requestApproval` server requests whose answers go
+//!   back to the engine;
+//! - the writer sends responses and notifications; when a client stops reading, its bounded
+//!   queue fills and the threads feeding it wait, so memory stays bounded.
+//!
+//! [`InProcessAppServerClient`] offers the same API without a transport.
+
+mod connection;
+mod error;
+mod handlers;
+mod in_process;
+mod outgoing;
+mod run;
+mod schema;
+mod state;
+mod threads;
+mod transport;
+mod utilities;
+
+pub use connection::ConnectionLimits;
+pub use error::{AppServerError, Result};
+pub use in_process::{
+    IN_PROCESS_EVENT_CAPACITY, InProcessAppServerClient, InProcessError, InProcessEvent,
+};
+pub use run::{AppServerArgs, AppServerListen, run_main};
+pub use schema::{app_server_schemas, write_json_schema};
+pub use state::ServerConfig;

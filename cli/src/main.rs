@@ -4,6 +4,9 @@
 //! configuration.
 
 mod exec;
+mod mcp_server;
+mod sandbox;
+mod servers;
 
 use std::process::ExitCode;
 
@@ -21,9 +24,22 @@ struct Cli {
 enum Command {
     /// Run one task headless: progress on stderr, the final message on stdout.
     Exec(exec::ExecArgs),
+    /// Run a command under the sandbox the engine uses for model commands.
+    Sandbox(sandbox::SandboxArgs),
+    /// Serve the app-server protocol (threads, turns, items) on stdio or a websocket.
+    AppServer(servers::AppServerCommand),
+    /// Serve the exec-server protocol (process control) on stdio or a websocket.
+    ExecServer(keel_exec_server::ExecServerArgs),
+    /// Serve MCP on stdio: Keel as the `codex` and `codex-reply` tools.
+    McpServer(mcp_server::McpServerArgs),
 }
 
 fn main() -> ExitCode {
+    // Started as the sandbox helper (by the engine or `keel sandbox`): confine and exec,
+    // before any thread exists.
+    if keel_core::sandbox::invoked_as_sandbox_helper() {
+        return keel_core::sandbox::run_linux_sandbox_main();
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -45,8 +61,14 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Exec(args) => exec::run(args).await,
+            Command::Sandbox(args) => sandbox::run(args).await,
+            Command::AppServer(command) => servers::app_server(command).await,
+            Command::ExecServer(args) => servers::exec_server(args).await,
+            Command::McpServer(args) => mcp_server::run(args).await,
         }
     });
+    // A stdio server's stdin reader may still be blocked in a read; do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => code,
         Err(err) => {

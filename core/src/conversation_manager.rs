@@ -26,6 +26,16 @@ const SUBMISSION_CAPACITY: usize = 64;
 /// Events buffered per conversation before the engine waits for the client to read.
 const EVENT_CAPACITY: usize = 1024;
 
+/// Whether and where a conversation is recorded.
+enum Recording {
+    /// A new rollout file.
+    New,
+    /// Continue this file (resume) or one already seeded (fork).
+    Existing(RolloutRecorder),
+    /// Not recorded (ephemeral).
+    Off,
+}
+
 /// A freshly started conversation.
 pub struct NewConversation {
     /// Its id.
@@ -64,7 +74,13 @@ impl ConversationManager {
 
     /// Starts a new conversation recorded under `config.keel_home`.
     pub async fn new_conversation(&self, config: Config) -> Result<NewConversation> {
-        self.spawn(config, ConversationId::new(), Vec::new(), None)
+        self.spawn(config, ConversationId::new(), Vec::new(), Recording::New)
+            .await
+    }
+
+    /// Starts a conversation that is not recorded on disk (it cannot be resumed or listed).
+    pub async fn new_ephemeral_conversation(&self, config: Config) -> Result<NewConversation> {
+        self.spawn(config, ConversationId::new(), Vec::new(), Recording::Off)
             .await
     }
 
@@ -78,7 +94,12 @@ impl ConversationManager {
         let loaded = rollout::load_rollout(rollout_path).await?;
         let recorder = RolloutRecorder::open_append(rollout_path).await?;
         let mut new = self
-            .spawn(config, loaded.meta.id, loaded.history, Some(recorder))
+            .spawn(
+                config,
+                loaded.meta.id,
+                loaded.history,
+                Recording::Existing(recorder),
+            )
             .await?;
         new.session_configured.initial_messages = Some(loaded.events);
         Ok(new)
@@ -109,7 +130,7 @@ impl ConversationManager {
             .collect();
         recorder.record(&items).await?;
         let mut new = self
-            .spawn(config, id, loaded.history, Some(recorder))
+            .spawn(config, id, loaded.history, Recording::Existing(recorder))
             .await?;
         new.session_configured.initial_messages = Some(loaded.events);
         Ok(new)
@@ -140,16 +161,17 @@ impl ConversationManager {
         config: Config,
         id: ConversationId,
         history: Vec<ResponseItem>,
-        recorder: Option<RolloutRecorder>,
+        recording: Recording,
     ) -> Result<NewConversation> {
-        let recorder = match recorder {
-            Some(recorder) => recorder,
-            None => {
+        let recorder = match recording {
+            Recording::Existing(recorder) => Some(recorder),
+            Recording::New => {
                 let meta = rollout::recorder_meta(id, &config.cwd, &config.model, None);
-                RolloutRecorder::create(&config.keel_home, meta).await?
+                Some(RolloutRecorder::create(&config.keel_home, meta).await?)
             }
+            Recording::Off => None,
         };
-        let rollout_path = recorder.path().to_path_buf();
+        let rollout_path = recorder.as_ref().map(|r| r.path().to_path_buf());
         let context = turn_context(&config, &self.env);
         let session_configured = SessionConfiguredEvent {
             session_id: id,
@@ -162,13 +184,13 @@ impl ConversationManager {
             history_log_id: 0,
             history_entry_count: 0,
             initial_messages: None,
-            rollout_path: Some(rollout_path.clone()),
+            rollout_path: rollout_path.clone(),
         };
         let (tx_sub, rx_sub) = mpsc::channel(SUBMISSION_CAPACITY);
         let (tx_event, rx_event) = mpsc::channel(EVENT_CAPACITY);
-        let session = Arc::new(Session::new(id, context, history, Some(recorder), tx_event));
+        let session = Arc::new(Session::new(id, context, history, recorder, tx_event));
         tokio::spawn(submission_loop(session, rx_sub));
-        let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, Some(rollout_path)));
+        let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, rollout_path));
         self.conversations
             .write()
             .await
@@ -198,6 +220,11 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
         cwd: config.cwd.clone(),
         approval_policy: config.approval_policy,
         sandbox_policy: config.sandbox_policy.clone(),
+        sandbox_executable: config
+            .sandbox_executable
+            .clone()
+            .or_else(crate::sandbox::default_sandbox_executable),
+        sandbox_allow_git_writes: config.sandbox_allow_git_writes,
         client: ModelClient::new(settings),
         model_context_window: config.model_context_window,
         base_instructions: config

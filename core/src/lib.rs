@@ -46,6 +46,7 @@ mod exec;
 mod models;
 mod prompt_context;
 mod rollout;
+pub mod sandbox;
 mod session;
 mod tools;
 
@@ -59,6 +60,7 @@ pub use conversation_manager::{ConversationManager, EnvLookup, NewConversation};
 pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use rollout::{
-    ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem, SessionMeta,
-    find_rollout_path, list_conversations, load_rollout,
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
+    RolloutRecorder, SESSIONS_DIR, SessionMeta, archive_rollout, find_rollout_path,
+    list_conversations, list_conversations_in, load_rollout, summarise, unarchive_rollout,
 };

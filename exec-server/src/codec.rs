@@ -1,14 +1,29 @@
-//! Events to and from JSON-RPC notifications. Output deltas take a hand-written fast path:
-//! they carry almost every byte a server sends, and base64 needs no JSON escaping.
+//! Events to and from JSON-RPC notifications. Output deltas take hand-written fast paths on
+//! both sides: they carry almost every byte a server sends, base64 needs no JSON escaping, and
+//! a SIMD codec (`base64-simd`) encodes the chunk straight into the line and decodes it
+//! straight out of it.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64_simd::STANDARD;
 use keel_protocol::exec_server::{
     ExecOutputStream, ExecServerNotification, ExitedNotification, OutputDeltaNotification,
 };
-use keel_protocol::{Base64Bytes, JsonRpcNotification, MethodTable};
+use keel_protocol::{Base64Bytes, ExecSessionId, JsonRpcNotification, MethodTable};
 
 use crate::event::ExecServerEvent;
+
+/// Start of every `outputDelta` line this server writes, up to the session id's JSON string.
+const OUTPUT_DELTA_PREFIX: &str = r#"{"method":"command/exec/outputDelta","params":{"sessionId":"#;
+
+/// What follows the session id, per stream, up to the chunk's base64 text.
+const STDOUT_INFIX: &str = r#","stream":"stdout","chunk":""#;
+const STDERR_INFIX: &str = r#","stream":"stderr","chunk":""#;
+
+/// End of every `outputDelta` line, after the chunk's base64 text.
+const OUTPUT_DELTA_SUFFIX: &str = r#""}}"#;
+
+/// Spare capacity of an encoded output line beyond its text, so a line transport can append
+/// the newline without reallocating.
+const LINE_SLACK: usize = 1;
 
 /// Encodes an event as the JSON-RPC notification line the protocol specifies.
 pub(crate) fn encode_event(event: &ExecServerEvent) -> serde_json::Result<String> {
@@ -19,18 +34,22 @@ pub(crate) fn encode_event(event: &ExecServerEvent) -> serde_json::Result<String
             chunk,
         } => {
             let session = serde_json::to_string(session_id.as_str())?;
-            let stream = match stream {
-                ExecOutputStream::Stdout => "stdout",
-                ExecOutputStream::Stderr => "stderr",
+            let infix = match stream {
+                ExecOutputStream::Stdout => STDOUT_INFIX,
+                ExecOutputStream::Stderr => STDERR_INFIX,
             };
-            let mut line = String::with_capacity(chunk.len().div_ceil(3) * 4 + session.len() + 96);
-            line.push_str(r#"{"method":"command/exec/outputDelta","params":{"sessionId":"#);
+            let capacity = OUTPUT_DELTA_PREFIX.len()
+                + session.len()
+                + infix.len()
+                + STANDARD.encoded_length(chunk.len())
+                + OUTPUT_DELTA_SUFFIX.len()
+                + LINE_SLACK;
+            let mut line = String::with_capacity(capacity);
+            line.push_str(OUTPUT_DELTA_PREFIX);
             line.push_str(&session);
-            line.push_str(r#","stream":""#);
-            line.push_str(stream);
-            line.push_str(r#"","chunk":""#);
-            STANDARD.encode_string(chunk, &mut line);
-            line.push_str(r#""}}"#);
+            line.push_str(infix);
+            STANDARD.encode_append(chunk, &mut line);
+            line.push_str(OUTPUT_DELTA_SUFFIX);
             Ok(line)
         }
         ExecServerEvent::Exited {
@@ -50,6 +69,34 @@ pub(crate) fn decode_notification(
     let typed =
         ExecServerNotification::from_method_and_params(&notification.method, notification.params)?;
     Ok(event_from_notification(typed))
+}
+
+/// Decodes an `outputDelta` line written exactly as [`encode_event`] writes it (member order,
+/// no whitespace, unescaped base64), decoding the chunk straight from the line. `None` for
+/// any other line, which must then take the general path: this one only recognises, it never
+/// rejects.
+pub(crate) fn decode_output_delta_line(line: &[u8]) -> Option<ExecServerEvent> {
+    let rest = line.strip_prefix(OUTPUT_DELTA_PREFIX.as_bytes())?;
+    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<String>();
+    let session_id = values.next()?.ok()?;
+    let rest = &rest[values.byte_offset()..];
+    let (stream, rest) = if let Some(rest) = rest.strip_prefix(STDOUT_INFIX.as_bytes()) {
+        (ExecOutputStream::Stdout, rest)
+    } else {
+        (
+            ExecOutputStream::Stderr,
+            rest.strip_prefix(STDERR_INFIX.as_bytes())?,
+        )
+    };
+    // The decoder accepts only the base64 alphabet, so a chunk that decodes holds no quote or
+    // escape: the suffix really is where the JSON string ends.
+    let chunk = rest.strip_suffix(OUTPUT_DELTA_SUFFIX.as_bytes())?;
+    let chunk = STANDARD.decode_to_vec(chunk).ok()?;
+    Some(ExecServerEvent::Output {
+        session_id: ExecSessionId::new(session_id),
+        stream,
+        chunk: chunk.into(),
+    })
 }
 
 /// Decodes a line that is known to be a notification, without an intermediate JSON tree.
@@ -81,7 +128,6 @@ fn event_from_notification(notification: ExecServerNotification) -> ExecServerEv
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keel_protocol::ExecSessionId;
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -105,6 +151,37 @@ mod tests {
             decode_notification_line(&encode_event(&event).unwrap()).unwrap(),
             event
         );
+    }
+
+    #[test]
+    fn output_lines_decode_straight_from_the_line() {
+        for (stream, chunk) in [
+            (ExecOutputStream::Stdout, &b""[..]),
+            (ExecOutputStream::Stderr, &b"\x00\xff\n"[..]),
+            (ExecOutputStream::Stdout, &[7u8; 100_001][..]),
+        ] {
+            let event = ExecServerEvent::Output {
+                session_id: ExecSessionId::new("session-\"7\"\\"),
+                stream,
+                chunk: bytes::Bytes::copy_from_slice(chunk),
+            };
+            let line = encode_event(&event).unwrap();
+            assert_eq!(decode_output_delta_line(line.as_bytes()), Some(event));
+        }
+    }
+
+    #[test]
+    fn other_spellings_are_left_to_the_general_path() {
+        let escaped = r#"{"method":"command/exec/outputDelta","params":{"sessionId":"s","stream":"stdout","chunk":"a\/8="}}"#;
+        let reordered = r#"{"method":"command/exec/outputDelta","params":{"stream":"stdout","sessionId":"s","chunk":"aGk="}}"#;
+        let spaced = r#"{"method":"command/exec/outputDelta","params":{"sessionId":"s","stream":"stdout","chunk":"aGk="} }"#;
+        for line in [escaped, reordered, spaced] {
+            assert_eq!(decode_output_delta_line(line.as_bytes()), None, "{line}");
+            assert!(matches!(
+                decode_notification_line(line).unwrap(),
+                ExecServerEvent::Output { .. }
+            ));
+        }
     }
 
     #[test]

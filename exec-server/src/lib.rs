@@ -77,6 +77,7 @@ mod config;
 mod error;
 mod event;
 mod handler;
+mod pipe;
 mod server;
 mod transport;
 

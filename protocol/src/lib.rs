@@ -8,6 +8,8 @@
 //! - typed method tables ([`request_table!`], [`notification_table!`]) that bind each method
 //!   name to its params and result type in one place;
 //! - the exec-server protocol ([`exec_server`]);
+//! - the app-server protocol ([`app_server`]);
+//! - the MCP subset and Codex extensions of Keel's MCP server ([`mcp`]);
 //! - JSON Schema export of all of the above ([`schema`]).
 //!
 //! ```
@@ -19,11 +21,13 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+pub mod app_server;
 mod bytes;
 mod engine;
 pub mod exec_server;
 mod ids;
 mod jsonrpc;
+pub mod mcp;
 mod rpc;
 pub mod schema;
 

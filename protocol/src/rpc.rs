@@ -67,6 +67,10 @@ macro_rules! request_table {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         #[serde(tag = "method", content = "params")]
+        #[allow(
+            clippy::large_enum_variant,
+            reason = "a wire enum mirrors the JSON; it is built once per message"
+        )]
         pub enum $name {
             $(
                 $(#[$vmeta])*
@@ -119,6 +123,10 @@ macro_rules! notification_table {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         #[serde(tag = "method", content = "params")]
+        #[allow(
+            clippy::large_enum_variant,
+            reason = "a wire enum mirrors the JSON; it is built once per message"
+        )]
         pub enum $name {
             $(
                 $(#[$vmeta])*

@@ -43,7 +43,9 @@ macro_rules! wire_types {
     };
 }
 
+use crate::app_server;
 use crate::exec_server::*;
+use crate::mcp::*;
 use crate::*;
 
 wire_types!(
@@ -99,6 +101,34 @@ wire_types!(
     SnapshotResponse,
     OutputDeltaNotification,
     ExitedNotification,
+    // MCP server.
+    McpClientRequest,
+    McpClientNotification,
+    McpServerRequest,
+    McpServerNotification,
+    InitializeRequestParams,
+    InitializeResult,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    CancelledNotificationParams,
+    ElicitRequestParams,
+    ElicitResult,
+    CodexToolCallParam,
+    CodexToolCallReplyParam,
+    CodexToolCallResult,
+    CodexEventNotificationParams,
+    ConversationCreateArgs,
+    ConversationCreateResult,
+    ConversationSendMessageArgs,
+    ConversationSendMessageResult,
+    ConversationStreamArgs,
+    InitialStateNotificationParams,
+    // App-server.
+    app_server::ClientRequest,
+    app_server::ClientNotification,
+    app_server::ServerNotification,
+    app_server::ServerRequest,
 );
 
 /// The schema directory's files by name, rendered as they are written (pretty JSON, newline).

@@ -141,6 +141,15 @@ pub enum Error {
     #[error("could not render config.toml: {0}")]
     RenderConfig(#[from] toml::ser::Error),
 
+    /// A message lacked a member the harness needed.
+    #[error("expected `{what}` in {message}")]
+    UnexpectedMessage {
+        /// The JSON pointer that was missing.
+        what: String,
+        /// The message.
+        message: serde_json::Value,
+    },
+
     /// A temporary directory could not be created.
     #[error("could not create a temporary home directory: {0}")]
     TempDir(std::io::Error),

@@ -92,7 +92,8 @@ mod mock;
 
 pub use error::{Error, Result};
 pub use harness::{
-    DEFAULT_TIMEOUT, JsonLinesProcess, ProcessBuilder, cargo_bin, config_toml, write_config,
+    AppServerProcess, DEFAULT_TIMEOUT, JsonLinesProcess, MCP_PROTOCOL_VERSION, McpProcess,
+    ProcessBuilder, cargo_bin, config_toml, write_config,
 };
 pub use mock::{
     CapturedRequest, DEFAULT_MODEL, Endpoint, Fault, MockModelBuilder, MockModelServer, OutputItem,

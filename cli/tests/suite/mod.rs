@@ -1,1 +1,4 @@
+mod app_server;
 mod exec;
+mod mcp_server;
+mod sandbox;

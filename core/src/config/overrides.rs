@@ -27,6 +27,9 @@ pub struct ConfigOverrides {
     pub base_instructions: Option<String>,
     /// Extra developer instructions sent with every turn.
     pub developer_instructions: Option<String>,
+    /// The sandbox helper to start sandboxed commands with, instead of looking for one
+    /// (see [`crate::sandbox::find_sandbox_executable`]).
+    pub sandbox_executable: Option<PathBuf>,
 }
 
 /// Parses one `-c key.path=value` argument.

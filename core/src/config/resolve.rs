@@ -76,6 +76,12 @@ pub struct Config {
     pub project_doc_max_bytes: usize,
     /// The model's context window in tokens, when known.
     pub model_context_window: Option<u64>,
+    /// Whether sandboxed commands may write the `.git` of writable roots
+    /// (`[sandbox_workspace_write] allow_git_writes`).
+    pub sandbox_allow_git_writes: bool,
+    /// The sandbox helper, when given explicitly; else it is looked up next to the running
+    /// program when a command needs it.
+    pub sandbox_executable: Option<PathBuf>,
 }
 
 impl Config {
@@ -301,6 +307,9 @@ fn resolve(
         .or(profile.sandbox_mode)
         .or(sandbox_mode)
         .unwrap_or_default();
+    let sandbox_allow_git_writes = sandbox_workspace_write
+        .as_ref()
+        .is_some_and(|settings| settings.allow_git_writes);
     let sandbox_policy = match sandbox_mode {
         SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
         SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
@@ -349,6 +358,8 @@ fn resolve(
             .or(developer_instructions),
         project_doc_max_bytes: project_doc_max_bytes.unwrap_or(DEFAULT_PROJECT_DOC_MAX_BYTES),
         model_context_window: profile.model_context_window.or(model_context_window),
+        sandbox_allow_git_writes,
+        sandbox_executable: overrides.sandbox_executable,
     })
 }
 

@@ -53,6 +53,8 @@ pub(crate) struct SandboxWorkspaceWriteToml {
     pub network_access: bool,
     pub exclude_tmpdir_env_var: bool,
     pub exclude_slash_tmp: bool,
+    /// Let commands write the `.git` of writable roots (read-only by default).
+    pub allow_git_writes: bool,
 }
 
 /// `[shell_environment_policy]` as written.

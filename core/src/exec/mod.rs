@@ -24,6 +24,8 @@ const MAX_DELTA_EVENTS: usize = 10_000;
 #[derive(Debug, Clone)]
 pub(crate) struct ExecRequest {
     pub argv: Vec<String>,
+    /// The `argv[0]` the program sees, when it differs from `argv[0]` (the sandbox helper).
+    pub arg0: Option<String>,
     pub cwd: PathBuf,
     pub env: BTreeMap<String, String>,
     pub timeout: Duration,
@@ -76,6 +78,9 @@ where
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(arg0) = &request.arg0 {
+        command.arg0(arg0);
+    }
     let mut child = command.spawn()?;
     let group = child.id().map(|pid| pid as i32);
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {

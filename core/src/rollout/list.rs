@@ -20,6 +20,10 @@ pub struct ConversationSummary {
     pub cwd: PathBuf,
     /// The first user message, for display.
     pub preview: String,
+    /// The latest name the user gave it.
+    pub name: Option<String>,
+    /// When it last changed (RFC 3339).
+    pub updated_at: String,
 }
 
 /// One page of a listing.
@@ -38,8 +42,16 @@ pub async fn list_conversations(
     page_size: usize,
     cursor: Option<&str>,
 ) -> Result<ConversationsPage> {
-    let root = keel_home.join("sessions");
-    let home = root.clone();
+    list_conversations_in(&keel_home.join(super::SESSIONS_DIR), page_size, cursor).await
+}
+
+/// [`list_conversations`] over any directory of rollout files (e.g. the archive).
+pub async fn list_conversations_in(
+    root: &Path,
+    page_size: usize,
+    cursor: Option<&str>,
+) -> Result<ConversationsPage> {
+    let home = root.to_path_buf();
     let files = tokio::task::spawn_blocking(move || rollout_files_newest_first(&home))
         .await
         .map_err(|err| CoreError::io("list sessions", std::io::Error::other(err)))??;
@@ -92,17 +104,26 @@ fn rollout_files_newest_first(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-async fn summarise(path: &Path) -> Option<ConversationSummary> {
+/// Reads a rollout file's summary; `None` when it is not a Keel rollout.
+pub async fn summarise(path: &Path) -> Option<ConversationSummary> {
     let text = tokio::fs::read_to_string(path).await.ok()?;
     let mut meta = None;
-    let mut preview = String::new();
-    for line in text.lines().take(200) {
-        match serde_json::from_str::<RolloutLine>(line).ok()?.item {
+    let mut preview = None;
+    let mut name = None;
+    let mut updated_at = String::new();
+    for line in text.lines() {
+        let Ok(line) = serde_json::from_str::<RolloutLine>(line) else {
+            continue;
+        };
+        updated_at = line.timestamp;
+        match line.item {
             RolloutItem::SessionMeta(found) if meta.is_none() => meta = Some(found),
-            RolloutItem::EventMsg(keel_protocol::EventMsg::UserMessage(message)) => {
-                preview = message.message;
-                break;
+            RolloutItem::EventMsg(keel_protocol::EventMsg::UserMessage(message))
+                if preview.is_none() =>
+            {
+                preview = Some(message.message);
             }
+            RolloutItem::ThreadName(found) => name = Some(found),
             _ => {}
         }
     }
@@ -112,13 +133,15 @@ async fn summarise(path: &Path) -> Option<ConversationSummary> {
         path: path.to_path_buf(),
         created_at: meta.timestamp,
         cwd: meta.cwd,
-        preview,
+        preview: preview.unwrap_or_default(),
+        name,
+        updated_at,
     })
 }
 
 /// The rollout file of the conversation with this id, if one is recorded under `keel_home`.
 pub async fn find_rollout_path(keel_home: &Path, id: ConversationId) -> Result<Option<PathBuf>> {
-    let root = keel_home.join("sessions");
+    let root = keel_home.join(super::SESSIONS_DIR);
     let files = tokio::task::spawn_blocking(move || rollout_files_newest_first(&root))
         .await
         .map_err(|err| CoreError::io("list sessions", std::io::Error::other(err)))??;

@@ -2,10 +2,20 @@
 //! `$KEEL_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<id>.jsonl`, one line per item, flushed
 //! as it goes, so a crash loses at most the line in flight. Resume and fork read them back.
 
+mod archive;
 mod list;
 mod recorder;
 
-pub use list::{ConversationSummary, ConversationsPage, find_rollout_path, list_conversations};
+pub use archive::{archive_rollout, unarchive_rollout};
+pub use list::{
+    ConversationSummary, ConversationsPage, find_rollout_path, list_conversations,
+    list_conversations_in, summarise,
+};
+
+/// Where live rollout files are kept, under the Keel home.
+pub const SESSIONS_DIR: &str = "sessions";
+/// Where archived rollout files are kept, under the Keel home.
+pub const ARCHIVED_SESSIONS_DIR: &str = "archived_sessions";
 pub use recorder::RolloutRecorder;
 pub(crate) use recorder::recorder_meta;
 
@@ -48,6 +58,10 @@ pub enum RolloutItem {
     ResponseItem(ResponseItem),
     /// An event kept to rebuild the transcript for display.
     EventMsg(EventMsg),
+    /// The user named the conversation (the latest name wins).
+    ThreadName(String),
+    /// The latest `num_turns` turns were dropped from history and transcript.
+    Rollback(u32),
 }
 
 /// A rollout line with its timestamp.
@@ -67,6 +81,8 @@ pub struct LoadedRollout {
     pub history: Vec<ResponseItem>,
     /// Recorded events, in order, for display.
     pub events: Vec<EventMsg>,
+    /// The latest name the user gave the conversation.
+    pub name: Option<String>,
     /// Where it was read from.
     pub path: PathBuf,
 }
@@ -83,6 +99,7 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
     let mut meta = None;
     let mut history = Vec::new();
     let mut events = Vec::new();
+    let mut name = None;
     for (number, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -96,6 +113,10 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
                 }
                 RolloutItem::ResponseItem(item) => history.push(item),
                 RolloutItem::EventMsg(event) => events.push(event),
+                RolloutItem::ThreadName(found) => name = Some(found),
+                RolloutItem::Rollback(num_turns) => {
+                    drop_last_turns(&mut history, &mut events, num_turns);
+                }
             },
             Err(err) => {
                 tracing::warn!(
@@ -114,15 +135,51 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
         meta,
         history,
         events,
+        name,
         path: path.to_path_buf(),
     })
+}
+
+/// Drops everything from the `num_turns`-th latest user input on, in history and transcript.
+pub(crate) fn drop_last_turns(
+    history: &mut Vec<ResponseItem>,
+    events: &mut Vec<EventMsg>,
+    num_turns: u32,
+) {
+    let cut = |positions: Vec<usize>| -> Option<usize> {
+        let n = num_turns as usize;
+        (n > 0 && n <= positions.len()).then(|| positions[positions.len() - n])
+    };
+    let user_items: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| matches!(item, ResponseItem::Message { role, .. } if role == "user"))
+        .map(|(i, _)| i)
+        .collect();
+    match cut(user_items) {
+        Some(at) => history.truncate(at),
+        None if num_turns > 0 => history.clear(),
+        None => {}
+    }
+    let user_events: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, EventMsg::UserMessage(_)))
+        .map(|(i, _)| i)
+        .collect();
+    match cut(user_events) {
+        Some(at) => events.truncate(at),
+        None if num_turns > 0 => events.clear(),
+        None => {}
+    }
 }
 
 /// Whether an event is kept in the rollout (the ones needed to redraw a transcript).
 pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
     matches!(
         msg,
-        EventMsg::UserMessage(_)
+        EventMsg::TaskStarted(_)
+            | EventMsg::UserMessage(_)
             | EventMsg::AgentMessage(_)
             | EventMsg::AgentReasoning(_)
             | EventMsg::TokenCount(_)
@@ -132,5 +189,6 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::ExecCommandEnd(_)
             | EventMsg::PatchApplyEnd(_)
             | EventMsg::PlanUpdate(_)
+            | EventMsg::ThreadRolledBack(_)
     )
 }

@@ -23,7 +23,7 @@ impl RolloutRecorder {
     pub async fn create(keel_home: &Path, meta: SessionMeta) -> Result<Self> {
         let now = Utc::now();
         let dir = keel_home
-            .join("sessions")
+            .join(super::SESSIONS_DIR)
             .join(now.format("%Y").to_string())
             .join(now.format("%m").to_string())
             .join(now.format("%d").to_string());

@@ -13,6 +13,11 @@ pub(crate) struct TurnContext {
     pub cwd: PathBuf,
     pub approval_policy: AskForApproval,
     pub sandbox_policy: SandboxPolicy,
+    /// The helper that confines commands; `None` when none was found (sandboxed commands
+    /// then cannot run without the user's approval).
+    pub sandbox_executable: Option<PathBuf>,
+    /// Whether sandboxed commands may write the `.git` of writable roots.
+    pub sandbox_allow_git_writes: bool,
     pub client: ModelClient,
     pub model_context_window: Option<u64>,
     pub base_instructions: String,

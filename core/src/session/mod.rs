@@ -113,7 +113,7 @@ impl Session {
         }
     }
 
-    async fn persist(&self, items: &[RolloutItem]) {
+    pub(crate) async fn persist(&self, items: &[RolloutItem]) {
         if let Some(rollout) = &self.rollout
             && let Err(err) = rollout.record(items).await
         {

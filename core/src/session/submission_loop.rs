@@ -67,6 +67,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             } => {
                 session.resolve_approval(&call_id, decision);
             }
+            Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,
             Op::Shutdown => {
                 stop_turn(&session).await;
                 session.send_event(&id, EventMsg::ShutdownComplete).await;
@@ -126,6 +127,31 @@ fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<I
         }
         run_turn(task_session, sub_id, items, cancel).await;
     }));
+}
+
+/// Drops the latest turns from history; refused while a turn runs.
+async fn rollback(session: &Session, sub_id: &SubmissionId, num_turns: u32) {
+    let refused = {
+        let mut state = session.state();
+        if state.active_turn.is_some() {
+            true
+        } else {
+            let mut no_events = Vec::new();
+            crate::rollout::drop_last_turns(&mut state.history, &mut no_events, num_turns);
+            false
+        }
+    };
+    let msg = if refused {
+        EventMsg::Error(keel_protocol::ErrorEvent {
+            message: "cannot roll back while a turn is running; interrupt it first".to_string(),
+        })
+    } else {
+        session
+            .persist(&[crate::rollout::RolloutItem::Rollback(num_turns)])
+            .await;
+        EventMsg::ThreadRolledBack(keel_protocol::ThreadRolledBackEvent { num_turns })
+    };
+    session.send_event(sub_id, msg).await;
 }
 
 fn interrupt(session: &Session) {

@@ -1,18 +1,22 @@
-//! The `shell` tool: approval, `exec_command_*` events, and the output the model sees.
+//! The `shell` tool: approval, the sandbox (and retrying or running without it only with the
+//! user's approval), `exec_command_*` events, and the output the model sees.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use keel_protocol::{
-    Base64Bytes, CallId, EventMsg, ExecApprovalRequestEvent, ExecCommandBeginEvent,
+    AskForApproval, Base64Bytes, CallId, EventMsg, ExecApprovalRequestEvent, ExecCommandBeginEvent,
     ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandSource, ExecCommandStatus,
-    ParsedCommand, ReviewDecision,
+    ParsedCommand, ReviewDecision, SandboxPolicy,
 };
 use serde::Deserialize;
 
 use super::{ToolRouter, TurnDiffTracker};
 use crate::approvals::{ExecDecision, decide_exec};
 use crate::exec::{ExecOutcome, ExecRequest, ExecStop, run_command, truncate_for_model};
+use crate::sandbox::{
+    LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel, setup_failure,
+};
 use crate::session::turn::TurnStop;
 
 /// Default time a command may run before it is killed.
@@ -66,43 +70,127 @@ impl ToolRouter<'_> {
                 Err(err) => Ok(format!("apply_patch: {err}")),
             };
         }
-        let call_id = CallId::new(call_id);
-        let argv = args.command;
+        let call = ExecCall {
+            call_id: CallId::new(call_id),
+            argv: args.command,
+            cwd,
+            timeout: args
+                .timeout_ms
+                .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        };
+        let policy = self.context.approval_policy;
+        let approved_for_session = self.session.is_approved_for_session(&call.argv);
         let decision = decide_exec(
-            self.context.approval_policy,
-            &argv,
+            policy,
+            &call.argv,
             args.with_escalated_permissions.unwrap_or(false),
             args.justification.as_deref(),
-            self.session.is_approved_for_session(&argv),
+            approved_for_session,
         );
         match decision {
+            // The user saw and approved this exact command: it runs as approved, outside the
+            // sandbox (as in Codex).
+            ExecDecision::Run if approved_for_session => return self.run_unsandboxed(&call).await,
             ExecDecision::Run => {}
             ExecDecision::Reject(reason) => return Ok(reason),
             ExecDecision::Ask(reason) => {
-                let event = EventMsg::ExecApprovalRequest(ExecApprovalRequestEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: argv.clone(),
-                    cwd: cwd.clone(),
-                    reason,
-                    parsed_cmd: parse_command(&argv),
-                });
-                match self.request_approval(&call_id, event).await? {
-                    ReviewDecision::Approved => {}
-                    ReviewDecision::ApprovedForSession => {
-                        self.session.approve_for_session(argv.clone());
-                    }
-                    ReviewDecision::Denied => {
-                        return Ok("exec command rejected by user".to_string());
-                    }
-                    ReviewDecision::Abort => return Err(TurnStop::Interrupted),
-                }
+                return match self.ask_exec(&call, reason).await? {
+                    Some(refusal) => Ok(refusal),
+                    None => self.run_unsandboxed(&call).await,
+                };
             }
         }
-        let timeout = args
-            .timeout_ms
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
-        self.run_exec(call_id, argv, cwd, timeout).await
+        let sandbox = match self.sandbox_command() {
+            Ok(Some(sandbox)) => sandbox,
+            Ok(None) => return self.run_unsandboxed(&call).await,
+            Err(err) => return self.run_without_sandbox(&call, &err.to_string()).await,
+        };
+        let outcome = self.execute(&call, Some(&sandbox)).await?;
+        if let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr) {
+            return self.run_without_sandbox(&call, &reason).await;
+        }
+        if outcome.exit_code != 0 && !outcome.timed_out && policy == AskForApproval::OnFailure {
+            let reason = format!(
+                "the command failed in the sandbox (exit code {}); run it again without the \
+                 sandbox?",
+                outcome.exit_code
+            );
+            if self.ask_exec(&call, Some(reason)).await?.is_none() {
+                return self.run_unsandboxed(&call).await;
+            }
+        }
+        Ok(model_output(&outcome, call.timeout))
+    }
+
+    /// The helper invocation for this turn's sandbox policy; `None` when the policy is
+    /// `danger-full-access`, an error when the command cannot be confined here.
+    fn sandbox_command(&self) -> Result<Option<SandboxCommand>, SandboxError> {
+        let policy = &self.context.sandbox_policy;
+        if matches!(policy, SandboxPolicy::DangerFullAccess) {
+            return Ok(None);
+        }
+        let program = self
+            .context
+            .sandbox_executable
+            .as_deref()
+            .filter(|program| program.is_file())
+            .ok_or(SandboxError::HelperNotFound)?;
+        probe_kernel()?;
+        SandboxCommand::new(
+            program,
+            policy,
+            &self.context.cwd,
+            self.context.sandbox_allow_git_writes,
+        )
+        .map(Some)
+    }
+
+    /// The sandbox cannot confine `call`: never run it silently. Ask the user when the
+    /// approval policy allows it, else tell the model.
+    async fn run_without_sandbox(&self, call: &ExecCall, reason: &str) -> Result<String, TurnStop> {
+        tracing::warn!(call_id = %call.call_id.as_str(), "sandbox unavailable: {reason}");
+        if self.context.approval_policy == AskForApproval::Never {
+            return Ok(format!(
+                "command not run: the sandbox is unavailable ({reason}), and the approval \
+                 policy `never` does not allow running commands outside it"
+            ));
+        }
+        let question =
+            format!("the sandbox is unavailable ({reason}); run this command without it?");
+        match self.ask_exec(call, Some(question)).await? {
+            Some(refusal) => Ok(format!("{refusal} (the sandbox is unavailable: {reason})")),
+            None => self.run_unsandboxed(call).await,
+        }
+    }
+
+    /// Asks the user about `call`; `None` when approved, else the text for the model.
+    async fn ask_exec(
+        &self,
+        call: &ExecCall,
+        reason: Option<String>,
+    ) -> Result<Option<String>, TurnStop> {
+        let event = EventMsg::ExecApprovalRequest(ExecApprovalRequestEvent {
+            call_id: call.call_id.clone(),
+            turn_id: self.ids.turn_id.clone(),
+            command: call.argv.clone(),
+            cwd: call.cwd.clone(),
+            reason,
+            parsed_cmd: parse_command(&call.argv),
+        });
+        match self.request_approval(&call.call_id, event).await? {
+            ReviewDecision::Approved => Ok(None),
+            ReviewDecision::ApprovedForSession => {
+                self.session.approve_for_session(call.argv.clone());
+                Ok(None)
+            }
+            ReviewDecision::Denied => Ok(Some("exec command rejected by user".to_string())),
+            ReviewDecision::Abort => Err(TurnStop::Interrupted),
+        }
+    }
+
+    async fn run_unsandboxed(&self, call: &ExecCall) -> Result<String, TurnStop> {
+        let outcome = self.execute(call, None).await?;
+        Ok(model_output(&outcome, call.timeout))
     }
 
     /// Sends an approval request event and waits for the answer (or an interrupt).
@@ -122,14 +210,19 @@ impl ToolRouter<'_> {
         }
     }
 
-    async fn run_exec(
+    /// Runs `call` (under `sandbox`, if given), reporting it with `exec_command_*` events.
+    async fn execute(
         &self,
-        call_id: CallId,
-        argv: Vec<String>,
-        cwd: PathBuf,
-        timeout: Duration,
-    ) -> Result<String, TurnStop> {
-        let parsed_cmd = parse_command(&argv);
+        call: &ExecCall,
+        sandbox: Option<&SandboxCommand>,
+    ) -> Result<ExecOutcome, TurnStop> {
+        let ExecCall {
+            call_id,
+            argv,
+            cwd,
+            timeout,
+        } = call;
+        let parsed_cmd = parse_command(argv);
         self.session
             .send_event(
                 &self.ids.sub_id,
@@ -144,10 +237,11 @@ impl ToolRouter<'_> {
             )
             .await;
         let request = ExecRequest {
-            argv: argv.clone(),
+            argv: sandbox.map_or_else(|| argv.clone(), |sandbox| sandbox.wrap(argv)),
+            arg0: sandbox.map(|_| LINUX_SANDBOX_ARG0.to_string()),
             cwd: cwd.clone(),
             env: self.context.shell_env.clone(),
-            timeout,
+            timeout: *timeout,
         };
         let session = self.session;
         let sub_id = &self.ids.sub_id;
@@ -172,31 +266,22 @@ impl ToolRouter<'_> {
                 timed_out: false,
             },
         };
-        let mut shown = outcome.aggregated.clone();
-        if outcome.timed_out {
-            shown.push_str(&format!(
-                "\ncommand timed out after {}ms",
-                timeout.as_millis()
-            ));
-        }
-        let formatted_output =
-            truncate_for_model(&shown, MODEL_OUTPUT_MAX_BYTES, MODEL_OUTPUT_MAX_LINES);
         self.session
             .send_event(
                 &self.ids.sub_id,
                 EventMsg::ExecCommandEnd(ExecCommandEndEvent {
-                    call_id,
+                    call_id: call_id.clone(),
                     turn_id: self.ids.turn_id.clone(),
-                    command: argv,
-                    cwd,
+                    command: argv.clone(),
+                    cwd: cwd.clone(),
                     parsed_cmd,
                     source: ExecCommandSource::Agent,
-                    stdout: outcome.stdout,
-                    stderr: outcome.stderr,
-                    aggregated_output: outcome.aggregated,
+                    stdout: outcome.stdout.clone(),
+                    stderr: outcome.stderr.clone(),
+                    aggregated_output: outcome.aggregated.clone(),
                     exit_code: outcome.exit_code,
                     duration: outcome.duration,
-                    formatted_output: formatted_output.clone(),
+                    formatted_output: formatted_output(&outcome, *timeout),
                     status: if outcome.exit_code == 0 {
                         ExecCommandStatus::Completed
                     } else {
@@ -205,15 +290,40 @@ impl ToolRouter<'_> {
                 }),
             )
             .await;
-        Ok(serde_json::json!({
-            "output": formatted_output,
-            "metadata": {
-                "exit_code": outcome.exit_code,
-                "duration_seconds": (outcome.duration.as_secs_f64() * 10.0).round() / 10.0,
-            }
-        })
-        .to_string())
+        Ok(outcome)
     }
+}
+
+/// A `shell` call ready to run.
+struct ExecCall {
+    call_id: CallId,
+    argv: Vec<String>,
+    cwd: PathBuf,
+    timeout: Duration,
+}
+
+/// The output as the model sees it: truncated, with a note when the command timed out.
+fn formatted_output(outcome: &ExecOutcome, timeout: Duration) -> String {
+    let mut shown = outcome.aggregated.clone();
+    if outcome.timed_out {
+        shown.push_str(&format!(
+            "\ncommand timed out after {}ms",
+            timeout.as_millis()
+        ));
+    }
+    truncate_for_model(&shown, MODEL_OUTPUT_MAX_BYTES, MODEL_OUTPUT_MAX_LINES)
+}
+
+/// The function output sent back to the model.
+fn model_output(outcome: &ExecOutcome, timeout: Duration) -> String {
+    serde_json::json!({
+        "output": formatted_output(outcome, timeout),
+        "metadata": {
+            "exit_code": outcome.exit_code,
+            "duration_seconds": (outcome.duration.as_secs_f64() * 10.0).round() / 10.0,
+        }
+    })
+    .to_string()
 }
 
 /// A best-effort reading of a command for display.

@@ -1,6 +1,6 @@
 //! Shared setup: a mock model, a temporary home and workspace, and event helpers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,10 +54,14 @@ impl TestEnv {
             process_cwd: self.workspace.path().to_path_buf(),
             openai_base_url: None,
         };
+        let overrides = ConfigOverrides {
+            sandbox_executable: Some(sandbox_helper()),
+            ..ConfigOverrides::default()
+        };
         Ok(Config::load_with_env(
             self.home.path(),
             Vec::new(),
-            ConfigOverrides::default(),
+            overrides,
             &env,
         )?)
     }
@@ -65,6 +69,11 @@ impl TestEnv {
     pub async fn start(&self) -> anyhow::Result<NewConversation> {
         Ok(self.manager.new_conversation(self.config()?).await?)
     }
+}
+
+/// The sandbox helper built from this crate, passed explicitly so no lookup is involved.
+pub fn sandbox_helper() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_keel-linux-sandbox"))
 }
 
 /// Submits text input and returns the submission id.

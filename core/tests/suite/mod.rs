@@ -6,4 +6,6 @@ mod interrupt;
 mod patches;
 mod retries;
 mod rollouts;
+mod sandbox;
+mod sandbox_approvals;
 mod shell_turns;

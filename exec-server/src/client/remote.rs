@@ -12,7 +12,7 @@ use keel_protocol::{
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::codec::{decode_notification, decode_notification_line};
+use crate::codec::{decode_notification, decode_notification_line, decode_output_delta_line};
 use crate::error::{ExecServerError, Result};
 use crate::event::ExecServerEvent;
 use crate::transport::Frame;
@@ -131,14 +131,27 @@ async fn read_loop(
     events: broadcast::Sender<ExecServerEvent>,
 ) {
     while let Some(frame) = incoming.recv().await {
-        let text = match frame {
-            Frame::Text(text) => text,
+        let routed = match frame {
+            Frame::Text(text) => route(&text, &pending, &events),
+            Frame::Line(line) => {
+                // Output notifications dominate the traffic: decoded straight from the line,
+                // they need no separate UTF-8 check (`route` would try this path again).
+                if let Some(event) = decode_output_delta_line(&line) {
+                    publish(&events, event);
+                    continue;
+                }
+                let Ok(text) = std::str::from_utf8(&line) else {
+                    tracing::warn!("message from the exec-server is not UTF-8; closing");
+                    break;
+                };
+                route(text, &pending, &events)
+            }
             Frame::Invalid(reason) => {
                 tracing::warn!(%reason, "unreadable message from the exec-server; closing");
                 break;
             }
         };
-        if let Err(err) = route(&text, &pending, &events) {
+        if let Err(err) = routed {
             tracing::warn!(%err, "bad message from the exec-server; closing");
             break;
         }
@@ -154,6 +167,10 @@ fn route(
     events: &broadcast::Sender<ExecServerEvent>,
 ) -> serde_json::Result<()> {
     // Notifications dominate the traffic; decode them straight into typed events.
+    if let Some(event) = decode_output_delta_line(text.as_bytes()) {
+        publish(events, event);
+        return Ok(());
+    }
     if text.starts_with(r#"{"method":"#)
         && let Ok(event) = decode_notification_line(text)
     {

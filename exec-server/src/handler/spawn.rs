@@ -11,6 +11,7 @@ use portable_pty::{MasterPty, PtySize};
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::error::{ExecServerError, Result};
+use crate::pipe::enlarge_pipe;
 
 /// Window size of a new PTY, before any `command/exec/resize`.
 const INITIAL_PTY_SIZE: PtySize = PtySize {
@@ -101,8 +102,8 @@ pub(crate) fn spawn(params: &ExecParams) -> Result<Spawned> {
                 "spawned child has no stdout or stderr pipe".to_string(),
             ));
         };
-        enlarge_pipe(&stdout);
-        enlarge_pipe(&stderr);
+        enlarge_pipe(&stdout, "a child's stdout");
+        enlarge_pipe(&stderr, "a child's stderr");
         Ok(Spawned {
             child,
             pid,
@@ -189,17 +190,6 @@ fn set_controlling_terminal(command: &mut Command) {
             }
             Ok(())
         });
-    }
-}
-
-/// Kernel buffer asked for each output pipe: fewer, larger reads for bulk output. The
-/// kernel may refuse (the limit is `/proc/sys/fs/pipe-max-size`); the default then stays.
-const PIPE_BUFFER_BYTES: i32 = 1024 * 1024;
-
-fn enlarge_pipe(pipe: &impl std::os::fd::AsFd) {
-    use nix::fcntl::{FcntlArg, fcntl};
-    if let Err(err) = fcntl(pipe, FcntlArg::F_SETPIPE_SZ(PIPE_BUFFER_BYTES)) {
-        tracing::debug!(%err, "could not enlarge an output pipe");
     }
 }
 

@@ -78,9 +78,14 @@ pub(crate) async fn serve_connection(
         let next = match frame {
             None => Next::Close("the peer closed the connection".to_string()),
             Some(Frame::Invalid(reason)) => processor.parse_error(reason).await,
-            Some(Frame::Text(text)) => match JsonRpcMessage::from_json(&text) {
-                Ok(message) => processor.handle(message).await,
-                Err(err) => processor.parse_error(err.to_string()).await,
+            Some(Frame::Text(text)) => processor.text(&text).await,
+            Some(Frame::Line(line)) => match std::str::from_utf8(&line) {
+                Ok(text) => processor.text(text).await,
+                Err(_) => {
+                    processor
+                        .parse_error("message is not valid UTF-8".to_string())
+                        .await
+                }
             },
         };
         if let Next::Close(reason) = next {
@@ -166,6 +171,13 @@ struct Processor {
 }
 
 impl Processor {
+    async fn text(&mut self, text: &str) -> Next {
+        match JsonRpcMessage::from_json(text) {
+            Ok(message) => self.handle(message).await,
+            Err(err) => self.parse_error(err.to_string()).await,
+        }
+    }
+
     async fn handle(&mut self, message: JsonRpcMessage) -> Next {
         match message {
             JsonRpcMessage::Request(request) => self.route(request).await,

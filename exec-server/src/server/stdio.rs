@@ -1,15 +1,26 @@
 //! The `stdio://` transport: one connection on the process's own stdin and stdout, moved by
 //! two dedicated threads (blocking reads there cannot hold up runtime shutdown).
 
+use std::os::fd::AsFd;
+
 use tokio::sync::mpsc;
 
 use super::processor::Connection;
 use crate::error::{ExecServerError, Result};
+use crate::pipe::enlarge_pipe;
 use crate::transport::lines::{read_lines_blocking, write_lines_blocking};
 use crate::transport::{INCOMING_CHANNEL_CAPACITY, OUTGOING_CHANNEL_CAPACITY};
 
 /// Connects the process's stdin and stdout. Stdout carries protocol messages only.
 pub(super) fn stdio_connection() -> Result<Connection> {
+    // A duplicate of fd 1 rather than `std::io::stdout()`, whose line buffering would scan
+    // every output line for newlines and add a copy; nothing else writes to stdout.
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .map_err(ExecServerError::io("duplicating stdout"))?;
+    enlarge_pipe(&stdout, "stdout");
     let (incoming_tx, incoming) = mpsc::channel(INCOMING_CHANNEL_CAPACITY);
     let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_CHANNEL_CAPACITY);
     std::thread::Builder::new()
@@ -20,7 +31,7 @@ pub(super) fn stdio_connection() -> Result<Connection> {
     std::thread::Builder::new()
         .name("keel-stdout".to_string())
         .spawn(move || {
-            write_lines_blocking(outgoing_rx, std::io::stdout().lock());
+            write_lines_blocking(outgoing_rx, stdout);
             drop(done_tx);
         })
         .map_err(ExecServerError::io("starting the stdout thread"))?;

@@ -3,15 +3,19 @@
 
 use std::io::{BufRead, Write};
 
-use tokio::io::{
-    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
-};
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
 use super::{Frame, MAX_MESSAGE_BYTES};
 
-/// Buffer size of line readers and writers; large so bulk output moves in few syscalls.
+/// Buffer size of line writers and of the server's stdin reader; large so bulk output moves
+/// in few syscalls.
 const IO_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Free space the client's line reader makes before each read: as much as a 1 MiB pipe
+/// buffer holds, so one `read` can drain it.
+const READ_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// Turns one raw line (newline included, if any) into a frame; `None` for a blank line.
 fn frame_line(mut line: Vec<u8>) -> Option<Frame> {
@@ -35,31 +39,71 @@ fn frame_line(mut line: Vec<u8>) -> Option<Frame> {
 }
 
 /// Reads lines until end of file, a read error, an invalid frame, or the receiver is gone.
-pub(crate) async fn read_lines<R: AsyncRead + Unpin>(reader: R, frames: mpsc::Sender<Frame>) {
-    let mut reader = BufReader::with_capacity(IO_BUFFER_BYTES, reader);
-    // Sized like the previous line: bulk output arrives as runs of similar large lines, and
-    // growing a fresh buffer by doubling would copy each one several times.
-    let mut capacity = 0;
+///
+/// Lines are cut out of one growing buffer without copying and handed over as
+/// [`Frame::Line`]; UTF-8 is left to the receiver, which checks it only for lines that are
+/// not output notifications (those are validated by their base64 decoding).
+pub(crate) async fn read_lines<R: AsyncRead + Unpin>(mut reader: R, frames: mpsc::Sender<Frame>) {
+    let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
+    // Bytes at the start of `buf` already searched for a newline.
+    let mut scanned = 0;
     loop {
-        let mut line = Vec::with_capacity(capacity);
-        let limit = (MAX_MESSAGE_BYTES + 1) as u64;
-        match (&mut reader).take(limit).read_until(b'\n', &mut line).await {
-            Ok(0) => return,
+        if let Some(newline) = memchr::memchr(b'\n', &buf[scanned..]) {
+            let length = scanned + newline;
+            if length > MAX_MESSAGE_BYTES {
+                break;
+            }
+            let line = buf.split_to(length + 1);
+            scanned = 0;
+            if let Some(frame) = frame_bytes(line)
+                && frames.send(frame).await.is_err()
+            {
+                return;
+            }
+            continue;
+        }
+        scanned = buf.len();
+        if scanned > MAX_MESSAGE_BYTES {
+            break;
+        }
+        // Lines already handed over may still share the buffer; `reserve` then moves the
+        // partial line into a fresh one rather than waiting for them.
+        buf.reserve(READ_BUFFER_BYTES);
+        match reader.read_buf(&mut buf).await {
+            Ok(0) => {
+                if let Some(frame) = frame_bytes(buf.split())
+                    && frames.send(frame).await.is_err()
+                {
+                    tracing::debug!("frame receiver gone");
+                }
+                return;
+            }
             Ok(_) => {}
             Err(err) => {
                 tracing::debug!(%err, "read failed; closing");
                 return;
             }
         }
-        capacity = line.len().min(MAX_MESSAGE_BYTES);
-        let Some(frame) = frame_line(line) else {
-            continue;
-        };
-        let last = matches!(frame, Frame::Invalid(_));
-        if frames.send(frame).await.is_err() || last {
-            return;
+    }
+    let reason = format!("message longer than {MAX_MESSAGE_BYTES} bytes");
+    if frames.send(Frame::Invalid(reason)).await.is_err() {
+        tracing::debug!("frame receiver gone");
+    }
+}
+
+/// Turns one raw line (newline included, if any) into a [`Frame::Line`]; `None` for a blank
+/// line.
+fn frame_bytes(mut line: BytesMut) -> Option<Frame> {
+    if line.last() == Some(&b'\n') {
+        line.truncate(line.len() - 1);
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
         }
     }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(Frame::Line(line.freeze()))
 }
 
 /// Writes each message as one line, flushing whenever the queue runs empty.
@@ -68,10 +112,11 @@ pub(crate) async fn write_lines<W: AsyncWrite + Unpin>(
     writer: W,
 ) {
     let mut writer = BufWriter::with_capacity(IO_BUFFER_BYTES, writer);
-    while let Some(message) = messages.recv().await {
+    while let Some(mut message) = messages.recv().await {
         let written = async {
+            // One write per message: a large one then bypasses the buffer in a single call.
+            message.push('\n');
             writer.write_all(message.as_bytes()).await?;
-            writer.write_all(b"\n").await?;
             if messages.is_empty() {
                 writer.flush().await?;
             }
@@ -115,17 +160,17 @@ pub(crate) fn read_lines_blocking(reader: impl BufRead, frames: mpsc::Sender<Fra
 /// Blocking twin of [`write_lines`] for the process's own stdout.
 pub(crate) fn write_lines_blocking(mut messages: mpsc::Receiver<String>, writer: impl Write) {
     let mut writer = std::io::BufWriter::with_capacity(IO_BUFFER_BYTES, writer);
-    while let Some(message) = messages.blocking_recv() {
-        let written = writer
-            .write_all(message.as_bytes())
-            .and_then(|()| writer.write_all(b"\n"))
-            .and_then(|()| {
-                if messages.is_empty() {
-                    writer.flush()
-                } else {
-                    Ok(())
-                }
-            });
+    while let Some(mut message) = messages.blocking_recv() {
+        // Output lines leave room for this newline (see `codec`), so pushing it does not
+        // reallocate, and a large line then goes out in one `write` bypassing the buffer.
+        message.push('\n');
+        let written = writer.write_all(message.as_bytes()).and_then(|()| {
+            if messages.is_empty() {
+                writer.flush()
+            } else {
+                Ok(())
+            }
+        });
         if let Err(err) = written {
             tracing::debug!(%err, "write failed; closing");
             return;
@@ -133,5 +178,42 @@ pub(crate) fn write_lines_blocking(mut messages: mpsc::Receiver<String>, writer:
     }
     if let Err(err) = writer.flush() {
         tracing::debug!(%err, "final flush failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// Runs [`read_lines`] over `input` and collects what it hands over.
+    async fn frames(input: &[u8]) -> Vec<String> {
+        let (tx, mut rx) = mpsc::channel(4);
+        let reader = tokio::spawn(read_lines(std::io::Cursor::new(input.to_vec()), tx));
+        let mut out = Vec::new();
+        while let Some(frame) = rx.recv().await {
+            out.push(match frame {
+                Frame::Line(line) => String::from_utf8_lossy(&line).into_owned(),
+                Frame::Text(text) => format!("text:{text}"),
+                Frame::Invalid(reason) => format!("invalid:{reason}"),
+            });
+        }
+        reader.await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_are_cut_at_newlines_across_reads() {
+        let long = "x".repeat(3 * READ_BUFFER_BYTES + 5);
+        let input = format!("a\r\n\n  \nb\n{long}\nlast");
+        assert_eq!(
+            frames(input.as_bytes()).await,
+            vec!["a".to_string(), "b".to_string(), long, "last".to_string()]
+        );
+    }
+
+    #[tokio::test]
+    async fn bytes_are_handed_over_unchecked() {
+        assert_eq!(frames(b"\xff\n").await, vec!["\u{fffd}".to_string()]);
     }
 }

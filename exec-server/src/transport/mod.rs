@@ -20,6 +20,10 @@ pub(crate) const OUTGOING_CHANNEL_CAPACITY: usize = 16;
 pub(crate) enum Frame {
     /// A message's text (not yet parsed).
     Text(String),
+    /// A message's raw bytes, not necessarily checked to be UTF-8 (the receiver checks what
+    /// it parses): line readers and websocket text frames hand messages over this way, without
+    /// copying, so output notifications are decoded straight from the received bytes.
+    Line(bytes::Bytes),
     /// Something that cannot be a message (not UTF-8, too long); the connection must close.
     Invalid(String),
 }

@@ -16,7 +16,8 @@ pub(crate) async fn read_frames<S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     while let Some(message) = stream.next().await {
         let frame = match message {
-            Ok(Message::Text(text)) => Frame::Text(text.as_str().to_owned()),
+            // Handed over without copying; tungstenite already checked it is UTF-8.
+            Ok(Message::Text(text)) => Frame::Line(text.into()),
             Ok(Message::Binary(bytes)) => match String::from_utf8(bytes.to_vec()) {
                 Ok(text) => Frame::Text(text),
                 Err(_) => Frame::Invalid("binary frame is not UTF-8 JSON".to_string()),

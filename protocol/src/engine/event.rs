@@ -72,8 +72,17 @@ pub enum EventMsg {
     StreamError(StreamErrorEvent),
     /// The turn was stopped before it completed.
     TurnAborted(TurnAbortedEvent),
+    /// The latest turns were dropped from history.
+    ThreadRolledBack(ThreadRolledBackEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
+}
+
+/// Payload of `thread_rolled_back`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadRolledBackEvent {
+    /// How many turns were dropped.
+    pub num_turns: u32,
 }
 
 /// Payload of `session_configured`.

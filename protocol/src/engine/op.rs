@@ -77,6 +77,12 @@ pub enum Op {
         /// The answer.
         decision: ReviewDecision,
     },
+    /// Drops the latest `num_turns` turns from the history the model sees; `thread_rolled_back`
+    /// follows. Rejected while a turn runs.
+    ThreadRollback {
+        /// How many turns to drop, counting back from the latest.
+        num_turns: u32,
+    },
     /// Ends the conversation; `shutdown_complete` follows.
     Shutdown,
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Params of `initialize`: who the client is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ExecServerInitializeParams")]
 pub struct InitializeParams {
     /// A name for the client, for logs.
     pub client_name: String,
@@ -14,6 +15,7 @@ pub struct InitializeParams {
 /// Result of `initialize`: the protocol the server speaks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ExecServerInitializeResponse")]
 pub struct InitializeResponse {
     /// Always [`super::EXEC_SERVER_PROTOCOL_VERSION`] for this protocol.
     pub protocol_version: String,
@@ -21,4 +23,5 @@ pub struct InitializeResponse {
 
 /// Params of the `initialized` notification; the server ignores any content.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "ExecServerInitializedParams")]
 pub struct InitializedParams {}

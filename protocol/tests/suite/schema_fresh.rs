@@ -47,3 +47,31 @@ fn bundle_defines_the_top_level_types() -> anyhow::Result<()> {
     assert!(event_msg.contains("\"exec_approval_request\""));
     Ok(())
 }
+
+/// Two types with one schema name would silently share a definition in the bundle.
+#[test]
+fn every_type_has_its_own_definition_in_the_bundle() -> anyhow::Result<()> {
+    let bundle = keel_protocol::schema::schema_bundle();
+    let mut names = std::collections::BTreeSet::new();
+    for (name, schema) in keel_protocol::schema::wire_schemas() {
+        assert!(
+            names.insert(name.clone()),
+            "two wire types are named {name}"
+        );
+        let mut standalone = schema.clone();
+        if let Some(map) = standalone.as_object_mut() {
+            map.remove("$schema");
+            map.remove("$defs");
+            map.remove("title");
+        }
+        let mut bundled = bundle["$defs"][&name].clone();
+        if let Some(map) = bundled.as_object_mut() {
+            map.remove("title");
+        }
+        assert!(
+            bundled == standalone,
+            "the bundle's {name} is not the {name} wire type (a schema name collision?)"
+        );
+    }
+    Ok(())
+}

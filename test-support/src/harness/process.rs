@@ -136,7 +136,13 @@ impl JsonLinesProcess {
 
     /// Writes one message as a line.
     pub async fn send(&mut self, message: &Value) -> Result<()> {
-        let mut line = serde_json::to_vec(message)?;
+        let line = serde_json::to_vec(message)?;
+        self.send_raw_line(&line).await
+    }
+
+    /// Writes `line` plus a newline as is, e.g. to test how a server handles malformed input.
+    pub async fn send_raw_line(&mut self, line: impl AsRef<[u8]>) -> Result<()> {
+        let mut line = line.as_ref().to_vec();
         line.push(b'\n');
         let result = match self.stdin.as_mut() {
             Some(stdin) => match stdin.write_all(&line).await {

@@ -72,6 +72,8 @@ fn default_config(keel_home: &Path) -> Config {
         developer_instructions: None,
         project_doc_max_bytes: 32 * 1024,
         model_context_window: None,
+        sandbox_allow_git_writes: false,
+        sandbox_executable: None,
     }
 }
 
@@ -217,6 +219,8 @@ fn full_codex_style_file() -> TestResult {
         developer_instructions: Some("Prefer small diffs.".to_string()),
         project_doc_max_bytes: 65_536,
         model_context_window: Some(200_000),
+        sandbox_allow_git_writes: false,
+        sandbox_executable: None,
     };
     assert_eq!(config, expected);
 
@@ -267,6 +271,24 @@ fn profile_from_file_wins_over_top_level() -> TestResult {
     assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::Low));
     assert_eq!(config.approval_policy, AskForApproval::Never);
     assert_eq!(config.model_provider_id, "openai");
+    Ok(())
+}
+
+#[test]
+fn sandbox_git_writes_and_helper() -> TestResult {
+    let home = home_with(Some(
+        "sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nallow_git_writes = true\n",
+    ))?;
+    let overrides = ConfigOverrides {
+        sandbox_executable: Some(PathBuf::from("/opt/keel-linux-sandbox")),
+        ..ConfigOverrides::default()
+    };
+    let config = load(home.path(), &[], overrides)?;
+    assert!(config.sandbox_allow_git_writes);
+    assert_eq!(
+        config.sandbox_executable,
+        Some(PathBuf::from("/opt/keel-linux-sandbox"))
+    );
     Ok(())
 }
 
@@ -382,6 +404,7 @@ fn typed_overrides_win_over_everything() -> TestResult {
         sandbox_mode: Some(SandboxMode::WorkspaceWrite),
         base_instructions: Some("typed base".to_string()),
         developer_instructions: Some("typed dev".to_string()),
+        sandbox_executable: None,
     };
     let config = load(
         home.path(),

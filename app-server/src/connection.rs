@@ -1,0 +1,211 @@
+//! One client connection, whatever the transport: reads messages, enforces the handshake,
+//! queues requests for the processor (bounded: a full queue answers -32001), and runs each
+//! request on its own task so long requests never block short ones.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use keel_protocol::app_server::{ClientRequest, InitializeParams, InitializeResponse};
+use keel_protocol::{
+    INVALID_PARAMS, JsonRpcError, JsonRpcErrorObject, JsonRpcMessage, JsonRpcRequest,
+    METHOD_NOT_FOUND, MethodTable, PARSE_ERROR,
+};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use crate::error::AppServerError;
+use crate::handlers::{ConnectionContext, dispatch};
+use crate::outgoing::Outgoing;
+use crate::state::AppState;
+use crate::utilities::CommandExecs;
+
+/// What a transport hands the connection.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A parsed message.
+    Message(JsonRpcMessage),
+    /// A line or frame that is not a JSON-RPC message, with the parser's reason.
+    Malformed(String),
+}
+
+/// Limits of one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Requests accepted but not yet started; beyond it requests get -32001.
+    pub queue_capacity: usize,
+    /// Requests running at once.
+    pub max_in_flight: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 256,
+            max_in_flight: 64,
+        }
+    }
+}
+
+/// Outgoing messages waiting for the writer. When the client stops reading, senders wait
+/// (notifications included), which slows the threads feeding this connection rather than
+/// growing memory.
+pub(crate) const OUTGOING_CAPACITY: usize = 1024;
+
+/// Serves one connection until its transport closes; then stops its requests and commands.
+pub(crate) async fn serve(
+    state: Arc<AppState>,
+    mut incoming: mpsc::Receiver<Incoming>,
+    outgoing: Arc<Outgoing>,
+    limits: ConnectionLimits,
+) {
+    let context = Arc::new(ConnectionContext {
+        outgoing: outgoing.clone(),
+        execs: CommandExecs::new(),
+    });
+    let initialized = AtomicBool::new(false);
+    let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));
+    let processor_state = state.clone();
+    let processor_context = context.clone();
+    let processor = tokio::spawn(async move {
+        let permits = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
+        let mut running = JoinSet::new();
+        while let Some(request) = queue_rx.recv().await {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                break;
+            };
+            let state = processor_state.clone();
+            let context = processor_context.clone();
+            running.spawn(async move {
+                handle(&state, &context, request).await;
+                drop(permit);
+            });
+            while running.try_join_next().is_some() {}
+        }
+        running.abort_all();
+    });
+
+    while let Some(frame) = incoming.recv().await {
+        let message = match frame {
+            Incoming::Message(message) => message,
+            Incoming::Malformed(reason) => {
+                let error = JsonRpcError {
+                    id: None,
+                    error: JsonRpcErrorObject::new(
+                        PARSE_ERROR,
+                        format!("invalid JSON-RPC message: {reason}"),
+                    ),
+                };
+                outgoing.send(error.into()).await;
+                continue;
+            }
+        };
+        match message {
+            JsonRpcMessage::Request(request) if request.method == "initialize" => {
+                let result = if initialized.load(Ordering::SeqCst) {
+                    Err(AppServerError::AlreadyInitialized.to_rpc_error())
+                } else {
+                    let result = initialize(&outgoing, request.params.clone());
+                    initialized.store(result.is_ok(), Ordering::SeqCst);
+                    result
+                };
+                outgoing.respond(request.id, result).await;
+            }
+            JsonRpcMessage::Request(request) if !initialized.load(Ordering::SeqCst) => {
+                outgoing
+                    .respond(
+                        request.id,
+                        Err(AppServerError::NotInitialized.to_rpc_error()),
+                    )
+                    .await;
+            }
+            JsonRpcMessage::Request(request) => {
+                let id = request.id.clone();
+                match queue_tx.try_send(request) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        outgoing
+                            .respond(id, Err(AppServerError::Overloaded.to_rpc_error()))
+                            .await;
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => break,
+                }
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if notification.method != "initialized" {
+                    tracing::debug!("ignoring client notification `{}`", notification.method);
+                }
+            }
+            JsonRpcMessage::Response(response) => {
+                outgoing.answer(&response.id, Ok(response.result));
+            }
+            JsonRpcMessage::Error(error) => match error.id {
+                Some(id) => outgoing.answer(&id, Err(error.error)),
+                None => tracing::warn!("client sent an error without an id: {}", error.error),
+            },
+        }
+    }
+    drop(queue_tx);
+    processor.abort();
+    state.disconnect(outgoing.id()).await;
+}
+
+fn initialize(
+    outgoing: &Outgoing,
+    params: Option<serde_json::Value>,
+) -> Result<serde_json::Value, JsonRpcErrorObject> {
+    let params: InitializeParams =
+        serde_json::from_value(params.unwrap_or_default()).map_err(|err| {
+            JsonRpcErrorObject::new(
+                INVALID_PARAMS,
+                format!("invalid params for `initialize`: {err}"),
+            )
+        })?;
+    if let Some(methods) = params
+        .capabilities
+        .and_then(|c| c.opt_out_notification_methods)
+    {
+        outgoing.set_opted_out(methods);
+    }
+    let response = InitializeResponse {
+        user_agent: format!(
+            "keel/{} ({}; {}) {}/{}",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            params.client_info.name,
+            params.client_info.version
+        ),
+        platform_family: std::env::consts::FAMILY.to_string(),
+        platform_os: std::env::consts::OS.to_string(),
+    };
+    serde_json::to_value(response)
+        .map_err(|err| AppServerError::Internal(err.to_string()).to_rpc_error())
+}
+
+async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcRequest) {
+    let JsonRpcRequest { id, method, params } = request;
+    let typed = match ClientRequest::from_method_and_params(&method, params) {
+        Ok(typed) => typed,
+        Err(err) => {
+            let error = if ClientRequest::METHODS.contains(&method.as_str()) {
+                JsonRpcErrorObject::new(
+                    INVALID_PARAMS,
+                    format!("invalid params for `{method}`: {err}"),
+                )
+            } else {
+                JsonRpcErrorObject::new(METHOD_NOT_FOUND, format!("unknown method `{method}`"))
+            };
+            context.outgoing.respond(id, Err(error)).await;
+            return;
+        }
+    };
+    match dispatch(state, context, typed).await {
+        Ok(reply) => {
+            context.outgoing.respond(id, Ok(reply.result)).await;
+            if let Some(after) = reply.after {
+                after.await;
+            }
+        }
+        Err(err) => context.outgoing.respond(id, Err(err.to_rpc_error())).await,
+    }
+}

@@ -1,0 +1,76 @@
+//! Errors of the app-server, and their one mapping to JSON-RPC error objects.
+
+use keel_protocol::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, SERVER_OVERLOADED,
+};
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppServerError {
+    /// The params did not match the method's shape.
+    #[error("invalid params for `{method}`: {message}")]
+    InvalidParams {
+        /// The method.
+        method: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A request before `initialize`.
+    #[error("Not initialized")]
+    NotInitialized,
+    /// A second `initialize`.
+    #[error("Already initialized")]
+    AlreadyInitialized,
+    /// The request is well-formed but cannot be carried out (unknown thread, wrong turn, ...).
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The server is saturated.
+    #[error("Server overloaded; retry later.")]
+    Overloaded,
+    /// The engine failed.
+    #[error(transparent)]
+    Core(#[from] keel_core::CoreError),
+    /// Configuration could not be resolved.
+    #[error(transparent)]
+    Config(#[from] keel_core::ConfigError),
+    /// A filesystem operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path involved.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something that should not happen.
+    #[error("internal error: {0}")]
+    Internal(String),
+    /// The exec-server failed.
+    #[error(transparent)]
+    ExecServer(#[from] keel_exec_server::ExecServerError),
+    /// The transport could not be set up.
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl AppServerError {
+    /// The JSON-RPC error object a client receives.
+    pub fn to_rpc_error(&self) -> JsonRpcErrorObject {
+        let code = match self {
+            Self::InvalidParams { .. } => INVALID_PARAMS,
+            Self::NotInitialized | Self::AlreadyInitialized | Self::InvalidRequest(_) => {
+                INVALID_REQUEST
+            }
+            Self::Overloaded => SERVER_OVERLOADED,
+            Self::Config(_) => INVALID_PARAMS,
+            Self::Io { .. } => INVALID_REQUEST,
+            Self::Core(_) | Self::Internal(_) | Self::ExecServer(_) | Self::Transport(_) => {
+                INTERNAL_ERROR
+            }
+        };
+        JsonRpcErrorObject::new(code, self.to_string())
+    }
+}
+
+/// Result alias for the app-server.
+pub type Result<T, E = AppServerError> = std::result::Result<T, E>;

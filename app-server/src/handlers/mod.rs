@@ -1,0 +1,106 @@
+//! Request handlers, one module per resource, and the dispatch over the method table.
+
+mod threads;
+mod turns;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use keel_protocol::app_server::ClientRequest;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{AppServerError, Result};
+use crate::outgoing::Outgoing;
+use crate::state::AppState;
+use crate::utilities::{self, CommandExecs};
+
+/// Work to do after the response is written (so notifications follow their response).
+pub(crate) type After = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A handler's result and what to do once it is sent.
+pub(crate) struct Reply {
+    pub result: Value,
+    pub after: Option<After>,
+}
+
+impl Reply {
+    /// A plain result.
+    pub(crate) fn now<T: Serialize>(value: &T) -> Result<Self> {
+        Ok(Self {
+            result: to_value(value)?,
+            after: None,
+        })
+    }
+
+    /// A result followed by `after`.
+    pub(crate) fn then<T: Serialize>(
+        value: &T,
+        after: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Self> {
+        Ok(Self {
+            result: to_value(value)?,
+            after: Some(Box::pin(after)),
+        })
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Result<Value> {
+    serde_json::to_value(value)
+        .map_err(|err| AppServerError::Internal(format!("cannot serialise the result: {err}")))
+}
+
+/// What a handler may use of its connection.
+pub(crate) struct ConnectionContext {
+    pub outgoing: Arc<Outgoing>,
+    pub execs: CommandExecs,
+}
+
+/// Runs one request (other than `initialize`).
+pub(crate) async fn dispatch(
+    state: &AppState,
+    connection: &ConnectionContext,
+    request: ClientRequest,
+) -> Result<Reply> {
+    let outgoing = &connection.outgoing;
+    match request {
+        ClientRequest::Initialize(_) => Err(AppServerError::AlreadyInitialized),
+        ClientRequest::ThreadStart(p) => threads::start(state, p, outgoing).await,
+        ClientRequest::ThreadResume(p) => threads::resume(state, p, outgoing).await,
+        ClientRequest::ThreadFork(p) => threads::fork(state, p, outgoing).await,
+        ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),
+        ClientRequest::ThreadList(p) => Reply::now(&threads::list(state, p).await?),
+        ClientRequest::ThreadLoadedList(p) => Reply::now(&threads::loaded_list(state, p).await?),
+        ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
+        ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,
+        ClientRequest::ThreadSetName(p) => threads::set_name(state, p, outgoing).await,
+        ClientRequest::ThreadUnsubscribe(p) => {
+            Reply::now(&threads::unsubscribe(state, p, outgoing).await?)
+        }
+        ClientRequest::ThreadRollback(p) => Reply::now(&threads::rollback(state, p).await?),
+        ClientRequest::TurnStart(p) => turns::start(state, p).await,
+        ClientRequest::TurnSteer(p) => Reply::now(&turns::steer(state, p).await?),
+        ClientRequest::TurnInterrupt(p) => Reply::now(&turns::interrupt(state, p).await?),
+        ClientRequest::CommandExec(p) => Reply::now(
+            &connection
+                .execs
+                .exec(p, &state.config.cwd, outgoing)
+                .await?,
+        ),
+        ClientRequest::CommandExecWrite(p) => Reply::now(&connection.execs.write(p).await?),
+        ClientRequest::CommandExecResize(p) => Reply::now(&connection.execs.resize(p).await?),
+        ClientRequest::CommandExecTerminate(p) => Reply::now(&connection.execs.terminate(p).await?),
+        ClientRequest::FsReadFile(p) => Reply::now(&utilities::fs_read_file(p).await?),
+        ClientRequest::FsWriteFile(p) => Reply::now(&utilities::fs_write_file(p).await?),
+        ClientRequest::FsCreateDirectory(p) => {
+            Reply::now(&utilities::fs_create_directory(p).await?)
+        }
+        ClientRequest::FsGetMetadata(p) => Reply::now(&utilities::fs_get_metadata(p).await?),
+        ClientRequest::FsReadDirectory(p) => Reply::now(&utilities::fs_read_directory(p).await?),
+        ClientRequest::FsRemove(p) => Reply::now(&utilities::fs_remove(p).await?),
+        ClientRequest::FsCopy(p) => Reply::now(&utilities::fs_copy(p).await?),
+        ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),
+        ClientRequest::ConfigRead(p) => Reply::now(&utilities::config_read(state, p)?),
+    }
+}

@@ -1,0 +1,437 @@
+//! `thread/*` methods.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use keel_core::{
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, SESSIONS_DIR,
+    archive_rollout, find_rollout_path, list_conversations_in, load_rollout, summarise,
+    unarchive_rollout,
+};
+use keel_protocol::ConversationId;
+use keel_protocol::app_server::{
+    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
+    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse,
+    ThreadResumeParams, ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams,
+    ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadUnsubscribeResponse,
+    ThreadUnsubscribeStatus,
+};
+
+use super::Reply;
+use crate::error::{AppServerError, Result};
+use crate::outgoing::Outgoing;
+use crate::state::{AppState, parse_thread_id};
+use crate::threads::{LoadedThread, ThreadMeta, thread_object, turns_from_events};
+
+fn unix_seconds(rfc3339: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(rfc3339).map_or(0, |t| t.timestamp())
+}
+
+fn not_found(id: ConversationId) -> AppServerError {
+    AppServerError::InvalidRequest(format!("no thread with id {id}"))
+}
+
+/// Sends `thread/started` to the connection after the response.
+fn started_reply(response: &ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Result<Reply> {
+    let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
+        thread: response.thread.clone(),
+    });
+    let outgoing = outgoing.clone();
+    Reply::then(response, async move { outgoing.notify(notification).await })
+}
+
+fn start_response(thread: &LoadedThread, include_turns: bool) -> ThreadStartResponse {
+    ThreadStartResponse {
+        thread: thread.to_thread(include_turns),
+        settings: thread.settings.clone(),
+    }
+}
+
+/// `thread/start`.
+pub(crate) async fn start(
+    state: &AppState,
+    params: ThreadStartParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let config = state.resolve_config(&params.overrides)?;
+    let ephemeral = params.ephemeral.unwrap_or(false);
+    let new = if ephemeral {
+        state
+            .manager
+            .new_ephemeral_conversation(config.clone())
+            .await?
+    } else {
+        state.manager.new_conversation(config.clone()).await?
+    };
+    let thread = state
+        .load(new, &config, ephemeral, None, Vec::new(), outgoing.clone())
+        .await;
+    started_reply(&start_response(&thread, false), outgoing)
+}
+
+/// The rollout file of a recorded thread (live sessions first, then the archive).
+async fn rollout_path(state: &AppState, id: ConversationId) -> Result<Option<PathBuf>> {
+    if let Some(thread) = state.loaded(id).await {
+        return Ok(thread.meta().path);
+    }
+    if let Some(path) = find_rollout_path(state.keel_home(), id).await? {
+        return Ok(Some(path));
+    }
+    Ok(find_archived(state, id).await?.map(|s| s.path))
+}
+
+async fn find_archived(
+    state: &AppState,
+    id: ConversationId,
+) -> Result<Option<ConversationSummary>> {
+    let root = state.keel_home().join(ARCHIVED_SESSIONS_DIR);
+    let mut cursor = None;
+    loop {
+        let page = list_conversations_in(&root, 200, cursor.as_deref()).await?;
+        if let Some(found) = page.items.into_iter().find(|s| s.id == id) {
+            return Ok(Some(found));
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(None),
+        }
+    }
+}
+
+/// `thread/resume`.
+pub(crate) async fn resume(
+    state: &AppState,
+    params: ThreadResumeParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    if let Some(thread) = state.loaded(id).await {
+        thread.subscribe(outgoing.clone());
+        return started_reply(&start_response(&thread, true), outgoing);
+    }
+    let path = find_rollout_path(state.keel_home(), id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let summary = summarise(&path).await;
+    let mut overrides = params.overrides;
+    if overrides.cwd.is_none() {
+        overrides.cwd = summary.as_ref().map(|s| s.cwd.clone());
+    }
+    let config = state.resolve_config(&overrides)?;
+    let new = state
+        .manager
+        .resume_conversation(config.clone(), &path)
+        .await?;
+    let events = new
+        .session_configured
+        .initial_messages
+        .clone()
+        .unwrap_or_default();
+    let turns = turns_from_events(&id.to_string(), &events);
+    let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
+    let thread = state
+        .load(new, &config, false, file_meta, turns, outgoing.clone())
+        .await;
+    started_reply(&start_response(&thread, true), outgoing)
+}
+
+/// `thread/fork`.
+pub(crate) async fn fork(
+    state: &AppState,
+    params: ThreadForkParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let path = rollout_path(state, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let config = state.resolve_config(&params.overrides)?;
+    let new = state
+        .manager
+        .fork_conversation(config.clone(), &path)
+        .await?;
+    let events = new
+        .session_configured
+        .initial_messages
+        .clone()
+        .unwrap_or_default();
+    let fork_id = new.conversation_id.to_string();
+    let turns = turns_from_events(&fork_id, &events);
+    let preview = summarise(&path)
+        .await
+        .map(|s| s.preview)
+        .unwrap_or_default();
+    let now = chrono::Utc::now().timestamp();
+    let thread = state
+        .load(
+            new,
+            &config,
+            false,
+            Some((preview, None, now)),
+            turns,
+            outgoing.clone(),
+        )
+        .await;
+    started_reply(&start_response(&thread, true), outgoing)
+}
+
+async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<Thread> {
+    let summary = summarise(path).await.ok_or_else(|| {
+        AppServerError::InvalidRequest(format!("{} is not a Keel rollout file", path.display()))
+    })?;
+    let turns = if include_turns {
+        let loaded = load_rollout(path).await?;
+        turns_from_events(&summary.id.to_string(), &loaded.events)
+    } else {
+        Vec::new()
+    };
+    Ok(summary_thread(&summary, ThreadStatus::NotLoaded, turns))
+}
+
+fn summary_thread(
+    summary: &ConversationSummary,
+    status: ThreadStatus,
+    turns: Vec<keel_protocol::app_server::Turn>,
+) -> Thread {
+    let meta = ThreadMeta {
+        path: Some(summary.path.clone()),
+        name: summary.name.clone(),
+        preview: summary.preview.clone(),
+        cwd: summary.cwd.clone(),
+        model_provider: String::new(),
+        created_at: unix_seconds(&summary.created_at),
+        updated_at: unix_seconds(&summary.updated_at),
+        ephemeral: false,
+    };
+    thread_object(summary.id, &meta, status, turns)
+}
+
+/// `thread/read`.
+pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<ThreadResponse> {
+    let id = parse_thread_id(&params.thread_id)?;
+    if let Some(thread) = state.loaded(id).await {
+        return Ok(ThreadResponse {
+            thread: thread.to_thread(params.include_turns),
+        });
+    }
+    let path = rollout_path(state, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    Ok(ThreadResponse {
+        thread: recorded_thread(&path, params.include_turns).await?,
+    })
+}
+
+/// `thread/list`: newest first, filtered by cwd and search term, paged by rollout file name.
+pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<ThreadListResponse> {
+    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
+    let dir = if params.archived.unwrap_or(false) {
+        ARCHIVED_SESSIONS_DIR
+    } else {
+        SESSIONS_DIR
+    };
+    let root = state.keel_home().join(dir);
+    let search = params.search_term.as_ref().map(|s| s.to_lowercase());
+    let mut data = Vec::new();
+    let mut cursor = params.cursor.clone();
+    let mut next_cursor = None;
+    'pages: loop {
+        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+        for summary in &page.items {
+            if data.len() == limit {
+                next_cursor = data
+                    .last()
+                    .and_then(|t: &Thread| t.path.as_ref())
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned());
+                break 'pages;
+            }
+            let cwd_matches = params.cwd.as_ref().is_none_or(|cwd| &summary.cwd == cwd);
+            let search_matches = search.as_ref().is_none_or(|term| {
+                summary.preview.to_lowercase().contains(term)
+                    || summary
+                        .name
+                        .as_ref()
+                        .is_some_and(|n| n.to_lowercase().contains(term))
+            });
+            if cwd_matches && search_matches {
+                let status = match state.loaded(summary.id).await {
+                    Some(thread) => thread.status(),
+                    None => ThreadStatus::NotLoaded,
+                };
+                data.push(summary_thread(summary, status, Vec::new()));
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(ThreadListResponse { data, next_cursor })
+}
+
+/// `thread/loaded/list`.
+pub(crate) async fn loaded_list(
+    state: &AppState,
+    params: ThreadLoadedListParams,
+) -> Result<ThreadLoadedListResponse> {
+    let mut ids: Vec<String> = state
+        .threads
+        .lock()
+        .await
+        .keys()
+        .map(ToString::to_string)
+        .collect();
+    ids.sort();
+    let start = params.cursor.as_ref().map_or(0, |cursor| {
+        ids.iter().position(|id| id > cursor).unwrap_or(ids.len())
+    });
+    let limit = params.limit.unwrap_or(100).max(1) as usize;
+    let page: Vec<String> = ids.iter().skip(start).take(limit).cloned().collect();
+    let next_cursor = (start + page.len() < ids.len())
+        .then(|| page.last().cloned())
+        .flatten();
+    Ok(ThreadLoadedListResponse {
+        data: page,
+        next_cursor,
+    })
+}
+
+/// `thread/archive`: unloads the thread and moves its file to the archive.
+pub(crate) async fn archive(
+    state: &AppState,
+    params: ThreadIdParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let path = match state.loaded(id).await {
+        Some(thread) => thread.meta().path.ok_or_else(|| {
+            AppServerError::InvalidRequest(format!(
+                "thread {id} is ephemeral and cannot be archived"
+            ))
+        })?,
+        None => find_rollout_path(state.keel_home(), id)
+            .await?
+            .ok_or_else(|| not_found(id))?,
+    };
+    state.unload(id).await;
+    archive_rollout(state.keel_home(), &path).await?;
+    let outgoing = outgoing.clone();
+    Reply::then(&EmptyResponse {}, async move {
+        outgoing
+            .notify(ServerNotification::ThreadArchived(ThreadIdNotification {
+                thread_id: id.to_string(),
+            }))
+            .await;
+    })
+}
+
+/// `thread/unarchive`.
+pub(crate) async fn unarchive(
+    state: &AppState,
+    params: ThreadIdParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let summary = find_archived(state, id).await?.ok_or_else(|| {
+        AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
+    })?;
+    let path = unarchive_rollout(state.keel_home(), &summary.path).await?;
+    let thread = recorded_thread(&path, false).await?;
+    let outgoing = outgoing.clone();
+    Reply::then(&ThreadResponse { thread }, async move {
+        outgoing
+            .notify(ServerNotification::ThreadUnarchived(ThreadIdNotification {
+                thread_id: id.to_string(),
+            }))
+            .await;
+    })
+}
+
+/// `thread/name/set`: recorded in the rollout file so lists show it after a restart.
+pub(crate) async fn set_name(
+    state: &AppState,
+    params: ThreadSetNameParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let loaded = state.loaded(id).await;
+    let path = rollout_path(state, id).await?;
+    if loaded.is_none() && path.is_none() {
+        return Err(not_found(id));
+    }
+    if let Some(path) = &path {
+        RolloutRecorder::open_append(path)
+            .await?
+            .record(&[RolloutItem::ThreadName(params.name.clone())])
+            .await?;
+    }
+    let notification = ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {
+        thread_id: id.to_string(),
+        thread_name: Some(params.name.clone()),
+    });
+    let outgoing = outgoing.clone();
+    Reply::then(&EmptyResponse {}, async move {
+        match loaded {
+            Some(thread) => {
+                thread.update_meta(|meta| meta.name = Some(params.name));
+                thread.broadcast(notification).await;
+            }
+            None => outgoing.notify(notification).await,
+        }
+    })
+}
+
+/// `thread/unsubscribe`.
+pub(crate) async fn unsubscribe(
+    state: &AppState,
+    params: ThreadIdParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<ThreadUnsubscribeResponse> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let status = match state.loaded(id).await {
+        None => ThreadUnsubscribeStatus::NotLoaded,
+        Some(thread) if thread.unsubscribe(outgoing.id()) => ThreadUnsubscribeStatus::Unsubscribed,
+        Some(_) => ThreadUnsubscribeStatus::NotSubscribed,
+    };
+    Ok(ThreadUnsubscribeResponse { status })
+}
+
+/// `thread/rollback`: drops the latest turns from what the model sees (the thread must be
+/// loaded and idle).
+pub(crate) async fn rollback(
+    state: &AppState,
+    params: ThreadRollbackParams,
+) -> Result<ThreadResponse> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let thread = state.loaded(id).await.ok_or_else(|| {
+        AppServerError::InvalidRequest(format!(
+            "thread {id} is not loaded; call thread/resume first"
+        ))
+    })?;
+    if thread.active_turn_id().is_some() {
+        return Err(AppServerError::InvalidRequest(
+            "cannot roll back while a turn is running; interrupt it first".into(),
+        ));
+    }
+    if params.num_turns == 0 {
+        return Err(AppServerError::InvalidParams {
+            method: "thread/rollback".into(),
+            message: "`numTurns` must be at least 1".into(),
+        });
+    }
+    thread
+        .conversation
+        .submit(keel_protocol::Op::ThreadRollback {
+            num_turns: params.num_turns,
+        })
+        .await?;
+    let mut turns = thread.turns();
+    let keep = turns.len().saturating_sub(params.num_turns as usize);
+    turns.truncate(keep);
+    thread.set_turns(turns);
+    Ok(ThreadResponse {
+        thread: thread.to_thread(true),
+    })
+}

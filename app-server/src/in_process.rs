@@ -1,0 +1,224 @@
+//! The app-server without a transport, for programs that embed it (such as `keel exec`): the
+//! same requests, notifications and server requests, as typed values.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use keel_protocol::app_server::{
+    ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse, ServerNotification,
+    ServerRequest, client_request,
+};
+use keel_protocol::{
+    JsonRpcErrorObject, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, MethodTable, RequestId,
+    RpcRequest,
+};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::connection::{ConnectionLimits, Incoming, OUTGOING_CAPACITY, serve};
+use crate::outgoing::Outgoing;
+use crate::state::{AppState, ServerConfig};
+
+/// Events buffered for the consumer; a consumer further behind gets [`InProcessEvent::Lagged`].
+pub const IN_PROCESS_EVENT_CAPACITY: usize = 4096;
+
+/// Something the server sent that is not a response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InProcessEvent {
+    /// A notification.
+    Notification(ServerNotification),
+    /// A request the client must answer with [`InProcessAppServerClient::respond`].
+    ServerRequest {
+        /// Pass back with the answer.
+        id: RequestId,
+        /// What is asked.
+        request: ServerRequest,
+    },
+    /// The consumer fell behind and this many events were dropped.
+    Lagged {
+        /// How many.
+        skipped: u64,
+    },
+}
+
+/// Why an in-process request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InProcessError {
+    /// The server answered with an error.
+    #[error("{0}")]
+    Rpc(JsonRpcErrorObject),
+    /// The server has stopped.
+    #[error("the in-process app-server has stopped")]
+    Closed,
+    /// A value could not be converted.
+    #[error("cannot convert a message: {0}")]
+    Serde(#[from] serde_json::Error),
+}
+
+type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>;
+
+/// A client connected to an app-server running in this process.
+pub struct InProcessAppServerClient {
+    tx: mpsc::Sender<Incoming>,
+    next_id: AtomicI64,
+    pending: Pending,
+    events: tokio::sync::Mutex<broadcast::Receiver<InProcessEvent>>,
+    tasks: Vec<JoinHandle<()>>,
+    /// What `initialize` answered.
+    pub initialize: InitializeResponse,
+}
+
+impl Drop for InProcessAppServerClient {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl InProcessAppServerClient {
+    /// Starts a server in this process and performs the handshake.
+    pub async fn start(
+        config: ServerConfig,
+        client_info: ClientInfo,
+        capabilities: Option<InitializeCapabilities>,
+    ) -> Result<Self, InProcessError> {
+        let state = Arc::new(AppState::new(config));
+        let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
+        let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(OUTGOING_CAPACITY);
+        let server = tokio::spawn(serve(
+            state,
+            rx,
+            Arc::new(Outgoing::new(out_tx)),
+            ConnectionLimits::default(),
+        ));
+        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+        let (events_tx, events_rx) = broadcast::channel(IN_PROCESS_EVENT_CAPACITY);
+        let router_pending = pending.clone();
+        let router = tokio::spawn(async move {
+            while let Some(message) = out_rx.recv().await {
+                route(message, &router_pending, &events_tx);
+            }
+        });
+        let mut client = Self {
+            tx,
+            next_id: AtomicI64::new(1),
+            pending,
+            events: tokio::sync::Mutex::new(events_rx),
+            tasks: vec![server, router],
+            initialize: InitializeResponse {
+                user_agent: String::new(),
+                platform_family: String::new(),
+                platform_os: String::new(),
+            },
+        };
+        client.initialize = client
+            .request::<client_request::Initialize>(InitializeParams {
+                client_info,
+                capabilities,
+            })
+            .await?;
+        Ok(client)
+    }
+
+    /// Sends a typed request and waits for its typed result.
+    pub async fn request<M: RpcRequest>(
+        &self,
+        params: M::Params,
+    ) -> Result<M::Response, InProcessError> {
+        let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        let request = JsonRpcRequest {
+            id,
+            method: M::METHOD.to_string(),
+            params: Some(serde_json::to_value(params)?),
+        };
+        self.tx
+            .send(Incoming::Message(request.into()))
+            .await
+            .map_err(|_| InProcessError::Closed)?;
+        let result = rx.await.map_err(|_| InProcessError::Closed)?;
+        let value = result.map_err(InProcessError::Rpc)?;
+        Ok(serde_json::from_value(value)?)
+    }
+
+    /// The next notification or server request. Cancel-safe.
+    pub async fn next_event(&self) -> Option<InProcessEvent> {
+        let mut events = self.events.lock().await;
+        match events.recv().await {
+            Ok(event) => Some(event),
+            Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                Some(InProcessEvent::Lagged { skipped })
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+
+    /// Answers a server request.
+    pub async fn respond(&self, id: RequestId, result: Value) -> Result<(), InProcessError> {
+        self.tx
+            .send(Incoming::Message(JsonRpcResponse { id, result }.into()))
+            .await
+            .map_err(|_| InProcessError::Closed)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn route(message: JsonRpcMessage, pending: &Pending, events: &broadcast::Sender<InProcessEvent>) {
+    let event = match message {
+        JsonRpcMessage::Response(response) => {
+            if let Some(tx) = lock(pending).remove(&response.id)
+                && tx.send(Ok(response.result)).is_err()
+            {
+                tracing::debug!("response for a request whose caller went away");
+            }
+            return;
+        }
+        JsonRpcMessage::Error(error) => {
+            match error.id.and_then(|id| lock(pending).remove(&id)) {
+                Some(tx) => {
+                    if tx.send(Err(error.error)).is_err() {
+                        tracing::debug!("error for a request whose caller went away");
+                    }
+                }
+                None => tracing::warn!("server error without a pending request: {}", error.error),
+            }
+            return;
+        }
+        JsonRpcMessage::Notification(notification) => {
+            match ServerNotification::from_method_and_params(
+                &notification.method,
+                notification.params,
+            ) {
+                Ok(typed) => InProcessEvent::Notification(typed),
+                Err(err) => {
+                    tracing::warn!("unreadable notification `{}`: {err}", notification.method);
+                    return;
+                }
+            }
+        }
+        JsonRpcMessage::Request(request) => {
+            match ServerRequest::from_method_and_params(&request.method, request.params) {
+                Ok(typed) => InProcessEvent::ServerRequest {
+                    id: request.id,
+                    request: typed,
+                },
+                Err(err) => {
+                    tracing::warn!("unreadable server request `{}`: {err}", request.method);
+                    return;
+                }
+            }
+        }
+    };
+    if events.send(event).is_err() {
+        tracing::trace!("event dropped: the client stopped listening");
+    }
+}

@@ -1,0 +1,160 @@
+//! One connection's outgoing side: responses, notifications (minus opted-out methods), and
+//! server → client requests with a waiter per pending id.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use keel_protocol::app_server::{ServerNotification, ServerRequest};
+use keel_protocol::{
+    JsonRpcError, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest,
+    JsonRpcResponse, MethodTable, RequestId,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// Identifies a connection within the server.
+pub(crate) type ConnectionId = u64;
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// The answer to a server request.
+pub(crate) type ClientAnswer = Result<Value, JsonRpcErrorObject>;
+
+/// Sends to one client. Cheap to share behind an `Arc`.
+pub(crate) struct Outgoing {
+    id: ConnectionId,
+    tx: mpsc::Sender<JsonRpcMessage>,
+    next_request_id: AtomicI64,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
+    opted_out: Mutex<HashSet<String>>,
+}
+
+impl Outgoing {
+    /// An outgoing side writing into `tx` (the connection's writer drains it).
+    pub(crate) fn new(tx: mpsc::Sender<JsonRpcMessage>) -> Self {
+        Self {
+            id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+            tx,
+            next_request_id: AtomicI64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            opted_out: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub(crate) fn id(&self) -> ConnectionId {
+        self.id
+    }
+
+    pub(crate) fn set_opted_out(&self, methods: impl IntoIterator<Item = String>) {
+        let mut opted = self
+            .opted_out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        opted.extend(methods);
+    }
+
+    /// Queues a message; waits while the writer's queue is full. `false` once the
+    /// connection is gone.
+    pub(crate) async fn send(&self, message: JsonRpcMessage) -> bool {
+        self.tx.send(message).await.is_ok()
+    }
+
+    pub(crate) async fn respond(&self, id: RequestId, result: Result<Value, JsonRpcErrorObject>) {
+        let message = match result {
+            Ok(result) => JsonRpcMessage::Response(JsonRpcResponse { id, result }),
+            Err(error) => JsonRpcMessage::Error(JsonRpcError {
+                id: Some(id),
+                error,
+            }),
+        };
+        if !self.send(message).await {
+            tracing::debug!(connection = self.id, "response dropped: connection closed");
+        }
+    }
+
+    /// Sends a notification unless the client opted out of its method.
+    pub(crate) async fn notify(&self, notification: ServerNotification) {
+        let method = notification.method();
+        let opted_out = self
+            .opted_out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(method);
+        if opted_out {
+            return;
+        }
+        let params = match notification.into_method_and_params() {
+            Ok((_, params)) => params,
+            Err(err) => {
+                tracing::error!("cannot serialise `{method}` notification: {err}");
+                return;
+            }
+        };
+        let message = JsonRpcMessage::Notification(JsonRpcNotification {
+            method: method.to_string(),
+            params: Some(params),
+        });
+        if !self.send(message).await {
+            tracing::debug!(
+                connection = self.id,
+                "notification dropped: connection closed"
+            );
+        }
+    }
+
+    /// Sends a server request; the receiver yields the client's answer.
+    pub(crate) async fn request(
+        &self,
+        request: ServerRequest,
+    ) -> Option<(RequestId, oneshot::Receiver<ClientAnswer>)> {
+        let id = RequestId::Integer(self.next_request_id.fetch_add(1, Ordering::Relaxed));
+        let (method, params) = match request.into_method_and_params() {
+            Ok(parts) => parts,
+            Err(err) => {
+                tracing::error!("cannot serialise a server request: {err}");
+                return None;
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), tx);
+        let message = JsonRpcMessage::Request(JsonRpcRequest {
+            id: id.clone(),
+            method: method.to_string(),
+            params: Some(params),
+        });
+        if self.send(message).await {
+            Some((id, rx))
+        } else {
+            self.forget(&id);
+            None
+        }
+    }
+
+    /// Routes a client's response to the waiting request; unknown ids are logged.
+    pub(crate) fn answer(&self, id: &RequestId, answer: ClientAnswer) {
+        let waiter = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        match waiter {
+            Some(tx) => {
+                if tx.send(answer).is_err() {
+                    tracing::debug!(%id, "answer arrived after the request was settled");
+                }
+            }
+            None => tracing::warn!(%id, "response to an unknown server request"),
+        }
+    }
+
+    pub(crate) fn forget(&self, id: &RequestId) {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+    }
+}

@@ -1,0 +1,110 @@
+//! `keel app-server`: arguments and the server's main loop.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::connection::ConnectionLimits;
+use crate::error::{AppServerError, Result};
+use crate::state::{AppState, ServerConfig};
+use crate::transport::{serve_stdio, serve_websocket};
+
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppServerListen {
+    /// JSON Lines on stdin/stdout.
+    Stdio,
+    /// A websocket server on this address.
+    WebSocket(SocketAddr),
+}
+
+impl std::str::FromStr for AppServerListen {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        if text == "stdio://" || text == "stdio" {
+            return Ok(Self::Stdio);
+        }
+        let Some(rest) = text.strip_prefix("ws://") else {
+            return Err(format!(
+                "unsupported listen URL `{text}`: expected `stdio://` or `ws://IP:PORT`"
+            ));
+        };
+        rest.trim_end_matches('/')
+            .parse()
+            .map(Self::WebSocket)
+            .map_err(|err| format!("invalid address in `{text}`: {err} (expected ws://IP:PORT, e.g. ws://127.0.0.1:0)"))
+    }
+}
+
+/// Arguments of `keel app-server`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AppServerArgs {
+    /// `stdio://` (default) or `ws://IP:PORT` (port 0 picks one; the address is printed on stderr).
+    #[arg(long, default_value = "stdio://", value_parser = clap::value_parser!(AppServerListen))]
+    pub listen: AppServerListen,
+
+    /// Requests a connection may queue before new ones get -32001 "Server overloaded".
+    #[arg(long, default_value_t = ConnectionLimits::default().queue_capacity)]
+    pub request_queue_capacity: usize,
+
+    /// Requests a connection may run at once.
+    #[arg(long, default_value_t = ConnectionLimits::default().max_in_flight)]
+    pub max_in_flight_requests: usize,
+}
+
+impl AppServerArgs {
+    fn limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            queue_capacity: self.request_queue_capacity,
+            max_in_flight: self.max_in_flight_requests,
+        }
+    }
+}
+
+/// Runs the server until stdin closes (stdio) or SIGINT/SIGTERM (websocket), then stops
+/// every thread and the commands they run.
+pub async fn run_main(
+    args: AppServerArgs,
+    keel_home: PathBuf,
+    cli_overrides: Vec<(String, toml::Value)>,
+) -> Result<()> {
+    let cwd = std::env::current_dir().map_err(|err| {
+        AppServerError::Transport(format!("cannot read the current directory: {err}"))
+    })?;
+    let state = Arc::new(AppState::new(ServerConfig {
+        keel_home,
+        cli_overrides,
+        cwd,
+    }));
+    match args.listen {
+        AppServerListen::Stdio => {
+            tokio::select! {
+                () = serve_stdio(state.clone(), args.limits()) => {}
+                () = shutdown_signal() => {}
+            }
+        }
+        AppServerListen::WebSocket(addr) => {
+            serve_websocket(state.clone(), addr, args.limits(), shutdown_signal()).await?;
+        }
+    }
+    let ids: Vec<_> = state.threads.lock().await.keys().copied().collect();
+    for id in ids {
+        state.unload(id).await;
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::warn!("cannot watch SIGTERM: {err}");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,178 @@
+//! State shared by every connection: the engine, the loaded threads, and how configuration
+//! is resolved for new threads.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use keel_core::{Config, ConfigEnv, ConfigOverrides, ConversationManager, NewConversation};
+use keel_protocol::ConversationId;
+use keel_protocol::app_server::{ThreadOverrides, ThreadSettings, Turn};
+use tokio::sync::Mutex;
+
+use crate::error::{AppServerError, Result};
+use crate::outgoing::Outgoing;
+use crate::threads::{LoadedThread, ThreadMeta};
+
+/// How the server resolves configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The Keel home (`config.toml`, `sessions/`).
+    pub keel_home: PathBuf,
+    /// `-c key=value` overrides given on the command line.
+    pub cli_overrides: Vec<(String, toml::Value)>,
+    /// The directory relative paths resolve against, and the default cwd.
+    pub cwd: PathBuf,
+}
+
+/// Shared by all connections.
+pub(crate) struct AppState {
+    pub config: ServerConfig,
+    pub manager: ConversationManager,
+    pub threads: Mutex<HashMap<ConversationId, Arc<LoadedThread>>>,
+}
+
+impl AppState {
+    pub(crate) fn new(config: ServerConfig) -> Self {
+        Self {
+            config,
+            manager: ConversationManager::new(),
+            threads: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Resolves the configuration for a thread with a client's overrides.
+    pub(crate) fn resolve_config(&self, overrides: &ThreadOverrides) -> Result<Config> {
+        let mut cli = self.config.cli_overrides.clone();
+        if let Some(map) = &overrides.config {
+            for (key, value) in map {
+                cli.push((key.clone(), json_to_toml(key, value)?));
+            }
+        }
+        let typed = ConfigOverrides {
+            model: overrides.model.clone(),
+            model_provider: overrides.model_provider.clone(),
+            cwd: overrides.cwd.clone(),
+            approval_policy: overrides.approval_policy,
+            sandbox_mode: overrides.sandbox,
+            base_instructions: overrides.base_instructions.clone(),
+            developer_instructions: overrides.developer_instructions.clone(),
+            ..ConfigOverrides::default()
+        };
+        let env = ConfigEnv {
+            process_cwd: self.config.cwd.clone(),
+            openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+        };
+        Ok(Config::load_with_env(
+            &self.config.keel_home,
+            cli,
+            typed,
+            &env,
+        )?)
+    }
+
+    /// Registers a new engine conversation as a loaded thread subscribed by `connection`.
+    pub(crate) async fn load(
+        &self,
+        new: NewConversation,
+        config: &Config,
+        ephemeral: bool,
+        meta_from_file: Option<(String, Option<String>, i64)>,
+        turns: Vec<Turn>,
+        connection: Arc<Outgoing>,
+    ) -> Arc<LoadedThread> {
+        let now = chrono::Utc::now().timestamp();
+        let (preview, name, created_at) = meta_from_file.unwrap_or((String::new(), None, now));
+        let settings = ThreadSettings {
+            model: config.model.clone(),
+            model_provider: config.model_provider_id.clone(),
+            cwd: config.cwd.clone(),
+            approval_policy: config.approval_policy,
+            approvals_reviewer: Default::default(),
+            sandbox: config.sandbox_policy.clone().into(),
+            reasoning_effort: config.model_reasoning_effort,
+        };
+        let meta = ThreadMeta {
+            path: new.session_configured.rollout_path.clone(),
+            name,
+            preview,
+            cwd: config.cwd.clone(),
+            model_provider: config.model_provider_id.clone(),
+            created_at,
+            updated_at: now,
+            ephemeral,
+        };
+        let thread = LoadedThread::start(new.conversation, settings, meta, turns);
+        thread.subscribe(connection);
+        self.threads.lock().await.insert(thread.id, thread.clone());
+        thread
+    }
+
+    pub(crate) async fn loaded(&self, id: ConversationId) -> Option<Arc<LoadedThread>> {
+        self.threads.lock().await.get(&id).cloned()
+    }
+
+    /// Removes a thread from memory, stopping its engine.
+    pub(crate) async fn unload(&self, id: ConversationId) -> Option<Arc<LoadedThread>> {
+        let thread = self.threads.lock().await.remove(&id)?;
+        thread.close();
+        self.manager.remove_conversation(id).await;
+        if let Err(err) = thread
+            .conversation
+            .submit(keel_protocol::Op::Shutdown)
+            .await
+        {
+            tracing::debug!("thread {id} already shut down: {err}");
+        }
+        Some(thread)
+    }
+
+    /// Drops a connection from every thread it subscribed to.
+    pub(crate) async fn disconnect(&self, connection: u64) {
+        for thread in self.threads.lock().await.values() {
+            thread.unsubscribe(connection);
+        }
+    }
+
+    pub(crate) fn keel_home(&self) -> &Path {
+        &self.config.keel_home
+    }
+}
+
+/// Parses a thread id, naming it in the error.
+pub(crate) fn parse_thread_id(id: &str) -> Result<ConversationId> {
+    id.parse()
+        .map_err(|err| AppServerError::InvalidRequest(format!("invalid thread id: {err}")))
+}
+
+/// Converts a JSON config override value to TOML, naming the key when it cannot be.
+fn json_to_toml(key: &str, value: &serde_json::Value) -> Result<toml::Value> {
+    use serde_json::Value as J;
+    Ok(match value {
+        J::Null => {
+            return Err(AppServerError::InvalidParams {
+                method: "config".into(),
+                message: format!("`{key}` is null; omit it instead"),
+            });
+        }
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => toml::Value::Float(n.as_f64().unwrap_or_default()),
+        },
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(items) => toml::Value::Array(
+            items
+                .iter()
+                .map(|v| json_to_toml(key, v))
+                .collect::<Result<_>>()?,
+        ),
+        J::Object(map) => {
+            let mut table = toml::Table::new();
+            for (k, v) in map {
+                table.insert(k.clone(), json_to_toml(key, v)?);
+            }
+            toml::Value::Table(table)
+        }
+    })
+}

@@ -1,0 +1,616 @@
+//! Turns engine events into app-server notifications and approval requests for one thread.
+//!
+//! Pure state machine: no I/O, so the mapping is unit-tested on its own. Items keep one id
+//! from `item/started` to `item/completed`; tool items use the tool call id.
+
+use keel_protocol::app_server::{
+    CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
+    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange, ItemDeltaNotification,
+    ItemNotification, PatchApplyStatus, ReasoningSummaryTextDeltaNotification, ServerNotification,
+    ServerRequest, ThreadIdNotification, ThreadItem, ThreadTokenUsageUpdatedNotification, Turn,
+    TurnDiffUpdatedNotification, TurnError, TurnNotification, TurnPlanStep, TurnPlanStepStatus,
+    TurnPlanUpdatedNotification, TurnStatus, UserInput,
+};
+use keel_protocol::{CallId, Event, EventMsg, StepStatus};
+
+/// Something the thread's pump must do for an event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Output {
+    /// Send to every subscriber.
+    Notify(ServerNotification),
+    /// Ask the client, then answer the engine for this call.
+    Approval {
+        /// The engine call the answer is for.
+        call_id: CallId,
+        /// `true` for a patch, `false` for a command.
+        is_patch: bool,
+        /// The request to send.
+        request: ServerRequest,
+    },
+}
+
+/// The running turn's items, in order, by id.
+#[derive(Debug, Default)]
+struct TurnInProgress {
+    id: String,
+    items: Vec<ThreadItem>,
+    agent_item: Option<String>,
+    reasoning_item: Option<String>,
+    error: Option<TurnError>,
+}
+
+impl TurnInProgress {
+    fn upsert(&mut self, item: ThreadItem) {
+        match self.items.iter_mut().find(|i| i.id() == item.id()) {
+            Some(slot) => *slot = item,
+            None => self.items.push(item),
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<&ThreadItem> {
+        self.items.iter().find(|i| i.id() == id)
+    }
+}
+
+/// One thread's translation state.
+#[derive(Debug)]
+pub(crate) struct Translator {
+    thread_id: String,
+    turn: Option<TurnInProgress>,
+    /// Finished turns, for `thread/read` of a loaded thread.
+    pub(crate) turns: Vec<Turn>,
+    next_item: u64,
+}
+
+impl Translator {
+    pub(crate) fn new(thread_id: String, turns: Vec<Turn>) -> Self {
+        Self {
+            thread_id,
+            turn: None,
+            turns,
+            next_item: 0,
+        }
+    }
+
+    /// The running turn's id, if any.
+    pub(crate) fn active_turn_id(&self) -> Option<&str> {
+        self.turn.as_ref().map(|t| t.id.as_str())
+    }
+
+    /// Every turn, the running one last (in progress).
+    pub(crate) fn all_turns(&self) -> Vec<Turn> {
+        let mut turns = self.turns.clone();
+        if let Some(turn) = &self.turn {
+            turns.push(Turn {
+                id: turn.id.clone(),
+                items: turn.items.clone(),
+                status: TurnStatus::InProgress,
+                error: None,
+            });
+        }
+        turns
+    }
+
+    fn item_id(&mut self, prefix: &str) -> String {
+        self.next_item += 1;
+        format!(
+            "{prefix}-{}-{}",
+            self.thread_id.get(..8).unwrap_or_default(),
+            self.next_item
+        )
+    }
+
+    fn item_notification(&self, turn_id: &str, item: ThreadItem) -> ItemNotification {
+        ItemNotification {
+            thread_id: self.thread_id.clone(),
+            turn_id: turn_id.to_string(),
+            item,
+        }
+    }
+
+    /// Records a user message (from `turn/steer`) in the running turn.
+    pub(crate) fn steer_input(&mut self, input: Vec<UserInput>) -> Vec<Output> {
+        let id = self.item_id("user");
+        let Some(turn) = self.turn.as_mut() else {
+            return Vec::new();
+        };
+        let item = ThreadItem::UserMessage { id, content: input };
+        turn.upsert(item.clone());
+        let turn_id = turn.id.clone();
+        vec![
+            Output::Notify(ServerNotification::ItemStarted(
+                self.item_notification(&turn_id, item.clone()),
+            )),
+            Output::Notify(ServerNotification::ItemCompleted(
+                self.item_notification(&turn_id, item),
+            )),
+        ]
+    }
+
+    /// Marks a command or patch item declined after the client said no.
+    pub(crate) fn declined(&mut self, call_id: &CallId) -> Vec<Output> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Vec::new();
+        };
+        let Some(item) = turn.get(call_id.as_str()).cloned() else {
+            return Vec::new();
+        };
+        let item = match item {
+            ThreadItem::CommandExecution {
+                id,
+                command,
+                cwd,
+                process_id,
+                command_actions,
+                ..
+            } => ThreadItem::CommandExecution {
+                id,
+                command,
+                cwd,
+                process_id,
+                status: CommandExecutionStatus::Declined,
+                command_actions,
+                aggregated_output: None,
+                exit_code: None,
+                duration_ms: None,
+            },
+            ThreadItem::FileChange { id, changes, .. } => ThreadItem::FileChange {
+                id,
+                changes,
+                status: PatchApplyStatus::Declined,
+            },
+            _ => return Vec::new(),
+        };
+        turn.upsert(item.clone());
+        let turn_id = turn.id.clone();
+        vec![Output::Notify(ServerNotification::ItemCompleted(
+            self.item_notification(&turn_id, item),
+        ))]
+    }
+
+    /// Maps one engine event.
+    pub(crate) fn handle(&mut self, event: &Event) -> Vec<Output> {
+        let thread_id = self.thread_id.clone();
+        let mut out = Vec::new();
+        match &event.msg {
+            EventMsg::TaskStarted(started) => {
+                let id = started.turn_id.to_string();
+                self.turn = Some(TurnInProgress {
+                    id: id.clone(),
+                    ..TurnInProgress::default()
+                });
+                out.push(Output::Notify(ServerNotification::TurnStarted(
+                    TurnNotification {
+                        thread_id,
+                        turn: Turn {
+                            id,
+                            items: Vec::new(),
+                            status: TurnStatus::InProgress,
+                            error: None,
+                        },
+                    },
+                )));
+            }
+            EventMsg::UserMessage(message) => {
+                let id = self.item_id("user");
+                let mut content = vec![UserInput::Text {
+                    text: message.message.clone(),
+                    text_elements: Vec::new(),
+                }];
+                content.extend(
+                    message
+                        .images
+                        .iter()
+                        .map(|url| UserInput::Image { url: url.clone() }),
+                );
+                let item = ThreadItem::UserMessage { id, content };
+                out.extend(self.start_and_complete(item));
+            }
+            EventMsg::AgentMessageDelta(delta) => {
+                let (turn_id, item_id, started) = self.ensure_agent_item();
+                if let Some(item) = started {
+                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                        self.item_notification(&turn_id, item),
+                    )));
+                }
+                out.push(Output::Notify(ServerNotification::AgentMessageDelta(
+                    ItemDeltaNotification {
+                        thread_id,
+                        turn_id,
+                        item_id,
+                        delta: delta.delta.clone(),
+                    },
+                )));
+            }
+            EventMsg::AgentMessage(message) => {
+                let (turn_id, item_id, started) = self.ensure_agent_item();
+                if let Some(item) = started {
+                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                        self.item_notification(&turn_id, item),
+                    )));
+                }
+                let item = ThreadItem::AgentMessage {
+                    id: item_id,
+                    text: message.message.clone(),
+                };
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.upsert(item.clone());
+                    turn.agent_item = None;
+                }
+                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                    self.item_notification(&turn_id, item),
+                )));
+            }
+            EventMsg::AgentReasoningDelta(delta) => {
+                let (turn_id, item_id, started) = self.ensure_reasoning_item();
+                if let Some(item) = started {
+                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                        self.item_notification(&turn_id, item),
+                    )));
+                }
+                out.push(Output::Notify(
+                    ServerNotification::ReasoningSummaryTextDelta(
+                        ReasoningSummaryTextDeltaNotification {
+                            thread_id,
+                            turn_id,
+                            item_id,
+                            delta: delta.delta.clone(),
+                            summary_index: 0,
+                        },
+                    ),
+                ));
+            }
+            EventMsg::AgentReasoning(reasoning) => {
+                let (turn_id, item_id, started) = self.ensure_reasoning_item();
+                if let Some(item) = started {
+                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                        self.item_notification(&turn_id, item),
+                    )));
+                }
+                let item = ThreadItem::Reasoning {
+                    id: item_id,
+                    summary: vec![reasoning.text.clone()],
+                    content: Vec::new(),
+                };
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.upsert(item.clone());
+                    turn.reasoning_item = None;
+                }
+                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                    self.item_notification(&turn_id, item),
+                )));
+            }
+            EventMsg::ExecApprovalRequest(request) => {
+                let item = command_item(
+                    request.call_id.as_str(),
+                    &request.command,
+                    &request.cwd,
+                    &request.parsed_cmd,
+                );
+                out.extend(self.start_once(item));
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Approval {
+                    call_id: request.call_id.clone(),
+                    is_patch: false,
+                    request: ServerRequest::CommandExecutionRequestApproval(
+                        CommandExecutionRequestApprovalParams {
+                            thread_id,
+                            turn_id,
+                            item_id: request.call_id.to_string(),
+                            approval_id: None,
+                            command: Some(display_command(&request.command)),
+                            cwd: Some(request.cwd.clone()),
+                            reason: request.reason.clone(),
+                            command_actions: Some(
+                                request
+                                    .parsed_cmd
+                                    .iter()
+                                    .cloned()
+                                    .map(CommandAction::from)
+                                    .collect(),
+                            ),
+                        },
+                    ),
+                });
+            }
+            EventMsg::ExecCommandBegin(begin) => {
+                let item = command_item(
+                    begin.call_id.as_str(),
+                    &begin.command,
+                    &begin.cwd,
+                    &begin.parsed_cmd,
+                );
+                out.extend(self.start_once(item));
+            }
+            EventMsg::ExecCommandOutputDelta(delta) => {
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(
+                    ServerNotification::CommandExecutionOutputDelta(ItemDeltaNotification {
+                        thread_id,
+                        turn_id,
+                        item_id: delta.call_id.to_string(),
+                        delta: String::from_utf8_lossy(delta.chunk.as_bytes()).into_owned(),
+                    }),
+                ));
+            }
+            EventMsg::ExecCommandEnd(end) => {
+                let item = ThreadItem::CommandExecution {
+                    id: end.call_id.to_string(),
+                    command: display_command(&end.command),
+                    cwd: end.cwd.clone(),
+                    process_id: None,
+                    status: if end.exit_code == 0 {
+                        CommandExecutionStatus::Completed
+                    } else {
+                        CommandExecutionStatus::Failed
+                    },
+                    command_actions: end
+                        .parsed_cmd
+                        .iter()
+                        .cloned()
+                        .map(CommandAction::from)
+                        .collect(),
+                    aggregated_output: Some(end.aggregated_output.clone()),
+                    exit_code: Some(end.exit_code),
+                    duration_ms: Some(end.duration.as_millis() as u64),
+                };
+                out.extend(self.complete(item));
+            }
+            EventMsg::ApplyPatchApprovalRequest(request) => {
+                let item = ThreadItem::FileChange {
+                    id: request.call_id.to_string(),
+                    changes: FileUpdateChange::from_changes(&request.changes),
+                    status: PatchApplyStatus::InProgress,
+                };
+                out.extend(self.start_once(item));
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Approval {
+                    call_id: request.call_id.clone(),
+                    is_patch: true,
+                    request: ServerRequest::FileChangeRequestApproval(
+                        FileChangeRequestApprovalParams {
+                            thread_id,
+                            turn_id,
+                            item_id: request.call_id.to_string(),
+                            reason: request.reason.clone(),
+                            grant_root: request.grant_root.clone(),
+                        },
+                    ),
+                });
+            }
+            EventMsg::PatchApplyBegin(begin) => {
+                let item = ThreadItem::FileChange {
+                    id: begin.call_id.to_string(),
+                    changes: FileUpdateChange::from_changes(&begin.changes),
+                    status: PatchApplyStatus::InProgress,
+                };
+                out.extend(self.start_once(item));
+            }
+            EventMsg::PatchApplyEnd(end) => {
+                let changes = match self.turn.as_ref().and_then(|t| t.get(end.call_id.as_str())) {
+                    Some(ThreadItem::FileChange { changes, .. }) => changes.clone(),
+                    _ => Vec::new(),
+                };
+                let item = ThreadItem::FileChange {
+                    id: end.call_id.to_string(),
+                    changes,
+                    status: if end.success {
+                        PatchApplyStatus::Completed
+                    } else {
+                        PatchApplyStatus::Failed
+                    },
+                };
+                out.extend(self.complete(item));
+            }
+            EventMsg::PlanUpdate(plan) => {
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::TurnPlanUpdated(
+                    TurnPlanUpdatedNotification {
+                        thread_id,
+                        turn_id,
+                        explanation: plan.explanation.clone(),
+                        plan: plan
+                            .plan
+                            .iter()
+                            .map(|item| TurnPlanStep {
+                                step: item.step.clone(),
+                                status: match item.status {
+                                    StepStatus::Pending => TurnPlanStepStatus::Pending,
+                                    StepStatus::InProgress => TurnPlanStepStatus::InProgress,
+                                    StepStatus::Completed => TurnPlanStepStatus::Completed,
+                                },
+                            })
+                            .collect(),
+                    },
+                )));
+            }
+            EventMsg::TurnDiff(diff) => {
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::TurnDiffUpdated(
+                    TurnDiffUpdatedNotification {
+                        thread_id,
+                        turn_id,
+                        diff: diff.unified_diff.clone(),
+                    },
+                )));
+            }
+            EventMsg::TokenCount(count) => {
+                if let Some(info) = &count.info {
+                    let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                    out.push(Output::Notify(ServerNotification::ThreadTokenUsageUpdated(
+                        ThreadTokenUsageUpdatedNotification {
+                            thread_id,
+                            turn_id,
+                            token_usage: info.clone().into(),
+                        },
+                    )));
+                }
+            }
+            EventMsg::StreamError(notice) => {
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::Error(
+                    ErrorNotification {
+                        thread_id,
+                        turn_id,
+                        error: TurnError {
+                            message: notice.message.clone(),
+                            additional_details: None,
+                        },
+                        will_retry: true,
+                    },
+                )));
+            }
+            EventMsg::Error(error) => {
+                let turn_error = TurnError {
+                    message: error.message.clone(),
+                    additional_details: None,
+                };
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::Error(
+                    ErrorNotification {
+                        thread_id,
+                        turn_id,
+                        error: turn_error.clone(),
+                        will_retry: false,
+                    },
+                )));
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.error = Some(turn_error);
+                }
+                out.extend(self.finish(TurnStatus::Failed));
+            }
+            EventMsg::TaskComplete(_) => out.extend(self.finish(TurnStatus::Completed)),
+            EventMsg::TurnAborted(_) => out.extend(self.finish(TurnStatus::Interrupted)),
+            EventMsg::ShutdownComplete => {
+                out.push(Output::Notify(ServerNotification::ThreadClosed(
+                    ThreadIdNotification { thread_id },
+                )));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn ensure_agent_item(&mut self) -> (String, String, Option<ThreadItem>) {
+        let fresh = self.item_id("msg");
+        let Some(turn) = self.turn.as_mut() else {
+            return (String::new(), fresh, None);
+        };
+        if let Some(id) = &turn.agent_item {
+            return (turn.id.clone(), id.clone(), None);
+        }
+        let item = ThreadItem::AgentMessage {
+            id: fresh.clone(),
+            text: String::new(),
+        };
+        turn.agent_item = Some(fresh.clone());
+        turn.upsert(item.clone());
+        (turn.id.clone(), fresh, Some(item))
+    }
+
+    fn ensure_reasoning_item(&mut self) -> (String, String, Option<ThreadItem>) {
+        let fresh = self.item_id("rs");
+        let Some(turn) = self.turn.as_mut() else {
+            return (String::new(), fresh, None);
+        };
+        if let Some(id) = &turn.reasoning_item {
+            return (turn.id.clone(), id.clone(), None);
+        }
+        let item = ThreadItem::Reasoning {
+            id: fresh.clone(),
+            summary: Vec::new(),
+            content: Vec::new(),
+        };
+        turn.reasoning_item = Some(fresh.clone());
+        turn.upsert(item.clone());
+        (turn.id.clone(), fresh, Some(item))
+    }
+
+    /// `item/started` unless the item already started (an approval starts it early).
+    fn start_once(&mut self, item: ThreadItem) -> Vec<Output> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Vec::new();
+        };
+        if turn.get(item.id()).is_some() {
+            return Vec::new();
+        }
+        turn.upsert(item.clone());
+        let turn_id = turn.id.clone();
+        vec![Output::Notify(ServerNotification::ItemStarted(
+            self.item_notification(&turn_id, item),
+        ))]
+    }
+
+    fn complete(&mut self, item: ThreadItem) -> Vec<Output> {
+        let mut out = self.start_once(item.clone());
+        let Some(turn) = self.turn.as_mut() else {
+            return out;
+        };
+        turn.upsert(item.clone());
+        let turn_id = turn.id.clone();
+        out.push(Output::Notify(ServerNotification::ItemCompleted(
+            self.item_notification(&turn_id, item),
+        )));
+        out
+    }
+
+    fn start_and_complete(&mut self, item: ThreadItem) -> Vec<Output> {
+        self.complete(item)
+    }
+
+    fn finish(&mut self, status: TurnStatus) -> Vec<Output> {
+        let Some(turn) = self.turn.take() else {
+            return Vec::new();
+        };
+        let turn = Turn {
+            id: turn.id,
+            items: turn.items,
+            status,
+            error: turn.error,
+        };
+        self.turns.push(turn.clone());
+        vec![Output::Notify(ServerNotification::TurnCompleted(
+            TurnNotification {
+                thread_id: self.thread_id.clone(),
+                turn,
+            },
+        ))]
+    }
+}
+
+fn command_item(
+    call_id: &str,
+    command: &[String],
+    cwd: &std::path::Path,
+    parsed: &[keel_protocol::ParsedCommand],
+) -> ThreadItem {
+    ThreadItem::CommandExecution {
+        id: call_id.to_string(),
+        command: display_command(command),
+        cwd: cwd.to_path_buf(),
+        process_id: None,
+        status: CommandExecutionStatus::InProgress,
+        command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
+        aggregated_output: None,
+        exit_code: None,
+        duration_ms: None,
+    }
+}
+
+/// A command line as a shell would show it.
+pub(crate) fn display_command(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            if !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

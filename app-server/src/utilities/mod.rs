@@ -1,0 +1,29 @@
+//! Utility methods that do not involve threads: `fs/*`, `command/exec*`, `model/list`,
+//! `config/read`.
+
+mod command_exec;
+mod fs;
+mod info;
+
+pub(crate) use command_exec::CommandExecs;
+pub(crate) use fs::*;
+pub(crate) use info::{config_read, model_list};
+
+use std::path::Path;
+
+use crate::error::{AppServerError, Result};
+
+/// Rejects relative paths, naming the parameter and the path.
+pub(crate) fn require_absolute(method: &str, name: &str, path: &Path) -> Result<()> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(AppServerError::InvalidParams {
+            method: method.to_string(),
+            message: format!(
+                "`{name}` must be an absolute path, got `{}`",
+                path.display()
+            ),
+        })
+    }
+}

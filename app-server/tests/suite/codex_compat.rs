@@ -1,0 +1,289 @@
+//! Every method Keel implements has Codex 0.115's name and shapes: no property Codex does not
+//! know, every property Codex requires in what Keel sends, and nothing required of clients
+//! that Codex clients do not send. The reference facts (names and required lists only) are
+//! vendored in `tests/fixtures/codex_0115_app_server_shapes.json`.
+
+use std::collections::BTreeSet;
+
+use keel_protocol::MethodTable;
+use keel_protocol::app_server::{ClientRequest, ServerNotification, ServerRequest};
+use schemars::JsonSchema;
+use serde_json::Value;
+
+fn reference() -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(include_str!(
+        "../fixtures/codex_0115_app_server_shapes.json"
+    ))?)
+}
+
+/// Property names and required names of an object schema (following `$ref`s and `allOf`
+/// produced by flattening).
+fn object_shape(schema: &Value, defs: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    let schema = resolve(schema, defs);
+    let mut props = BTreeSet::new();
+    let mut required = BTreeSet::new();
+    if let Some(map) = schema.get("properties").and_then(Value::as_object) {
+        props.extend(map.keys().cloned());
+    }
+    if let Some(list) = schema.get("required").and_then(Value::as_array) {
+        required.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(parts) = schema.get(key).and_then(Value::as_array) {
+            for part in parts {
+                let (p, r) = object_shape(part, defs);
+                props.extend(p);
+                if key == "allOf" {
+                    required.extend(r);
+                }
+            }
+        }
+    }
+    (props, required)
+}
+
+fn resolve<'a>(schema: &'a Value, defs: &'a Value) -> &'a Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => {
+            let name = reference.rsplit('/').next().unwrap_or_default();
+            resolve(&defs[name], defs)
+        }
+        None => schema,
+    }
+}
+
+fn root_schema<T: JsonSchema>() -> Value {
+    schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+fn names(value: &Value) -> BTreeSet<String> {
+    value
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks one message direction. `we_send` decides which required list must match.
+fn check(
+    what: &str,
+    ours: (BTreeSet<String>, BTreeSet<String>),
+    theirs: &Value,
+    we_send: bool,
+    problems: &mut Vec<String>,
+) {
+    let (props, required) = ours;
+    let their_props = names(&theirs["properties"]);
+    let their_required = names(&theirs["required"]);
+    for extra in props.difference(&their_props) {
+        problems.push(format!(
+            "{what}: property `{extra}` is not in Codex's schema"
+        ));
+    }
+    if we_send {
+        for missing in their_required.difference(&props) {
+            problems.push(format!(
+                "{what}: Codex requires `{missing}`, Keel never sends it"
+            ));
+        }
+        for missing in their_required.difference(&required) {
+            if props.contains(missing) {
+                problems.push(format!(
+                    "{what}: `{missing}` is required by Codex but optional in Keel"
+                ));
+            }
+        }
+    } else {
+        for extra in required.difference(&their_required) {
+            problems.push(format!(
+                "{what}: Keel requires `{extra}`, Codex clients may omit it"
+            ));
+        }
+    }
+}
+
+/// Variant tag → (properties, required) of a `oneOf` schema of tagged objects.
+fn variants(schema: &Value, defs: &Value) -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
+    let schema = resolve(schema, defs);
+    let mut out = Vec::new();
+    for variant in schema["oneOf"].as_array().into_iter().flatten() {
+        let variant = resolve(variant, defs);
+        let tag = variant["properties"]["type"]["const"]
+            .as_str()
+            .or_else(|| variant["properties"]["type"]["enum"][0].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let (props, required) = object_shape(variant, defs);
+        out.push((tag, props, required));
+    }
+    out
+}
+
+#[test]
+fn client_requests_match_codex() -> anyhow::Result<()> {
+    let reference = reference()?;
+    let root = root_schema::<ClientRequest>();
+    let defs = &root["$defs"];
+    let mut problems = Vec::new();
+    for variant in root["oneOf"].as_array().into_iter().flatten() {
+        let method = variant["properties"]["method"]["const"]
+            .as_str()
+            .unwrap_or_default();
+        let Some(theirs) = reference["client_requests"].get(method) else {
+            problems.push(format!("`{method}` is not a Codex app-server method"));
+            continue;
+        };
+        let ours = object_shape(&variant["properties"]["params"], defs);
+        check(
+            &format!("{method} params"),
+            ours,
+            &theirs["params"],
+            false,
+            &mut problems,
+        );
+    }
+    let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
+    assert_eq!(implemented.len(), 28);
+    assert!(problems.is_empty(), "{problems:#?}");
+    Ok(())
+}
+
+#[test]
+fn results_match_codex() -> anyhow::Result<()> {
+    use keel_protocol::app_server as v2;
+    let reference = reference()?;
+    let mut problems = Vec::new();
+    let mut result = |method: &str, schema: Value| {
+        let ours = object_shape(&schema, &schema["$defs"]);
+        check(
+            &format!("{method} result"),
+            ours,
+            &reference["client_requests"][method]["result"],
+            true,
+            &mut problems,
+        );
+    };
+    result("initialize", root_schema::<v2::InitializeResponse>());
+    result("thread/start", root_schema::<v2::ThreadStartResponse>());
+    result("thread/resume", root_schema::<v2::ThreadResumeResponse>());
+    result("thread/fork", root_schema::<v2::ThreadForkResponse>());
+    result("thread/read", root_schema::<v2::ThreadResponse>());
+    result("thread/list", root_schema::<v2::ThreadListResponse>());
+    result(
+        "thread/loaded/list",
+        root_schema::<v2::ThreadLoadedListResponse>(),
+    );
+    result("thread/unarchive", root_schema::<v2::ThreadResponse>());
+    result(
+        "thread/unsubscribe",
+        root_schema::<v2::ThreadUnsubscribeResponse>(),
+    );
+    result("thread/rollback", root_schema::<v2::ThreadResponse>());
+    result("turn/start", root_schema::<v2::TurnStartResponse>());
+    result("turn/steer", root_schema::<v2::TurnSteerResponse>());
+    result("command/exec", root_schema::<v2::CommandExecResponse>());
+    result("fs/readFile", root_schema::<v2::FsReadFileResponse>());
+    result("fs/getMetadata", root_schema::<v2::FsGetMetadataResponse>());
+    result(
+        "fs/readDirectory",
+        root_schema::<v2::FsReadDirectoryResponse>(),
+    );
+    result("model/list", root_schema::<v2::ModelListResponse>());
+    result("config/read", root_schema::<v2::ConfigReadResponse>());
+    assert!(problems.is_empty(), "{problems:#?}");
+    Ok(())
+}
+
+#[test]
+fn notifications_and_server_requests_match_codex() -> anyhow::Result<()> {
+    let reference = reference()?;
+    let mut problems = Vec::new();
+    let root = root_schema::<ServerNotification>();
+    for variant in root["oneOf"].as_array().into_iter().flatten() {
+        let method = variant["properties"]["method"]["const"]
+            .as_str()
+            .unwrap_or_default();
+        let Some(theirs) = reference["server_notifications"].get(method) else {
+            problems.push(format!("`{method}` is not a Codex notification"));
+            continue;
+        };
+        let ours = object_shape(&variant["properties"]["params"], &root["$defs"]);
+        check(method, ours, &theirs["params"], true, &mut problems);
+    }
+    let root = root_schema::<ServerRequest>();
+    for variant in root["oneOf"].as_array().into_iter().flatten() {
+        let method = variant["properties"]["method"]["const"]
+            .as_str()
+            .unwrap_or_default();
+        let Some(theirs) = reference["server_requests"].get(method) else {
+            problems.push(format!("`{method}` is not a Codex server request"));
+            continue;
+        };
+        let ours = object_shape(&variant["properties"]["params"], &root["$defs"]);
+        check(
+            &format!("{method} params"),
+            ours,
+            &theirs["params"],
+            true,
+            &mut problems,
+        );
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    Ok(())
+}
+
+#[test]
+fn nested_types_match_codex() -> anyhow::Result<()> {
+    use keel_protocol::app_server as v2;
+    let reference = reference()?;
+    let mut problems = Vec::new();
+    let mut object = |name: &str, schema: Value| {
+        let ours = object_shape(&schema, &schema["$defs"]);
+        check(name, ours, &reference["types"][name], true, &mut problems);
+    };
+    object("Thread", root_schema::<v2::Thread>());
+    object("Turn", root_schema::<v2::Turn>());
+    object("TurnError", root_schema::<v2::TurnError>());
+    object("ThreadTokenUsage", root_schema::<v2::ThreadTokenUsage>());
+    object(
+        "TokenUsageBreakdown",
+        root_schema::<v2::TokenUsageBreakdown>(),
+    );
+    object("FileUpdateChange", root_schema::<v2::FileUpdateChange>());
+    object("Model", root_schema::<v2::Model>());
+    object("TurnPlanStep", root_schema::<v2::TurnPlanStep>());
+    object(
+        "FsReadDirectoryEntry",
+        root_schema::<v2::FsReadDirectoryEntry>(),
+    );
+    for (name, schema) in [
+        ("ThreadItem", root_schema::<v2::ThreadItem>()),
+        ("UserInput", root_schema::<v2::UserInput>()),
+        ("ThreadStatus", root_schema::<v2::ThreadStatus>()),
+        ("CommandAction", root_schema::<v2::CommandAction>()),
+        ("PatchChangeKind", root_schema::<v2::PatchChangeKind>()),
+        ("SandboxPolicy", root_schema::<v2::SandboxPolicyV2>()),
+    ] {
+        for (tag, props, required) in variants(&schema, &schema["$defs"]) {
+            match reference["types"][name]["variants"].get(&tag) {
+                Some(theirs) => check(
+                    &format!("{name}::{tag}"),
+                    (props, required),
+                    theirs,
+                    true,
+                    &mut problems,
+                ),
+                None => problems.push(format!("{name} variant `{tag}` is not in Codex's schema")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    Ok(())
+}

@@ -1,0 +1,2 @@
+mod codex_compat;
+mod in_process;

@@ -1,0 +1,23 @@
+//! `keel mcp-server`: serve MCP on stdio (see the keel-mcp-server crate).
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+/// Arguments of `keel mcp-server`.
+#[derive(Debug, Args)]
+pub struct McpServerArgs {
+    /// Override a configuration value for every session, e.g. `-c model=o3`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    config_overrides: Vec<String>,
+}
+
+/// Serves until the client closes stdin.
+pub async fn run(args: McpServerArgs) -> anyhow::Result<ExitCode> {
+    let options = keel_mcp_server::McpServerOptions {
+        keel_home: None,
+        config_overrides: args.config_overrides,
+    };
+    keel_mcp_server::run_main(options).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,143 @@
+//! `keel sandbox linux [--sandbox MODE] [--writable-root DIR]... [--network] -- CMD...`: runs
+//! one command under a sandbox policy (by default the configured one) with the current
+//! directory as the workspace, exactly as the engine runs the model's commands, and exits
+//! with the command's status.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use keel_core::sandbox::{LINUX_SANDBOX_ARG0, SandboxCommand};
+use keel_core::{Config, ConfigOverrides, find_keel_home};
+use keel_protocol::{SandboxMode, SandboxPolicy};
+
+/// `keel sandbox`: try out the sandbox on commands of your own.
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    #[command(subcommand)]
+    platform: Platform,
+}
+
+#[derive(Debug, Subcommand)]
+enum Platform {
+    /// Run a command under the Linux sandbox (Landlock and seccomp).
+    Linux(LinuxArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LinuxArgs {
+    /// The policy; default: `sandbox_mode` from config.toml.
+    #[arg(short = 's', long, value_enum)]
+    sandbox: Option<ModeArg>,
+
+    /// Another directory the command may write (workspace-write only); repeatable.
+    #[arg(long = "writable-root", value_name = "DIR")]
+    writable_roots: Vec<PathBuf>,
+
+    /// Allow network access (workspace-write only).
+    #[arg(long)]
+    network: bool,
+
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    ReadOnly,
+    WorkspaceWrite,
+}
+
+/// Runs `keel sandbox ...` and returns the command's exit status.
+pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
+    let Platform::Linux(args) = args.platform;
+    let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
+    let overrides = ConfigOverrides {
+        sandbox_mode: args.sandbox.map(|mode| match mode {
+            ModeArg::ReadOnly => SandboxMode::ReadOnly,
+            ModeArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+        }),
+        ..ConfigOverrides::default()
+    };
+    let config = Config::load(&home, Vec::new(), overrides)?;
+    let mut policy = config.sandbox_policy.clone();
+    match &mut policy {
+        SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            network_access,
+            ..
+        } => {
+            writable_roots.extend(args.writable_roots.iter().map(|root| config.cwd.join(root)));
+            *network_access |= args.network;
+        }
+        SandboxPolicy::ReadOnly | SandboxPolicy::DangerFullAccess
+            if !args.writable_roots.is_empty() || args.network =>
+        {
+            bail!("--writable-root and --network need the workspace-write policy");
+        }
+        SandboxPolicy::ReadOnly | SandboxPolicy::DangerFullAccess => {}
+    }
+    // This binary is the helper when started under its name; running it (rather than
+    // confining this multi-threaded process) is also exactly what the engine does.
+    let exe = std::env::current_exe().context("cannot find the keel executable")?;
+    let helper = SandboxCommand::new(&exe, &policy, &config.cwd, config.sandbox_allow_git_writes)?;
+    let argv = helper.wrap(&args.command);
+    let status = tokio::process::Command::new(&exe)
+        .arg0(LINUX_SANDBOX_ARG0)
+        .args(&argv[1..])
+        .current_dir(&config.cwd)
+        .status()
+        .await
+        .context("cannot start the sandbox helper")?;
+    Ok(exit_code(status))
+}
+
+/// The command's status as this process's: its code, or `128 + signal` as a shell reports.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1);
+    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        platform: Platform,
+    }
+
+    #[test]
+    fn parses_flags_and_the_command_after_dashes() {
+        let cli = Cli::try_parse_from([
+            "sandbox",
+            "linux",
+            "--sandbox",
+            "workspace-write",
+            "--writable-root",
+            "/a",
+            "--network",
+            "--",
+            "ls",
+            "-l",
+        ]);
+        let Ok(Cli {
+            platform: Platform::Linux(args),
+        }) = cli
+        else {
+            panic!("{cli:?}");
+        };
+        assert!(matches!(args.sandbox, Some(ModeArg::WorkspaceWrite)));
+        assert_eq!(args.writable_roots, vec![PathBuf::from("/a")]);
+        assert!(args.network);
+        assert_eq!(args.command, vec!["ls".to_string(), "-l".to_string()]);
+    }
+}

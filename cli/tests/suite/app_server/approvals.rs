@@ -1,0 +1,112 @@
+use keel_test_support::{Script, Turn, apply_patch_call, assistant_message, shell_call};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::*;
+
+fn script() -> Script {
+    Script::new([
+        Turn::new([shell_call("c1", ["touch", "cmd.txt"])]),
+        Turn::new([apply_patch_call(
+            "p1",
+            "*** Begin Patch\n*** Add File: patch.txt\n+x\n*** End Patch",
+        )]),
+        Turn::new([assistant_message("done")]),
+    ])
+}
+
+/// Answers both approvals with `decision` and returns the finished turn.
+async fn run(decision: &str) -> anyhow::Result<(World, serde_json::Value)> {
+    let world = World::new(script(), &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "do it").await?;
+
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/commandExecution/requestApproval");
+    assert_eq!(request["params"]["itemId"], "c1");
+    assert_eq!(request["params"]["threadId"], thread_id.as_str());
+    assert_eq!(request["params"]["turnId"], turn_id.as_str());
+    assert_eq!(request["params"]["command"], "touch cmd.txt");
+    server
+        .respond(request["id"].clone(), json!({"decision": decision}))
+        .await?;
+
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/fileChange/requestApproval");
+    assert_eq!(request["params"]["itemId"], "p1");
+    server
+        .respond(request["id"].clone(), json!({"decision": decision}))
+        .await?;
+
+    let completed = server.read_turn_completed(&turn_id).await?;
+    Ok((world, completed))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepting_runs_the_command_and_applies_the_patch() -> anyhow::Result<()> {
+    let (world, completed) = run("accept").await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    assert!(world.ws_file("cmd.txt").exists());
+    assert!(world.ws_file("patch.txt").exists());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declining_skips_both_and_marks_the_items_declined() -> anyhow::Result<()> {
+    let (world, completed) = run("decline").await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    assert!(!world.ws_file("cmd.txt").exists());
+    assert!(!world.ws_file("patch.txt").exists());
+    let items = completed["turn"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let statuses: Vec<(String, String)> = items
+        .iter()
+        .filter(|i| i["type"] == "commandExecution" || i["type"] == "fileChange")
+        .map(|i| {
+            (
+                i["id"].as_str().unwrap_or_default().to_string(),
+                i["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("c1".to_string(), "declined".to_string()),
+            ("p1".to_string(), "declined".to_string())
+        ]
+    );
+    let output = world.mock.requests()[1]
+        .tool_output("c1")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        output.as_str().unwrap_or_default().contains("rejected"),
+        "{output}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_withdraws_a_pending_approval() -> anyhow::Result<()> {
+    let world = World::new(script(), &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "do it").await?;
+    let request = server.read_server_request().await?;
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread_id, "turnId": turn_id}),
+        )
+        .await?;
+    let resolved = server.read_notification("serverRequest/resolved").await?;
+    assert_eq!(resolved["params"]["requestId"], request["id"]);
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "interrupted");
+    assert!(!world.ws_file("cmd.txt").exists());
+    Ok(())
+}

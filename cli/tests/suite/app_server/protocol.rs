@@ -1,0 +1,149 @@
+use keel_test_support::{AppServerProcess, Script};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_rules() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = AppServerProcess::spawn(world.builder())?;
+    let early = server.send_request("thread/list", json!({})).await?;
+    let response = server.read_response(early).await?;
+    assert_eq!(response["error"]["message"], "Not initialized");
+    assert_eq!(response["error"]["code"], -32600);
+    assert!(
+        response.get("jsonrpc").is_none(),
+        "the app-server omits `jsonrpc`: {response}"
+    );
+
+    let init = server.initialize().await?;
+    assert!(
+        init["userAgent"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("keel/"),
+        "{init}"
+    );
+    assert_eq!(init["platformFamily"], "unix");
+    assert_eq!(init["platformOs"], "linux");
+    let again = server
+        .send_request(
+            "initialize",
+            json!({"clientInfo": {"name": "x", "version": "1"}}),
+        )
+        .await?;
+    let response = server.read_response(again).await?;
+    assert_eq!(response["error"]["message"], "Already initialized");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_clear_errors_and_the_connection_survives() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    server.send_raw_line("{not json").await?;
+    let error = server
+        .read_until("parse error", |m| m["error"]["code"] == -32700)
+        .await?;
+    assert!(error["id"].is_null());
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("invalid JSON-RPC message")
+    );
+
+    let unknown = server.send_request("thread/teleport", json!({})).await?;
+    let response = server.read_response(unknown).await?;
+    assert_eq!(response["error"]["code"], -32601);
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("thread/teleport")
+    );
+
+    let bad = server
+        .send_request("turn/start", json!({"threadId": 5}))
+        .await?;
+    let response = server.read_response(bad).await?;
+    assert_eq!(response["error"]["code"], -32602);
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("turn/start"),
+        "{response}"
+    );
+
+    let missing = server
+        .send_request(
+            "thread/read",
+            json!({"threadId": "0193c2a4-5b1e-7cc0-8a51-1f0e6d3b9a77"}),
+        )
+        .await?;
+    let response = server.read_response(missing).await?;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no thread with id"),
+        "{response}"
+    );
+
+    let malformed_id = server
+        .send_request("thread/read", json!({"threadId": "nope"}))
+        .await?;
+    let response = server.read_response(malformed_id).await?;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("invalid thread id"),
+        "{response}"
+    );
+
+    let still_alive = server.request("thread/list", json!({})).await?;
+    assert!(still_alive["data"].is_array());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_requests_gets_overload_errors_not_unbounded_queues() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let builder = world.builder().args([
+        "--request-queue-capacity",
+        "2",
+        "--max-in-flight-requests",
+        "1",
+    ]);
+    let mut server = world.server_with(builder).await?;
+    // Each request holds the single in-flight slot for a while.
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        ids.push(
+            server
+                .send_request("command/exec", json!({"command": ["sleep", "0.2"]}))
+                .await?,
+        );
+    }
+    let mut overloaded = 0;
+    let mut ok = 0;
+    for id in ids {
+        let response = server.read_response(id).await?;
+        if response["error"]["code"] == -32001 {
+            assert_eq!(
+                response["error"]["message"],
+                "Server overloaded; retry later."
+            );
+            overloaded += 1;
+        } else {
+            assert_eq!(response["result"]["exitCode"], 0, "{response}");
+            ok += 1;
+        }
+    }
+    assert!(overloaded > 0, "no request was rejected");
+    assert!(ok > 0, "no request was served");
+    Ok(())
+}

@@ -1,0 +1,236 @@
+use keel_test_support::{Script, Turn, assistant_message, shell_call};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::*;
+
+fn two_turns() -> Script {
+    Script::new([
+        Turn::new([shell_call("c1", ["echo", "first-output"])]),
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("after restart")]),
+        Turn::new([assistant_message("in the fork")]),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_restart_keeps_history_and_fork_copies_it() -> anyhow::Result<()> {
+    let world = World::new(two_turns(), &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "remember kiwi").await?;
+    server.read_turn_completed(&turn_id).await?;
+    drop(server);
+
+    let mut server = world.server().await?;
+    let resumed = server
+        .request("thread/resume", json!({"threadId": thread_id}))
+        .await?;
+    assert_eq!(resumed["thread"]["id"], thread_id.as_str());
+    let turns = resumed["thread"]["turns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(turns.len(), 1, "{resumed}");
+    let kinds: Vec<&str> = turns[0]["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| i["type"].as_str().unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        kinds,
+        vec!["userMessage", "commandExecution", "agentMessage"]
+    );
+    let turn_id = server.start_turn(&thread_id, "what fruit?").await?;
+    server.read_turn_completed(&turn_id).await?;
+    let sent = serde_json::to_string(world.mock.requests()[2].input())?;
+    assert!(
+        sent.contains("remember kiwi") && sent.contains("first-output"),
+        "{sent}"
+    );
+
+    let forked = server
+        .request("thread/fork", json!({"threadId": thread_id}))
+        .await?;
+    let fork_id = forked["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_ne!(fork_id, thread_id);
+    assert_eq!(forked["thread"]["turns"].as_array().map(Vec::len), Some(2));
+    let turn_id = server.start_turn(&fork_id, "fork question").await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["items"][1]["text"], "in the fork");
+    let sent = serde_json::to_string(world.mock.requests()[3].input())?;
+    assert!(
+        sent.contains("remember kiwi") && sent.contains("what fruit?"),
+        "{sent}"
+    );
+    world.mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([assistant_message("one")]),
+        Turn::new([assistant_message("two")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let mut ids = Vec::new();
+    for prompt in ["alpha task", "beta task"] {
+        let id = server.start_thread(world.thread_params()).await?;
+        let turn = server.start_turn(&id, prompt).await?;
+        server.read_turn_completed(&turn).await?;
+        ids.push(id);
+    }
+    let list = server.request("thread/list", json!({})).await?;
+    let listed: Vec<&str> = list["data"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .map(|t| t["id"].as_str().unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        listed,
+        vec![ids[1].as_str(), ids[0].as_str()],
+        "newest first"
+    );
+    assert_eq!(list["data"][0]["preview"], "beta task");
+
+    let page = server.request("thread/list", json!({"limit": 1})).await?;
+    assert_eq!(page["data"].as_array().map(Vec::len), Some(1));
+    let cursor = page["nextCursor"].clone();
+    assert!(cursor.is_string(), "{page}");
+    let page2 = server
+        .request("thread/list", json!({"limit": 1, "cursor": cursor}))
+        .await?;
+    assert_eq!(page2["data"][0]["id"], ids[0].as_str());
+
+    let search = server
+        .request("thread/list", json!({"searchTerm": "ALPHA"}))
+        .await?;
+    assert_eq!(search["data"].as_array().map(Vec::len), Some(1));
+    let elsewhere = server
+        .request("thread/list", json!({"cwd": "/nonexistent"}))
+        .await?;
+    assert_eq!(elsewhere["data"].as_array().map(Vec::len), Some(0));
+
+    server
+        .request(
+            "thread/name/set",
+            json!({"threadId": ids[0], "name": "Named"}),
+        )
+        .await?;
+    let renamed = server.read_notification("thread/name/updated").await?;
+    assert_eq!(renamed["params"]["threadName"], "Named");
+    let read = server
+        .request(
+            "thread/read",
+            json!({"threadId": ids[0], "includeTurns": true}),
+        )
+        .await?;
+    assert_eq!(read["thread"]["name"], "Named");
+    assert_eq!(read["thread"]["turns"][0]["items"][1]["text"], "one");
+
+    let loaded = server.request("thread/loaded/list", json!({})).await?;
+    assert_eq!(loaded["data"].as_array().map(Vec::len), Some(2));
+
+    server
+        .request("thread/archive", json!({"threadId": ids[0]}))
+        .await?;
+    server.read_notification("thread/archived").await?;
+    let list = server.request("thread/list", json!({})).await?;
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(1));
+    let archived = server
+        .request("thread/list", json!({"archived": true}))
+        .await?;
+    assert_eq!(archived["data"][0]["id"], ids[0].as_str());
+    let read = server
+        .request("thread/read", json!({"threadId": ids[0]}))
+        .await?;
+    assert_eq!(read["thread"]["status"]["type"], "notLoaded");
+
+    let back = server
+        .request("thread/unarchive", json!({"threadId": ids[0]}))
+        .await?;
+    assert_eq!(back["thread"]["id"], ids[0].as_str());
+    let list = server.request("thread/list", json!({})).await?;
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(2));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsubscribe_stops_notifications_and_opt_out_filters_methods() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([assistant_message("streamed")]),
+        Turn::new([assistant_message("silent")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut server = keel_test_support::AppServerProcess::spawn(world.builder())?;
+    server
+        .initialize_with(json!({"optOutNotificationMethods": ["item/agentMessage/delta"]}))
+        .await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "one").await?;
+    let messages = until_turn_completed(&mut server, &turn_id).await?;
+    let seen = methods(&messages);
+    assert!(
+        !seen.iter().any(|m| m == "item/agentMessage/delta"),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|m| m == "item/completed"), "{seen:?}");
+
+    let status = server
+        .request("thread/unsubscribe", json!({"threadId": thread_id}))
+        .await?;
+    assert_eq!(status["status"], "unsubscribed");
+    let again = server
+        .request("thread/unsubscribe", json!({"threadId": thread_id}))
+        .await?;
+    assert_eq!(again["status"], "notSubscribed");
+    server.start_turn(&thread_id, "two").await?;
+    world
+        .mock
+        .wait_for_requests(2, std::time::Duration::from_secs(20))
+        .await?;
+    // A later request's response proves the connection is live; no turn notification came.
+    let probe = server.request("thread/loaded/list", json!({})).await?;
+    assert!(probe["data"].is_array());
+    let leaked: Vec<String> = methods(&server.unread().cloned().collect::<Vec<_>>())
+        .into_iter()
+        .filter(|m| m.starts_with("turn/") || m.starts_with("item/"))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_threads_are_not_listed() -> anyhow::Result<()> {
+    let world = World::new(Script::new([Turn::new([assistant_message("x")])]), &[]).await?;
+    let mut server = world.server().await?;
+    let start = server
+        .request(
+            "thread/start",
+            json!({"cwd": world.ws(), "ephemeral": true}),
+        )
+        .await?;
+    assert_eq!(start["thread"]["ephemeral"], true);
+    assert!(start["thread"]["path"].is_null());
+    let id = start["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let turn = server.start_turn(&id, "hi").await?;
+    server.read_turn_completed(&turn).await?;
+    let list = server.request("thread/list", json!({})).await?;
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(0));
+    Ok(())
+}

@@ -1,0 +1,181 @@
+use keel_test_support::{Script, Turn, apply_patch_call, assistant_message, reasoning, shell_call};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_turn_with_a_command_and_a_patch() -> anyhow::Result<()> {
+    let patch = "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** End Patch";
+    let script = Script::new([
+        Turn::new([
+            reasoning("plan it"),
+            shell_call("c1", ["bash", "-lc", "echo ran"]),
+        ]),
+        Turn::new([apply_patch_call("p1", patch)]),
+        Turn::new([assistant_message("All done")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let start = server
+        .request("thread/start", world.thread_params())
+        .await?;
+    let thread_id = start["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(start["model"], "mock-model");
+    assert_eq!(start["approvalPolicy"], "never");
+    assert_eq!(start["sandbox"]["type"], "dangerFullAccess");
+    assert_eq!(start["thread"]["status"]["type"], "idle");
+    let started = server.read_notification("thread/started").await?;
+    assert_eq!(started["params"]["thread"]["id"], thread_id.as_str());
+
+    let turn_id = server.start_turn(&thread_id, "do the work").await?;
+    let messages = until_turn_completed(&mut server, &turn_id).await?;
+    let methods = methods(&messages);
+    let first = methods.iter().position(|m| m == "turn/started");
+    assert!(first.is_some(), "{methods:?}");
+    for expected in [
+        "item/started",
+        "item/completed",
+        "item/agentMessage/delta",
+        "item/commandExecution/outputDelta",
+        "item/reasoning/summaryTextDelta",
+        "turn/diff/updated",
+        "thread/tokenUsage/updated",
+    ] {
+        assert!(
+            methods.iter().any(|m| m == expected),
+            "missing {expected}: {methods:?}"
+        );
+    }
+    let completed = messages.last().cloned().unwrap_or_default();
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    let items = completed["params"]["turn"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let kinds: Vec<&str> = items
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "userMessage",
+            "reasoning",
+            "commandExecution",
+            "fileChange",
+            "agentMessage"
+        ]
+    );
+    let command = &items[2];
+    assert_eq!(command["id"], "c1");
+    assert_eq!(command["status"], "completed");
+    assert_eq!(command["exitCode"], 0);
+    assert_eq!(command["aggregatedOutput"], "ran\n");
+    let change = &items[3];
+    assert_eq!(change["status"], "completed");
+    assert_eq!(change["changes"][0]["kind"]["type"], "add");
+    assert_eq!(items[4]["text"], "All done");
+    assert_eq!(
+        std::fs::read_to_string(world.ws_file("hello.txt"))?,
+        "hello\n"
+    );
+
+    // Item ids are stable from started to completed.
+    for message in messages.iter().filter(|m| m["method"] == "item/started") {
+        let id = &message["params"]["item"]["id"];
+        assert!(
+            messages
+                .iter()
+                .any(|m| m["method"] == "item/completed" && &m["params"]["item"]["id"] == id),
+            "item {id} never completed"
+        );
+    }
+    world.mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_ends_the_turn_as_interrupted() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([shell_call("long", ["sleep", "30"])])]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "wait").await?;
+    server
+        .read_until("command started", |m| {
+            m["method"] == "item/started" && m["params"]["item"]["type"] == "commandExecution"
+        })
+        .await?;
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread_id, "turnId": turn_id}),
+        )
+        .await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "interrupted");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steer_adds_input_to_the_running_turn() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["bash", "-lc", "sleep 0.5; echo slow"])]),
+        Turn::new([assistant_message("steered answer")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "start").await?;
+    server.read_notification("turn/started").await?;
+    let steer = server
+        .request(
+            "turn/steer",
+            json!({"threadId": thread_id, "expectedTurnId": turn_id, "input": [{"type": "text", "text": "also do X"}]}),
+        )
+        .await?;
+    assert_eq!(steer["turnId"], turn_id.as_str());
+    let wrong = server
+        .send_request(
+            "turn/steer",
+            json!({"threadId": thread_id, "expectedTurnId": "nope", "input": [{"type": "text", "text": "x"}]}),
+        )
+        .await?;
+    let error = server.read_response(wrong).await?;
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("expected turn nope"),
+        "{error}"
+    );
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    let requests = world.mock.requests();
+    let last_input = serde_json::to_string(requests.last().map(|r| r.input()).unwrap_or_default())?;
+    assert!(last_input.contains("also do X"), "{last_input}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_turn_reports_the_error() -> anyhow::Result<()> {
+    let script = Script::new([Turn::failing(keel_test_support::Fault::http_with_body(
+        400,
+        "bad request body",
+    ))]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "hi").await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "failed");
+    let message = completed["turn"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("bad request body"), "{completed}");
+    Ok(())
+}

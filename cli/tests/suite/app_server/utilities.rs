@@ -1,0 +1,174 @@
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use keel_test_support::Script;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fs_methods_work_on_absolute_paths_and_reject_relative_ones() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let dir = world.ws().join("made/deep");
+    server
+        .request("fs/createDirectory", json!({"path": dir}))
+        .await?;
+    let file = dir.join("a.txt");
+    server
+        .request(
+            "fs/writeFile",
+            json!({"path": file, "dataBase64": STANDARD.encode("hello fs")}),
+        )
+        .await?;
+    let read = server.request("fs/readFile", json!({"path": file})).await?;
+    assert_eq!(
+        STANDARD.decode(read["dataBase64"].as_str().unwrap_or_default())?,
+        b"hello fs"
+    );
+    let meta = server
+        .request("fs/getMetadata", json!({"path": file}))
+        .await?;
+    assert_eq!(meta["isFile"], true);
+    assert_eq!(meta["isDirectory"], false);
+    assert!(meta["modifiedAtMs"].as_i64().unwrap_or_default() > 0);
+    let copy = world.ws().join("copy");
+    server
+        .request("fs/copy", json!({"sourcePath": world.ws().join("made"), "destinationPath": copy, "recursive": true}))
+        .await?;
+    assert_eq!(
+        std::fs::read_to_string(copy.join("deep/a.txt"))?,
+        "hello fs"
+    );
+    let listing = server
+        .request("fs/readDirectory", json!({"path": dir}))
+        .await?;
+    assert_eq!(
+        listing["entries"],
+        json!([{"fileName": "a.txt", "isDirectory": false, "isFile": true}])
+    );
+    server
+        .request("fs/remove", json!({"path": world.ws().join("made")}))
+        .await?;
+    assert!(!world.ws().join("made").exists());
+
+    let relative = server
+        .send_request("fs/readFile", json!({"path": "relative.txt"}))
+        .await?;
+    let response = server.read_response(relative).await?;
+    assert_eq!(response["error"]["code"], -32602);
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("must be an absolute path"),
+        "{response}"
+    );
+    let missing = server
+        .send_request("fs/readFile", json!({"path": world.ws().join("nope.txt")}))
+        .await?;
+    let response = server.read_response(missing).await?;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nope.txt"),
+        "{response}"
+    );
+    let dir_copy = server
+        .send_request(
+            "fs/copy",
+            json!({"sourcePath": world.ws(), "destinationPath": world.ws().join("x")}),
+        )
+        .await?;
+    let response = server.read_response(dir_copy).await?;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("recursive"),
+        "{response}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_exec_round_trips() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let result = server
+        .request(
+            "command/exec",
+            json!({"command": ["bash", "-c", "echo out; echo err >&2; exit 4"], "cwd": world.ws()}),
+        )
+        .await?;
+    assert_eq!(
+        result,
+        json!({"exitCode": 4, "stdout": "out\n", "stderr": "err\n"})
+    );
+
+    // Streaming, interactive: write a line to a PTY command and read it back.
+    let id = server
+        .send_request(
+            "command/exec",
+            json!({"command": ["bash", "-c", "read line; echo got:$line"], "tty": true, "streamStdin": true,
+                   "streamStdoutStderr": true, "processId": "p1"}),
+        )
+        .await?;
+    // Wait until the process is registered by polling write until it succeeds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let write = server
+            .send_request(
+                "command/exec/write",
+                json!({"processId": "p1", "deltaBase64": STANDARD.encode("hi\n")}),
+            )
+            .await?;
+        let response = server.read_response(write).await?;
+        if response.get("result").is_some() {
+            break;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "process p1 never appeared: {response}"
+        );
+        tokio::task::yield_now().await;
+    }
+    let mut output = String::new();
+    while !output.contains("got:hi") {
+        let delta = server.read_notification("command/exec/outputDelta").await?;
+        assert_eq!(delta["params"]["processId"], "p1");
+        output.push_str(&String::from_utf8_lossy(
+            &STANDARD.decode(delta["params"]["deltaBase64"].as_str().unwrap_or_default())?,
+        ));
+    }
+    let done = server.read_response(id).await?;
+    assert_eq!(done["result"]["exitCode"], 0, "{done}");
+
+    let unknown = server
+        .send_request("command/exec/terminate", json!({"processId": "ghost"}))
+        .await?;
+    let response = server.read_response(unknown).await?;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ghost"),
+        "{response}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_list_and_config_read_describe_the_configuration() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let models = server.request("model/list", json!({})).await?;
+    assert_eq!(models["data"][0]["model"], "mock-model");
+    assert_eq!(models["data"][0]["isDefault"], true);
+    let config = server.request("config/read", json!({})).await?;
+    assert_eq!(config["config"]["model"], "mock-model");
+    assert_eq!(config["config"]["approval_policy"], "never");
+    assert_eq!(config["config"]["sandbox_mode"], "danger-full-access");
+    Ok(())
+}

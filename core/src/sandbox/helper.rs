@@ -1,0 +1,230 @@
+//! The helper's command line: built by the engine ([`SandboxCommand`]), parsed and carried out
+//! by the helper ([`run_linux_sandbox_main`]).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use keel_protocol::SandboxPolicy;
+
+use super::{LINUX_SANDBOX_ARG0, ResolvedPolicy, SandboxError};
+
+const POLICY_FLAG: &str = "--sandbox-policy";
+const POLICY_CWD_FLAG: &str = "--sandbox-policy-cwd";
+const ALLOW_GIT_WRITES_FLAG: &str = "--allow-git-writes";
+
+/// Exit status of the helper when it could not confine itself; the command did not start.
+const SETUP_FAILED_EXIT: u8 = 121;
+/// Start of the helper's stderr when it could not confine itself.
+const SETUP_FAILED_PREFIX: &str = "keel-linux-sandbox: sandbox setup failed: ";
+
+/// How to start a command under the sandbox helper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxCommand {
+    /// The helper executable; start it with `argv[0]` = [`LINUX_SANDBOX_ARG0`].
+    pub program: PathBuf,
+    /// The helper's arguments, up to and including `--`; the command's argv follows.
+    pub args: Vec<String>,
+}
+
+impl SandboxCommand {
+    /// The helper invocation enforcing `policy` for a conversation whose workspace is
+    /// `policy_cwd`.
+    pub fn new(
+        program: &Path,
+        policy: &SandboxPolicy,
+        policy_cwd: &Path,
+        allow_git_writes: bool,
+    ) -> Result<Self, SandboxError> {
+        let policy_json = serde_json::to_string(policy)
+            .map_err(|err| SandboxError::InvalidArguments(err.to_string()))?;
+        let cwd = policy_cwd.to_str().ok_or_else(|| {
+            SandboxError::InvalidArguments(format!(
+                "the workspace path {} is not UTF-8",
+                policy_cwd.display()
+            ))
+        })?;
+        let mut args = vec![
+            POLICY_FLAG.to_string(),
+            policy_json,
+            POLICY_CWD_FLAG.to_string(),
+            cwd.to_string(),
+        ];
+        if allow_git_writes {
+            args.push(ALLOW_GIT_WRITES_FLAG.to_string());
+        }
+        args.push("--".to_string());
+        Ok(Self {
+            program: program.to_path_buf(),
+            args,
+        })
+    }
+
+    /// The full argv (the helper first) that runs `argv` under the sandbox.
+    pub fn wrap(&self, argv: &[String]) -> Vec<String> {
+        let mut full = Vec::with_capacity(1 + self.args.len() + argv.len());
+        full.push(self.program.to_string_lossy().into_owned());
+        full.extend(self.args.iter().cloned());
+        full.extend(argv.iter().cloned());
+        full
+    }
+}
+
+/// The reason the helper gave when a sandboxed run ended because it could not confine
+/// itself (so the command never started); `None` for any other outcome.
+pub(crate) fn setup_failure(exit_code: i32, stderr: &str) -> Option<String> {
+    if exit_code != i32::from(SETUP_FAILED_EXIT) {
+        return None;
+    }
+    stderr
+        .strip_prefix(SETUP_FAILED_PREFIX)
+        .map(|reason| reason.trim().to_string())
+}
+
+/// Whether this process was started as the sandbox helper (`argv[0]` names it).
+pub fn invoked_as_sandbox_helper() -> bool {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|arg0| arg0.file_name().map(|name| name == LINUX_SANDBOX_ARG0))
+        .unwrap_or(false)
+}
+
+/// The helper's `main`: confines this process as its arguments say, then replaces it with
+/// the command. Returns only on failure: 121 when confinement failed (the command did not
+/// start), 127 when the command was not found, 126 when it could not be executed.
+///
+/// Call it before starting any thread: namespaces and Landlock apply to the calling thread.
+pub fn run_linux_sandbox_main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let (resolved, argv) = match parse_and_resolve(args) {
+        Ok(parsed) => parsed,
+        Err(err) => return setup_failed(&err),
+    };
+    if let Some(resolved) = &resolved
+        && let Err(err) = confine(resolved)
+    {
+        return setup_failed(&err);
+    }
+    let Some((program, rest)) = argv.split_first() else {
+        return setup_failed(&SandboxError::InvalidArguments("no command given".into()));
+    };
+    let err = std::process::Command::new(program).args(rest).exec();
+    eprintln!(
+        "{LINUX_SANDBOX_ARG0}: cannot run `{}`: {err}",
+        program.to_string_lossy()
+    );
+    if err.kind() == std::io::ErrorKind::NotFound {
+        ExitCode::from(127)
+    } else {
+        ExitCode::from(126)
+    }
+}
+
+fn setup_failed(err: &SandboxError) -> ExitCode {
+    eprintln!("{SETUP_FAILED_PREFIX}{err}");
+    ExitCode::from(SETUP_FAILED_EXIT)
+}
+
+#[cfg(target_os = "linux")]
+fn confine(resolved: &ResolvedPolicy) -> Result<(), SandboxError> {
+    super::linux::confine_current_process(resolved)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn confine(_resolved: &ResolvedPolicy) -> Result<(), SandboxError> {
+    Err(SandboxError::UnsupportedPlatform)
+}
+
+/// Parses the helper's arguments and resolves the policy against this process's `$TMPDIR`
+/// (the command's); `None` means no confinement (`danger-full-access`).
+fn parse_and_resolve(
+    args: Vec<OsString>,
+) -> Result<(Option<ResolvedPolicy>, Vec<OsString>), SandboxError> {
+    let invalid = |message: String| SandboxError::InvalidArguments(message);
+    let mut policy: Option<SandboxPolicy> = None;
+    let mut policy_cwd: Option<PathBuf> = None;
+    let mut allow_git_writes = false;
+    let mut args = args.into_iter();
+    loop {
+        let Some(arg) = args.next() else {
+            return Err(invalid("expected `-- COMMAND...`".into()));
+        };
+        match arg.to_str() {
+            Some("--") => break,
+            Some(POLICY_FLAG) => {
+                let json = args
+                    .next()
+                    .ok_or_else(|| invalid(format!("{POLICY_FLAG} needs a value")))?;
+                let json = json
+                    .to_str()
+                    .ok_or_else(|| invalid(format!("{POLICY_FLAG} is not UTF-8")))?;
+                policy = Some(
+                    serde_json::from_str(json)
+                        .map_err(|err| invalid(format!("{POLICY_FLAG}: {err}")))?,
+                );
+            }
+            Some(POLICY_CWD_FLAG) => {
+                let cwd = args
+                    .next()
+                    .ok_or_else(|| invalid(format!("{POLICY_CWD_FLAG} needs a value")))?;
+                policy_cwd = Some(PathBuf::from(cwd));
+            }
+            Some(ALLOW_GIT_WRITES_FLAG) => allow_git_writes = true,
+            _ => {
+                return Err(invalid(format!(
+                    "unexpected argument `{}`",
+                    arg.to_string_lossy()
+                )));
+            }
+        }
+    }
+    let policy = policy.ok_or_else(|| invalid(format!("{POLICY_FLAG} is required")))?;
+    let cwd = match policy_cwd {
+        Some(cwd) => cwd,
+        None => std::env::current_dir().map_err(|err| invalid(format!("no cwd: {err}")))?,
+    };
+    let tmpdir = std::env::var_os("TMPDIR")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let resolved = ResolvedPolicy::resolve(&policy, &cwd, tmpdir.as_deref(), allow_git_writes);
+    Ok((resolved, args.collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn round_trip() -> Result<(), SandboxError> {
+        let command = SandboxCommand::new(
+            Path::new("/bin/helper"),
+            &SandboxPolicy::ReadOnly,
+            Path::new("/w"),
+            true,
+        )?;
+        let argv = command.wrap(&["echo".to_string(), "--".to_string()]);
+        assert_eq!(argv[0], "/bin/helper");
+        let (resolved, rest) = parse_and_resolve(argv[1..].iter().map(OsString::from).collect())?;
+        assert_eq!(
+            resolved,
+            Some(ResolvedPolicy {
+                writable_roots: Vec::new(),
+                read_only_subpaths: Vec::new(),
+                network: false,
+            })
+        );
+        assert_eq!(rest, vec![OsString::from("echo"), OsString::from("--")]);
+        Ok(())
+    }
+
+    #[test]
+    fn setup_failures_are_recognised() {
+        let stderr = format!("{SETUP_FAILED_PREFIX}no landlock\n");
+        assert_eq!(setup_failure(121, &stderr), Some("no landlock".to_string()));
+        assert_eq!(setup_failure(1, &stderr), None);
+        assert_eq!(setup_failure(121, "other"), None);
+    }
+}

@@ -1,0 +1,70 @@
+//! seccomp: no sockets but `AF_UNIX` ones, and no io_uring (which can create sockets without
+//! the `socket(2)` system call).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::sandbox::SandboxError;
+
+/// System calls made through the x32 ABI carry this bit; the filter's architecture check
+/// does not tell them apart from x86_64 ones, so each rule is repeated with it.
+#[cfg(target_arch = "x86_64")]
+const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+pub(super) fn deny_sockets() -> Result<(), SandboxError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(seccomp)?;
+    let not_unix = || -> Result<Vec<SeccompRule>, SandboxError> {
+        let domain_is_not_unix =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc_af_unix())
+                .map_err(seccomp)?;
+        Ok(vec![
+            SeccompRule::new(vec![domain_is_not_unix]).map_err(seccomp)?,
+        ])
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for syscall in with_x32([nix::libc::SYS_socket, nix::libc::SYS_socketpair]) {
+        rules.insert(syscall, not_unix()?);
+    }
+    for syscall in with_x32([
+        nix::libc::SYS_io_uring_setup,
+        nix::libc::SYS_io_uring_enter,
+        nix::libc::SYS_io_uring_register,
+    ]) {
+        // An empty rule list matches unconditionally.
+        rules.insert(syscall, Vec::new());
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(nix::libc::EPERM as u32),
+        arch,
+    )
+    .map_err(seccomp)?;
+    let program = BpfProgram::try_from(filter).map_err(seccomp)?;
+    seccompiler::apply_filter(&program).map_err(seccomp)
+}
+
+fn seccomp(err: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Seccomp(err.to_string())
+}
+
+fn libc_af_unix() -> u64 {
+    nix::libc::AF_UNIX as u64
+}
+
+#[cfg(target_arch = "x86_64")]
+fn with_x32<const N: usize>(syscalls: [i64; N]) -> Vec<i64> {
+    syscalls
+        .iter()
+        .flat_map(|&nr| [nr, nr | X32_SYSCALL_BIT])
+        .collect()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn with_x32<const N: usize>(syscalls: [i64; N]) -> Vec<i64> {
+    syscalls.to_vec()
+}

@@ -1,0 +1,174 @@
+//! The `codex` and `codex-reply` tools: run one turn of a conversation, forward every event
+//! as `codex/event`, route approvals to the client, and return the final message.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use keel_core::Conversation;
+use keel_protocol::mcp::{
+    CallToolResult, CodexEventMeta, CodexToolCallParam, CodexToolCallReplyParam,
+    CodexToolCallResult,
+};
+use keel_protocol::{
+    ConversationId, Event, EventMsg, InputItem, Op, RequestId, Submission, SubmissionId,
+};
+use tokio::task::JoinSet;
+
+use crate::approval::{self, ApprovalRoute};
+use crate::context::{RunningCall, ServerContext};
+
+/// Runs the `codex` tool: starts a conversation and runs its first turn.
+pub(crate) async fn run_codex(
+    context: Arc<ServerContext>,
+    request_id: RequestId,
+    args: CodexToolCallParam,
+) -> CallToolResult {
+    let config = match context.settings.load_config(&args.settings) {
+        Ok(config) => config,
+        Err(err) => return CallToolResult::error(format!("cannot configure the session: {err}")),
+    };
+    let new = match context.manager.new_conversation(config).await {
+        Ok(new) => new,
+        Err(err) => return CallToolResult::error(format!("cannot start the session: {err}")),
+    };
+    let meta = event_meta(&request_id, new.conversation_id);
+    // The engine returns `session_configured` instead of queueing it; clients expect it as
+    // the first event of the call.
+    let first = Event {
+        id: SubmissionId::new(""),
+        msg: EventMsg::SessionConfigured(new.session_configured),
+    };
+    context.send_event(&meta, first).await;
+    run_turn(context, request_id, new.conversation, args.prompt).await
+}
+
+/// Runs the `codex-reply` tool: one more turn of an existing conversation.
+pub(crate) async fn run_codex_reply(
+    context: Arc<ServerContext>,
+    request_id: RequestId,
+    args: CodexToolCallReplyParam,
+) -> CallToolResult {
+    let Some(raw) = args.thread_id.or(args.conversation_id) else {
+        return CallToolResult::error(
+            "codex-reply needs `threadId`: the id the `codex` tool returned",
+        );
+    };
+    let thread_id = match ConversationId::from_str(&raw) {
+        Ok(id) => id,
+        Err(err) => return CallToolResult::error(format!("invalid threadId `{raw}`: {err}")),
+    };
+    if context.streams.lock().await.contains_key(&thread_id) {
+        return CallToolResult::error(format!(
+            "thread {thread_id} is driven by the conversation tools; use conversationSendMessage"
+        ));
+    }
+    let conversation = match context.manager.get_conversation(thread_id).await {
+        Ok(conversation) => conversation,
+        Err(_) => return CallToolResult::error(format!("no thread with id {thread_id}")),
+    };
+    run_turn(context, request_id, conversation, args.prompt).await
+}
+
+fn event_meta(request_id: &RequestId, thread_id: ConversationId) -> CodexEventMeta {
+    CodexEventMeta {
+        request_id: Some(request_id.clone()),
+        thread_id: Some(thread_id),
+        conversation_id: None,
+    }
+}
+
+/// Submits the prompt and forwards events until the turn completes, fails or is interrupted.
+async fn run_turn(
+    context: Arc<ServerContext>,
+    request_id: RequestId,
+    conversation: Arc<Conversation>,
+    prompt: String,
+) -> CallToolResult {
+    let thread_id = conversation.id();
+    let Some(_thread) = context.claim_thread(thread_id) else {
+        return CallToolResult::error(format!(
+            "thread {thread_id} is already running a call; wait for it to finish"
+        ));
+    };
+    let _running = context.register_running(
+        request_id.clone(),
+        RunningCall::Turn(Arc::clone(&conversation)),
+    );
+    // The tool call's id becomes the submission id, so every event of the turn carries it.
+    let submission = Submission {
+        id: SubmissionId::new(request_id.to_string()),
+        op: Op::UserInput {
+            items: vec![InputItem::text(prompt)],
+        },
+    };
+    if let Err(err) = conversation.submit_with_id(submission).await {
+        return CallToolResult::error(format!("cannot start the turn: {err}"));
+    }
+    let meta = event_meta(&request_id, thread_id);
+    let route = ApprovalRoute {
+        outgoing: context.outgoing.clone(),
+        elicitation: context.client_supports_elicitation(),
+        tool_call_id: request_id,
+        thread_id,
+    };
+    // Approval tasks wait for the client; they are aborted if the call ends first.
+    let mut approvals = JoinSet::new();
+    loop {
+        let event = match conversation.next_event().await {
+            Ok(event) => event,
+            Err(err) => return result_error(thread_id, format!("the session stopped: {err}")),
+        };
+        while approvals.try_join_next().is_some() {}
+        context.send_event(&meta, event.clone()).await;
+        match event.msg {
+            EventMsg::ExecApprovalRequest(request) => {
+                approvals.spawn(approval::resolve_exec(
+                    route.clone(),
+                    Arc::clone(&conversation),
+                    event.id,
+                    request,
+                ));
+            }
+            EventMsg::ApplyPatchApprovalRequest(request) => {
+                approvals.spawn(approval::resolve_patch(
+                    route.clone(),
+                    Arc::clone(&conversation),
+                    event.id,
+                    request,
+                ));
+            }
+            EventMsg::TaskComplete(done) => {
+                let content = done.last_agent_message.unwrap_or_default();
+                return result(thread_id, content, false);
+            }
+            EventMsg::TurnAborted(_) => {
+                return result_error(thread_id, "the turn was interrupted".to_string());
+            }
+            EventMsg::Error(err) => return result_error(thread_id, err.message),
+            _ => {}
+        }
+    }
+}
+
+fn result_error(thread_id: ConversationId, message: String) -> CallToolResult {
+    result(thread_id, message, true)
+}
+
+/// A result carrying the thread id in `structuredContent` even on failure, so the client can
+/// continue the thread.
+fn result(thread_id: ConversationId, content: String, is_error: bool) -> CallToolResult {
+    let structured = CodexToolCallResult {
+        thread_id,
+        content: content.clone(),
+    };
+    match serde_json::to_value(&structured) {
+        Ok(structured) => {
+            let mut result = CallToolResult::success(content, structured);
+            if is_error {
+                result.is_error = Some(true);
+            }
+            result
+        }
+        Err(err) => CallToolResult::error(format!("cannot encode the result: {err}")),
+    }
+}

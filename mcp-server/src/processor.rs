@@ -1,0 +1,257 @@
+//! The processor task: reads each incoming message in order, answers quick requests inline,
+//! spawns a task per tool call, routes client replies to waiting tasks, and applies
+//! cancellations.
+
+use std::sync::Arc;
+
+use keel_protocol::mcp::{
+    EmptyObject, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, MCP_LATEST_PROTOCOL_VERSION,
+    MCP_SUPPORTED_PROTOCOL_VERSIONS, McpClientNotification, McpClientRequest, ServerCapabilities,
+    ToolsCapability,
+};
+use keel_protocol::{
+    INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification,
+    JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, RequestId,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{RunningCall, ServerContext};
+use crate::streaming;
+use crate::tools::{ToolCall, list_tools};
+use crate::transport::Incoming;
+
+/// The name Keel's MCP server reports in `serverInfo`.
+pub const SERVER_NAME: &str = "keel-mcp-server";
+
+/// Picks the protocol version: the client's when Keel speaks it, else Keel's latest.
+pub fn negotiate_protocol_version(requested: &str) -> &'static str {
+    MCP_SUPPORTED_PROTOCOL_VERSIONS
+        .iter()
+        .find(|supported| **supported == requested)
+        .copied()
+        .unwrap_or(MCP_LATEST_PROTOCOL_VERSION)
+}
+
+pub(crate) struct MessageProcessor {
+    context: Arc<ServerContext>,
+    initialized: bool,
+    /// Tool-call tasks; dropping the processor aborts them (and so their conversations).
+    calls: JoinSet<()>,
+}
+
+impl MessageProcessor {
+    pub(crate) fn new(context: Arc<ServerContext>) -> Self {
+        Self {
+            context,
+            initialized: false,
+            calls: JoinSet::new(),
+        }
+    }
+
+    /// Processes messages until input ends or `shutdown` fires.
+    pub(crate) async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Incoming>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                incoming = rx.recv() => match incoming {
+                    Some(incoming) => self.handle(incoming).await,
+                    None => break,
+                },
+                Some(joined) = self.calls.join_next(), if !self.calls.is_empty() => {
+                    if let Err(err) = joined && err.is_panic() {
+                        tracing::error!(%err, "a tool call task panicked");
+                    }
+                }
+            }
+        }
+        tracing::debug!(
+            running = self.calls.len(),
+            "processor stopping; aborting running calls"
+        );
+    }
+
+    async fn handle(&mut self, incoming: Incoming) {
+        match incoming {
+            Incoming::Message(JsonRpcMessage::Request(request)) => {
+                self.handle_request(request).await
+            }
+            Incoming::Message(JsonRpcMessage::Notification(notification)) => {
+                self.handle_notification(notification).await;
+            }
+            Incoming::Message(JsonRpcMessage::Response(response)) => {
+                if !self
+                    .context
+                    .outgoing
+                    .route_reply(&response.id, Ok(response.result))
+                {
+                    tracing::warn!(id = %response.id, "response to no pending request");
+                }
+            }
+            Incoming::Message(JsonRpcMessage::Error(error)) => match error.id {
+                Some(id) => {
+                    if !self.context.outgoing.route_reply(&id, Err(error.error)) {
+                        tracing::warn!(%id, "error response to no pending request");
+                    }
+                }
+                None => tracing::warn!(error = %error.error, "the client reported an error"),
+            },
+            Incoming::Malformed { id, code, message } => {
+                tracing::warn!(%message, "malformed message");
+                self.context
+                    .outgoing
+                    .send_error(id, JsonRpcErrorObject::new(code, message))
+                    .await;
+            }
+        }
+    }
+
+    async fn handle_request(&mut self, request: JsonRpcRequest) {
+        let JsonRpcRequest { id, method, params } = request;
+        let outgoing = &self.context.outgoing;
+        if !McpClientRequest::METHODS.contains(&method.as_str()) {
+            let error = JsonRpcErrorObject::new(
+                METHOD_NOT_FOUND,
+                format!("method `{method}` is not supported by {SERVER_NAME}"),
+            );
+            return outgoing.send_error(Some(id), error).await;
+        }
+        let request = match McpClientRequest::from_method_and_params(&method, params) {
+            Ok(request) => request,
+            Err(err) => {
+                let error = JsonRpcErrorObject::new(
+                    INVALID_PARAMS,
+                    format!("invalid params for `{method}`: {err}"),
+                );
+                return outgoing.send_error(Some(id), error).await;
+            }
+        };
+        let allowed_now = self.initialized
+            || matches!(
+                request,
+                McpClientRequest::Initialize(_) | McpClientRequest::Ping(_)
+            );
+        if !allowed_now {
+            let error = JsonRpcErrorObject::new(
+                INVALID_REQUEST,
+                format!("`{method}` before `initialize`: the session must be initialized first"),
+            );
+            return outgoing.send_error(Some(id), error).await;
+        }
+        match request {
+            McpClientRequest::Initialize(params) => self.initialize(id, params).await,
+            McpClientRequest::Ping(_) => outgoing.send_response(id, &EmptyObject {}).await,
+            McpClientRequest::ListTools(_) => outgoing.send_response(id, &list_tools()).await,
+            McpClientRequest::CallTool(params) => {
+                match ToolCall::parse(&params.name, params.arguments) {
+                    Ok(call) => {
+                        let context = Arc::clone(&self.context);
+                        self.calls.spawn(async move {
+                            let result = call.run(Arc::clone(&context), id.clone()).await;
+                            context.outgoing.send_response(id, &result).await;
+                        });
+                    }
+                    Err(error) => outgoing.send_error(Some(id), error).await,
+                }
+            }
+            McpClientRequest::ListResources(_) => {
+                outgoing
+                    .send_response(id, &ListResourcesResult::default())
+                    .await;
+            }
+            McpClientRequest::ListResourceTemplates(_) => {
+                outgoing
+                    .send_response(id, &ListResourceTemplatesResult::default())
+                    .await;
+            }
+            McpClientRequest::ListPrompts(_) => {
+                outgoing
+                    .send_response(id, &ListPromptsResult::default())
+                    .await;
+            }
+            McpClientRequest::SetLevel(params) => {
+                // Logs go to stderr under RUST_LOG; accept the level so clients do not hang.
+                tracing::debug!(level = %params.level, "logging/setLevel accepted (no-op)");
+                outgoing.send_response(id, &EmptyObject {}).await;
+            }
+        }
+    }
+
+    async fn initialize(&mut self, id: RequestId, params: InitializeRequestParams) {
+        if self.initialized {
+            let error =
+                JsonRpcErrorObject::new(INVALID_REQUEST, "the session is already initialized");
+            return self.context.outgoing.send_error(Some(id), error).await;
+        }
+        self.initialized = true;
+        let client = &params.client_info;
+        tracing::info!(client = %client.name, version = %client.version, protocol = %params.protocol_version, "initialize");
+        self.context
+            .set_client_elicitation(params.capabilities.elicitation.is_some());
+        let result = InitializeResult {
+            protocol_version: negotiate_protocol_version(&params.protocol_version).to_string(),
+            capabilities: ServerCapabilities {
+                tools: Some(ToolsCapability {
+                    list_changed: Some(false),
+                }),
+            },
+            server_info: Implementation {
+                name: SERVER_NAME.to_string(),
+                title: Some("Keel".to_string()),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            instructions: None,
+        };
+        self.context.outgoing.send_response(id, &result).await;
+    }
+
+    async fn handle_notification(&mut self, notification: JsonRpcNotification) {
+        let method = notification.method;
+        if !McpClientNotification::METHODS.contains(&method.as_str()) {
+            tracing::debug!(%method, "ignoring an unknown notification");
+            return;
+        }
+        match McpClientNotification::from_method_and_params(&method, notification.params) {
+            Ok(McpClientNotification::Initialized(_)) => tracing::debug!("client initialized"),
+            Ok(McpClientNotification::Cancelled(params)) => self.cancel(params.request_id).await,
+            Err(err) => {
+                tracing::warn!(%method, %err, "ignoring a notification with invalid params")
+            }
+        }
+    }
+
+    async fn cancel(&mut self, request_id: RequestId) {
+        match self.context.running_call(&request_id) {
+            Some(RunningCall::Turn(conversation)) => {
+                tracing::info!(%request_id, conversation = %conversation.id(), "interrupting the turn");
+                if let Err(err) = conversation.submit(keel_protocol::Op::Interrupt).await {
+                    tracing::debug!(%err, "cannot interrupt: the conversation has stopped");
+                }
+            }
+            Some(RunningCall::Stream(conversation_id)) => {
+                streaming::cancel_stream(&self.context, conversation_id, &request_id).await;
+            }
+            None => tracing::debug!(%request_id, "cancel for no running call"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_versions_get_the_latest() {
+        assert_eq!(negotiate_protocol_version("2025-03-26"), "2025-03-26");
+        assert_eq!(
+            negotiate_protocol_version("2099-01-01"),
+            MCP_LATEST_PROTOCOL_VERSION
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! The conversation streaming tools: `conversationCreate`, `conversationSendMessage` and
+//! `conversationStream`.
+//!
+//! Each created conversation gets an event loop task that owns the reading end of its events.
+//! While a stream is attached, events go out live as `codex/event` and approval requests as
+//! elicitations. Otherwise events are buffered (up to [`BUFFER_CAPACITY`]) and approval
+//! requests held. Attaching a stream sends one `initial_state` notification with the buffered
+//! events (draining the buffer), then live events, then elicitations for held approvals.
+//! Cancelling the stream call detaches it; buffering resumes, so reattaching catches up.
+
+use std::collections::VecDeque;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use keel_core::Conversation;
+use keel_protocol::mcp::{
+    CallToolResult, CodexEventMeta, ContentBlock, ConversationCreateArgs, ConversationCreateResult,
+    ConversationSendMessageArgs, ConversationSendMessageResult, ConversationStreamArgs,
+    InitialState, InitialStateNotificationParams, mcp_server_notification,
+};
+use keel_protocol::{ConversationId, Event, EventMsg, InputItem, Op, RequestId};
+use tokio::sync::{Mutex, oneshot};
+use tokio::task::JoinSet;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::approval::{self, ApprovalRoute};
+use crate::context::{RunningCall, ServerContext, send_event};
+use crate::outgoing::OutgoingSender;
+
+/// Events kept per conversation while nobody streams it; beyond this the oldest are dropped
+/// (and the count logged), so an abandoned conversation cannot grow without bound. Approval
+/// requests are held separately and never dropped.
+pub(crate) const BUFFER_CAPACITY: usize = 10_000;
+
+/// A conversation driven by the streaming tools. Dropping it stops its event loop.
+pub(crate) struct StreamedConversation {
+    conversation: Arc<Conversation>,
+    state: Arc<Mutex<StreamState>>,
+    _event_loop: AbortOnDropHandle<()>,
+}
+
+/// Why a stream call ended.
+#[derive(Debug)]
+enum StreamEnd {
+    Cancelled,
+    Replaced,
+    ConversationClosed,
+}
+
+struct Subscriber {
+    request_id: RequestId,
+    done: oneshot::Sender<StreamEnd>,
+}
+
+impl Subscriber {
+    fn end(self, why: StreamEnd) {
+        if self.done.send(why).is_err() {
+            tracing::debug!(request_id = %self.request_id, "stream call already gone");
+        }
+    }
+}
+
+struct StreamState {
+    subscriber: Option<Subscriber>,
+    buffer: VecDeque<Event>,
+    dropped: usize,
+    held_approvals: Vec<Event>,
+    /// Elicitations in flight for this conversation.
+    approvals: JoinSet<()>,
+}
+
+/// What the event loop needs besides the conversation.
+#[derive(Clone)]
+struct LoopDeps {
+    outgoing: OutgoingSender,
+    elicitation: bool,
+}
+
+fn stream_meta(request_id: &RequestId, id: ConversationId) -> CodexEventMeta {
+    CodexEventMeta {
+        request_id: Some(request_id.clone()),
+        thread_id: Some(id),
+        conversation_id: Some(id),
+    }
+}
+
+fn parse_id(raw: &str) -> Result<ConversationId, CallToolResult> {
+    ConversationId::from_str(raw)
+        .map_err(|err| CallToolResult::error(format!("invalid conversationId `{raw}`: {err}")))
+}
+
+fn structured<T: serde::Serialize>(text: String, value: &T) -> CallToolResult {
+    match serde_json::to_value(value) {
+        Ok(value) => CallToolResult::success(text, value),
+        Err(err) => CallToolResult::error(format!("cannot encode the result: {err}")),
+    }
+}
+
+/// `conversationCreate`: starts a conversation without a turn and its event loop.
+pub(crate) async fn create(
+    context: Arc<ServerContext>,
+    args: ConversationCreateArgs,
+) -> CallToolResult {
+    let config = match context.settings.load_config(&args.settings) {
+        Ok(config) => config,
+        Err(err) => return CallToolResult::error(format!("cannot configure the session: {err}")),
+    };
+    let new = match context.manager.new_conversation(config).await {
+        Ok(new) => new,
+        Err(err) => return CallToolResult::error(format!("cannot start the session: {err}")),
+    };
+    let id = new.conversation_id;
+    let state = Arc::new(Mutex::new(StreamState {
+        subscriber: None,
+        buffer: VecDeque::new(),
+        dropped: 0,
+        held_approvals: Vec::new(),
+        approvals: JoinSet::new(),
+    }));
+    let deps = LoopDeps {
+        outgoing: context.outgoing.clone(),
+        elicitation: context.client_supports_elicitation(),
+    };
+    let event_loop = tokio::spawn(event_loop(
+        deps,
+        Arc::clone(&new.conversation),
+        Arc::clone(&state),
+    ));
+    context.streams.lock().await.insert(
+        id,
+        StreamedConversation {
+            conversation: new.conversation,
+            state,
+            _event_loop: AbortOnDropHandle::new(event_loop),
+        },
+    );
+    let model = new.session_configured.model;
+    structured(
+        format!("created conversation {id} with model {model}"),
+        &ConversationCreateResult {
+            conversation_id: id,
+            model,
+        },
+    )
+}
+
+/// `conversationSendMessage`: queues a user message.
+pub(crate) async fn send_message(
+    context: Arc<ServerContext>,
+    args: ConversationSendMessageArgs,
+) -> CallToolResult {
+    let id = match parse_id(&args.conversation_id) {
+        Ok(id) => id,
+        Err(result) => return result,
+    };
+    let conversation = match context.streams.lock().await.get(&id) {
+        Some(streamed) => Arc::clone(&streamed.conversation),
+        None => return CallToolResult::error(format!("no conversation with id {id}")),
+    };
+    let op = Op::UserInput {
+        items: vec![InputItem::text(args.prompt)],
+    };
+    match conversation.submit(op).await {
+        Ok(_) => structured(
+            "sent".to_string(),
+            &ConversationSendMessageResult { ok: true },
+        ),
+        Err(err) => CallToolResult::error(format!("conversation {id}: {err}")),
+    }
+}
+
+/// `conversationStream`: attaches this call as the conversation's stream until the call is
+/// cancelled, another stream replaces it, or the conversation ends.
+pub(crate) async fn stream(
+    context: Arc<ServerContext>,
+    request_id: RequestId,
+    args: ConversationStreamArgs,
+) -> CallToolResult {
+    let id = match parse_id(&args.conversation_id) {
+        Ok(id) => id,
+        Err(result) => return result,
+    };
+    let (conversation, state) = match context.streams.lock().await.get(&id) {
+        Some(streamed) => (
+            Arc::clone(&streamed.conversation),
+            Arc::clone(&streamed.state),
+        ),
+        None => return CallToolResult::error(format!("no conversation with id {id}")),
+    };
+    let _running = context.register_running(request_id.clone(), RunningCall::Stream(id));
+    let (done_tx, done_rx) = oneshot::channel();
+    {
+        let mut state = state.lock().await;
+        if let Some(previous) = state.subscriber.take() {
+            previous.end(StreamEnd::Replaced);
+        }
+        let meta = stream_meta(&request_id, id);
+        let events: Vec<Event> = state.buffer.drain(..).collect();
+        if state.dropped > 0 {
+            tracing::warn!(conversation = %id, dropped = state.dropped, "buffer overflowed; oldest events were dropped");
+            state.dropped = 0;
+        }
+        let params = InitialStateNotificationParams {
+            meta,
+            initial_state: InitialState { events },
+        };
+        context
+            .outgoing
+            .send_notification::<mcp_server_notification::InitialState>(&params)
+            .await;
+        let route = ApprovalRoute {
+            outgoing: context.outgoing.clone(),
+            elicitation: context.client_supports_elicitation(),
+            tool_call_id: request_id.clone(),
+            thread_id: id,
+        };
+        for held in std::mem::take(&mut state.held_approvals) {
+            spawn_approval(&mut state.approvals, &route, &conversation, held);
+        }
+        state.subscriber = Some(Subscriber {
+            request_id,
+            done: done_tx,
+        });
+    }
+    let why = done_rx.await.unwrap_or(StreamEnd::ConversationClosed);
+    let text = match why {
+        StreamEnd::Cancelled => format!("stream of conversation {id} cancelled"),
+        StreamEnd::Replaced => format!("stream of conversation {id} replaced by a newer one"),
+        StreamEnd::ConversationClosed => format!("conversation {id} has ended"),
+    };
+    CallToolResult {
+        content: vec![ContentBlock::Text { text }],
+        structured_content: None,
+        is_error: None,
+    }
+}
+
+/// Detaches the stream attached by request `request_id`, if it is still attached.
+pub(crate) async fn cancel_stream(
+    context: &ServerContext,
+    id: ConversationId,
+    request_id: &RequestId,
+) {
+    let state = match context.streams.lock().await.get(&id) {
+        Some(streamed) => Arc::clone(&streamed.state),
+        None => return,
+    };
+    let mut state = state.lock().await;
+    if state
+        .subscriber
+        .as_ref()
+        .is_some_and(|subscriber| &subscriber.request_id == request_id)
+        && let Some(subscriber) = state.subscriber.take()
+    {
+        subscriber.end(StreamEnd::Cancelled);
+    }
+}
+
+fn spawn_approval(
+    approvals: &mut JoinSet<()>,
+    route: &ApprovalRoute,
+    conversation: &Arc<Conversation>,
+    event: Event,
+) {
+    while approvals.try_join_next().is_some() {}
+    match event.msg {
+        EventMsg::ExecApprovalRequest(request) => {
+            approvals.spawn(approval::resolve_exec(
+                route.clone(),
+                Arc::clone(conversation),
+                event.id,
+                request,
+            ));
+        }
+        EventMsg::ApplyPatchApprovalRequest(request) => {
+            approvals.spawn(approval::resolve_patch(
+                route.clone(),
+                Arc::clone(conversation),
+                event.id,
+                request,
+            ));
+        }
+        _ => {}
+    }
+}
+
+fn is_approval(event: &Event) -> bool {
+    matches!(
+        event.msg,
+        EventMsg::ExecApprovalRequest(_) | EventMsg::ApplyPatchApprovalRequest(_)
+    )
+}
+
+/// Reads every event of the conversation and delivers or buffers it; ends when the
+/// conversation shuts down (or when its [`StreamedConversation`] is dropped).
+async fn event_loop(
+    deps: LoopDeps,
+    conversation: Arc<Conversation>,
+    state: Arc<Mutex<StreamState>>,
+) {
+    let id = conversation.id();
+    while let Ok(event) = conversation.next_event().await {
+        let mut state = state.lock().await;
+        let state = &mut *state;
+        match &state.subscriber {
+            Some(subscriber) => {
+                let request_id = subscriber.request_id.clone();
+                send_event(&deps.outgoing, &stream_meta(&request_id, id), event.clone()).await;
+                if is_approval(&event) {
+                    let route = ApprovalRoute {
+                        outgoing: deps.outgoing.clone(),
+                        elicitation: deps.elicitation,
+                        tool_call_id: request_id,
+                        thread_id: id,
+                    };
+                    spawn_approval(&mut state.approvals, &route, &conversation, event);
+                }
+            }
+            None => {
+                if is_approval(&event) {
+                    state.held_approvals.push(event.clone());
+                }
+                if state.buffer.len() == BUFFER_CAPACITY {
+                    state.buffer.pop_front();
+                    state.dropped += 1;
+                }
+                state.buffer.push_back(event);
+            }
+        }
+    }
+    tracing::debug!(conversation = %id, "conversation ended; its event loop stops");
+    if let Some(subscriber) = state.lock().await.subscriber.take() {
+        subscriber.end(StreamEnd::ConversationClosed);
+    }
+}

@@ -1,0 +1,72 @@
+//! A real third-party client: the official Python MCP SDK drives the server.
+//!
+//! Runs when `KEEL_MCP_PYTHON` names a Python with the `mcp` package (`.ci/run` creates one in
+//! `target/mcp-venv` and sets it). Elsewhere the test is skipped with a loud message, so
+//! `cargo test --workspace` works on a fresh machine without network access.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, shell_call, write_config,
+};
+use pretty_assertions::assert_eq;
+
+use super::common::SERVER_BIN;
+
+const CLIENT_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/sdk_client.py");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_lists_calls_and_accepts_the_approval() -> anyhow::Result<()> {
+    let Some(python) = std::env::var_os("KEEL_MCP_PYTHON") else {
+        eprintln!(
+            "SKIPPED python_sdk test: set KEEL_MCP_PYTHON to a Python with the MCP SDK, e.g.\n  \
+             python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install 'mcp>=2,<3'\n  \
+             KEEL_MCP_PYTHON=$PWD/target/mcp-venv/bin/python cargo test -p keel-mcp-server python_sdk"
+        );
+        return Ok(());
+    };
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "echo from-python > py.txt"],
+        )]),
+        Turn::new([assistant_message("python client done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), [("approval_policy", "untrusted")])?;
+    let ws = home.path().join("ws");
+    std::fs::create_dir_all(&ws)?;
+    let child = tokio::process::Command::new(&python)
+        .arg(CLIENT_SCRIPT)
+        .arg(SERVER_BIN)
+        .arg(home.path())
+        .arg(&ws)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output()).await??;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "python client failed\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("TOOLS codex,codex-reply"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("ELICITED") && stdout.contains("echo from-python"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("RESULT python client done"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("py.txt"))?, "from-python\n");
+    mock.verify()?;
+    Ok(())
+}

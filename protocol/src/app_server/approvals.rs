@@ -1,0 +1,86 @@
+//! Server → client approval requests.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::CommandAction;
+use crate::ReviewDecision;
+
+/// Params of `item/commandExecution/requestApproval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExecutionRequestApprovalParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The command item awaiting approval.
+    pub item_id: String,
+    /// Distinguishes several approvals of one item (unused by Keel: always `null`).
+    pub approval_id: Option<String>,
+    /// The command line.
+    pub command: Option<String>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// Why approval is needed.
+    pub reason: Option<String>,
+    /// What the command appears to do.
+    pub command_actions: Option<Vec<CommandAction>>,
+}
+
+/// The client's answer to a command approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionApprovalDecision {
+    /// Run it.
+    Accept,
+    /// Run it and do not ask again for it in this thread.
+    AcceptForSession,
+    /// Do not run it; the turn continues.
+    Decline,
+    /// Do not run it and interrupt the turn.
+    Cancel,
+}
+
+impl From<CommandExecutionApprovalDecision> for ReviewDecision {
+    fn from(decision: CommandExecutionApprovalDecision) -> Self {
+        match decision {
+            CommandExecutionApprovalDecision::Accept => Self::Approved,
+            CommandExecutionApprovalDecision::AcceptForSession => Self::ApprovedForSession,
+            CommandExecutionApprovalDecision::Decline => Self::Denied,
+            CommandExecutionApprovalDecision::Cancel => Self::Abort,
+        }
+    }
+}
+
+/// Result of `item/commandExecution/requestApproval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CommandExecutionRequestApprovalResponse {
+    /// The answer.
+    pub decision: CommandExecutionApprovalDecision,
+}
+
+/// Params of `item/fileChange/requestApproval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChangeRequestApprovalParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The file-change item awaiting approval.
+    pub item_id: String,
+    /// Why approval is needed.
+    pub reason: Option<String>,
+    /// A directory the patch wants write access to.
+    pub grant_root: Option<PathBuf>,
+}
+
+/// Result of `item/fileChange/requestApproval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileChangeRequestApprovalResponse {
+    /// The answer (same values as for commands).
+    pub decision: CommandExecutionApprovalDecision,
+}

@@ -1,0 +1,55 @@
+//! The `initialize` handshake of the app-server.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Identifies the client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientInfo {
+    /// Client name.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Client version.
+    pub version: String,
+}
+
+/// What the client supports or opts out of.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeCapabilities {
+    /// Accepted for compatibility; Keel has no experimental API.
+    #[serde(default)]
+    pub experimental_api: bool,
+    /// Notification methods this connection must not receive.
+    #[serde(default)]
+    pub opt_out_notification_methods: Option<Vec<String>>,
+}
+
+/// Params of `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// Who the client is.
+    pub client_info: ClientInfo,
+    /// What it supports.
+    #[serde(default)]
+    pub capabilities: Option<InitializeCapabilities>,
+}
+
+/// Result of `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResponse {
+    /// `keel/<version> (<os>; <arch>) <client>/<version>`.
+    pub user_agent: String,
+    /// `unix` or `windows`.
+    pub platform_family: String,
+    /// `linux`, `macos` or `windows`.
+    pub platform_os: String,
+}
+
+/// Params of the `initialized` notification (ignored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializedNotification {}

@@ -1,0 +1,271 @@
+//! Thread items: the units a client renders, stable by id from `item/started` to
+//! `item/completed`.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One piece of user input, app-server spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserInput {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+        /// Rich-text spans; accepted and kept, not interpreted.
+        #[serde(default)]
+        text_elements: Vec<serde_json::Value>,
+    },
+    /// An image by URL.
+    Image {
+        /// The image URL (or `data:` URL).
+        url: String,
+    },
+    /// An image on disk.
+    LocalImage {
+        /// The image path.
+        path: PathBuf,
+    },
+}
+
+impl From<UserInput> for crate::InputItem {
+    fn from(input: UserInput) -> Self {
+        match input {
+            UserInput::Text { text, .. } => Self::Text { text },
+            UserInput::Image { url } => Self::Image { image_url: url },
+            UserInput::LocalImage { path } => Self::LocalImage { path },
+        }
+    }
+}
+
+/// What a command appears to do, for compact display.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum CommandAction {
+    /// Reads a file.
+    Read {
+        /// The command text.
+        command: String,
+        /// The file name.
+        name: String,
+        /// The file path.
+        path: String,
+    },
+    /// Lists files.
+    ListFiles {
+        /// The command text.
+        command: String,
+        /// The directory, when known.
+        path: Option<String>,
+    },
+    /// Searches.
+    Search {
+        /// The command text.
+        command: String,
+        /// The pattern, when known.
+        query: Option<String>,
+        /// Where, when known.
+        path: Option<String>,
+    },
+    /// Anything else.
+    Unknown {
+        /// The command text.
+        command: String,
+    },
+}
+
+impl From<crate::ParsedCommand> for CommandAction {
+    fn from(parsed: crate::ParsedCommand) -> Self {
+        match parsed {
+            crate::ParsedCommand::Read { cmd, name, path } => Self::Read {
+                command: cmd,
+                path: path.map_or_else(|| name.clone(), |p| p.display().to_string()),
+                name,
+            },
+            crate::ParsedCommand::ListFiles { cmd, path } => Self::ListFiles { command: cmd, path },
+            crate::ParsedCommand::Search { cmd, query, path } => Self::Search {
+                command: cmd,
+                query,
+                path,
+            },
+            crate::ParsedCommand::Unknown { cmd } => Self::Unknown { command: cmd },
+        }
+    }
+}
+
+/// Progress of a command item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionStatus {
+    /// Running (or waiting for approval).
+    InProgress,
+    /// Exited with status 0.
+    Completed,
+    /// Exited non-zero or could not run.
+    Failed,
+    /// The user declined it.
+    Declined,
+}
+
+/// Progress of a file-change item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PatchApplyStatus {
+    /// Being applied (or waiting for approval).
+    InProgress,
+    /// Applied.
+    Completed,
+    /// Failed; nothing was changed.
+    Failed,
+    /// The user declined it.
+    Declined,
+}
+
+/// What a change does to a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum PatchChangeKind {
+    /// Creates the file.
+    Add,
+    /// Removes the file.
+    Delete,
+    /// Edits (and maybe moves) the file.
+    Update {
+        /// Where the file moves to.
+        #[serde(default)]
+        move_path: Option<PathBuf>,
+    },
+}
+
+/// One file of a file-change item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileUpdateChange {
+    /// The file.
+    pub path: PathBuf,
+    /// What happens to it.
+    pub kind: PatchChangeKind,
+    /// The content added or removed, or a unified diff for updates.
+    pub diff: String,
+}
+
+impl FileUpdateChange {
+    /// Converts the engine's per-file changes, sorted by path.
+    pub fn from_changes(
+        changes: &std::collections::BTreeMap<PathBuf, crate::FileChange>,
+    ) -> Vec<Self> {
+        changes
+            .iter()
+            .map(|(path, change)| match change {
+                crate::FileChange::Add { content } => Self {
+                    path: path.clone(),
+                    kind: PatchChangeKind::Add,
+                    diff: content.clone(),
+                },
+                crate::FileChange::Delete { content } => Self {
+                    path: path.clone(),
+                    kind: PatchChangeKind::Delete,
+                    diff: content.clone(),
+                },
+                crate::FileChange::Update {
+                    unified_diff,
+                    move_path,
+                } => Self {
+                    path: path.clone(),
+                    kind: PatchChangeKind::Update {
+                        move_path: move_path.clone(),
+                    },
+                    diff: unified_diff.clone(),
+                },
+            })
+            .collect()
+    }
+}
+
+/// One item of a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ThreadItem {
+    /// The user's input.
+    UserMessage {
+        /// Item id.
+        id: String,
+        /// The input.
+        content: Vec<UserInput>,
+    },
+    /// An assistant message.
+    AgentMessage {
+        /// Item id.
+        id: String,
+        /// The text so far (complete in `item/completed`).
+        text: String,
+    },
+    /// The agent's plan, as text.
+    Plan {
+        /// Item id.
+        id: String,
+        /// The plan.
+        text: String,
+    },
+    /// A reasoning summary.
+    Reasoning {
+        /// Item id.
+        id: String,
+        /// Summary parts.
+        #[serde(default)]
+        summary: Vec<String>,
+        /// Raw reasoning parts (Keel reports summaries only).
+        #[serde(default)]
+        content: Vec<String>,
+    },
+    /// A command the agent ran.
+    #[serde(rename_all = "camelCase")]
+    CommandExecution {
+        /// Item id (the tool call id).
+        id: String,
+        /// The command line.
+        command: String,
+        /// Working directory.
+        cwd: PathBuf,
+        /// OS process id, when known.
+        #[serde(default)]
+        process_id: Option<String>,
+        /// Progress.
+        status: CommandExecutionStatus,
+        /// What the command appears to do.
+        command_actions: Vec<CommandAction>,
+        /// Both streams as they arrived (bounded).
+        #[serde(default)]
+        aggregated_output: Option<String>,
+        /// Exit status, once finished.
+        #[serde(default)]
+        exit_code: Option<i32>,
+        /// Wall time in ms, once finished.
+        #[serde(default)]
+        duration_ms: Option<u64>,
+    },
+    /// A patch the agent applied.
+    FileChange {
+        /// Item id (the tool call id).
+        id: String,
+        /// Every file the patch touches.
+        changes: Vec<FileUpdateChange>,
+        /// Progress.
+        status: PatchApplyStatus,
+    },
+}
+
+impl ThreadItem {
+    /// The item's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::UserMessage { id, .. }
+            | Self::AgentMessage { id, .. }
+            | Self::Plan { id, .. }
+            | Self::Reasoning { id, .. }
+            | Self::CommandExecution { id, .. }
+            | Self::FileChange { id, .. } => id,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The app-server protocol (Codex app-server v2 shapes for every method Keel implements):
+//! threads, turns and items over JSON-RPC without the `jsonrpc` member, camelCase members.
+//!
+//! The four tables below are the single source of method names: the server's dispatch, the
+//! in-process client and the schema export all use them.
+
+mod approvals;
+mod command_exec;
+mod common;
+mod fs;
+mod initialize;
+mod item;
+mod model;
+mod notifications;
+mod thread;
+mod turn;
+
+pub use approvals::*;
+pub use command_exec::*;
+pub use common::*;
+pub use fs::*;
+pub use initialize::*;
+pub use item::*;
+pub use model::*;
+pub use notifications::*;
+pub use thread::*;
+pub use turn::*;
+
+crate::request_table! {
+    /// Every request a client may send to the app-server.
+    pub enum ClientRequest in client_request {
+        /// Opens the handshake.
+        Initialize("initialize", InitializeParams) -> InitializeResponse,
+        /// Starts a thread.
+        ThreadStart("thread/start", ThreadStartParams) -> ThreadStartResponse,
+        /// Loads a recorded thread.
+        ThreadResume("thread/resume", ThreadResumeParams) -> ThreadResumeResponse,
+        /// Copies a thread under a new id.
+        ThreadFork("thread/fork", ThreadForkParams) -> ThreadForkResponse,
+        /// Reads a thread, optionally with its turns.
+        ThreadRead("thread/read", ThreadReadParams) -> ThreadResponse,
+        /// Lists recorded threads, newest first.
+        ThreadList("thread/list", ThreadListParams) -> ThreadListResponse,
+        /// Lists the threads loaded in this server.
+        ThreadLoadedList("thread/loaded/list", ThreadLoadedListParams) -> ThreadLoadedListResponse,
+        /// Archives a thread (moves it out of the list).
+        ThreadArchive("thread/archive", ThreadIdParams) -> EmptyResponse,
+        /// Brings an archived thread back.
+        ThreadUnarchive("thread/unarchive", ThreadIdParams) -> ThreadResponse,
+        /// Names a thread.
+        ThreadSetName("thread/name/set", ThreadSetNameParams) -> EmptyResponse,
+        /// Stops this connection's notifications for a thread.
+        ThreadUnsubscribe("thread/unsubscribe", ThreadIdParams) -> ThreadUnsubscribeResponse,
+        /// Drops the latest turns of a thread.
+        ThreadRollback("thread/rollback", ThreadRollbackParams) -> ThreadResponse,
+        /// Starts a turn.
+        TurnStart("turn/start", TurnStartParams) -> TurnStartResponse,
+        /// Adds input to the running turn.
+        TurnSteer("turn/steer", TurnSteerParams) -> TurnSteerResponse,
+        /// Interrupts the running turn.
+        TurnInterrupt("turn/interrupt", TurnInterruptParams) -> EmptyResponse,
+        /// Runs a standalone command.
+        CommandExec("command/exec", CommandExecParams) -> CommandExecResponse,
+        /// Writes to a standalone command's stdin.
+        CommandExecWrite("command/exec/write", CommandExecWriteParams) -> EmptyResponse,
+        /// Resizes a standalone command's terminal.
+        CommandExecResize("command/exec/resize", CommandExecResizeParams) -> EmptyResponse,
+        /// Stops a standalone command.
+        CommandExecTerminate("command/exec/terminate", CommandExecTerminateParams) -> EmptyResponse,
+        /// Reads a file.
+        FsReadFile("fs/readFile", FsPathParams) -> FsReadFileResponse,
+        /// Writes a file.
+        FsWriteFile("fs/writeFile", FsWriteFileParams) -> EmptyResponse,
+        /// Creates a directory.
+        FsCreateDirectory("fs/createDirectory", FsCreateDirectoryParams) -> EmptyResponse,
+        /// Reads a path's metadata.
+        FsGetMetadata("fs/getMetadata", FsPathParams) -> FsGetMetadataResponse,
+        /// Lists a directory.
+        FsReadDirectory("fs/readDirectory", FsPathParams) -> FsReadDirectoryResponse,
+        /// Removes a file or directory.
+        FsRemove("fs/remove", FsRemoveParams) -> EmptyResponse,
+        /// Copies a file or directory.
+        FsCopy("fs/copy", FsCopyParams) -> EmptyResponse,
+        /// Lists models.
+        ModelList("model/list", ModelListParams) -> ModelListResponse,
+        /// Reads the effective configuration.
+        ConfigRead("config/read", ConfigReadParams) -> ConfigReadResponse,
+    }
+}
+
+crate::notification_table! {
+    /// Every notification a client may send to the app-server.
+    pub enum ClientNotification in client_notification {
+        /// Completes the handshake.
+        Initialized("initialized", InitializedNotification),
+    }
+}
+
+crate::notification_table! {
+    /// Every notification the app-server sends.
+    pub enum ServerNotification in server_notification {
+        /// A turn failed or is being retried.
+        Error("error", ErrorNotification),
+        /// A thread was started, resumed or forked.
+        ThreadStarted("thread/started", ThreadStartedNotification),
+        /// A thread's status changed.
+        ThreadStatusChanged("thread/status/changed", ThreadStatusChangedNotification),
+        /// A thread was archived.
+        ThreadArchived("thread/archived", ThreadIdNotification),
+        /// A thread was unarchived.
+        ThreadUnarchived("thread/unarchived", ThreadIdNotification),
+        /// A thread was unloaded.
+        ThreadClosed("thread/closed", ThreadIdNotification),
+        /// A thread was renamed.
+        ThreadNameUpdated("thread/name/updated", ThreadNameUpdatedNotification),
+        /// Token usage changed.
+        ThreadTokenUsageUpdated("thread/tokenUsage/updated", ThreadTokenUsageUpdatedNotification),
+        /// A turn started.
+        TurnStarted("turn/started", TurnNotification),
+        /// A turn ended (completed, interrupted or failed).
+        TurnCompleted("turn/completed", TurnNotification),
+        /// The turn's diff changed.
+        TurnDiffUpdated("turn/diff/updated", TurnDiffUpdatedNotification),
+        /// The turn's plan changed.
+        TurnPlanUpdated("turn/plan/updated", TurnPlanUpdatedNotification),
+        /// An item started.
+        ItemStarted("item/started", ItemNotification),
+        /// An item completed.
+        ItemCompleted("item/completed", ItemNotification),
+        /// Assistant text streamed.
+        AgentMessageDelta("item/agentMessage/delta", ItemDeltaNotification),
+        /// Command output streamed.
+        CommandExecutionOutputDelta("item/commandExecution/outputDelta", ItemDeltaNotification),
+        /// Reasoning summary text streamed.
+        ReasoningSummaryTextDelta("item/reasoning/summaryTextDelta", ReasoningSummaryTextDeltaNotification),
+        /// A server request was settled without the client.
+        ServerRequestResolved("serverRequest/resolved", ServerRequestResolvedNotification),
+        /// Output of a standalone command streamed.
+        CommandExecOutputDelta("command/exec/outputDelta", CommandExecOutputDeltaNotification),
+    }
+}
+
+crate::request_table! {
+    /// Every request the app-server sends to its client.
+    pub enum ServerRequest in server_request {
+        /// Asks to run a command.
+        CommandExecutionRequestApproval("item/commandExecution/requestApproval", CommandExecutionRequestApprovalParams) -> CommandExecutionRequestApprovalResponse,
+        /// Asks to apply a patch.
+        FileChangeRequestApproval("item/fileChange/requestApproval", FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse,
+    }
+}

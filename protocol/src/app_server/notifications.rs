@@ -1,0 +1,178 @@
+//! Params of the server → client notifications.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Thread, ThreadItem, ThreadStatus, ThreadTokenUsage, Turn, TurnError};
+use crate::RequestId;
+
+/// `thread/started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadStartedNotification {
+    /// The new thread.
+    pub thread: Thread,
+}
+
+/// `thread/status/changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStatusChangedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// Its new status.
+    pub status: ThreadStatus,
+}
+
+/// `thread/archived`, `thread/unarchived` and `thread/closed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadIdNotification {
+    /// The thread.
+    pub thread_id: String,
+}
+
+/// `thread/name/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadNameUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// Its new name.
+    pub thread_name: Option<String>,
+}
+
+/// `thread/tokenUsage/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTokenUsageUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn that used them.
+    pub turn_id: String,
+    /// Usage so far.
+    pub token_usage: ThreadTokenUsage,
+}
+
+/// `turn/started` and `turn/completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn (with all its items when completed).
+    pub turn: Turn,
+}
+
+/// `turn/diff/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnDiffUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// Every file changed in the turn so far, as one unified diff.
+    pub diff: String,
+}
+
+/// One step of `turn/plan/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnPlanStep {
+    /// The step.
+    pub step: String,
+    /// `pending`, `inProgress` or `completed`.
+    pub status: TurnPlanStepStatus,
+}
+
+/// Progress of a plan step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnPlanStepStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// `turn/plan/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnPlanUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// Why the plan changed.
+    pub explanation: Option<String>,
+    /// The whole plan.
+    pub plan: Vec<TurnPlanStep>,
+}
+
+/// `item/started` and `item/completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The item.
+    pub item: ThreadItem,
+}
+
+/// `item/agentMessage/delta`, `item/commandExecution/outputDelta` and
+/// `item/fileChange/outputDelta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemDeltaNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The item the text belongs to.
+    pub item_id: String,
+    /// The next piece of text.
+    pub delta: String,
+}
+
+/// `item/reasoning/summaryTextDelta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningSummaryTextDeltaNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The reasoning item.
+    pub item_id: String,
+    /// The next piece of summary text.
+    pub delta: String,
+    /// Which summary part it belongs to.
+    pub summary_index: u32,
+}
+
+/// `error`: a turn failed, or a retry is under way (`willRetry`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// What went wrong.
+    pub error: TurnError,
+    /// `true` when the engine is retrying.
+    pub will_retry: bool,
+}
+
+/// `serverRequest/resolved`: a server request was settled without the client's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRequestResolvedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The request that no longer needs an answer.
+    pub request_id: RequestId,
+}

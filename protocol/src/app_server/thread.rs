@@ -1,0 +1,309 @@
+//! Threads (conversations) and the `thread/*` methods.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ThreadSettings, Turn};
+use crate::{AskForApproval, SandboxMode};
+
+/// Whether a thread is loaded and what it is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ThreadStatus {
+    /// Recorded but not loaded in this server.
+    NotLoaded,
+    /// Loaded, no turn running.
+    Idle,
+    /// Loaded but its engine failed.
+    SystemError,
+    /// A turn is running.
+    #[serde(rename_all = "camelCase")]
+    Active {
+        /// What the turn is waiting on, if anything.
+        active_flags: Vec<ThreadActiveFlag>,
+    },
+}
+
+/// What an active thread is waiting on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ThreadActiveFlag {
+    /// An approval request is pending.
+    WaitingOnApproval,
+    /// The agent asked the user a question.
+    WaitingOnUserInput,
+}
+
+/// Where a thread came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionSource {
+    /// An interactive CLI.
+    Cli,
+    /// An editor extension.
+    Vscode,
+    /// `keel exec`.
+    Exec,
+    /// The app-server.
+    #[default]
+    AppServer,
+    /// Unknown.
+    Unknown,
+}
+
+/// Git metadata of a thread's workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GitInfo {
+    /// Commit sha.
+    pub sha: Option<String>,
+    /// Branch name.
+    pub branch: Option<String>,
+    /// Remote origin URL.
+    pub origin_url: Option<String>,
+}
+
+/// A conversation as the app-server shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Thread {
+    /// The conversation id.
+    pub id: String,
+    /// The first user message, for lists.
+    pub preview: String,
+    /// `true` when the thread is not recorded on disk.
+    pub ephemeral: bool,
+    /// The provider id.
+    pub model_provider: String,
+    /// Creation time, Unix seconds.
+    pub created_at: i64,
+    /// Last update, Unix seconds.
+    pub updated_at: i64,
+    /// Whether it is loaded and busy.
+    pub status: ThreadStatus,
+    /// Its rollout file.
+    pub path: Option<PathBuf>,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// The Keel version that created it.
+    pub cli_version: String,
+    /// Where it came from.
+    pub source: SessionSource,
+    /// A user-chosen name.
+    pub name: Option<String>,
+    /// Git metadata, when known.
+    pub git_info: Option<GitInfo>,
+    /// Sub-agent nickname (unused by Keel).
+    pub agent_nickname: Option<String>,
+    /// Sub-agent role (unused by Keel).
+    pub agent_role: Option<String>,
+    /// Its turns, when requested (empty otherwise).
+    pub turns: Vec<Turn>,
+}
+
+/// Settings a client may set when starting, resuming or forking a thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadOverrides {
+    /// The model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The provider id.
+    #[serde(default)]
+    pub model_provider: Option<String>,
+    /// Working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Approval policy.
+    #[serde(default)]
+    pub approval_policy: Option<AskForApproval>,
+    /// Sandbox mode.
+    #[serde(default)]
+    pub sandbox: Option<SandboxMode>,
+    /// `config.toml` overrides by dotted key.
+    #[serde(default)]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Replaces the base instructions.
+    #[serde(default)]
+    pub base_instructions: Option<String>,
+    /// Extra developer instructions.
+    #[serde(default)]
+    pub developer_instructions: Option<String>,
+}
+
+/// Params of `thread/start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartParams {
+    /// Settings for the new thread.
+    #[serde(flatten)]
+    pub overrides: ThreadOverrides,
+    /// Do not record the thread on disk.
+    #[serde(default)]
+    pub ephemeral: Option<bool>,
+}
+
+/// Result of `thread/start`, `thread/resume` and `thread/fork`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartResponse {
+    /// The thread.
+    pub thread: Thread,
+    /// What it runs with.
+    #[serde(flatten)]
+    pub settings: ThreadSettings,
+}
+
+/// Result of `thread/resume`.
+pub type ThreadResumeResponse = ThreadStartResponse;
+/// Result of `thread/fork`.
+pub type ThreadForkResponse = ThreadStartResponse;
+
+/// Params of `thread/resume`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResumeParams {
+    /// The thread to load.
+    pub thread_id: String,
+    /// Settings to change.
+    #[serde(flatten)]
+    pub overrides: ThreadOverrides,
+}
+
+/// Params of `thread/fork`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadForkParams {
+    /// The thread to copy.
+    pub thread_id: String,
+    /// Settings for the copy.
+    #[serde(flatten)]
+    pub overrides: ThreadOverrides,
+    /// Do not record the copy on disk.
+    #[serde(default)]
+    pub ephemeral: bool,
+}
+
+/// Params naming one thread (`thread/archive`, `thread/unarchive`, `thread/unsubscribe`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadIdParams {
+    /// The thread.
+    pub thread_id: String,
+}
+
+/// Params of `thread/read`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Include its turns.
+    #[serde(default)]
+    pub include_turns: bool,
+}
+
+/// Result of `thread/read`, `thread/unarchive` and `thread/rollback`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadResponse {
+    /// The thread.
+    pub thread: Thread,
+}
+
+/// Params of `thread/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadListParams {
+    /// From the previous page's `nextCursor`.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Page size (default 25).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Only threads whose cwd is this.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Only threads whose preview or name contains this (case-insensitive).
+    #[serde(default)]
+    pub search_term: Option<String>,
+    /// List archived threads instead.
+    #[serde(default)]
+    pub archived: Option<bool>,
+}
+
+/// Result of `thread/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadListResponse {
+    /// Threads, newest first.
+    pub data: Vec<Thread>,
+    /// Pass as `cursor` for the next page.
+    pub next_cursor: Option<String>,
+}
+
+/// Params of `thread/loaded/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadLoadedListParams {
+    /// From the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Result of `thread/loaded/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadLoadedListResponse {
+    /// Ids of loaded threads.
+    pub data: Vec<String>,
+    /// Pass as `cursor` for the next page.
+    pub next_cursor: Option<String>,
+}
+
+/// Params of `thread/name/set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSetNameParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Its new name.
+    pub name: String,
+}
+
+/// Result of `thread/unsubscribe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ThreadUnsubscribeStatus {
+    /// The thread is not loaded.
+    NotLoaded,
+    /// This connection was not subscribed.
+    NotSubscribed,
+    /// This connection no longer receives the thread's notifications.
+    Unsubscribed,
+}
+
+/// Result of `thread/unsubscribe`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadUnsubscribeResponse {
+    /// What happened.
+    pub status: ThreadUnsubscribeStatus,
+}
+
+/// Params of `thread/rollback`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRollbackParams {
+    /// The thread.
+    pub thread_id: String,
+    /// How many of the latest turns to drop.
+    pub num_turns: u32,
+}
+
+/// An empty result (`{}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EmptyResponse {}

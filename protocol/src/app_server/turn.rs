@@ -1,0 +1,109 @@
+//! Turns and the `turn/*` methods.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{SandboxPolicyV2, ThreadItem, UserInput};
+use crate::{AskForApproval, ReasoningEffort};
+
+/// How a turn stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnStatus {
+    /// The model answered without further tool calls.
+    Completed,
+    /// The client interrupted it (or declined with `cancel`).
+    Interrupted,
+    /// It ended with an error.
+    Failed,
+    /// Still running.
+    InProgress,
+}
+
+/// Why a turn failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnError {
+    /// What went wrong.
+    pub message: String,
+    /// More detail, when there is any.
+    #[serde(default)]
+    pub additional_details: Option<String>,
+}
+
+/// One turn: the user's input and everything done for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Turn {
+    /// Turn id.
+    pub id: String,
+    /// Its items (complete in `turn/completed` and `thread/read`; empty when just started).
+    pub items: Vec<ThreadItem>,
+    /// How it stands.
+    pub status: TurnStatus,
+    /// Why it failed, when it did.
+    pub error: Option<TurnError>,
+}
+
+/// Params of `turn/start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStartParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The user's input.
+    pub input: Vec<UserInput>,
+    /// New working directory, from this turn on.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// New approval policy, from this turn on.
+    #[serde(default)]
+    pub approval_policy: Option<AskForApproval>,
+    /// New sandbox, from this turn on.
+    #[serde(default)]
+    pub sandbox_policy: Option<SandboxPolicyV2>,
+    /// New model, from this turn on.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// New reasoning effort, from this turn on.
+    #[serde(default)]
+    pub effort: Option<ReasoningEffort>,
+}
+
+/// Result of `turn/start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStartResponse {
+    /// The new turn (in progress, no items yet).
+    pub turn: Turn,
+}
+
+/// Params of `turn/steer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn the client believes is running.
+    pub expected_turn_id: String,
+    /// Input to add to it.
+    pub input: Vec<UserInput>,
+}
+
+/// Result of `turn/steer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerResponse {
+    /// The turn the input joined.
+    pub turn_id: String,
+}
+
+/// Params of `turn/interrupt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnInterruptParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The running turn.
+    pub turn_id: String,
+}
