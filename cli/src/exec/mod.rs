@@ -1,8 +1,11 @@
-//! `keel exec`: run one task headless.
+//! `keel exec`: run one task headless, as a client of the in-process app-server.
 //!
-//! No one is there to answer approval requests, so the approval policy is `never` unless the
-//! configuration or `--full-auto` says otherwise; any request that still arrives is denied.
+//! It starts (or resumes) a thread, starts one turn, renders the notifications, and ends on
+//! `turn/completed` for its own thread and turn. No one is there to answer approval requests,
+//! so the approval policy is `never` unless `--full-auto` says otherwise; any request that
+//! still arrives is declined.
 
+mod outcome;
 mod render;
 
 use std::io::{Read, Write};
@@ -11,14 +14,16 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use keel_core::{
-    Config, ConfigOverrides, ConversationManager, NewConversation, find_keel_home,
-    find_rollout_path, list_conversations, parse_cli_override,
+use keel_app_server::{InProcessAppServerClient, InProcessEvent, ServerConfig};
+use keel_core::{find_keel_home, parse_cli_override};
+use keel_protocol::app_server::{
+    ClientInfo, ServerRequest, ThreadListParams, ThreadOverrides, ThreadResumeParams,
+    ThreadStartParams, ThreadStartResponse, TurnInterruptParams, TurnStartParams, UserInput,
+    client_request,
 };
-use keel_protocol::{
-    AskForApproval, ConversationId, EventMsg, InputItem, Op, ReviewDecision, SandboxMode,
-};
+use keel_protocol::{AskForApproval, MethodTable, SandboxMode};
 
+use outcome::{TurnOutcome, turn_outcome};
 use render::HumanRenderer;
 
 /// Arguments of `keel exec`.
@@ -93,29 +98,56 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     for raw in &args.config_overrides {
         cli_overrides.push(parse_cli_override(raw)?);
     }
-    let mut overrides = ConfigOverrides {
+    if let Some(profile) = &args.profile {
+        cli_overrides.push(("profile".to_string(), toml::Value::String(profile.clone())));
+    }
+    let process_cwd = std::env::current_dir().context("reading the current directory")?;
+    let cwd = match &args.cwd {
+        Some(dir) => {
+            std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?
+        }
+        None => process_cwd.clone(),
+    };
+    let mut overrides = ThreadOverrides {
         model: args.model.clone(),
-        config_profile: args.profile.clone(),
-        cwd: args.cwd.clone(),
-        sandbox_mode: args.sandbox.map(|s| match s {
+        cwd: Some(cwd.clone()),
+        sandbox: args.sandbox.map(|s| match s {
             SandboxArg::ReadOnly => SandboxMode::ReadOnly,
             SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
             SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
         }),
         approval_policy: Some(AskForApproval::Never),
-        ..ConfigOverrides::default()
+        ..ThreadOverrides::default()
     };
     if args.full_auto {
         overrides.approval_policy = Some(AskForApproval::OnRequest);
-        overrides
-            .sandbox_mode
-            .get_or_insert(SandboxMode::WorkspaceWrite);
+        overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
     }
-    let config = Config::load(&home, cli_overrides, overrides)?;
-    let manager = ConversationManager::new();
+    let client = InProcessAppServerClient::start(
+        ServerConfig {
+            keel_home: home.clone(),
+            cli_overrides,
+            cwd: process_cwd,
+        },
+        ClientInfo {
+            name: "keel_exec".to_string(),
+            title: None,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        None,
+    )
+    .await?;
 
-    let (prompt_arg, new) = match args.resume {
-        None => (args.prompt, manager.new_conversation(config).await?),
+    let (prompt_arg, thread) = match args.resume {
+        None => {
+            let thread = client
+                .request::<client_request::ThreadStart>(ThreadStartParams {
+                    overrides,
+                    ephemeral: None,
+                })
+                .await?;
+            (args.prompt, thread)
+        }
         Some(ResumeCommand::Resume {
             mut id,
             last,
@@ -124,31 +156,35 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             if last && prompt.is_none() {
                 prompt = id.take();
             }
-            let path = if last {
-                list_conversations(&home, 1, None)
-                    .await?
-                    .items
+            let thread_id = if last {
+                let list = client
+                    .request::<client_request::ThreadList>(ThreadListParams {
+                        limit: Some(1),
+                        ..ThreadListParams::default()
+                    })
+                    .await?;
+                list.data
                     .into_iter()
                     .next()
-                    .map(|s| s.path)
+                    .map(|t| t.id)
                     .with_context(|| {
                         format!("no recorded conversations under {}", home.display())
                     })?
             } else {
-                let Some(id) = id else {
-                    bail!("`keel exec resume` needs a conversation id or --last");
-                };
-                let id: ConversationId = id.parse()?;
-                find_rollout_path(&home, id)
-                    .await?
-                    .with_context(|| format!("no recorded conversation with id {id}"))?
+                id.context("`keel exec resume` needs a conversation id or --last")?
             };
-            let prompt = prompt.or(args.prompt);
-            (prompt, manager.resume_conversation(config, &path).await?)
+            overrides.cwd = args.cwd.as_ref().map(|_| cwd.clone());
+            let thread = client
+                .request::<client_request::ThreadResume>(ThreadResumeParams {
+                    thread_id,
+                    overrides,
+                })
+                .await?;
+            (prompt.or(args.prompt), thread)
         }
     };
     let prompt = read_prompt(prompt_arg)?;
-    drive(new, prompt, args.json).await
+    drive(&client, thread, prompt, args.json).await
 }
 
 fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
@@ -174,63 +210,87 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     Ok(prompt)
 }
 
-/// Submits the task and renders events until the turn ends.
-async fn drive(new: NewConversation, prompt: String, json: bool) -> anyhow::Result<ExitCode> {
-    let conversation = new.conversation;
+/// Starts the turn and renders notifications until it completes.
+async fn drive(
+    client: &InProcessAppServerClient,
+    thread: ThreadStartResponse,
+    prompt: String,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let mut renderer = HumanRenderer::default();
     let stdout = std::io::stdout();
-    if json {
-        let line = serde_json::json!({"id": "", "msg": EventMsg::SessionConfigured(new.session_configured)});
-        write_line(&stdout, &line.to_string())?;
-    } else {
-        renderer.session_configured(&new.session_configured);
+    if !json {
+        renderer.thread_started(&thread);
     }
-    conversation
-        .submit(Op::UserInput {
-            items: vec![InputItem::text(prompt)],
+    let thread_id = thread.thread.id.clone();
+    let turn = client
+        .request::<client_request::TurnStart>(TurnStartParams {
+            thread_id: thread_id.clone(),
+            input: vec![UserInput::Text {
+                text: prompt,
+                text_elements: Vec::new(),
+            }],
+            cwd: None,
+            approval_policy: None,
+            sandbox_policy: None,
+            model: None,
+            effort: None,
         })
         .await?;
+    let turn_id = turn.turn.id;
     let mut interrupted = false;
     loop {
         let event = tokio::select! {
-            event = conversation.next_event() => event?,
+            event = client.next_event() => event.context("the in-process app-server stopped")?,
             _ = tokio::signal::ctrl_c(), if !interrupted => {
                 interrupted = true;
                 eprintln!("interrupting…");
-                conversation.submit(Op::Interrupt).await?;
+                client
+                    .request::<client_request::TurnInterrupt>(TurnInterruptParams {
+                        thread_id: thread_id.clone(),
+                        turn_id: turn_id.clone(),
+                    })
+                    .await?;
                 continue;
             }
         };
-        if json {
-            write_line(&stdout, &serde_json::to_string(&event)?)?;
-        } else {
-            renderer.event(&event.msg);
-        }
-        match event.msg {
-            EventMsg::ExecApprovalRequest(request) => {
-                conversation
-                    .submit(Op::ExecApproval {
-                        id: request.call_id,
-                        decision: ReviewDecision::Denied,
-                    })
-                    .await?;
-            }
-            EventMsg::ApplyPatchApprovalRequest(request) => {
-                conversation
-                    .submit(Op::PatchApproval {
-                        id: request.call_id,
-                        decision: ReviewDecision::Denied,
-                    })
-                    .await?;
-            }
-            EventMsg::TaskComplete(done) => {
-                if !json && let Some(message) = done.last_agent_message {
-                    write_line(&stdout, &message)?;
+        match event {
+            InProcessEvent::Notification(notification) => {
+                if json {
+                    let (method, params) = notification.clone().into_method_and_params()?;
+                    write_line(
+                        &stdout,
+                        &serde_json::json!({"method": method, "params": params}).to_string(),
+                    )?;
+                } else {
+                    renderer.notification(&notification);
                 }
-                return Ok(ExitCode::SUCCESS);
+                if let Some(outcome) = turn_outcome(&notification, &thread_id, &turn_id) {
+                    match &outcome {
+                        TurnOutcome::Completed(Some(message)) if !json => {
+                            write_line(&stdout, message)?
+                        }
+                        TurnOutcome::Interrupted if !json => eprintln!("turn interrupted"),
+                        _ => {}
+                    }
+                    return Ok(ExitCode::from(outcome.exit_code()));
+                }
             }
-            EventMsg::TurnAborted(_) | EventMsg::Error(_) => return Ok(ExitCode::from(1)),
-            _ => {}
+            InProcessEvent::ServerRequest { id, request } => {
+                let what = match &request {
+                    ServerRequest::CommandExecutionRequestApproval(p) => {
+                        format!("command `{}`", p.command.clone().unwrap_or_default())
+                    }
+                    ServerRequest::FileChangeRequestApproval(_) => "a patch".to_string(),
+                };
+                eprintln!("approval needed for {what}; declined (keel exec cannot ask)");
+                client
+                    .respond(id, serde_json::json!({"decision": "decline"}))
+                    .await?;
+            }
+            InProcessEvent::Lagged { skipped } => {
+                eprintln!("warning: {skipped} events were dropped because output fell behind");
+            }
         }
     }
 }

@@ -1,93 +1,101 @@
-//! The readable progress stream `keel exec` prints on stderr.
+//! The readable progress stream `keel exec` prints on stderr, from app-server notifications.
 
 use std::io::Write;
 
-use keel_protocol::{EventMsg, SessionConfiguredEvent, StepStatus};
+use keel_protocol::app_server::{
+    PatchApplyStatus, ServerNotification, ThreadItem, ThreadStartResponse, TurnPlanStepStatus,
+};
 
-/// Turns events into short human-readable lines.
+/// Turns notifications into short human-readable lines.
 #[derive(Default)]
 pub struct HumanRenderer {
     in_message: bool,
 }
 
 impl HumanRenderer {
-    /// Prints what the session runs with.
-    pub fn session_configured(&mut self, event: &SessionConfiguredEvent) {
+    /// Prints what the thread runs with.
+    pub fn thread_started(&mut self, response: &ThreadStartResponse) {
         eprintln!(
-            "keel {} | model {} ({}) | cwd {} | session {}",
+            "keel {} | model {} ({}) | cwd {} | thread {}",
             env!("CARGO_PKG_VERSION"),
-            event.model,
-            event.model_provider_id,
-            event.cwd.display(),
-            event.session_id
+            response.settings.model,
+            response.settings.model_provider,
+            response.settings.cwd.display(),
+            response.thread.id
         );
     }
 
-    /// Prints one event, if it is worth showing.
-    pub fn event(&mut self, msg: &EventMsg) {
+    /// Prints one notification, if it is worth showing.
+    pub fn notification(&mut self, notification: &ServerNotification) {
         let mut err = std::io::stderr().lock();
-        if self.in_message && !matches!(msg, EventMsg::AgentMessageDelta(_)) {
-            let _newline = writeln!(err);
-            self.in_message = false;
+        if let ServerNotification::AgentMessageDelta(delta) = notification {
+            self.in_message = true;
+            let _partial = write!(err, "{}", delta.delta);
+            return;
         }
-        let line = match msg {
-            EventMsg::AgentMessageDelta(delta) => {
-                self.in_message = true;
-                let _partial = write!(err, "{}", delta.delta);
-                return;
-            }
-            EventMsg::AgentReasoning(reasoning) => format!("thinking: {}", reasoning.text),
-            EventMsg::ExecCommandBegin(begin) => format!("$ {}", shell_words(&begin.command)),
-            EventMsg::ExecCommandEnd(end) => format!(
-                "  exit {} in {:.1}s{}",
-                end.exit_code,
-                end.duration.as_secs_f64(),
-                tail(&end.aggregated_output)
-            ),
-            EventMsg::PatchApplyEnd(end) if end.success => {
-                format!("patch applied:\n{}", end.stdout.trim_end())
-            }
-            EventMsg::PatchApplyEnd(end) => format!("patch failed: {}", end.stderr.trim_end()),
-            EventMsg::PlanUpdate(plan) => {
+        let line = match notification {
+            ServerNotification::ItemStarted(started) => match &started.item {
+                ThreadItem::CommandExecution { command, .. } => format!("$ {command}"),
+                _ => return,
+            },
+            ServerNotification::ItemCompleted(done) => match &done.item {
+                ThreadItem::CommandExecution {
+                    exit_code,
+                    duration_ms,
+                    aggregated_output,
+                    status,
+                    ..
+                } => match exit_code {
+                    Some(code) => format!(
+                        "  exit {code} in {:.1}s{}",
+                        duration_ms.unwrap_or_default() as f64 / 1000.0,
+                        tail(aggregated_output.as_deref().unwrap_or_default())
+                    ),
+                    None => format!("  not run ({status:?})"),
+                },
+                ThreadItem::FileChange {
+                    changes, status, ..
+                } => {
+                    let files: Vec<String> = changes
+                        .iter()
+                        .map(|c| c.path.display().to_string())
+                        .collect();
+                    match status {
+                        PatchApplyStatus::Completed => {
+                            format!("patch applied: {}", files.join(", "))
+                        }
+                        other => format!("patch not applied ({other:?}): {}", files.join(", ")),
+                    }
+                }
+                ThreadItem::Reasoning { summary, .. } => format!("thinking: {}", summary.join(" ")),
+                ThreadItem::AgentMessage { .. } if self.in_message => {
+                    self.in_message = false;
+                    String::new()
+                }
+                _ => return,
+            },
+            ServerNotification::TurnPlanUpdated(plan) => {
                 let mut text = String::from("plan:");
-                for item in &plan.plan {
-                    let mark = match item.status {
-                        StepStatus::Completed => "[x]",
-                        StepStatus::InProgress => "[>]",
-                        StepStatus::Pending => "[ ]",
+                for step in &plan.plan {
+                    let mark = match step.status {
+                        TurnPlanStepStatus::Completed => "[x]",
+                        TurnPlanStepStatus::InProgress => "[>]",
+                        TurnPlanStepStatus::Pending => "[ ]",
                     };
-                    text.push_str(&format!("\n  {mark} {}", item.step));
+                    text.push_str(&format!("\n  {mark} {}", step.step));
                 }
                 text
             }
-            EventMsg::ExecApprovalRequest(request) => format!(
-                "approval needed for `{}`; denied (keel exec cannot ask)",
-                shell_words(&request.command)
-            ),
-            EventMsg::ApplyPatchApprovalRequest(_) => {
-                "patch approval needed; denied (keel exec cannot ask)".to_string()
+            ServerNotification::Error(error) if error.will_retry => {
+                format!("retrying: {}", error.error.message)
             }
-            EventMsg::StreamError(notice) => format!("retrying: {}", notice.message),
-            EventMsg::Warning(warning) => format!("warning: {}", warning.message),
-            EventMsg::BackgroundEvent(event) => event.message.clone(),
-            EventMsg::Error(error) => format!("error: {}", error.message),
-            EventMsg::TurnAborted(_) => "turn interrupted".to_string(),
-            EventMsg::TokenCount(count) => match &count.info {
-                Some(info) => format!("tokens used: {}", info.total_token_usage.total_tokens),
-                None => return,
-            },
+            ServerNotification::Error(error) => format!("error: {}", error.error.message),
+            ServerNotification::ThreadTokenUsageUpdated(usage) => {
+                format!("tokens used: {}", usage.token_usage.total.total_tokens)
+            }
             _ => return,
         };
         let _line = writeln!(err, "{line}");
-    }
-}
-
-fn shell_words(argv: &[String]) -> String {
-    match argv {
-        [shell, flag, script] if (flag == "-lc" || flag == "-c") && shell.ends_with("sh") => {
-            script.clone()
-        }
-        _ => argv.join(" "),
     }
 }
 

@@ -75,7 +75,8 @@ async fn prints_progress_on_stderr_and_the_answer_on_stdout() -> anyhow::Result<
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "Wrote f.txt\n");
     assert!(
-        out.stderr.contains("$ echo from-shell > f.txt; cat f.txt"),
+        out.stderr
+            .contains("$ bash -lc 'echo from-shell > f.txt; cat f.txt'"),
         "{}",
         out.stderr
     );
@@ -97,23 +98,20 @@ async fn json_mode_prints_every_event_as_a_line() -> anyhow::Result<()> {
     )
     .await?;
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let types: Vec<String> = out
+    let methods: Vec<String> = out
         .stdout
         .lines()
         .map(|line| {
             let value: serde_json::Value = serde_json::from_str(line)?;
-            Ok(value["msg"]["type"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string())
+            Ok(value["method"].as_str().unwrap_or_default().to_string())
         })
         .collect::<anyhow::Result<_>>()?;
-    assert_eq!(
-        types.first().map(String::as_str),
-        Some("session_configured")
+    assert_eq!(methods.first().map(String::as_str), Some("thread/started"));
+    assert_eq!(methods.last().map(String::as_str), Some("turn/completed"));
+    assert!(
+        methods.iter().any(|m| m == "item/agentMessage/delta"),
+        "{methods:?}"
     );
-    assert_eq!(types.last().map(String::as_str), Some("task_complete"));
-    assert!(types.contains(&"user_message".to_string()), "{types:?}");
     assert!(out.stdout.contains("prompt from stdin"));
     Ok(())
 }
