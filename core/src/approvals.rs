@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use keel_protocol::{AskForApproval, SandboxPolicy};
+use keel_protocol::AskForApproval;
+
+use crate::sandbox::ResolvedPolicy;
 
 /// Programs that only read, safe to run without asking even under `untrusted`.
 const SAFE_PROGRAMS: &[&str] = &[
@@ -125,50 +127,37 @@ fn only_and_and(script: &str) -> bool {
     !without.contains(['>', '<', '`', '$', '(', ')', '\n', '&'])
 }
 
-/// What to do with a patch before applying it.
+/// What to do with a patch before applying it. `sandbox` is the policy resolved for the
+/// conversation (`None`: no restriction); a patch may write where a sandboxed command could.
 pub(crate) fn decide_patch(
     policy: AskForApproval,
-    sandbox: &SandboxPolicy,
-    cwd: &Path,
+    sandbox: Option<&ResolvedPolicy>,
     paths: &[PathBuf],
 ) -> ExecDecision {
-    let inside = paths.iter().all(|path| {
-        writable_roots(sandbox, cwd)
-            .iter()
-            .any(|root| path.starts_with(root))
-    });
-    let unrestricted = matches!(sandbox, SandboxPolicy::DangerFullAccess);
+    let allowed = |path: &PathBuf| {
+        sandbox.is_none_or(|resolved| {
+            resolved
+                .writable_roots
+                .iter()
+                .any(|root| path.starts_with(root))
+                && !resolved
+                    .read_only_subpaths
+                    .iter()
+                    .any(|ro| path.starts_with(ro))
+        })
+    };
+    let inside = paths.iter().all(allowed);
     match policy {
         AskForApproval::UnlessTrusted => ExecDecision::Ask(None),
-        _ if unrestricted || inside => ExecDecision::Run,
+        _ if inside => ExecDecision::Run,
         AskForApproval::Never => ExecDecision::Reject(
-            "the patch writes outside the writable roots and the approval policy is `never`"
+            "the patch writes outside the writable roots (or into a protected `.git`) and the \
+             approval policy is `never`"
                 .to_string(),
         ),
         AskForApproval::OnFailure | AskForApproval::OnRequest => ExecDecision::Ask(Some(
-            "the patch writes outside the writable roots".to_string(),
+            "the patch writes outside the writable roots (or into a protected `.git`)".to_string(),
         )),
-    }
-}
-
-/// Directories the sandbox lets commands and patches write to.
-pub(crate) fn writable_roots(sandbox: &SandboxPolicy, cwd: &Path) -> Vec<PathBuf> {
-    match sandbox {
-        SandboxPolicy::DangerFullAccess => vec![PathBuf::from("/")],
-        SandboxPolicy::ReadOnly => Vec::new(),
-        SandboxPolicy::WorkspaceWrite {
-            writable_roots,
-            exclude_tmpdir_env_var: _,
-            exclude_slash_tmp,
-            ..
-        } => {
-            let mut roots = vec![cwd.to_path_buf()];
-            roots.extend(writable_roots.iter().cloned());
-            if !exclude_slash_tmp {
-                roots.push(PathBuf::from("/tmp"));
-            }
-            roots
-        }
     }
 }
 
@@ -235,25 +224,41 @@ mod tests {
 
     #[test]
     fn patch_policies() {
-        let cwd = Path::new("/w");
-        let ws = SandboxPolicy::new_workspace_write();
-        let inside = [PathBuf::from("/w/a")];
+        let ws = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(ws.path().join(".git")).expect("mkdir .git");
+        let resolved = ResolvedPolicy::resolve(
+            &keel_protocol::SandboxPolicy::new_workspace_write(),
+            ws.path(),
+            None,
+            false,
+        );
+        let sandbox = resolved.as_ref();
+        let inside = [ws.path().join("a")];
+        let git = [ws.path().join(".git/config")];
         let outside = [PathBuf::from("/etc/a")];
         assert_eq!(
-            decide_patch(AskForApproval::OnRequest, &ws, cwd, &inside),
+            decide_patch(AskForApproval::OnRequest, sandbox, &inside),
             ExecDecision::Run
         );
         assert!(matches!(
-            decide_patch(AskForApproval::OnRequest, &ws, cwd, &outside),
+            decide_patch(AskForApproval::OnRequest, sandbox, &outside),
             ExecDecision::Ask(_)
         ));
         assert!(matches!(
-            decide_patch(AskForApproval::Never, &ws, cwd, &outside),
+            decide_patch(AskForApproval::OnRequest, sandbox, &git),
+            ExecDecision::Ask(_)
+        ));
+        assert!(matches!(
+            decide_patch(AskForApproval::Never, sandbox, &outside),
             ExecDecision::Reject(_)
         ));
         assert_eq!(
-            decide_patch(AskForApproval::UnlessTrusted, &ws, cwd, &inside),
+            decide_patch(AskForApproval::UnlessTrusted, sandbox, &inside),
             ExecDecision::Ask(None)
+        );
+        assert_eq!(
+            decide_patch(AskForApproval::Never, None, &outside),
+            ExecDecision::Run
         );
     }
 }

@@ -11,6 +11,7 @@ use keel_protocol::{
 use super::{ToolRouter, TurnDiffTracker};
 use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch};
 use crate::approvals::{ExecDecision, decide_patch};
+use crate::sandbox::ResolvedPolicy;
 use crate::session::turn::TurnStop;
 
 impl ToolRouter<'_> {
@@ -34,12 +35,13 @@ impl ToolRouter<'_> {
             }
         };
         let paths: Vec<PathBuf> = action.writes().iter().map(|w| w.path.clone()).collect();
-        let decision = decide_patch(
-            self.context.approval_policy,
+        let resolved = ResolvedPolicy::resolve(
             &self.context.sandbox_policy,
-            cwd,
-            &paths,
+            &self.context.cwd,
+            self.context.shell_env.get("TMPDIR").map(Path::new),
+            self.context.sandbox_allow_git_writes,
         );
+        let decision = decide_patch(self.context.approval_policy, resolved.as_ref(), &paths);
         let auto_approved = match decision {
             ExecDecision::Run => true,
             ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),

@@ -125,3 +125,41 @@ async fn shell_call_carrying_apply_patch_is_applied_in_process() -> anyhow::Resu
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_obey_the_sandbox_roots_and_keep_git_read_only() -> anyhow::Result<()> {
+    let into_git =
+        "*** Begin Patch\n*** Add File: .git/hooks/post-commit\n+#!/bin/sh\n*** End Patch";
+    let inside = "*** Begin Patch\n*** Add File: ok.txt\n+fine\n*** End Patch";
+    let script = Script::new([
+        Turn::new([apply_patch_call("g1", into_git)]),
+        Turn::new([apply_patch_call("i1", inside)]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let env = TestEnv::new(
+        script,
+        &[
+            ("sandbox_mode", "workspace-write".into()),
+            ("approval_policy", "never".into()),
+        ],
+    )
+    .await?;
+    std::fs::create_dir_all(env.ws().join(".git/hooks"))?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch").await?;
+    until_turn_end(&new.conversation).await?;
+    assert!(!env.ws().join(".git/hooks/post-commit").exists());
+    assert_eq!(std::fs::read_to_string(env.ws().join("ok.txt"))?, "fine\n");
+    let output = env.mock.requests()[1]
+        .tool_output("g1")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        output
+            .as_str()
+            .unwrap_or_default()
+            .contains("protected `.git`"),
+        "{output}"
+    );
+    Ok(())
+}
