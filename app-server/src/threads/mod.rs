@@ -2,6 +2,7 @@
 //! translator to every subscribed connection, and carries approvals out as server requests.
 
 mod history;
+mod items;
 mod translate;
 
 use std::collections::HashMap;

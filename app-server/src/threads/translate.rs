@@ -13,6 +13,8 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
+use super::items::{command_item, display_command};
+
 /// Something the thread's pump must do for an event.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Output {
@@ -578,39 +580,6 @@ impl Translator {
     }
 }
 
-fn command_item(
-    call_id: &str,
-    command: &[String],
-    cwd: &std::path::Path,
-    parsed: &[keel_protocol::ParsedCommand],
-) -> ThreadItem {
-    ThreadItem::CommandExecution {
-        id: call_id.to_string(),
-        command: display_command(command),
-        cwd: cwd.to_path_buf(),
-        process_id: None,
-        status: CommandExecutionStatus::InProgress,
-        command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
-        aggregated_output: None,
-        exit_code: None,
-        duration_ms: None,
-    }
-}
-
-/// A command line as a shell would show it.
-pub(crate) fn display_command(argv: &[String]) -> String {
-    argv.iter()
-        .map(|word| {
-            if !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-            {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;

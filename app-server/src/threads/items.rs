@@ -1,0 +1,41 @@
+//! Building thread items from engine values.
+
+use keel_protocol::app_server::{CommandAction, CommandExecutionStatus, ThreadItem};
+
+/// A command item in progress, as an approval request or `exec_command_begin` starts it.
+pub(crate) fn command_item(
+    call_id: &str,
+    command: &[String],
+    cwd: &std::path::Path,
+    parsed: &[keel_protocol::ParsedCommand],
+) -> ThreadItem {
+    ThreadItem::CommandExecution {
+        id: call_id.to_string(),
+        command: display_command(command),
+        cwd: cwd.to_path_buf(),
+        process_id: None,
+        status: CommandExecutionStatus::InProgress,
+        command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
+        aggregated_output: None,
+        exit_code: None,
+        duration_ms: None,
+    }
+}
+
+/// A command line as a shell would show it (words quoted only when needed).
+pub(crate) fn display_command(argv: &[String]) -> String {
+    argv.iter()
+        .map(|word| {
+            if !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,206 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use keel_protocol::app_server::{ServerNotification, ServerRequest, ThreadItem, TurnStatus};
+use keel_protocol::exec_server::ExecOutputStream;
+use keel_protocol::{
+    AgentMessageDeltaEvent, AgentMessageEvent, Base64Bytes, CallId, ErrorEvent, Event, EventMsg,
+    ExecApprovalRequestEvent, ExecCommandBeginEvent, ExecCommandEndEvent,
+    ExecCommandOutputDeltaEvent, ExecCommandSource, ExecCommandStatus, SubmissionId,
+    TaskCompleteEvent, TaskStartedEvent, TurnId, UserMessageEvent,
+};
+use pretty_assertions::assert_eq;
+
+use super::{Output, Translator};
+
+fn event(msg: EventMsg) -> Event {
+    Event {
+        id: SubmissionId::new("t1"),
+        msg,
+    }
+}
+
+fn notifications(outputs: Vec<Output>) -> Vec<ServerNotification> {
+    outputs
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Notify(n) => Some(n),
+            Output::Approval { .. } => None,
+        })
+        .collect()
+}
+
+fn start(translator: &mut Translator) {
+    translator.handle(&event(EventMsg::TaskStarted(TaskStartedEvent {
+        turn_id: TurnId::new("t1"),
+        model_context_window: None,
+    })));
+}
+
+#[test]
+fn agent_message_keeps_one_item_id_from_delta_to_completion() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    let first = notifications(translator.handle(&event(EventMsg::AgentMessageDelta(
+        AgentMessageDeltaEvent {
+            delta: "Hel".into(),
+        },
+    ))));
+    let ServerNotification::ItemStarted(started) = &first[0] else {
+        panic!("{first:?}")
+    };
+    let id = started.item.id().to_string();
+    let ServerNotification::AgentMessageDelta(delta) = &first[1] else {
+        panic!("{first:?}")
+    };
+    assert_eq!(delta.item_id, id);
+    let second = notifications(translator.handle(&event(EventMsg::AgentMessageDelta(
+        AgentMessageDeltaEvent { delta: "lo".into() },
+    ))));
+    assert_eq!(second.len(), 1, "no second item/started");
+    let done = notifications(translator.handle(&event(EventMsg::AgentMessage(
+        AgentMessageEvent {
+            message: "Hello".into(),
+        },
+    ))));
+    let ServerNotification::ItemCompleted(completed) = &done[0] else {
+        panic!("{done:?}")
+    };
+    assert_eq!(
+        completed.item,
+        ThreadItem::AgentMessage {
+            id,
+            text: "Hello".into()
+        }
+    );
+}
+
+#[test]
+fn command_approval_starts_the_item_once_and_end_completes_it() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    let call = CallId::new("c1");
+    let argv = vec!["bash".to_string(), "-lc".to_string(), "echo hi".to_string()];
+    let outputs = translator.handle(&event(EventMsg::ExecApprovalRequest(
+        ExecApprovalRequestEvent {
+            call_id: call.clone(),
+            turn_id: TurnId::new("t1"),
+            command: argv.clone(),
+            cwd: PathBuf::from("/w"),
+            reason: Some("why".into()),
+            parsed_cmd: Vec::new(),
+        },
+    )));
+    assert!(matches!(
+        &outputs[0],
+        Output::Notify(ServerNotification::ItemStarted(_))
+    ));
+    let Output::Approval {
+        request: ServerRequest::CommandExecutionRequestApproval(params),
+        is_patch,
+        ..
+    } = &outputs[1]
+    else {
+        panic!("{outputs:?}")
+    };
+    assert!(!is_patch);
+    assert_eq!(params.command.as_deref(), Some("bash -lc 'echo hi'"));
+    assert_eq!(params.item_id, "c1");
+    let begin = notifications(translator.handle(&event(EventMsg::ExecCommandBegin(
+        ExecCommandBeginEvent {
+            call_id: call.clone(),
+            turn_id: TurnId::new("t1"),
+            command: argv.clone(),
+            cwd: PathBuf::from("/w"),
+            parsed_cmd: Vec::new(),
+            source: ExecCommandSource::Agent,
+        },
+    ))));
+    assert!(
+        begin.is_empty(),
+        "already started by the approval: {begin:?}"
+    );
+    let delta = notifications(translator.handle(&event(EventMsg::ExecCommandOutputDelta(
+        ExecCommandOutputDeltaEvent {
+            call_id: call.clone(),
+            stream: ExecOutputStream::Stdout,
+            chunk: Base64Bytes::from(b"hi\n".as_slice()),
+        },
+    ))));
+    assert!(
+        matches!(&delta[0], ServerNotification::CommandExecutionOutputDelta(d) if d.delta == "hi\n")
+    );
+    let end = notifications(translator.handle(&event(EventMsg::ExecCommandEnd(
+        ExecCommandEndEvent {
+            call_id: call,
+            turn_id: TurnId::new("t1"),
+            command: argv,
+            cwd: PathBuf::from("/w"),
+            parsed_cmd: Vec::new(),
+            source: ExecCommandSource::Agent,
+            stdout: "hi\n".into(),
+            stderr: String::new(),
+            aggregated_output: "hi\n".into(),
+            exit_code: 0,
+            duration: Duration::from_millis(1500),
+            formatted_output: "hi\n".into(),
+            status: ExecCommandStatus::Completed,
+        },
+    ))));
+    let ServerNotification::ItemCompleted(done) = &end[0] else {
+        panic!("{end:?}")
+    };
+    let ThreadItem::CommandExecution {
+        exit_code,
+        duration_ms,
+        ..
+    } = &done.item
+    else {
+        panic!()
+    };
+    assert_eq!((*exit_code, *duration_ms), (Some(0), Some(1500)));
+}
+
+#[test]
+fn turn_completion_carries_every_item_and_the_status() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    translator.handle(&event(EventMsg::UserMessage(UserMessageEvent {
+        message: "hi".into(),
+        images: Vec::new(),
+    })));
+    translator.handle(&event(EventMsg::AgentMessage(AgentMessageEvent {
+        message: "yo".into(),
+    })));
+    let done = notifications(translator.handle(&event(EventMsg::TaskComplete(
+        TaskCompleteEvent {
+            turn_id: TurnId::new("t1"),
+            last_agent_message: Some("yo".into()),
+        },
+    ))));
+    let ServerNotification::TurnCompleted(completed) = &done[0] else {
+        panic!("{done:?}")
+    };
+    assert_eq!(completed.turn.status, TurnStatus::Completed);
+    assert_eq!(completed.turn.items.len(), 2);
+    assert_eq!(translator.turns.len(), 1);
+    assert_eq!(translator.active_turn_id(), None);
+}
+
+#[test]
+fn an_error_fails_the_turn_with_its_message() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    let outputs = notifications(translator.handle(&event(EventMsg::Error(ErrorEvent {
+        message: "HTTP 401".into(),
+    }))));
+    assert!(matches!(&outputs[0], ServerNotification::Error(e) if !e.will_retry));
+    let ServerNotification::TurnCompleted(completed) = &outputs[1] else {
+        panic!("{outputs:?}")
+    };
+    assert_eq!(completed.turn.status, TurnStatus::Failed);
+    assert_eq!(
+        completed.turn.error.as_ref().map(|e| e.message.as_str()),
+        Some("HTTP 401")
+    );
+}
