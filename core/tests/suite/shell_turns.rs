@@ -116,3 +116,52 @@ async fn streaming_deltas_and_token_counts_are_reported() -> anyhow::Result<()> 
     assert!(usage.is_some_and(|u| u.total_token_usage.total_tokens > 0));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_during_a_turn_joins_that_turn() -> anyhow::Result<()> {
+    // The command waits for a file the test creates once the extra input is queued.
+    let wait = "for i in $(seq 400); do [ -f go ] && exit 0; sleep 0.05; done; exit 1";
+    let script = Script::new([
+        Turn::new([shell_call("slow", ["bash", "-c", wait])]),
+        Turn::new([assistant_message("saw both")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "first").await?;
+    events_until(&new.conversation, |m| {
+        matches!(m, EventMsg::ExecCommandBegin(_))
+    })
+    .await?;
+    say(&new.conversation, "also this").await?;
+    // Submissions are handled in order: the refusal of this rollback proves the input before
+    // it was queued for the running turn.
+    new.conversation
+        .submit(keel_protocol::Op::ThreadRollback { num_turns: 1 })
+        .await?;
+    events_until(
+        &new.conversation,
+        |m| matches!(m, EventMsg::Error(e) if e.message.contains("roll back")),
+    )
+    .await?;
+    std::fs::write(env.ws().join("go"), "")?;
+    let events = until_turn_end(&new.conversation).await?;
+    assert!(
+        matches!(
+            events.last().map(|e| &e.msg),
+            Some(EventMsg::TaskComplete(_))
+        ),
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::TaskStarted(_))),
+        "one turn"
+    );
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let second = serde_json::to_string(requests[1].input())?;
+    assert!(second.contains("also this"), "{second}");
+    Ok(())
+}
