@@ -34,6 +34,16 @@ impl Reply {
         })
     }
 
+    /// A result followed by a notification to the same connection.
+    pub(crate) fn then_notify<T: Serialize>(
+        value: &T,
+        outgoing: &Arc<Outgoing>,
+        notification: keel_protocol::app_server::ServerNotification,
+    ) -> Result<Self> {
+        let outgoing = outgoing.clone();
+        Self::then(value, async move { outgoing.notify(notification).await })
+    }
+
     /// A result followed by `after`.
     pub(crate) fn then<T: Serialize>(
         value: &T,

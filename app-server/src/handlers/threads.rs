@@ -37,8 +37,7 @@ fn started_reply(response: &ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Re
     let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
         thread: response.thread.clone(),
     });
-    let outgoing = outgoing.clone();
-    Reply::then(response, async move { outgoing.notify(notification).await })
+    Reply::then_notify(response, outgoing, notification)
 }
 
 fn start_response(thread: &LoadedThread, include_turns: bool) -> ThreadStartResponse {
@@ -317,14 +316,10 @@ pub(crate) async fn archive(
     };
     state.unload(id).await;
     archive_rollout(state.keel_home(), &path).await?;
-    let outgoing = outgoing.clone();
-    Reply::then(&EmptyResponse {}, async move {
-        outgoing
-            .notify(ServerNotification::ThreadArchived(ThreadIdNotification {
-                thread_id: id.to_string(),
-            }))
-            .await;
-    })
+    let notification = ServerNotification::ThreadArchived(ThreadIdNotification {
+        thread_id: id.to_string(),
+    });
+    Reply::then_notify(&EmptyResponse {}, outgoing, notification)
 }
 
 /// `thread/unarchive`.
@@ -339,14 +334,10 @@ pub(crate) async fn unarchive(
     })?;
     let path = unarchive_rollout(state.keel_home(), &summary.path).await?;
     let thread = recorded_thread(&path, false).await?;
-    let outgoing = outgoing.clone();
-    Reply::then(&ThreadResponse { thread }, async move {
-        outgoing
-            .notify(ServerNotification::ThreadUnarchived(ThreadIdNotification {
-                thread_id: id.to_string(),
-            }))
-            .await;
-    })
+    let notification = ServerNotification::ThreadUnarchived(ThreadIdNotification {
+        thread_id: id.to_string(),
+    });
+    Reply::then_notify(&ThreadResponse { thread }, outgoing, notification)
 }
 
 /// `thread/name/set`: recorded in the rollout file so lists show it after a restart.
