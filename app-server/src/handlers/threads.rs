@@ -122,15 +122,26 @@ pub(crate) async fn resume(
         .manager
         .resume_conversation(config.clone(), &path)
         .await?;
+    let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
+    load_recorded(state, new, &config, file_meta, outgoing).await
+}
+
+/// Loads a resumed or forked conversation with the turns its rollout recorded.
+async fn load_recorded(
+    state: &AppState,
+    new: keel_core::NewConversation,
+    config: &keel_core::Config,
+    file_meta: Option<(String, Option<String>, i64)>,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
     let events = new
         .session_configured
         .initial_messages
         .clone()
         .unwrap_or_default();
-    let turns = turns_from_events(&id.to_string(), &events);
-    let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
+    let turns = turns_from_events(&new.conversation_id.to_string(), &events);
     let thread = state
-        .load(new, &config, false, file_meta, turns, outgoing.clone())
+        .load(new, config, false, file_meta, turns, outgoing.clone())
         .await;
     started_reply(&start_response(&thread, true), outgoing)
 }
@@ -150,29 +161,12 @@ pub(crate) async fn fork(
         .manager
         .fork_conversation(config.clone(), &path)
         .await?;
-    let events = new
-        .session_configured
-        .initial_messages
-        .clone()
-        .unwrap_or_default();
-    let fork_id = new.conversation_id.to_string();
-    let turns = turns_from_events(&fork_id, &events);
     let preview = summarise(&path)
         .await
         .map(|s| s.preview)
         .unwrap_or_default();
     let now = chrono::Utc::now().timestamp();
-    let thread = state
-        .load(
-            new,
-            &config,
-            false,
-            Some((preview, None, now)),
-            turns,
-            outgoing.clone(),
-        )
-        .await;
-    started_reply(&start_response(&thread, true), outgoing)
+    load_recorded(state, new, &config, Some((preview, None, now)), outgoing).await
 }
 
 async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<Thread> {
