@@ -22,7 +22,7 @@ use crate::outgoing::Outgoing;
 use crate::state::{AppState, ServerConfig};
 
 /// Events buffered for the consumer; a consumer further behind gets [`InProcessEvent::Lagged`].
-pub const IN_PROCESS_EVENT_CAPACITY: usize = 4096;
+pub const IN_PROCESS_EVENT_CAPACITY: usize = 512;
 
 /// Something the server sent that is not a response.
 #[derive(Debug, Clone, PartialEq)]

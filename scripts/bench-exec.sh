@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Benchmark `keel exec` end to end against `keel-mock-model`, optionally next to the reference
+# Codex `exec`, and print a markdown table of median wall time and peak RSS.
+#
+# Not part of `cargo test`: it builds nothing and measures whatever binaries it is given.
+#
+#   CARGO_TARGET_DIR=/work/target-bench cargo build --release -p keel -p keel-test-support
+#   scripts/bench-exec.sh --keel /work/target-bench/release/keel \
+#       --mock /work/target-bench/release/keel-mock-model \
+#       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"]
+#
+# For each script size N the harness writes a mock script of N model turns: N-1 turns that
+# each make one `shell` call (`echo "step K"`) and a last turn that answers "done". Every run
+# gets a fresh mock (it serves its queue of turns once), a config.toml pointing at it, and
+# a scratch workspace; the run must exit 0, print "done" on stdout and leave the mock with
+# 0 turns left and no protocol violations, otherwise the harness stops with the logs.
+#
+# Measured per run, for the engine process only (the mock is a separate process tree):
+# - wall: nanosecond clock around `/usr/bin/time ... <tool> exec ...`, reported in ms;
+# - peak RSS: GNU time's %M, i.e. ru_maxrss from wait4(2): the largest peak RSS of the
+#   process or of any descendant it reaped (a maximum, not a sum over the tree).
+# Per size, `--warmup` rounds are discarded, then `--runs` rounds run each tool once in turn,
+# so load from elsewhere hits both alike. The home directory (KEEL_HOME / CODEX_HOME)
+# persists across runs of one tool so that first-run setup lands in the warm-up.
+# The table goes to stdout, per-run figures to stderr. Needs GNU time at /usr/bin/time.
+set -euo pipefail
+
+usage() {
+    sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+}
+
+keel=""
+mock=""
+codex=""
+runs=5
+warmup=1
+turn_counts="1 11 51"
+while (($#)); do
+    case "$1" in
+        --keel) keel="$2"; shift 2 ;;
+        --mock) mock="$2"; shift 2 ;;
+        --codex) codex="$2"; shift 2 ;;
+        --runs) runs="$2"; shift 2 ;;
+        --warmup) warmup="$2"; shift 2 ;;
+        --turns) turn_counts="$2"; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "bench-exec: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+die() {
+    echo "bench-exec: $*" >&2
+    exit 1
+}
+
+[[ -x "$keel" ]] || die "--keel must name the keel binary (got '${keel}')"
+[[ -x "$mock" ]] || die "--mock must name the keel-mock-model binary (got '${mock}')"
+[[ -z "$codex" || -x "$codex" ]] || die "--codex is not executable: $codex"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
+/usr/bin/time --version 2>&1 | grep -q GNU || die "needs GNU time at /usr/bin/time (apt-get install time)"
+
+work="$(mktemp -d -t keel-bench.XXXXXX)"
+mock_pid=""
+
+stop_mock() {
+    if [[ -n "$mock_pid" ]]; then
+        kill -TERM "$mock_pid" 2>/dev/null || true
+        wait "$mock_pid" 2>/dev/null || true
+        mock_pid=""
+    fi
+    exec 3<&-
+}
+
+cleanup() {
+    stop_mock
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# gen_script N FILE: N model turns, the first N-1 of them one shell call each.
+gen_script() {
+    local n="$1" file="$2" k
+    {
+        printf '{"model":"mock-model","turns":[\n'
+        for ((k = 1; k < n; k++)); do
+            printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["echo","step %d"]}]},\n' "$k" "$k"
+        done
+        printf '{"items":[{"type":"message","text":"done"}]}\n]}\n'
+    } >"$file"
+}
+
+# start_mock SCRIPT: starts a fresh mock, sets mock_pid and mock_uri.
+start_mock() {
+    local fifo="$work/mock.fifo"
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    # Read-write open so that `read -t` times out instead of blocking if the mock dies early.
+    exec 3<>"$fifo"
+    "$mock" --script "$1" >"$fifo" 2>"$work/mock.err" &
+    mock_pid=$!
+    if ! read -r -t 10 mock_uri <&3; then
+        cat "$work/mock.err" >&2
+        die "the mock did not print its URI within 10 s"
+    fi
+}
+
+# check_mock: after stop_mock, the script must have been consumed with no violations.
+check_mock() {
+    if grep -q 'violation' "$work/mock.err" || ! grep -q ' 0 turn(s) left' "$work/mock.err"; then
+        cat "$work/mock.err" >&2
+        die "the mock script was not fully and cleanly consumed (see above)"
+    fi
+}
+
+write_config() {
+    local home="$1" uri="$2"
+    cat >"$home/config.toml" <<EOF
+model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.mock]
+name = "mock"
+base_url = "$uri"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+EOF
+}
+
+# run_one TOOL N: one measured run; sets run_wall (ms) and run_rss (KiB). It runs in the main
+# shell, never in a `$(...)` subshell, so the EXIT trap always sees the mock it started.
+run_one() {
+    local tool="$1" n="$2" home="$work/home-$1" ws="$work/ws-$1-$2"
+    local out="$work/out" err="$work/err" t0 t1 status=0
+    mkdir -p "$home"
+    rm -rf "$ws"
+    mkdir -p "$ws"
+    start_mock "$work/script-$n.json"
+    write_config "$home" "$mock_uri"
+    local -a cmd
+    case "$tool" in
+        keel) cmd=(env KEEL_HOME="$home" "$keel" exec "do the task") ;;
+        codex) cmd=(env CODEX_HOME="$home" OPENAI_API_KEY=x "$codex" exec --skip-git-repo-check "do the task") ;;
+    esac
+    t0=$(date +%s%N)
+    (cd "$ws" && /usr/bin/time -f '%M' -o "$work/time" "${cmd[@]}" </dev/null >"$out" 2>"$err") || status=$?
+    t1=$(date +%s%N)
+    stop_mock
+    if ((status != 0)) || ! grep -q 'done' "$out"; then
+        echo "--- command: ${cmd[*]} (cwd $ws), exit $status" >&2
+        echo "--- stdout" >&2; cat "$out" >&2
+        echo "--- stderr" >&2; tail -n 40 "$err" >&2
+        echo "--- mock stderr" >&2; tail -n 20 "$work/mock.err" >&2
+        die "$tool exec failed on the $n-turn script"
+    fi
+    check_mock
+    run_wall=$(((t1 - t0) / 1000000))
+    run_rss="$(tail -n 1 "$work/time")"
+}
+
+median() {
+    sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+# measure N TOOL...: warm-up runs, then `runs` rounds that run each tool once in turn, so a
+# burst of load from elsewhere hits every tool alike. Sets med_wall[TOOL] (ms), med_rss[TOOL]
+# and max_rss[TOOL] (KiB); the raw figures go to stderr.
+declare -A med_wall med_rss max_rss
+measure() {
+    local n="$1" i tool
+    shift
+    local -A walls=() rsses=()
+    for ((i = 0; i < warmup; i++)); do
+        for tool in "$@"; do
+            run_one "$tool" "$n"
+        done
+    done
+    for ((i = 0; i < runs; i++)); do
+        for tool in "$@"; do
+            run_one "$tool" "$n"
+            walls[$tool]+="$run_wall"$'\n'
+            rsses[$tool]+="$run_rss"$'\n'
+        done
+    done
+    for tool in "$@"; do
+        med_wall[$tool]="$(printf '%s' "${walls[$tool]}" | median)"
+        med_rss[$tool]="$(printf '%s' "${rsses[$tool]}" | median)"
+        max_rss[$tool]="$(printf '%s' "${rsses[$tool]}" | sort -n | tail -n 1)"
+        echo "bench-exec: $tool, $n turns: wall ms [$(printf '%s' "${walls[$tool]}" | tr '\n' ' ')] peak RSS KiB [$(printf '%s' "${rsses[$tool]}" | tr '\n' ' ')]" >&2
+    done
+}
+
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+for n in $turn_counts; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "--turns must list positive integers"
+    gen_script "$n" "$work/script-$n.json"
+done
+
+echo "bench-exec: $runs measured run(s) after $warmup warm-up run(s) per tool and size" >&2
+if [[ -n "$codex" ]]; then
+    echo "| model turns | keel wall (median) | codex wall (median) | wall keel/codex | keel peak RSS (median) | codex peak RSS (median) | RSS keel/codex |"
+    echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+else
+    echo "| model turns | keel wall (median) | keel peak RSS (median) | keel peak RSS (max) |"
+    echo "| ---: | ---: | ---: | ---: |"
+fi
+for n in $turn_counts; do
+    if [[ -n "$codex" ]]; then
+        measure "$n" keel codex
+        echo "| $n | ${med_wall[keel]} ms | ${med_wall[codex]} ms | $(ratio "${med_wall[keel]}" "${med_wall[codex]}") | $(mib "${med_rss[keel]}") MiB | $(mib "${med_rss[codex]}") MiB | $(ratio "${med_rss[keel]}" "${med_rss[codex]}") |"
+    else
+        measure "$n" keel
+        echo "| $n | ${med_wall[keel]} ms | $(mib "${med_rss[keel]}") MiB | $(mib "${max_rss[keel]}") MiB |"
+    fi
+done
