@@ -69,6 +69,9 @@ pub(crate) async fn run_codex_reply(
     run_turn(context, request_id, conversation, args.prompt).await
 }
 
+/// The result text of a call cancelled by the client, before or during its turn.
+const INTERRUPTED: &str = "the turn was interrupted";
+
 fn event_meta(request_id: &RequestId, thread_id: ConversationId) -> CodexEventMeta {
     CodexEventMeta {
         request_id: Some(request_id.clone()),
@@ -90,10 +93,9 @@ async fn run_turn(
             "thread {thread_id} is already running a call; wait for it to finish"
         ));
     };
-    let _running = context.register_running(
-        request_id.clone(),
-        RunningCall::Turn(Arc::clone(&conversation)),
-    );
+    if context.cancelled_while_starting(&request_id) {
+        return result_error(thread_id, format!("{INTERRUPTED} before it started"));
+    }
     // The tool call's id becomes the submission id, so every event of the turn carries it.
     let submission = Submission {
         id: SubmissionId::new(request_id.to_string()),
@@ -103,6 +105,18 @@ async fn run_turn(
     };
     if let Err(err) = conversation.submit_with_id(submission).await {
         return CallToolResult::error(format!("cannot start the turn: {err}"));
+    }
+    // Marked running only once the turn is queued, so the processor's interrupt for a later
+    // cancellation always lands after the turn's input, never before it.
+    if context
+        .mark_running(&request_id, RunningCall::Turn(Arc::clone(&conversation)))
+        .is_err()
+    {
+        // Cancelled since the check above: interrupt the turn just queued; the loop below
+        // reports the abort.
+        if let Err(err) = conversation.submit(Op::Interrupt).await {
+            return result_error(thread_id, format!("the session stopped: {err}"));
+        }
     }
     let meta = event_meta(&request_id, thread_id);
     let route = ApprovalRoute {
@@ -142,7 +156,7 @@ async fn run_turn(
                 return result(thread_id, content, false);
             }
             EventMsg::TurnAborted(_) => {
-                return result_error(thread_id, "the turn was interrupted".to_string());
+                return result_error(thread_id, INTERRUPTED.to_string());
             }
             EventMsg::Error(err) => return result_error(thread_id, err.message),
             _ => {}

@@ -79,6 +79,32 @@ pub(crate) enum RunningCall {
     Stream(ConversationId),
 }
 
+/// Where a tracked `tools/call` stands. A call is tracked from the moment the processor
+/// reads it, so a cancellation that arrives before the call has anything to stop is kept
+/// and applied when it gets there ([`ServerContext::mark_running`]).
+enum CallState {
+    /// Setting up (loading configuration, starting the session); `cancelled` once a
+    /// `notifications/cancelled` for it has arrived.
+    Starting { cancelled: bool },
+    /// Running something a cancellation can stop.
+    Running(RunningCall),
+}
+
+/// What to do with a `notifications/cancelled`.
+pub(crate) enum CancelTarget {
+    /// Stop this running call now.
+    Running(RunningCall),
+    /// The call is still starting: the cancellation was recorded and the call stops itself
+    /// when it reaches [`ServerContext::mark_running`].
+    Deferred,
+    /// No such call (finished, never made, or not a tool call).
+    Unknown,
+}
+
+/// A cancellation arrived while the call was starting: it should stop instead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CancelledEarly;
+
 /// Shared server state.
 pub(crate) struct ServerContext {
     pub(crate) outgoing: OutgoingSender,
@@ -86,7 +112,7 @@ pub(crate) struct ServerContext {
     pub(crate) settings: ServerSettings,
     /// Whether the client declared `elicitation`; set once by `initialize`.
     elicitation: OnceLock<bool>,
-    running: Mutex<HashMap<RequestId, RunningCall>>,
+    calls: Mutex<HashMap<RequestId, CallState>>,
     busy_threads: Mutex<HashSet<ConversationId>>,
     /// Conversations driven by the streaming tools, which own their event loops.
     pub(crate) streams: tokio::sync::Mutex<HashMap<ConversationId, StreamedConversation>>,
@@ -104,7 +130,7 @@ impl ServerContext {
             manager: ConversationManager::new(),
             settings,
             elicitation: OnceLock::new(),
-            running: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
             busy_threads: Mutex::new(HashSet::new()),
             streams: tokio::sync::Mutex::new(HashMap::new()),
         }
@@ -127,22 +153,63 @@ impl ServerContext {
         send_event(&self.outgoing, meta, event).await;
     }
 
-    /// Registers a running call until the guard drops.
-    pub(crate) fn register_running(
-        self: &Arc<Self>,
-        id: RequestId,
-        call: RunningCall,
-    ) -> RunningGuard {
-        lock(&self.running).insert(id.clone(), call);
-        RunningGuard {
+    /// Tracks `tools/call` `id` until the guard drops. The processor calls it before it
+    /// reads the next message, so cancellations for the call are never lost.
+    pub(crate) fn track_call(self: &Arc<Self>, id: RequestId) -> CallGuard {
+        let previous =
+            lock(&self.calls).insert(id.clone(), CallState::Starting { cancelled: false });
+        if previous.is_some() {
+            tracing::warn!(%id, "a tools/call reuses the id of a running call; cancellations reach the newer one");
+        }
+        CallGuard {
             context: Arc::clone(self),
             id,
         }
     }
 
-    /// The running call with this request id.
-    pub(crate) fn running_call(&self, id: &RequestId) -> Option<RunningCall> {
-        lock(&self.running).get(id).cloned()
+    /// Records what call `id` now runs, so a cancellation can stop it; `Err` when a
+    /// cancellation arrived while it was starting, in which case the call should end as
+    /// cancelled instead.
+    pub(crate) fn mark_running(
+        &self,
+        id: &RequestId,
+        call: RunningCall,
+    ) -> Result<(), CancelledEarly> {
+        let mut calls = lock(&self.calls);
+        match calls.get_mut(id) {
+            Some(CallState::Starting { cancelled: true }) => Err(CancelledEarly),
+            Some(state) => {
+                *state = CallState::Running(call);
+                Ok(())
+            }
+            None => {
+                // Every call is tracked before it starts; nothing could cancel this one.
+                tracing::debug!(%id, "mark_running for an untracked call");
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a cancellation for call `id` arrived while it was starting, so it should not
+    /// start its work at all.
+    pub(crate) fn cancelled_while_starting(&self, id: &RequestId) -> bool {
+        matches!(
+            lock(&self.calls).get(id),
+            Some(CallState::Starting { cancelled: true })
+        )
+    }
+
+    /// Applies `notifications/cancelled` for `id` to the call table; the caller stops the
+    /// returned running call.
+    pub(crate) fn cancel_call(&self, id: &RequestId) -> CancelTarget {
+        match lock(&self.calls).get_mut(id) {
+            Some(CallState::Running(call)) => CancelTarget::Running(call.clone()),
+            Some(CallState::Starting { cancelled }) => {
+                *cancelled = true;
+                CancelTarget::Deferred
+            }
+            None => CancelTarget::Unknown,
+        }
     }
 
     /// Marks a thread as running a `codex`/`codex-reply` call until the guard drops; `None`
@@ -166,15 +233,16 @@ pub(crate) async fn send_event(outgoing: &OutgoingSender, meta: &CodexEventMeta,
         .await;
 }
 
-/// Unregisters a running call when dropped.
-pub(crate) struct RunningGuard {
+/// Stops tracking a tool call when dropped; drop it before answering the call, so a late
+/// cancellation cannot reach whatever the thread runs next.
+pub(crate) struct CallGuard {
     context: Arc<ServerContext>,
     id: RequestId,
 }
 
-impl Drop for RunningGuard {
+impl Drop for CallGuard {
     fn drop(&mut self) {
-        lock(&self.context.running).remove(&self.id);
+        lock(&self.context.calls).remove(&self.id);
     }
 }
 

@@ -11,16 +11,21 @@
 //! 2. **processor** (`processor::MessageProcessor`): answers `initialize`, `ping`,
 //!    `tools/list`, the empty `resources/list` / `prompts/list`, `logging/setLevel` inline;
 //!    spawns one task per `tools/call`; routes client responses to the task waiting for them;
-//!    turns `notifications/cancelled` into an interrupt.
+//!    turns `notifications/cancelled` into an interrupt. A call is tracked from the moment it
+//!    is read, so a cancellation that arrives while the call is still starting its session
+//!    is applied as soon as the call has something to stop.
 //! 3. **writer** (`transport::write_loop`): messages → stdout lines with `"jsonrpc": "2.0"`
 //!    (`OUTGOING_CAPACITY`, 1024 messages; senders wait when it is full).
 //!
 //! A `codex` call starts a conversation in keel-core, submits the prompt, and forwards every
 //! engine event as a `codex/event` notification (`_meta: {requestId, threadId}`); approval
-//! requests become `elicitation/create` requests whose answers go back to the engine; the
+//! requests become `elicitation/create` requests whose answers go back to the engine (an
+//! elicitation still unanswered when its call ends is withdrawn with a server-sent
+//! `notifications/cancelled` naming the elicitation's request id); the
 //! call's result is the turn's last agent message with `structuredContent {threadId,
 //! content}`. The conversation streaming tools keep conversations open with buffered events
-//! (see `streaming`).
+//! (see `streaming`); `conversationStatus` reports whether one is streamed and what it has
+//! buffered and held.
 //!
 //! ```no_run
 //! # async fn run() -> keel_mcp_server::Result<()> {

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{RunningCall, ServerContext};
+use crate::context::{CancelTarget, RunningCall, ServerContext};
 use crate::streaming;
 use crate::tools::{ToolCall, list_tools};
 use crate::transport::Incoming;
@@ -151,9 +151,13 @@ impl MessageProcessor {
             McpClientRequest::CallTool(params) => {
                 match ToolCall::parse(&params.name, params.arguments) {
                     Ok(call) => {
+                        // Tracked before the next message is read, so a cancellation that
+                        // follows at once finds the call even if it has not started yet.
+                        let tracked = self.context.track_call(id.clone());
                         let context = Arc::clone(&self.context);
                         self.calls.spawn(async move {
                             let result = call.run(Arc::clone(&context), id.clone()).await;
+                            drop(tracked);
                             context.outgoing.send_response(id, &result).await;
                         });
                     }
@@ -227,17 +231,20 @@ impl MessageProcessor {
     }
 
     async fn cancel(&mut self, request_id: RequestId) {
-        match self.context.running_call(&request_id) {
-            Some(RunningCall::Turn(conversation)) => {
+        match self.context.cancel_call(&request_id) {
+            CancelTarget::Running(RunningCall::Turn(conversation)) => {
                 tracing::info!(%request_id, conversation = %conversation.id(), "interrupting the turn");
                 if let Err(err) = conversation.submit(keel_protocol::Op::Interrupt).await {
                     tracing::debug!(%err, "cannot interrupt: the conversation has stopped");
                 }
             }
-            Some(RunningCall::Stream(conversation_id)) => {
+            CancelTarget::Running(RunningCall::Stream(conversation_id)) => {
                 streaming::cancel_stream(&self.context, conversation_id, &request_id).await;
             }
-            None => tracing::debug!(%request_id, "cancel for no running call"),
+            CancelTarget::Deferred => {
+                tracing::info!(%request_id, "cancelled while starting; the call stops once started");
+            }
+            CancelTarget::Unknown => tracing::debug!(%request_id, "cancel for no running call"),
         }
     }
 }

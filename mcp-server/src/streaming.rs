@@ -1,5 +1,5 @@
-//! The conversation streaming tools: `conversationCreate`, `conversationSendMessage` and
-//! `conversationStream`.
+//! The conversation streaming tools: `conversationCreate`, `conversationSendMessage`,
+//! `conversationStream` and `conversationStatus`.
 //!
 //! Each created conversation gets an event loop task that owns the reading end of its events.
 //! While a stream is attached, events go out live as `codex/event` and approval requests as
@@ -7,6 +7,8 @@
 //! requests held. Attaching a stream sends one `initial_state` notification with the buffered
 //! events (draining the buffer), then live events, then elicitations for held approvals.
 //! Cancelling the stream call detaches it; buffering resumes, so reattaching catches up.
+//! `conversationStatus` reports, without attaching, whether a stream is attached and what is
+//! buffered and held.
 
 use std::collections::VecDeque;
 use std::str::FromStr;
@@ -15,8 +17,9 @@ use std::sync::Arc;
 use keel_core::Conversation;
 use keel_protocol::mcp::{
     CallToolResult, CodexEventMeta, ContentBlock, ConversationCreateArgs, ConversationCreateResult,
-    ConversationSendMessageArgs, ConversationSendMessageResult, ConversationStreamArgs,
-    InitialState, InitialStateNotificationParams, mcp_server_notification,
+    ConversationSendMessageArgs, ConversationSendMessageResult, ConversationStatusArgs,
+    ConversationStatusResult, ConversationStreamArgs, HeldApproval, HeldApprovalKind, InitialState,
+    InitialStateNotificationParams, mcp_server_notification,
 };
 use keel_protocol::{ConversationId, Event, EventMsg, InputItem, Op, RequestId};
 use tokio::sync::{Mutex, oneshot};
@@ -187,10 +190,17 @@ pub(crate) async fn stream(
         ),
         None => return CallToolResult::error(format!("no conversation with id {id}")),
     };
-    let _running = context.register_running(request_id.clone(), RunningCall::Stream(id));
     let (done_tx, done_rx) = oneshot::channel();
     {
         let mut state = state.lock().await;
+        // Under the state lock: a cancellation that finds this call running waits for the
+        // lock in `cancel_stream`, and then finds the subscriber attached below.
+        if context
+            .mark_running(&request_id, RunningCall::Stream(id))
+            .is_err()
+        {
+            return stream_ended(id, StreamEnd::Cancelled);
+        }
         if let Some(previous) = state.subscriber.take() {
             previous.end(StreamEnd::Replaced);
         }
@@ -223,6 +233,10 @@ pub(crate) async fn stream(
         });
     }
     let why = done_rx.await.unwrap_or(StreamEnd::ConversationClosed);
+    stream_ended(id, why)
+}
+
+fn stream_ended(id: ConversationId, why: StreamEnd) -> CallToolResult {
     let text = match why {
         StreamEnd::Cancelled => format!("stream of conversation {id} cancelled"),
         StreamEnd::Replaced => format!("stream of conversation {id} replaced by a newer one"),
@@ -232,6 +246,55 @@ pub(crate) async fn stream(
         content: vec![ContentBlock::Text { text }],
         structured_content: None,
         is_error: None,
+    }
+}
+
+/// `conversationStatus`: a snapshot of the conversation's stream, buffer and held approvals.
+pub(crate) async fn status(
+    context: Arc<ServerContext>,
+    args: ConversationStatusArgs,
+) -> CallToolResult {
+    let id = match parse_id(&args.conversation_id) {
+        Ok(id) => id,
+        Err(result) => return result,
+    };
+    let state = match context.streams.lock().await.get(&id) {
+        Some(streamed) => Arc::clone(&streamed.state),
+        None => return CallToolResult::error(format!("no conversation with id {id}")),
+    };
+    let status = {
+        let state = state.lock().await;
+        ConversationStatusResult {
+            conversation_id: id,
+            streaming: state.subscriber.is_some(),
+            buffered_events: state.buffer.len(),
+            held_approvals: state.held_approvals.iter().filter_map(held).collect(),
+        }
+    };
+    let text = format!(
+        "conversation {id}: {}, {} buffered events, {} held approvals",
+        if status.streaming {
+            "streaming"
+        } else {
+            "not streaming"
+        },
+        status.buffered_events,
+        status.held_approvals.len()
+    );
+    structured(text, &status)
+}
+
+fn held(event: &Event) -> Option<HeldApproval> {
+    match &event.msg {
+        EventMsg::ExecApprovalRequest(request) => Some(HeldApproval {
+            kind: HeldApprovalKind::Exec,
+            call_id: request.call_id.clone(),
+        }),
+        EventMsg::ApplyPatchApprovalRequest(request) => Some(HeldApproval {
+            kind: HeldApprovalKind::Patch,
+            call_id: request.call_id.clone(),
+        }),
+        _ => None,
     }
 }
 
@@ -285,10 +348,7 @@ fn spawn_approval(
 }
 
 fn is_approval(event: &Event) -> bool {
-    matches!(
-        event.msg,
-        EventMsg::ExecApprovalRequest(_) | EventMsg::ApplyPatchApprovalRequest(_)
-    )
+    held(event).is_some()
 }
 
 /// Reads every event of the conversation and delivers or buffers it; ends when the

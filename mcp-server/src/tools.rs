@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use keel_protocol::mcp::{
     CODEX_REPLY_TOOL_NAME, CODEX_TOOL_NAME, CONVERSATION_CREATE_TOOL_NAME,
-    CONVERSATION_SEND_MESSAGE_TOOL_NAME, CONVERSATION_STREAM_TOOL_NAME, CallToolResult,
-    CodexToolCallParam, CodexToolCallReplyParam, CodexToolCallResult, ListToolsResult, Tool,
+    CONVERSATION_SEND_MESSAGE_TOOL_NAME, CONVERSATION_STATUS_TOOL_NAME,
+    CONVERSATION_STREAM_TOOL_NAME, CallToolResult, CodexToolCallParam, CodexToolCallReplyParam,
+    CodexToolCallResult, ListToolsResult, Tool,
 };
 use keel_protocol::{INVALID_PARAMS, JsonRpcErrorObject, RequestId};
 use schemars::JsonSchema;
@@ -99,6 +100,7 @@ pub(crate) enum ToolCall {
     ConversationCreate(keel_protocol::mcp::ConversationCreateArgs),
     ConversationSendMessage(keel_protocol::mcp::ConversationSendMessageArgs),
     ConversationStream(keel_protocol::mcp::ConversationStreamArgs),
+    ConversationStatus(keel_protocol::mcp::ConversationStatusArgs),
 }
 
 fn parse_args<T: DeserializeOwned>(
@@ -125,6 +127,7 @@ impl ToolCall {
                 Self::ConversationSendMessage(parse_args(name, arguments)?)
             }
             CONVERSATION_STREAM_TOOL_NAME => Self::ConversationStream(parse_args(name, arguments)?),
+            CONVERSATION_STATUS_TOOL_NAME => Self::ConversationStatus(parse_args(name, arguments)?),
             other => {
                 return Err(JsonRpcErrorObject::new(
                     INVALID_PARAMS,
@@ -146,6 +149,7 @@ impl ToolCall {
             Self::ConversationCreate(args) => streaming::create(context, args).await,
             Self::ConversationSendMessage(args) => streaming::send_message(context, args).await,
             Self::ConversationStream(args) => streaming::stream(context, request_id, args).await,
+            Self::ConversationStatus(args) => streaming::status(context, args).await,
         }
     }
 }

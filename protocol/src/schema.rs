@@ -123,6 +123,8 @@ wire_types!(
     ConversationSendMessageArgs,
     ConversationSendMessageResult,
     ConversationStreamArgs,
+    ConversationStatusArgs,
+    ConversationStatusResult,
     InitialStateNotificationParams,
     // App-server.
     app_server::ClientRequest,

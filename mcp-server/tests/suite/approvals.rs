@@ -177,3 +177,27 @@ async fn patch_approval_approve_writes_and_deny_does_not() -> anyhow::Result<()>
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_elicitation_is_withdrawn_when_its_call_ends() -> anyhow::Result<()> {
+    let mut server = TestServer::initialized(touch_script(), &[]).await?;
+    let id = start_untrusted_call(&mut server).await?;
+    let elicitation = server.mcp.read_elicitation().await?;
+    server.mcp.cancel(id).await?;
+    let result = server.mcp.read_result(id).await?;
+    assert!(result_text(&result).contains("interrupted"), "{result}");
+    let withdrawn = server
+        .mcp
+        .read_notification("notifications/cancelled")
+        .await?;
+    assert_eq!(withdrawn["params"]["requestId"], elicitation["id"]);
+
+    // A late answer goes nowhere: nothing runs, and the server carries on.
+    server
+        .mcp
+        .respond(elicitation["id"].clone(), json!({"action": "accept"}))
+        .await?;
+    assert_eq!(server.mcp.request("ping", json!({})).await?, json!({}));
+    assert!(!server.ws().join("made.txt").exists());
+    Ok(())
+}

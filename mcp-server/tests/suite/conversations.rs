@@ -172,6 +172,35 @@ async fn cancel_then_reconnect_catches_up_in_order() -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn status(server: &mut TestServer, id: &Value) -> anyhow::Result<Value> {
+    let result = server
+        .mcp
+        .call_tool("conversationStatus", json!({"conversationId": id}))
+        .await?;
+    assert!(!is_error(&result), "{result}");
+    Ok(result["structuredContent"].clone())
+}
+
+/// Asks `conversationStatus` until `ready` accepts the answer. Every round trip goes through
+/// the server, so this waits on the server's progress, bounded by a deadline.
+async fn wait_for_status(
+    server: &mut TestServer,
+    id: &Value,
+    what: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    let polled = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let status = status(server, id).await?;
+            if ready(&status) {
+                return anyhow::Ok(status);
+            }
+        }
+    })
+    .await;
+    polled.map_err(|_| anyhow::anyhow!("timed out waiting for {what}"))?
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_are_held_until_a_stream_connects() -> anyhow::Result<()> {
     let script = Script::new([
@@ -180,15 +209,21 @@ async fn approvals_are_held_until_a_stream_connects() -> anyhow::Result<()> {
     ]);
     let mut server = TestServer::initialized(script, &[]).await?;
     let id = create(&mut server, json!({"approval-policy": "untrusted"})).await?;
+    assert_eq!(
+        status(&mut server, &id).await?,
+        json!({"conversationId": id, "streaming": false, "bufferedEvents": 0, "heldApprovals": []})
+    );
     send(&mut server, &id, "go").await?;
-    server
-        .mock
-        .wait_for_requests(1, Duration::from_secs(30))
-        .await?;
-    // No elicitation while nobody streams: the first one must follow initial_state. The
-    // approval request usually lands before the stream attaches (then initial_state holds it
-    // and the held elicitation follows); if the engine is slower it arrives live. Either way
-    // exactly one elicitation, after initial_state, names the stream call.
+    // The turn now waits for the approval, which the server holds: nobody streams.
+    let held = wait_for_status(&mut server, &id, "a held approval", |status| {
+        status["heldApprovals"] != json!([])
+    })
+    .await?;
+    assert_eq!(
+        held["heldApprovals"],
+        json!([{"kind": "exec", "callId": "c1"}])
+    );
+    assert_eq!(held["streaming"], json!(false));
     assert!(
         server
             .mcp
@@ -196,15 +231,28 @@ async fn approvals_are_held_until_a_stream_connects() -> anyhow::Result<()> {
             .all(|m| m.get("method") != Some(&json!("elicitation/create"))),
         "elicitation sent while nobody streamed"
     );
+
+    // initial_state carries the approval request; the held elicitation follows it and names
+    // the stream call.
     let (stream, initial) = connect(&mut server, &id).await?;
+    assert_eq!(initial.first().map(String::as_str), Some("task_started"));
+    assert_eq!(
+        initial.last().map(String::as_str),
+        Some("exec_approval_request"),
+        "{initial:?}"
+    );
     let elicitation = server.mcp.read_elicitation().await?;
-    if !initial.contains(&"exec_approval_request".to_string()) {
-        eprintln!("approval arrived live, not held: {initial:?}");
-    }
     assert_eq!(
         elicitation["params"]["codex_mcp_tool_call_id"],
         json!(stream.to_string())
     );
+    assert_eq!(elicitation["params"]["codex_call_id"], json!("c1"));
+    let attached = status(&mut server, &id).await?;
+    assert_eq!(
+        (&attached["streaming"], &attached["heldApprovals"]),
+        (&json!(true), &json!([]))
+    );
+
     server
         .mcp
         .respond(elicitation["id"].clone(), json!({"action": "accept"}))
@@ -214,6 +262,30 @@ async fn approvals_are_held_until_a_stream_connects() -> anyhow::Result<()> {
         std::fs::read_to_string(server.ws().join("held.txt"))?,
         "held\n"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cancelled_at_once_ends_and_buffering_resumes() -> anyhow::Result<()> {
+    let mut server = TestServer::initialized(two_turn_script(), &[]).await?;
+    let id = create(&mut server, json!({})).await?;
+    // The cancellation follows the call at once, usually before the call has attached; it
+    // must end the call either way.
+    let stream = server
+        .mcp
+        .send_tool_call("conversationStream", json!({"conversationId": id}))
+        .await?;
+    server.mcp.cancel(stream).await?;
+    let ended = server.mcp.read_result(stream).await?;
+    assert!(result_text(&ended).contains("cancelled"), "{ended}");
+    assert_eq!(status(&mut server, &id).await?["streaming"], json!(false));
+
+    send(&mut server, &id, "hello").await?;
+    let done = wait_for_status(&mut server, &id, "a buffered turn", |status| {
+        status["bufferedEvents"].as_u64().unwrap_or(0) > 0
+    })
+    .await?;
+    assert_eq!(done["streaming"], json!(false));
     Ok(())
 }
 
@@ -232,13 +304,15 @@ async fn unknown_conversation_ids_are_errors() -> anyhow::Result<()> {
         is_error(&result) && result_text(&result).contains(unknown),
         "{result}"
     );
-    let result = server
-        .mcp
-        .call_tool("conversationStream", json!({"conversationId": "nope"}))
-        .await?;
-    assert!(
-        is_error(&result) && result_text(&result).contains("nope"),
-        "{result}"
-    );
+    for tool in ["conversationStream", "conversationStatus"] {
+        let result = server
+            .mcp
+            .call_tool(tool, json!({"conversationId": "nope"}))
+            .await?;
+        assert!(
+            is_error(&result) && result_text(&result).contains("nope"),
+            "{tool}: {result}"
+        );
+    }
     Ok(())
 }

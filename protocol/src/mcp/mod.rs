@@ -70,5 +70,8 @@ crate::notification_table! {
         CodexEvent("codex/event", CodexEventNotificationParams),
         /// The events buffered while nobody streamed a conversation.
         InitialState("initial_state", InitialStateNotificationParams),
+        /// The server no longer needs the answer to one of its requests (an elicitation
+        /// whose tool call ended), so the client can dismiss it.
+        Cancelled("notifications/cancelled", CancelledNotificationParams),
     }
 }
