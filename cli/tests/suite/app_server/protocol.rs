@@ -147,3 +147,26 @@ async fn a_flood_of_requests_gets_overload_errors_not_unbounded_queues() -> anyh
     assert!(ok > 0, "no request was served");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_json_schema_writes_the_protocol() -> anyhow::Result<()> {
+    let out = tempfile::tempdir()?;
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["app-server", "generate-json-schema", "--out"])
+        .arg(out.path())
+        .status()
+        .await?;
+    assert!(status.success());
+    let requests = std::fs::read_to_string(out.path().join("ClientRequest.json"))?;
+    for method in ["thread/start", "turn/start", "command/exec", "fs/readFile"] {
+        assert!(
+            requests.contains(&format!("\"{method}\"")),
+            "{method} missing"
+        );
+    }
+    let bundle: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        out.path().join("keel_app_server_protocol.schemas.json"),
+    )?)?;
+    assert!(bundle["definitions"]["ThreadStartParams"].is_object());
+    Ok(())
+}
