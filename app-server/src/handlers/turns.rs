@@ -26,11 +26,6 @@ async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> 
 /// `turn/started` always follows the response.
 pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<Reply> {
     let thread = loaded(state, &params.thread_id).await?;
-    if let Some(running) = thread.active_turn_id() {
-        return Err(AppServerError::InvalidRequest(format!(
-            "turn {running} is still running; use turn/steer to add input or turn/interrupt to stop it"
-        )));
-    }
     if params.input.is_empty() {
         return Err(AppServerError::InvalidParams {
             method: "turn/start".into(),
@@ -38,6 +33,11 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     let turn_id = uuid::Uuid::now_v7().to_string();
+    thread.claim_turn(&turn_id).map_err(|running| {
+        AppServerError::InvalidRequest(format!(
+            "turn {running} is still running; use turn/steer to add input or turn/interrupt to stop it"
+        ))
+    })?;
     let overrides = (params.cwd.is_some()
         || params.approval_policy.is_some()
         || params.sandbox_policy.is_some()
@@ -51,6 +51,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         effort: params.effort,
     });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
+    let turn_id_for_release = turn_id.clone();
     let response = TurnStartResponse {
         turn: Turn {
             id: turn_id.clone(),
@@ -60,6 +61,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         },
     };
     let conversation = thread.conversation.clone();
+    let claim = thread.clone();
     Reply::then(&response, async move {
         let submit = async {
             if let Some(op) = overrides {
@@ -74,6 +76,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         };
         if let Err(err) = submit.await {
             tracing::warn!("turn could not be submitted: {err}");
+            claim.release_claim(&turn_id_for_release);
         }
     })
 }

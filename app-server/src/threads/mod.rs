@@ -52,6 +52,8 @@ pub(crate) struct LoadedThread {
     subscribers: Mutex<HashMap<ConnectionId, Arc<Outgoing>>>,
     translator: Mutex<Translator>,
     approvals: Mutex<HashMap<CallId, PendingApproval>>,
+    /// A turn accepted by `turn/start` whose `task_started` has not arrived yet.
+    claimed_turn: Mutex<Option<String>>,
     pump: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -78,6 +80,7 @@ impl LoadedThread {
             subscribers: Mutex::new(HashMap::new()),
             translator: Mutex::new(Translator::new(id.to_string(), turns)),
             approvals: Mutex::new(HashMap::new()),
+            claimed_turn: Mutex::new(None),
             pump: Mutex::new(None),
         });
         let pump = tokio::spawn(pump_events(thread.clone()));
@@ -102,8 +105,35 @@ impl LoadedThread {
         lock(&self.subscribers).remove(&connection).is_some()
     }
 
+    /// The running turn, or the one `turn/start` accepted and the engine has not started yet.
     pub(crate) fn active_turn_id(&self) -> Option<String> {
-        lock(&self.translator).active_turn_id().map(str::to_string)
+        lock(&self.translator)
+            .active_turn_id()
+            .map(str::to_string)
+            .or_else(|| lock(&self.claimed_turn).clone())
+    }
+
+    /// Reserves the thread for a new turn; `Err` names the turn already running.
+    pub(crate) fn claim_turn(&self, turn_id: &str) -> Result<(), String> {
+        let translator = lock(&self.translator);
+        let mut claimed = lock(&self.claimed_turn);
+        if let Some(running) = translator
+            .active_turn_id()
+            .map(str::to_string)
+            .or_else(|| claimed.clone())
+        {
+            return Err(running);
+        }
+        *claimed = Some(turn_id.to_string());
+        Ok(())
+    }
+
+    /// Gives up a claim whose turn never reached the engine.
+    pub(crate) fn release_claim(&self, turn_id: &str) {
+        let mut claimed = lock(&self.claimed_turn);
+        if claimed.as_deref() == Some(turn_id) {
+            *claimed = None;
+        }
     }
 
     pub(crate) fn status(&self) -> ThreadStatus {
@@ -323,6 +353,10 @@ async fn pump_events(thread: Arc<LoadedThread>) {
             });
         }
         let outputs = lock(&thread.translator).handle(&event);
+        if starts_turn {
+            // The translator now tracks the turn the claim stood for.
+            *lock(&thread.claimed_turn) = None;
+        }
         thread.deliver(outputs).await;
         if starts_turn || ends_turn {
             thread.broadcast_status().await;

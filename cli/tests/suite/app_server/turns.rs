@@ -179,3 +179,41 @@ async fn failed_turn_reports_the_error() -> anyhow::Result<()> {
     assert!(message.contains("bad request body"), "{completed}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_turn_start_while_one_runs_is_refused() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([assistant_message("only one")])]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let input = json!([{"type": "text", "text": "go"}]);
+    // Sent back to back: the second arrives before the first turn has started.
+    let first = server
+        .send_request("turn/start", json!({"threadId": thread_id, "input": input}))
+        .await?;
+    let second = server
+        .send_request("turn/start", json!({"threadId": thread_id, "input": input}))
+        .await?;
+    let first = server.read_response(first).await?;
+    let second = server.read_response(second).await?;
+    let (accepted, refused) = if first.get("result").is_some() {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let turn_id = accepted["result"]["turn"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("still running"),
+        "{refused}"
+    );
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    assert_eq!(world.mock.requests().len(), 1);
+    Ok(())
+}
