@@ -1,7 +1,10 @@
 //! Benchmarks of the exec-server (results in docs/benchmarks.md, section "exec-server").
 //!
 //! Run: `cargo bench -p keel-exec-server --bench exec_server` (release build). Optional
-//! environment: `KEEL_BENCH_BYTES` (default 1 GiB) and `KEEL_BENCH_ROUND_TRIPS` (default 2000).
+//! environment: `KEEL_BENCH_BYTES` (default 1 GiB), `KEEL_BENCH_ROUND_TRIPS` (default 2000),
+//! and `KEEL_BENCH_STDIO_RUNS=N`, which only measures the raw pipe and the stdio stream,
+//! alternately N times, and prints each ratio and the median (for A/B comparisons and
+//! profiling).
 //!
 //! - throughput: `head -c $BYTES /dev/zero` streamed to a client that decodes every chunk,
 //!   over stdio and websocket, next to the raw pipe `head -c $BYTES /dev/zero | cat > /dev/null`;
@@ -86,6 +89,7 @@ async fn stream(client: &ExecServerClient, bytes: u64) -> anyhow::Result<f64> {
         .await?
         .session_id;
     let mut received = 0u64;
+    let mut chunks = 0u64;
     loop {
         match events.recv().await {
             Ok(ExecServerEvent::Output {
@@ -93,6 +97,7 @@ async fn stream(client: &ExecServerClient, bytes: u64) -> anyhow::Result<f64> {
             }) if session_id == session => {
                 // The client already base64-decoded the chunk; touch it so it is not elided.
                 received += chunk.len() as u64;
+                chunks += 1;
             }
             Ok(ExecServerEvent::Exited { session_id, .. }) if session_id == session => break,
             Ok(_) => {}
@@ -103,6 +108,12 @@ async fn stream(client: &ExecServerClient, bytes: u64) -> anyhow::Result<f64> {
     let elapsed = start.elapsed();
     if received != bytes {
         bail!("received {received} of {bytes} bytes");
+    }
+    if std::env::var_os("KEEL_BENCH_VERBOSE").is_some() {
+        println!(
+            "  {chunks} chunks, {:.1} KiB on average",
+            received as f64 / chunks.max(1) as f64 / 1024.0
+        );
     }
     Ok(mb_per_s(bytes, elapsed))
 }
@@ -191,11 +202,48 @@ async fn websocket_server() -> anyhow::Result<(tokio::process::Child, String)> {
     bail!("websocket server exited early")
 }
 
+/// Alternates the raw pipe and the stdio stream `runs` times; prints each and the medians.
+async fn stdio_only(bytes: u64, runs: u64) -> anyhow::Result<()> {
+    let mut ratios = Vec::new();
+    let mut stdio_rates = Vec::new();
+    for run in 1..=runs {
+        let raw = raw_pipe(bytes).await?;
+        let server = spawn_local_exec_server(BIN, LocalExecServerOptions::default()).await?;
+        let pid = server.pid().context("server pid")?;
+        let stdio = stream(&server, bytes).await?;
+        let rss = peak_rss_kib(pid)?;
+        drop(server);
+        println!(
+            "run {run}: raw {raw:6.0} MB/s, stdio {stdio:6.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB",
+            stdio / raw * 100.0,
+            rss as f64 / 1024.0
+        );
+        ratios.push(stdio / raw);
+        stdio_rates.push(stdio);
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!(
+        "median: stdio {:.0} MB/s, {:.0}% of raw (ratios {:.0}%–{:.0}%)",
+        median(&mut stdio_rates),
+        median(&mut ratios) * 100.0,
+        ratios[0] * 100.0,
+        ratios[ratios.len() - 1] * 100.0
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let bytes = env_number("KEEL_BENCH_BYTES", 1 << 30)?;
     let rounds = env_number("KEEL_BENCH_ROUND_TRIPS", 2000)?;
     println!("exec-server benchmarks ({bytes} bytes streamed, {rounds} round trips)");
+    let stdio_runs = env_number("KEEL_BENCH_STDIO_RUNS", 0)?;
+    if stdio_runs > 0 {
+        return stdio_only(bytes, stdio_runs).await;
+    }
 
     let raw = raw_pipe(bytes).await?;
     println!("raw pipe (head | cat > /dev/null):   {raw:8.0} MB/s");

@@ -71,6 +71,7 @@
 //! # }
 //! ```
 
+mod buffers;
 mod client;
 mod codec;
 mod config;

@@ -12,7 +12,11 @@ use keel_protocol::{
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::codec::{decode_notification, decode_notification_line, decode_output_delta_line};
+use crate::buffers::BufferPool;
+use crate::codec::{
+    DECODED_CHUNK_BYTES, IDLE_DECODE_BUFFERS, decode_notification, decode_notification_line,
+    decode_output_delta_line,
+};
 use crate::error::{ExecServerError, Result};
 use crate::event::ExecServerEvent;
 use crate::transport::Frame;
@@ -130,13 +134,18 @@ async fn read_loop(
     pending: Arc<Mutex<Pending>>,
     events: broadcast::Sender<ExecServerEvent>,
 ) {
+    let buffers = BufferPool::new(DECODED_CHUNK_BYTES, IDLE_DECODE_BUFFERS);
     while let Some(frame) = incoming.recv().await {
         let routed = match frame {
-            Frame::Text(text) => route(&text, &pending, &events),
+            Frame::Event(event) => {
+                publish(&events, event);
+                continue;
+            }
+            Frame::Text(text) => route(&text, &pending, &events, &buffers),
             Frame::Line(line) => {
                 // Output notifications dominate the traffic: decoded straight from the line,
                 // they need no separate UTF-8 check (`route` would try this path again).
-                if let Some(event) = decode_output_delta_line(&line) {
+                if let Some(event) = decode_output_delta_line(&line, &buffers) {
                     publish(&events, event);
                     continue;
                 }
@@ -144,7 +153,7 @@ async fn read_loop(
                     tracing::warn!("message from the exec-server is not UTF-8; closing");
                     break;
                 };
-                route(text, &pending, &events)
+                route(text, &pending, &events, &buffers)
             }
             Frame::Invalid(reason) => {
                 tracing::warn!(%reason, "unreadable message from the exec-server; closing");
@@ -165,9 +174,10 @@ fn route(
     text: &str,
     pending: &Mutex<Pending>,
     events: &broadcast::Sender<ExecServerEvent>,
+    buffers: &BufferPool,
 ) -> serde_json::Result<()> {
     // Notifications dominate the traffic; decode them straight into typed events.
-    if let Some(event) = decode_output_delta_line(text.as_bytes()) {
+    if let Some(event) = decode_output_delta_line(text.as_bytes(), buffers) {
         publish(events, event);
         return Ok(());
     }

@@ -2,6 +2,7 @@
 //! started, and typed methods for every request. The JSON-RPC processor drives it from the
 //! wire; the in-process client drives it directly.
 
+mod output;
 mod retained;
 mod session;
 mod spawn;
@@ -22,7 +23,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use self::output::{IDLE_READ_BUFFERS, READ_CHUNK_BYTES};
 use self::session::{Phase, Session, SuperviseContext};
+use crate::buffers::BufferPool;
 use crate::config::ExecServerConfig;
 use crate::error::{ExecServerError, Result};
 use crate::event::ExecServerEvent;
@@ -64,6 +67,8 @@ struct Inner {
     state: Mutex<State>,
     tasks: TaskTracker,
     cancel: CancellationToken,
+    /// Read buffers shared by every output stream of the connection.
+    output_buffers: BufferPool,
 }
 
 impl Drop for Inner {
@@ -109,6 +114,7 @@ impl ExecServerHandler {
             }),
             tasks: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            output_buffers: BufferPool::new(READ_CHUNK_BYTES, IDLE_READ_BUFFERS),
         });
         (Self { inner }, events_rx)
     }
@@ -191,6 +197,7 @@ impl ExecServerHandler {
             drain_timeout: self.inner.config.output_drain_timeout,
             start,
             on_finished: Box::new(move |id| finished(&weak, id)),
+            output_buffers: self.inner.output_buffers.clone(),
         };
         let (session, supervisor) = Session::start(
             id.clone(),

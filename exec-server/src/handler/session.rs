@@ -1,7 +1,6 @@
 //! One process of a connection: its control handles, its state, and the supervisor task
 //! that pumps its output and reports its exit.
 
-use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -13,27 +12,20 @@ use keel_protocol::{Base64Bytes, ExecSessionId};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use portable_pty::{MasterPty, PtySize};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::output::{OutputSource, spawn_pty_writer};
 use super::retained::RetainedOutput;
+use crate::buffers::BufferPool;
 use crate::error::{ExecServerError, Result};
 use crate::event::ExecServerEvent;
-
-/// Largest chunk read from a pipe or PTY at once; one `outputDelta` carries at most this.
-/// Large chunks amortise the per-message cost of bulk output.
-const READ_CHUNK_BYTES: usize = 256 * 1024;
 
 /// Chunks queued for a PTY's input. Full: `command/exec/write` fails with "stdin queue full"
 /// instead of blocking the connection, because the child is not reading its input.
 const STDIN_QUEUE_CHUNKS: usize = 256;
-
-/// Chunks between a PTY's blocking reader thread and its async pump. Full: the thread stops
-/// reading the terminal, so the child blocks on its own writes (backpressure).
-const PTY_READ_QUEUE_CHUNKS: usize = 4;
 
 /// Where a process is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,32 +69,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A source of output chunks for one stream.
-enum OutputSource {
-    Pipe(Box<dyn AsyncRead + Send + Unpin>),
-    Thread(mpsc::Receiver<Vec<u8>>),
-}
-
-impl OutputSource {
-    /// Cancel safe: a pending read or receive loses no data when dropped.
-    async fn next_chunk(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        match self {
-            Self::Pipe(pipe) => {
-                let mut buf = Vec::with_capacity(READ_CHUNK_BYTES);
-                let read = pipe.read_buf(&mut buf).await?;
-                if read == 0 {
-                    return Ok(None);
-                }
-                if buf.len() < READ_CHUNK_BYTES / 4 {
-                    buf.shrink_to_fit();
-                }
-                Ok(Some(buf))
-            }
-            Self::Thread(rx) => Ok(rx.recv().await),
-        }
-    }
-}
-
 /// How one output pump ended.
 enum PumpEnd {
     /// End of file: every byte was delivered.
@@ -120,6 +86,8 @@ pub(crate) struct SuperviseContext {
     pub(crate) drain_timeout: Duration,
     pub(crate) start: oneshot::Receiver<()>,
     pub(crate) on_finished: Box<dyn FnOnce(&ExecSessionId) + Send>,
+    /// Lends the buffers output is read into.
+    pub(crate) output_buffers: BufferPool,
 }
 
 impl Session {
@@ -140,11 +108,11 @@ impl Session {
                 vec![
                     (
                         ExecOutputStream::Stdout,
-                        OutputSource::Pipe(Box::new(stdout)),
+                        OutputSource::pipe(Box::new(stdout), context.output_buffers.clone()),
                     ),
                     (
                         ExecOutputStream::Stderr,
-                        OutputSource::Pipe(Box::new(stderr)),
+                        OutputSource::pipe(Box::new(stderr), context.output_buffers.clone()),
                     ),
                 ],
                 Retained {
@@ -159,14 +127,13 @@ impl Session {
             } => {
                 let (stdin_tx, stdin_rx) = mpsc::channel(STDIN_QUEUE_CHUNKS);
                 spawn_pty_writer(&id, writer, stdin_rx);
-                let (out_tx, out_rx) = mpsc::channel(PTY_READ_QUEUE_CHUNKS);
-                spawn_pty_reader(&id, reader, out_tx);
+                let output = OutputSource::terminal(&id, reader, context.output_buffers.clone());
                 (
                     Some(Terminal {
                         master: Mutex::new(Some(master)),
                         stdin: Mutex::new(Some(stdin_tx)),
                     }),
-                    vec![(ExecOutputStream::Stdout, OutputSource::Thread(out_rx))],
+                    vec![(ExecOutputStream::Stdout, output)],
                     Retained {
                         stdout: RetainedOutput::new(retained_bytes),
                         stderr: None,
@@ -303,7 +270,7 @@ impl Session {
         }
     }
 
-    fn retain(&self, stream: ExecOutputStream, chunk: &[u8]) {
+    fn retain(&self, stream: ExecOutputStream, chunk: &Bytes) {
         let mut retained = lock(&self.retained);
         match (stream, retained.stderr.as_mut()) {
             (ExecOutputStream::Stderr, Some(stderr)) => stderr.push(chunk),
@@ -335,6 +302,7 @@ impl Session {
             drain_timeout,
             start,
             on_finished,
+            output_buffers: _,
         } = context;
         // The processor holds the start until the `command/exec` response is queued, so a
         // client never sees output for a session id it has not been told about.
@@ -437,7 +405,7 @@ impl Session {
             let event = ExecServerEvent::Output {
                 session_id: self.id.clone(),
                 stream,
-                chunk: Bytes::from(chunk),
+                chunk,
             };
             tokio::select! {
                 sent = events.send(event) => if sent.is_err() {
@@ -446,59 +414,5 @@ impl Session {
                 () = cancel.cancelled() => return PumpEnd::Cancelled,
             }
         }
-    }
-}
-
-/// Reads the PTY on a dedicated thread (the reads block) into a small bounded queue.
-fn spawn_pty_reader(
-    id: &ExecSessionId,
-    mut reader: Box<dyn Read + Send>,
-    chunks: mpsc::Sender<Vec<u8>>,
-) {
-    let id = id.clone();
-    let spawned = std::thread::Builder::new()
-        .name("keel-pty-reader".to_string())
-        .spawn(move || {
-            let mut buf = vec![0u8; READ_CHUNK_BYTES];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(read) => {
-                        if chunks.blocking_send(buf[..read].to_vec()).is_err() {
-                            break;
-                        }
-                    }
-                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                    // EIO: every terminal-side descriptor is closed, the PTY's end of file.
-                    Err(_) => break,
-                }
-            }
-            tracing::trace!(session = %id, "pty reader done");
-        });
-    if let Err(err) = spawned {
-        tracing::error!(%err, "could not start the pty reader thread");
-    }
-}
-
-/// Writes queued input to the PTY on a dedicated thread (the writes block). When the queue
-/// closes, dropping the writer sends end-of-file to the terminal (newline, then VEOF).
-fn spawn_pty_writer(
-    id: &ExecSessionId,
-    mut writer: Box<dyn Write + Send>,
-    mut chunks: mpsc::Receiver<Vec<u8>>,
-) {
-    let id = id.clone();
-    let spawned = std::thread::Builder::new()
-        .name("keel-pty-writer".to_string())
-        .spawn(move || {
-            while let Some(chunk) = chunks.blocking_recv() {
-                if let Err(err) = writer.write_all(&chunk).and_then(|()| writer.flush()) {
-                    tracing::debug!(session = %id, %err, "pty write failed");
-                    break;
-                }
-            }
-        });
-    if let Err(err) = spawned {
-        tracing::error!(%err, "could not start the pty writer thread");
     }
 }

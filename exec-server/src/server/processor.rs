@@ -14,12 +14,11 @@ use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use crate::codec::encode_event;
 use crate::config::ExecServerConfig;
 use crate::error::{ExecServerError, Result};
 use crate::event::ExecServerEvent;
 use crate::handler::ExecServerHandler;
-use crate::transport::Frame;
+use crate::transport::{Frame, Outgoing};
 
 /// Responses queued for the outbound task. Full: the processor stops reading requests until
 /// the client reads its answers.
@@ -34,8 +33,8 @@ pub(crate) struct Connection {
     pub(crate) label: String,
     /// Messages read from the peer; closed when the peer is gone.
     pub(crate) incoming: mpsc::Receiver<Frame>,
-    /// Encoded messages for the peer.
-    pub(crate) outgoing: mpsc::Sender<String>,
+    /// Messages for the peer.
+    pub(crate) outgoing: mpsc::Sender<Outgoing>,
     /// The transport's writer; awaited so queued messages are flushed before closing.
     pub(crate) writer: Option<JoinHandle<()>>,
 }
@@ -79,6 +78,10 @@ pub(crate) async fn serve_connection(
             None => Next::Close("the peer closed the connection".to_string()),
             Some(Frame::Invalid(reason)) => processor.parse_error(reason).await,
             Some(Frame::Text(text)) => processor.text(&text).await,
+            // Only client-side readers decode output notifications; a server never gets them.
+            Some(Frame::Event(_)) => {
+                Next::Close("unexpected client notification `command/exec/outputDelta`".to_string())
+            }
             Some(Frame::Line(line)) => match std::str::from_utf8(&line) {
                 Ok(text) => processor.text(text).await,
                 Err(_) => {
@@ -120,31 +123,36 @@ async fn flush(mut task: JoinHandle<()>, name: &str, label: &str) {
     }
 }
 
-/// Merges responses and events into encoded lines. Responses go first when both are ready,
-/// so a `command/exec` answer always precedes that session's output (the handler holds the
-/// output back until the answer is queued).
+/// Merges responses and events into the transport's queue: responses encoded, events as
+/// they are (the writer encodes them into its own buffer). Responses go first when both are
+/// ready, so a `command/exec` answer always precedes that session's output (the handler holds
+/// the output back until the answer is queued).
 async fn outbound(
     mut responses: mpsc::Receiver<JsonRpcMessage>,
     mut events: mpsc::Receiver<ExecServerEvent>,
-    outgoing: mpsc::Sender<String>,
+    outgoing: mpsc::Sender<Outgoing>,
 ) {
     let mut responses_open = true;
     loop {
         let line = tokio::select! {
             biased;
             response = responses.recv(), if responses_open => match response {
-                Some(response) => response.to_json(JsonRpcFraming::WithoutVersion),
+                Some(response) => response
+                    .to_json(JsonRpcFraming::WithoutVersion)
+                    .map(Outgoing::Text),
                 None => {
                     responses_open = false;
                     continue;
                 }
             },
             event = events.recv() => match event {
-                Some(event) => encode_event(&event),
+                Some(event) => Ok(Outgoing::Event(event)),
                 None if responses_open => {
                     // The handler is gone; answers may still be in flight.
                     match responses.recv().await {
-                        Some(response) => response.to_json(JsonRpcFraming::WithoutVersion),
+                        Some(response) => response
+                            .to_json(JsonRpcFraming::WithoutVersion)
+                            .map(Outgoing::Text),
                         None => return,
                     }
                 }
@@ -152,8 +160,8 @@ async fn outbound(
             },
         };
         match line {
-            Ok(line) => {
-                if outgoing.send(line).await.is_err() {
+            Ok(message) => {
+                if outgoing.send(message).await.is_err() {
                     tracing::debug!("transport writer gone; dropping outgoing messages");
                     return;
                 }

@@ -3,19 +3,31 @@
 
 use std::io::{BufRead, Write};
 
-use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::{Frame, MAX_MESSAGE_BYTES};
+use super::{Frame, MAX_MESSAGE_BYTES, Outgoing};
+use crate::buffers::BufferPool;
+use crate::codec::{
+    DECODED_CHUNK_BYTES, IDLE_DECODE_BUFFERS, append_event, decode_output_delta_line,
+};
 
-/// Buffer size of line writers and of the server's stdin reader; large so bulk output moves
-/// in few syscalls.
+/// Batch size of line writers (a larger batch is written at once) and buffer size of the
+/// server's stdin reader; large so bulk output moves in few syscalls.
 const IO_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Capacity a line writer's buffer shrinks back to after a larger message: room for the
+/// largest output line plus small messages.
+const MAX_KEPT_WRITE_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// Free space the client's line reader makes before each read: as much as a 1 MiB pipe
 /// buffer holds, so one `read` can drain it.
 const READ_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// Capacity above which the client's read buffer is dropped once it is empty (it grew for
+/// a message much larger than output lines).
+const MAX_KEPT_READ_BUFFER_BYTES: usize = 8 * READ_BUFFER_BYTES;
 
 /// Turns one raw line (newline included, if any) into a frame; `None` for a blank line.
 fn frame_line(mut line: Vec<u8>) -> Option<Frame> {
@@ -40,38 +52,47 @@ fn frame_line(mut line: Vec<u8>) -> Option<Frame> {
 
 /// Reads lines until end of file, a read error, an invalid frame, or the receiver is gone.
 ///
-/// Lines are cut out of one growing buffer without copying and handed over as
-/// [`Frame::Line`]; UTF-8 is left to the receiver, which checks it only for lines that are
-/// not output notifications (those are validated by their base64 decoding).
+/// This is the client's reader, and it carries almost every byte the client receives: the
+/// server's output notifications. Lines are cut out of one reused buffer; output lines are
+/// decoded right there (while the bytes are still in cache) into buffers from a pool, and
+/// handed over as [`Frame::Event`]; any other line is copied out as a [`Frame::Line`], its
+/// UTF-8 left to the receiver. The buffer is never shared, so it is never reallocated for
+/// ordinary traffic.
 pub(crate) async fn read_lines<R: AsyncRead + Unpin>(mut reader: R, frames: mpsc::Sender<Frame>) {
-    let mut buf = BytesMut::with_capacity(READ_BUFFER_BYTES);
-    // Bytes at the start of `buf` already searched for a newline.
+    let decoded = BufferPool::new(DECODED_CHUNK_BYTES, IDLE_DECODE_BUFFERS);
+    let mut buf: Vec<u8> = Vec::with_capacity(2 * READ_BUFFER_BYTES);
+    // Start of the first line not yet handed over.
+    let mut start = 0;
+    // Bytes after `start` already searched for a newline.
     let mut scanned = 0;
     loop {
-        if let Some(newline) = memchr::memchr(b'\n', &buf[scanned..]) {
-            let length = scanned + newline;
-            if length > MAX_MESSAGE_BYTES {
-                break;
+        while let Some(newline) = memchr::memchr(b'\n', &buf[start + scanned..]) {
+            let end = start + scanned + newline;
+            if end - start > MAX_MESSAGE_BYTES {
+                return too_long(&frames).await;
             }
-            let line = buf.split_to(length + 1);
+            let frame = frame_of(&buf[start..end], &decoded);
+            start = end + 1;
             scanned = 0;
-            if let Some(frame) = frame_bytes(line)
+            if let Some(frame) = frame
                 && frames.send(frame).await.is_err()
             {
                 return;
             }
-            continue;
         }
-        scanned = buf.len();
+        scanned = buf.len() - start;
         if scanned > MAX_MESSAGE_BYTES {
-            break;
+            return too_long(&frames).await;
         }
-        // Lines already handed over may still share the buffer; `reserve` then moves the
-        // partial line into a fresh one rather than waiting for them.
-        buf.reserve(READ_BUFFER_BYTES);
+        if buf.capacity() - buf.len() < READ_BUFFER_BYTES {
+            // Move the partial line to the front (at most one line is ever moved).
+            buf.drain(..start);
+            start = 0;
+            buf.reserve(READ_BUFFER_BYTES);
+        }
         match reader.read_buf(&mut buf).await {
             Ok(0) => {
-                if let Some(frame) = frame_bytes(buf.split())
+                if let Some(frame) = frame_of(&buf[start..], &decoded)
                     && frames.send(frame).await.is_err()
                 {
                     tracing::debug!("frame receiver gone");
@@ -84,51 +105,103 @@ pub(crate) async fn read_lines<R: AsyncRead + Unpin>(mut reader: R, frames: mpsc
                 return;
             }
         }
+        // After a message far larger than usual, give the memory back.
+        if start == buf.len() && buf.capacity() > MAX_KEPT_READ_BUFFER_BYTES {
+            buf = Vec::with_capacity(2 * READ_BUFFER_BYTES);
+            start = 0;
+            scanned = 0;
+        }
     }
+}
+
+/// Reports a line over [`MAX_MESSAGE_BYTES`], which ends the connection.
+async fn too_long(frames: &mpsc::Sender<Frame>) {
     let reason = format!("message longer than {MAX_MESSAGE_BYTES} bytes");
     if frames.send(Frame::Invalid(reason)).await.is_err() {
         tracing::debug!("frame receiver gone");
     }
 }
 
-/// Turns one raw line (newline included, if any) into a [`Frame::Line`]; `None` for a blank
-/// line.
-fn frame_bytes(mut line: BytesMut) -> Option<Frame> {
-    if line.last() == Some(&b'\n') {
-        line.truncate(line.len() - 1);
-        if line.last() == Some(&b'\r') {
-            line.truncate(line.len() - 1);
-        }
+/// Turns one line (without its newline) into a frame; `None` for a blank line.
+fn frame_of(line: &[u8], decoded: &BufferPool) -> Option<Frame> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if let Some(event) = decode_output_delta_line(line, decoded) {
+        return Some(Frame::Event(event));
     }
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    Some(Frame::Line(line.freeze()))
+    Some(Frame::Line(Bytes::copy_from_slice(line)))
 }
 
-/// Writes each message as one line, flushing whenever the queue runs empty.
-pub(crate) async fn write_lines<W: AsyncWrite + Unpin>(
-    mut messages: mpsc::Receiver<String>,
-    writer: W,
-) {
-    let mut writer = BufWriter::with_capacity(IO_BUFFER_BYTES, writer);
-    while let Some(mut message) = messages.recv().await {
-        let written = async {
-            // One write per message: a large one then bypasses the buffer in a single call.
-            message.push('\n');
-            writer.write_all(message.as_bytes()).await?;
-            if messages.is_empty() {
-                writer.flush().await?;
-            }
-            std::io::Result::Ok(())
-        };
-        if let Err(err) = written.await {
+/// Writes each message as one line (see [`LineBatch`]), then shuts the writer down.
+pub(crate) async fn write_lines<M, W>(mut messages: mpsc::Receiver<M>, mut writer: W)
+where
+    M: Into<Outgoing>,
+    W: AsyncWrite + Unpin,
+{
+    let mut batch = LineBatch::new();
+    while let Some(message) = messages.recv().await {
+        if !batch.push(message.into()) || !batch.ready(messages.is_empty()) {
+            continue;
+        }
+        if let Err(err) = writer.write_all(batch.bytes()).await {
             tracing::debug!(%err, "write failed; closing");
             return;
         }
+        batch.written();
     }
     if let Err(err) = writer.shutdown().await {
         tracing::debug!(%err, "closing the writer failed");
+    }
+}
+
+/// Lines waiting to be written, in one reused buffer: output events are encoded straight
+/// into it, so a bulk output line costs no allocation, and small messages are coalesced.
+/// The buffer is written out when it holds [`IO_BUFFER_BYTES`] or the queue runs empty.
+struct LineBatch {
+    pending: Vec<u8>,
+}
+
+impl LineBatch {
+    fn new() -> Self {
+        Self {
+            pending: Vec::with_capacity(IO_BUFFER_BYTES),
+        }
+    }
+
+    /// Appends a message and its newline; `false` if it could not be encoded (logged and
+    /// skipped).
+    fn push(&mut self, message: Outgoing) -> bool {
+        match message {
+            Outgoing::Text(text) => self.pending.extend_from_slice(text.as_bytes()),
+            Outgoing::Event(event) => {
+                if let Err(err) = append_event(&event, &mut self.pending) {
+                    tracing::error!(%err, "could not encode an event");
+                    return false;
+                }
+                // Dropping the event here returns its chunk's buffer before the write waits.
+                drop(event);
+            }
+        }
+        self.pending.push(b'\n');
+        true
+    }
+
+    /// Whether to write now, given whether more messages are queued.
+    fn ready(&self, queue_empty: bool) -> bool {
+        queue_empty || self.pending.len() >= IO_BUFFER_BYTES
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.pending
+    }
+
+    /// Empties the batch after a write.
+    fn written(&mut self) {
+        self.pending.clear();
+        // One unusually large message (a big snapshot) must not keep its buffer forever.
+        self.pending.shrink_to(MAX_KEPT_WRITE_BUFFER_BYTES);
     }
 }
 
@@ -157,27 +230,21 @@ pub(crate) fn read_lines_blocking(reader: impl BufRead, frames: mpsc::Sender<Fra
     }
 }
 
-/// Blocking twin of [`write_lines`] for the process's own stdout.
-pub(crate) fn write_lines_blocking(mut messages: mpsc::Receiver<String>, writer: impl Write) {
-    let mut writer = std::io::BufWriter::with_capacity(IO_BUFFER_BYTES, writer);
-    while let Some(mut message) = messages.blocking_recv() {
-        // Output lines leave room for this newline (see `codec`), so pushing it does not
-        // reallocate, and a large line then goes out in one `write` bypassing the buffer.
-        message.push('\n');
-        let written = writer.write_all(message.as_bytes()).and_then(|()| {
-            if messages.is_empty() {
-                writer.flush()
-            } else {
-                Ok(())
-            }
-        });
-        if let Err(err) = written {
+/// Blocking twin of [`write_lines`], for the process's own stdout.
+pub(crate) fn write_lines_blocking(mut messages: mpsc::Receiver<Outgoing>, mut writer: impl Write) {
+    let mut batch = LineBatch::new();
+    while let Some(message) = messages.blocking_recv() {
+        if !batch.push(message) || !batch.ready(messages.is_empty()) {
+            continue;
+        }
+        if let Err(err) = writer
+            .write_all(batch.bytes())
+            .and_then(|()| writer.flush())
+        {
             tracing::debug!(%err, "write failed; closing");
             return;
         }
-    }
-    if let Err(err) = writer.flush() {
-        tracing::debug!(%err, "final flush failed");
+        batch.written();
     }
 }
 
@@ -196,6 +263,7 @@ mod tests {
                 Frame::Line(line) => String::from_utf8_lossy(&line).into_owned(),
                 Frame::Text(text) => format!("text:{text}"),
                 Frame::Invalid(reason) => format!("invalid:{reason}"),
+                Frame::Event(event) => format!("event:{event:?}"),
             });
         }
         reader.await.unwrap();
@@ -215,5 +283,52 @@ mod tests {
     #[tokio::test]
     async fn bytes_are_handed_over_unchecked() {
         assert_eq!(frames(b"\xff\n").await, vec!["\u{fffd}".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn output_lines_are_decoded_by_the_reader() {
+        use keel_protocol::ExecSessionId;
+        use keel_protocol::exec_server::ExecOutputStream;
+
+        use crate::codec::encode_event;
+        use crate::event::ExecServerEvent;
+
+        let events: Vec<ExecServerEvent> = [1, DECODED_CHUNK_BYTES, 300_000, 0, 77]
+            .into_iter()
+            .enumerate()
+            .map(|(n, size)| ExecServerEvent::Output {
+                session_id: ExecSessionId::new(format!("session-{n}")),
+                stream: ExecOutputStream::Stdout,
+                chunk: (0..size).map(|byte| (byte * 7 + n) as u8).collect(),
+            })
+            .collect();
+        let mut input = Vec::new();
+        for event in &events {
+            input.extend_from_slice(encode_event(event).unwrap().as_bytes());
+            input.extend_from_slice(b"\r\n{\"id\":1,\"result\":{}}\n");
+        }
+        // Delivered in pieces that cut lines anywhere.
+        let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+        let feed = tokio::spawn(async move {
+            for piece in input.chunks(100_003) {
+                tokio::io::AsyncWriteExt::write_all(&mut writer, piece).await?;
+            }
+            std::io::Result::Ok(())
+        });
+        let (tx, mut rx) = mpsc::channel(4);
+        let reading = tokio::spawn(read_lines(reader, tx));
+        for event in events {
+            match rx.recv().await {
+                Some(Frame::Event(decoded)) => assert_eq!(decoded, event),
+                other => panic!("expected an event, got {other:?}"),
+            }
+            match rx.recv().await {
+                Some(Frame::Line(line)) => assert_eq!(&line[..], br#"{"id":1,"result":{}}"#),
+                other => panic!("expected a line, got {other:?}"),
+            }
+        }
+        feed.await.unwrap().unwrap();
+        assert!(rx.recv().await.is_none());
+        reading.await.unwrap();
     }
 }

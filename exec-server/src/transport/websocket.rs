@@ -7,7 +7,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::Frame;
+use super::{Frame, Outgoing};
+use crate::codec::encode_event;
 
 /// Reads text (or UTF-8 binary) frames until close, error, or the receiver is gone.
 pub(crate) async fn read_frames<S: AsyncRead + AsyncWrite + Unpin>(
@@ -37,11 +38,24 @@ pub(crate) async fn read_frames<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Sends each message as a text frame, flushing whenever the queue runs empty, then closes.
-pub(crate) async fn write_frames<S: AsyncRead + AsyncWrite + Unpin>(
-    mut messages: mpsc::Receiver<String>,
+pub(crate) async fn write_frames<M, S>(
+    mut messages: mpsc::Receiver<M>,
     mut sink: SplitSink<WebSocketStream<S>, Message>,
-) {
+) where
+    M: Into<Outgoing>,
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     while let Some(message) = messages.recv().await {
+        let message = match message.into() {
+            Outgoing::Text(text) => text,
+            Outgoing::Event(event) => match encode_event(&event) {
+                Ok(text) => text,
+                Err(err) => {
+                    tracing::error!(%err, "could not encode an event");
+                    continue;
+                }
+            },
+        };
         let sent = if messages.is_empty() {
             sink.send(Message::text(message)).await
         } else {

@@ -1,3 +1,4 @@
+mod backpressure;
 mod client;
 mod harness;
 mod lifecycle;
