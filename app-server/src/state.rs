@@ -139,6 +139,17 @@ impl AppState {
     }
 }
 
+impl Drop for AppState {
+    /// Each thread's event pump keeps it (and so its conversation) alive; stopping the pumps
+    /// lets the conversations shut down and kill their commands when the state goes away
+    /// (an embedder dropping its in-process client).
+    fn drop(&mut self) {
+        for thread in self.threads.get_mut().values() {
+            thread.close();
+        }
+    }
+}
+
 /// Parses a thread id, naming it in the error.
 pub(crate) fn parse_thread_id(id: &str) -> Result<ConversationId> {
     id.parse()

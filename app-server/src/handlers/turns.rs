@@ -51,7 +51,12 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         effort: params.effort,
     });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
-    let turn_id_for_release = turn_id.clone();
+    // Held until the input is queued, so the claim is released if the connection's task is
+    // aborted first (it would otherwise block every later turn on the thread).
+    let claim = Claim {
+        thread: thread.clone(),
+        turn_id: Some(turn_id.clone()),
+    };
     let response = TurnStartResponse {
         turn: Turn {
             id: turn_id.clone(),
@@ -61,8 +66,8 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         },
     };
     let conversation = thread.conversation.clone();
-    let claim = thread.clone();
     Reply::then(&response, async move {
+        let mut claim = claim;
         let submit = async {
             if let Some(op) = overrides {
                 conversation.submit(op).await?;
@@ -74,11 +79,25 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
                 })
                 .await
         };
-        if let Err(err) = submit.await {
-            tracing::warn!("turn could not be submitted: {err}");
-            claim.release_claim(&turn_id_for_release);
+        match submit.await {
+            Ok(_) => claim.turn_id = None,
+            Err(err) => tracing::warn!("turn could not be submitted: {err}"),
         }
     })
+}
+
+/// A `turn/start` claim not yet handed to the engine; dropping it gives the claim up.
+struct Claim {
+    thread: Arc<LoadedThread>,
+    turn_id: Option<String>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(turn_id) = &self.turn_id {
+            self.thread.release_claim(turn_id);
+        }
+    }
 }
 
 /// `turn/steer`: adds input to the running turn.
@@ -117,5 +136,78 @@ pub(crate) async fn interrupt(
             "turn {} is not running",
             params.turn_id
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use keel_protocol::app_server::{ThreadStartParams, TurnStartParams, UserInput};
+    use keel_test_support::write_config;
+    use pretty_assertions::assert_eq;
+    use tokio::sync::mpsc;
+
+    use crate::outgoing::Outgoing;
+    use crate::state::{AppState, ServerConfig};
+
+    /// A `turn/start` whose connection goes away after the answer is built but before the
+    /// input reaches the engine (its task is aborted) must not leave the thread claimed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_abandoned_turn_start_releases_its_claim() -> anyhow::Result<()> {
+        let home = tempfile::tempdir()?;
+        let workspace = tempfile::tempdir()?;
+        write_config(
+            home.path(),
+            "http://127.0.0.1:9",
+            Vec::<(&str, toml::Value)>::new(),
+        )?;
+        let state = AppState::new(ServerConfig {
+            keel_home: home.path().to_path_buf(),
+            cli_overrides: Vec::new(),
+            cwd: workspace.path().to_path_buf(),
+        });
+        let (tx, _rx) = mpsc::channel(16);
+        let outgoing = Arc::new(Outgoing::new(tx));
+        let params = ThreadStartParams {
+            ephemeral: Some(true),
+            ..ThreadStartParams::default()
+        };
+        super::super::threads::start(&state, params, &outgoing).await?;
+        let thread_id = state
+            .threads
+            .lock()
+            .await
+            .keys()
+            .next()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("no thread loaded"))?;
+        let thread = state
+            .loaded(thread_id)
+            .await
+            .ok_or_else(|| anyhow::anyhow!("thread not loaded"))?;
+
+        let reply = super::start(
+            &state,
+            TurnStartParams {
+                thread_id: thread_id.to_string(),
+                input: vec![UserInput::Text {
+                    text: "hi".into(),
+                    text_elements: Vec::new(),
+                }],
+                cwd: None,
+                approval_policy: None,
+                sandbox_policy: None,
+                model: None,
+                effort: None,
+            },
+        )
+        .await?;
+        assert!(thread.active_turn_id().is_some());
+        // The connection closed: its request task is aborted before `after` runs.
+        drop(reply);
+        assert_eq!(thread.active_turn_id(), None);
+        state.unload(thread_id).await;
+        Ok(())
     }
 }

@@ -243,35 +243,43 @@ impl LoadedThread {
         let receivers: Vec<_> = sent.into_iter().map(|(_, _, rx)| rx).collect();
         let thread = self.clone();
         let task_call = call_id.clone();
-        let task = tokio::spawn(async move {
-            let (answer, _, _) = select_all(receivers).await;
-            let decision = match answer {
-                Ok(Ok(value)) => {
-                    match serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value) {
-                        Ok(response) => response.decision,
-                        Err(err) => {
-                            tracing::warn!("unreadable approval answer ({err}); declining");
-                            CommandExecutionApprovalDecision::Decline
+        // Held until the approval is registered: an answer that is already waiting must find
+        // it (and remove it), or a stale entry would keep the thread "waiting on approval" and
+        // be withdrawn later although it was answered.
+        {
+            let mut approvals = lock(&self.approvals);
+            let task = tokio::spawn(async move {
+                let (answer, _, _) = select_all(receivers).await;
+                let decision = match answer {
+                    Ok(Ok(value)) => {
+                        match serde_json::from_value::<CommandExecutionRequestApprovalResponse>(
+                            value,
+                        ) {
+                            Ok(response) => response.decision,
+                            Err(err) => {
+                                tracing::warn!("unreadable approval answer ({err}); declining");
+                                CommandExecutionApprovalDecision::Decline
+                            }
                         }
                     }
+                    Ok(Err(error)) => {
+                        tracing::warn!(
+                            "client answered the approval with an error ({error}); declining"
+                        );
+                        CommandExecutionApprovalDecision::Decline
+                    }
+                    Err(_) => CommandExecutionApprovalDecision::Decline,
+                };
+                let others = lock(&thread.approvals).remove(&task_call);
+                if let Some(pending) = others {
+                    for (outgoing, id) in pending.requests {
+                        outgoing.forget(&id);
+                    }
                 }
-                Ok(Err(error)) => {
-                    tracing::warn!(
-                        "client answered the approval with an error ({error}); declining"
-                    );
-                    CommandExecutionApprovalDecision::Decline
-                }
-                Err(_) => CommandExecutionApprovalDecision::Decline,
-            };
-            let others = lock(&thread.approvals).remove(&task_call);
-            if let Some(pending) = others {
-                for (outgoing, id) in pending.requests {
-                    outgoing.forget(&id);
-                }
-            }
-            thread.settle(task_call, is_patch, decision.into()).await;
-        });
-        lock(&self.approvals).insert(call_id, PendingApproval { requests, task });
+                thread.settle(task_call, is_patch, decision.into()).await;
+            });
+            approvals.insert(call_id, PendingApproval { requests, task });
+        }
         self.broadcast_status().await;
     }
 

@@ -69,3 +69,77 @@ async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
     assert!(bad.is_err_and(|err| err.to_string().contains("invalid thread id")));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::Result<()> {
+    let workspace = tempfile::tempdir()?;
+    // The command holds the FIFO's write end; reading it to EOF waits for the command to die.
+    let fifo = workspace.path().join("alive");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status()?;
+    anyhow::ensure!(made.success(), "mkfifo failed");
+    let command = format!("exec sleep 600 > {}", fifo.display());
+    let mock = MockModelServer::start(Script::new([Turn::new([keel_test_support::shell_call(
+        "c1",
+        ["bash", "-c", command.as_str()],
+    )])]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let client = InProcessAppServerClient::start(
+        ServerConfig {
+            keel_home: home.path().to_path_buf(),
+            cli_overrides: Vec::new(),
+            cwd: workspace.path().to_path_buf(),
+        },
+        ClientInfo {
+            name: "test".into(),
+            title: None,
+            version: "1".into(),
+        },
+        None,
+    )
+    .await?;
+    let mut params = ThreadStartParams::default();
+    params.overrides.approval_policy = Some(keel_protocol::AskForApproval::Never);
+    params.overrides.sandbox = Some(keel_protocol::SandboxMode::DangerFullAccess);
+    let thread = client
+        .request::<client_request::ThreadStart>(params)
+        .await?;
+    let reader_fifo = fifo.clone();
+    let (opened_tx, opened_rx) = tokio::sync::oneshot::channel();
+    let alive = tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        // Opening blocks until the command opens the write end.
+        let mut held = std::fs::File::open(reader_fifo)?;
+        let _ = opened_tx.send(());
+        let mut rest = Vec::new();
+        held.read_to_end(&mut rest)
+    });
+    client
+        .request::<client_request::TurnStart>(TurnStartParams {
+            thread_id: thread.thread.id.clone(),
+            input: vec![UserInput::Text {
+                text: "run it".into(),
+                text_elements: Vec::new(),
+            }],
+            cwd: None,
+            approval_policy: None,
+            sandbox_policy: None,
+            model: None,
+            effort: None,
+        })
+        .await?;
+    if tokio::time::timeout(std::time::Duration::from_secs(20), opened_rx)
+        .await
+        .is_err()
+    {
+        // Unblock the reader so the runtime can shut down, then fail.
+        drop(std::fs::OpenOptions::new().write(true).open(&fifo)?);
+        anyhow::bail!("the command never started");
+    }
+    drop(client);
+    tokio::time::timeout(std::time::Duration::from_secs(20), alive)
+        .await
+        .map_err(|_| anyhow::anyhow!("the command outlived the dropped client"))???;
+    Ok(())
+}

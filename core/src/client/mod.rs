@@ -128,8 +128,9 @@ impl ModelClient {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|value| value.to_str().ok())
                 .and_then(|value| value.trim().parse::<f64>().ok())
-                .filter(|secs| secs.is_finite() && *secs >= 0.0)
-                .map(Duration::from_secs_f64);
+                // `try_from` rather than `from_secs_f64`: a value too large for a `Duration`
+                // must fall back to our backoff, not panic the turn.
+                .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
             let mut body = response.text().await.unwrap_or_default();
             truncate_in_place(&mut body, 2048);
             return Err(CoreError::HttpStatus {

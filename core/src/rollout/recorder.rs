@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{SecondsFormat, Utc};
 use keel_protocol::ConversationId;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::{RolloutItem, RolloutLine, SessionMeta};
@@ -40,17 +40,24 @@ impl RolloutRecorder {
         Ok(recorder)
     }
 
-    /// Opens an existing rollout file to continue it (resume).
+    /// Opens an existing rollout file to continue it (resume). A torn last line (a crash
+    /// mid-write) is ended first, so the next line is not glued to it and lost as well.
     pub async fn open_append(path: &Path) -> Result<Self> {
-        let file = tokio::fs::OpenOptions::new()
+        let rollout_error = |err: std::io::Error| CoreError::Rollout {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        };
+        let mut file = tokio::fs::OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(path)
             .await
-            .map_err(|err| CoreError::Rollout {
-                path: path.to_path_buf(),
-                message: err.to_string(),
-            })?;
+            .map_err(rollout_error)?;
+        if ends_mid_line(&mut file).await.map_err(rollout_error)? {
+            file.write_all(b"\n").await.map_err(rollout_error)?;
+            file.flush().await.map_err(rollout_error)?;
+        }
         Ok(Self {
             path: path.to_path_buf(),
             file: Mutex::new(file),
@@ -88,6 +95,17 @@ impl RolloutRecorder {
             message: err.to_string(),
         })
     }
+}
+
+/// Whether a non-empty file's last byte is not a newline.
+async fn ends_mid_line(file: &mut tokio::fs::File) -> std::io::Result<bool> {
+    if file.metadata().await?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(std::io::SeekFrom::End(-1)).await?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last).await?;
+    Ok(last[0] != b'\n')
 }
 
 /// A new session meta for a conversation starting now.

@@ -177,3 +177,29 @@ async fn chat_completions_wire_api_works_end_to_end() -> anyhow::Result<()> {
     env.mock.verify()?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absurd_retry_after_falls_back_to_backoff() -> anyhow::Result<()> {
+    // A Retry-After too large for a `Duration` must not panic the turn (which would leave
+    // the conversation stuck with a turn that never ends).
+    let script = Script::new([
+        Turn::failing(Fault::HttpStatus {
+            status: 429,
+            body: None,
+            retry_after: Some("1e300".to_string()),
+        }),
+        Turn::new([assistant_message("ok")]),
+    ]);
+    let (env, events) = tokio::time::timeout(
+        Duration::from_secs(30),
+        run(
+            script,
+            &[("model_providers.mock.request_max_retries", 1.into())],
+        ),
+    )
+    .await??;
+    assert_eq!(last_agent_message(&events).as_deref(), Some("ok"));
+    assert_eq!(retry_notices(&events).len(), 1);
+    assert_eq!(env.mock.requests().len(), 2);
+    Ok(())
+}

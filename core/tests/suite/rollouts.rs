@@ -89,3 +89,41 @@ async fn resume_and_fork_rebuild_history_from_the_rollout() -> anyhow::Result<()
     assert_eq!(page2.next_cursor, None);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_a_torn_last_line_keeps_new_lines() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([assistant_message("before crash")]),
+        Turn::new([assistant_message("after crash")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "first").await?;
+    until_turn_end(&new.conversation).await?;
+    let path = new
+        .session_configured
+        .rollout_path
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no rollout path"))?;
+    drop(new);
+
+    // A crash mid-write leaves a partial line without its newline.
+    let mut text = tokio::fs::read_to_string(&path).await?;
+    text.push_str("{\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"type\":\"event_msg\",\"pay");
+    tokio::fs::write(&path, text).await?;
+
+    let manager = ConversationManager::with_env(Arc::new(|_| None));
+    let resumed = manager.resume_conversation(env.config()?, &path).await?;
+    say(&resumed.conversation, "second").await?;
+    until_turn_end(&resumed.conversation).await?;
+    drop(resumed);
+
+    let loaded = load_rollout(&path).await?;
+    let started = loaded
+        .events
+        .iter()
+        .filter(|e| matches!(e, EventMsg::TaskStarted(_)))
+        .count();
+    assert_eq!(started, 2, "{:#?}", loaded.events);
+    Ok(())
+}
