@@ -28,7 +28,12 @@ pub(crate) fn turns_from_events(thread_id: &str, events: &[EventMsg]) -> Vec<Tur
                 },
             )));
         }
-        translator.handle(&event(msg.clone()));
+        // Recorded events carry no submission id; attribute each to the turn in progress.
+        let id = translator.active_turn_id().unwrap_or_default().to_string();
+        translator.handle(&Event {
+            id: SubmissionId::new(id),
+            msg: msg.clone(),
+        });
     }
     translator.all_turns()
 }

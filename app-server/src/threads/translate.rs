@@ -462,6 +462,22 @@ impl Translator {
                     },
                 )));
             }
+            EventMsg::Error(error) if self.active_turn_id() != Some(event.id.as_str()) => {
+                // An error about another submission (e.g. a refused rollback) leaves the
+                // running turn alone.
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::Error(
+                    ErrorNotification {
+                        thread_id,
+                        turn_id,
+                        error: TurnError {
+                            message: error.message.clone(),
+                            additional_details: None,
+                        },
+                        will_retry: false,
+                    },
+                )));
+            }
             EventMsg::Error(error) => {
                 let turn_error = TurnError {
                     message: error.message.clone(),

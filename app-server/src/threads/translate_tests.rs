@@ -204,3 +204,18 @@ fn an_error_fails_the_turn_with_its_message() {
         Some("HTTP 401")
     );
 }
+
+#[test]
+fn an_error_about_another_submission_leaves_the_turn_running() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    let outputs = notifications(translator.handle(&Event {
+        id: SubmissionId::new("rollback-7"),
+        msg: EventMsg::Error(ErrorEvent {
+            message: "cannot roll back while a turn is running".into(),
+        }),
+    }));
+    assert_eq!(outputs.len(), 1);
+    assert!(matches!(&outputs[0], ServerNotification::Error(_)));
+    assert_eq!(translator.active_turn_id(), Some("t1"));
+}

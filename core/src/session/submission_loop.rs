@@ -125,7 +125,26 @@ fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<I
         {
             tracing::warn!("previous turn task failed: {err}");
         }
-        run_turn(task_session, sub_id, items, cancel).await;
+        let turn = std::panic::AssertUnwindSafe(run_turn(
+            task_session.clone(),
+            sub_id.clone(),
+            items,
+            cancel,
+        ));
+        if futures::FutureExt::catch_unwind(turn).await.is_err() {
+            // A bug in a turn must not wedge the conversation: free it and say what happened.
+            tracing::error!(conversation = %task_session.id(), "turn {sub_id} panicked");
+            task_session.clear_active_turn(&sub_id);
+            let message =
+                "internal error: the turn stopped unexpectedly; the conversation remains usable"
+                    .to_string();
+            task_session
+                .send_event(
+                    &sub_id,
+                    EventMsg::Error(keel_protocol::ErrorEvent { message }),
+                )
+                .await;
+        }
     }));
 }
 

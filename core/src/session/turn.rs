@@ -181,6 +181,9 @@ async fn close_dangling_calls(session: &Session) {
     session.record_items(&missing).await;
 }
 
+/// The longest wait between retries, whatever the provider asks.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
 /// Delay before retry `attempt` (1-based): exponential from 200 ms with ±10% jitter, capped.
 fn backoff(attempt: u64) -> Duration {
     let base = 200u64.saturating_mul(1 << attempt.saturating_sub(1).min(8));
@@ -213,7 +216,12 @@ async fn sample_with_retries(
             return Err(TurnStop::Failed(err));
         }
         *used += 1;
-        let delay = err.retry_after().unwrap_or_else(|| backoff(*used));
+        // A provider's Retry-After is honoured up to the backoff cap, so one odd header
+        // cannot park a turn for hours.
+        let delay = err
+            .retry_after()
+            .map(|after| after.min(MAX_RETRY_DELAY))
+            .unwrap_or_else(|| backoff(*used));
         let message = format!(
             "{err}; retrying {}/{budget} in {}ms",
             *used,
