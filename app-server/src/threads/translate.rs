@@ -448,52 +448,19 @@ impl Translator {
                     )));
                 }
             }
-            EventMsg::StreamError(notice) => {
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::Error(
-                    ErrorNotification {
-                        thread_id,
-                        turn_id,
-                        error: TurnError {
-                            message: notice.message.clone(),
-                            additional_details: None,
-                        },
-                        will_retry: true,
-                    },
-                )));
-            }
+            EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
             EventMsg::Error(error) if self.active_turn_id() != Some(event.id.as_str()) => {
                 // An error about another submission (e.g. a refused rollback) leaves the
                 // running turn alone.
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::Error(
-                    ErrorNotification {
-                        thread_id,
-                        turn_id,
-                        error: TurnError {
-                            message: error.message.clone(),
-                            additional_details: None,
-                        },
-                        will_retry: false,
-                    },
-                )));
+                out.push(self.error(&error.message, false));
             }
             EventMsg::Error(error) => {
-                let turn_error = TurnError {
-                    message: error.message.clone(),
-                    additional_details: None,
-                };
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::Error(
-                    ErrorNotification {
-                        thread_id,
-                        turn_id,
-                        error: turn_error.clone(),
-                        will_retry: false,
-                    },
-                )));
+                out.push(self.error(&error.message, false));
                 if let Some(turn) = self.turn.as_mut() {
-                    turn.error = Some(turn_error);
+                    turn.error = Some(TurnError {
+                        message: error.message.clone(),
+                        additional_details: None,
+                    });
                 }
                 out.extend(self.finish(TurnStatus::Failed));
             }
@@ -507,6 +474,19 @@ impl Translator {
             _ => {}
         }
         out
+    }
+
+    /// An `error` notification for the running turn.
+    fn error(&self, message: &str, will_retry: bool) -> Output {
+        Output::Notify(ServerNotification::Error(ErrorNotification {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.active_turn_id().unwrap_or_default().to_string(),
+            error: TurnError {
+                message: message.to_string(),
+                additional_details: None,
+            },
+            will_retry,
+        }))
     }
 
     fn ensure_agent_item(&mut self) -> (String, String, Option<ThreadItem>) {
