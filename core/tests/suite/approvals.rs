@@ -21,36 +21,12 @@ async fn run_with(
     let env = TestEnv::new(write_script(), &[("approval_policy", policy.into())]).await?;
     let new = env.start().await?;
     say(&new.conversation, "write a file").await?;
-    let mut all = Vec::new();
-    loop {
-        let events = events_until(&new.conversation, |msg| {
-            matches!(
-                msg,
-                EventMsg::ExecApprovalRequest(_)
-                    | EventMsg::TaskComplete(_)
-                    | EventMsg::TurnAborted(_)
-                    | EventMsg::Error(_)
-            )
-        })
-        .await?;
-        let last = events.last().map(|e| e.msg.clone());
-        all.extend(events);
-        match last {
-            Some(EventMsg::ExecApprovalRequest(request)) => {
-                let decision =
-                    decision.ok_or_else(|| anyhow::anyhow!("unexpected approval request"))?;
-                assert_eq!(request.call_id.as_str(), "c1");
-                assert_eq!(request.cwd, env.ws());
-                new.conversation
-                    .submit(Op::ExecApproval {
-                        id: request.call_id,
-                        decision,
-                    })
-                    .await?;
-            }
-            _ => return Ok((env, all)),
-        }
+    let (events, requests) = answer_approvals(&new.conversation, decision.as_slice()).await?;
+    for request in &requests {
+        assert_eq!(request.call_id.as_str(), "c1");
+        assert_eq!(request.cwd, env.ws());
     }
+    Ok((env, events))
 }
 
 fn asked(events: &[keel_protocol::Event]) -> bool {

@@ -134,3 +134,41 @@ pub fn last_agent_message(events: &[Event]) -> Option<String> {
         _ => None,
     })
 }
+
+/// Reads one turn's events, answering each exec approval request with the next of
+/// `decisions`; returns every event and the requests seen. An unexpected request is an error.
+pub async fn answer_approvals(
+    conversation: &Conversation,
+    decisions: &[keel_protocol::ReviewDecision],
+) -> anyhow::Result<(Vec<Event>, Vec<keel_protocol::ExecApprovalRequestEvent>)> {
+    let mut decisions = decisions.iter();
+    let (mut all, mut requests) = (Vec::new(), Vec::new());
+    loop {
+        let events = events_until(conversation, |msg| {
+            matches!(
+                msg,
+                EventMsg::ExecApprovalRequest(_)
+                    | EventMsg::TaskComplete(_)
+                    | EventMsg::TurnAborted(_)
+                    | EventMsg::Error(_)
+            )
+        })
+        .await?;
+        let last = events.last().map(|event| event.msg.clone());
+        all.extend(events);
+        let Some(EventMsg::ExecApprovalRequest(request)) = last else {
+            return Ok((all, requests));
+        };
+        let decision = decisions
+            .next()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("unexpected approval request: {:?}", request.reason))?;
+        conversation
+            .submit(Op::ExecApproval {
+                id: request.call_id.clone(),
+                decision,
+            })
+            .await?;
+        requests.push(request);
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use keel_protocol::{Event, EventMsg, ExecApprovalRequestEvent, Op, ReviewDecision};
+use keel_protocol::{Event, EventMsg, ExecApprovalRequestEvent, ReviewDecision};
 use keel_test_support::{Script, Turn, assistant_message, function_call, shell_call};
 use pretty_assertions::assert_eq;
 
@@ -32,36 +32,7 @@ async fn drive(
 ) -> anyhow::Result<(Vec<Event>, Vec<ExecApprovalRequestEvent>)> {
     let new = env.manager.new_conversation(config).await?;
     say(&new.conversation, "go").await?;
-    let mut decisions = decisions.iter();
-    let (mut all, mut requests) = (Vec::new(), Vec::new());
-    loop {
-        let events = events_until(&new.conversation, |msg| {
-            matches!(
-                msg,
-                EventMsg::ExecApprovalRequest(_)
-                    | EventMsg::TaskComplete(_)
-                    | EventMsg::TurnAborted(_)
-                    | EventMsg::Error(_)
-            )
-        })
-        .await?;
-        let last = events.last().map(|event| event.msg.clone());
-        all.extend(events);
-        let Some(EventMsg::ExecApprovalRequest(request)) = last else {
-            return Ok((all, requests));
-        };
-        let decision = decisions
-            .next()
-            .copied()
-            .ok_or_else(|| anyhow::anyhow!("unexpected approval request: {:?}", request.reason))?;
-        new.conversation
-            .submit(Op::ExecApproval {
-                id: request.call_id.clone(),
-                decision,
-            })
-            .await?;
-        requests.push(request);
-    }
+    answer_approvals(&new.conversation, decisions).await
 }
 
 fn exit_codes(events: &[Event]) -> Vec<i32> {
