@@ -8,6 +8,27 @@ use keel_protocol::app_server::{
 use keel_test_support::{MockModelServer, Script, Turn, assistant_message, write_config};
 use pretty_assertions::assert_eq;
 
+/// An in-process server on `home` (with a config already written) for a client named `test`.
+async fn start_client(
+    home: &std::path::Path,
+    workspace: &std::path::Path,
+) -> anyhow::Result<InProcessAppServerClient> {
+    Ok(InProcessAppServerClient::start(
+        ServerConfig {
+            keel_home: home.to_path_buf(),
+            cli_overrides: Vec::new(),
+            cwd: workspace.to_path_buf(),
+        },
+        ClientInfo {
+            name: "test".into(),
+            title: None,
+            version: "1".into(),
+        },
+        None,
+    )
+    .await?)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
     let mock = MockModelServer::start(Script::new([Turn::new([assistant_message(
@@ -17,20 +38,7 @@ async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
     let workspace = tempfile::tempdir()?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let client = InProcessAppServerClient::start(
-        ServerConfig {
-            keel_home: home.path().to_path_buf(),
-            cli_overrides: Vec::new(),
-            cwd: workspace.path().to_path_buf(),
-        },
-        ClientInfo {
-            name: "test".into(),
-            title: None,
-            version: "1".into(),
-        },
-        None,
-    )
-    .await?;
+    let client = start_client(home.path(), workspace.path()).await?;
     assert!(client.initialize.user_agent.contains("test/1"));
     let thread = client
         .request::<client_request::ThreadStart>(ThreadStartParams::default())
@@ -85,20 +93,7 @@ async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::R
     .await?;
     let home = tempfile::tempdir()?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let client = InProcessAppServerClient::start(
-        ServerConfig {
-            keel_home: home.path().to_path_buf(),
-            cli_overrides: Vec::new(),
-            cwd: workspace.path().to_path_buf(),
-        },
-        ClientInfo {
-            name: "test".into(),
-            title: None,
-            version: "1".into(),
-        },
-        None,
-    )
-    .await?;
+    let client = start_client(home.path(), workspace.path()).await?;
     let mut params = ThreadStartParams::default();
     params.overrides.approval_policy = Some(keel_protocol::AskForApproval::Never);
     params.overrides.sandbox = Some(keel_protocol::SandboxMode::DangerFullAccess);
