@@ -51,18 +51,14 @@ pub trait MethodTable: Sized + Serialize + DeserializeOwned {
     }
 }
 
-/// Declares a request table: an enum tagged by `method` with `params` content, a `method()`
-/// accessor, and one marker type per method (in module `$markers`) implementing [`RpcRequest`].
+/// The enum and [`MethodTable`] impl shared by [`crate::request_table!`] and
+/// [`crate::notification_table!`]; not meant to be used directly.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! request_table {
+macro_rules! method_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident in $markers:ident {
-            $(
-                $(#[$vmeta:meta])*
-                $variant:ident($wire:literal, $params:ty) -> $response:ty
-            ),* $(,)?
-        }
+        $name:ident { $( $(#[$vmeta:meta])* $variant:ident($wire:literal, $params:ty) ),* }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
@@ -87,6 +83,26 @@ macro_rules! request_table {
                     $(Self::$variant(_) => $wire,)*
                 }
             }
+        }
+    };
+}
+
+/// Declares a request table: an enum tagged by `method` with `params` content, a `method()`
+/// accessor, and one marker type per method (in module `$markers`) implementing [`RpcRequest`].
+#[macro_export]
+macro_rules! request_table {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident in $markers:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident($wire:literal, $params:ty) -> $response:ty
+            ),* $(,)?
+        }
+    ) => {
+        $crate::method_enum! {
+            $(#[$meta])*
+            $name { $( $(#[$vmeta])* $variant($wire, $params) ),* }
         }
 
         /// One marker type per method, binding its name to its params and result types.
@@ -120,29 +136,9 @@ macro_rules! notification_table {
             ),* $(,)?
         }
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
-        #[serde(tag = "method", content = "params")]
-        #[allow(
-            clippy::large_enum_variant,
-            reason = "a wire enum mirrors the JSON; it is built once per message"
-        )]
-        pub enum $name {
-            $(
-                $(#[$vmeta])*
-                #[serde(rename = $wire)]
-                $variant($params),
-            )*
-        }
-
-        impl $crate::MethodTable for $name {
-            const METHODS: &'static [&'static str] = &[$($wire),*];
-
-            fn method(&self) -> &'static str {
-                match self {
-                    $(Self::$variant(_) => $wire,)*
-                }
-            }
+        $crate::method_enum! {
+            $(#[$meta])*
+            $name { $( $(#[$vmeta])* $variant($wire, $params) ),* }
         }
 
         /// One marker type per notification, binding its name to its params type.
