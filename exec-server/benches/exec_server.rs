@@ -10,7 +10,10 @@
 //!   over stdio and websocket, next to the raw pipe `head -c $BYTES /dev/zero | cat > /dev/null`;
 //! - memory: the server's peak RSS (VmHWM) during each streaming run;
 //! - latency: median `command/exec/write` → echoed `outputDelta` round trip on a PTY;
-//! - scale: 200 concurrent short-lived processes on one connection, all exits reported.
+//! - scale: 200 concurrent short-lived processes on one connection, all exits reported;
+//! - the CPU time the stdio stream used (client, server and child), next to the CPU floor of
+//!   the stdio path on this machine and the best ratio to the raw pipe it allows (see
+//!   `support/floor.rs`).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -25,6 +28,9 @@ use keel_protocol::exec_server::{ExecParams, WriteParams};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::broadcast::error::RecvError;
+
+#[path = "support/floor.rs"]
+mod floor;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keel-exec-server");
 
@@ -118,6 +124,45 @@ async fn stream(client: &ExecServerClient, bytes: u64) -> anyhow::Result<f64> {
     Ok(mb_per_s(bytes, elapsed))
 }
 
+/// Streams over stdio like [`stream`]; also returns the CPU time the client (this process),
+/// the server and its child used.
+async fn stdio_stream(
+    client: &ExecServerClient,
+    server_pid: u32,
+    bytes: u64,
+) -> anyhow::Result<(f64, Duration, Duration)> {
+    let client_before = floor::own_cpu()?;
+    let server_before = floor::process_cpu(server_pid)?;
+    let rate = stream(client, bytes).await?;
+    Ok((
+        rate,
+        floor::own_cpu()? - client_before,
+        floor::process_cpu(server_pid)? - server_before,
+    ))
+}
+
+/// Prints the CPU floor of the stdio path for `bytes`.
+async fn print_floor(bytes: u64) -> anyhow::Result<()> {
+    let floor = floor::measure(bytes).await?;
+    let cores = std::thread::available_parallelism()?.get();
+    let ms = |duration: Duration| duration.as_secs_f64() * 1000.0;
+    println!(
+        "stdio CPU floor: {:.0} ms = raw pipe {:.0} + second pipe (4/3 the bytes) {:.0} + encode {:.0} + decode {:.0} + newline scan {:.0}",
+        ms(floor.total()),
+        ms(floor.raw_cpu),
+        ms(floor.second_pipe),
+        ms(floor.encode),
+        ms(floor.decode),
+        ms(floor.scan),
+    );
+    println!(
+        "  raw pipe took {:.0} ms wall; on {cores} cores the floor allows at best {:.0}% of the raw pipe's throughput",
+        ms(floor.raw_wall),
+        floor.best_ratio(cores) * 100.0
+    );
+    Ok(())
+}
+
 /// Median and p99 of write → echo on a PTY running `cat` (the terminal echoes input).
 async fn pty_round_trip(
     client: &ExecServerClient,
@@ -204,19 +249,23 @@ async fn websocket_server() -> anyhow::Result<(tokio::process::Child, String)> {
 
 /// Alternates the raw pipe and the stdio stream `runs` times; prints each and the medians.
 async fn stdio_only(bytes: u64, runs: u64) -> anyhow::Result<()> {
+    print_floor(bytes).await?;
     let mut ratios = Vec::new();
     let mut stdio_rates = Vec::new();
     for run in 1..=runs {
         let raw = raw_pipe(bytes).await?;
         let server = spawn_local_exec_server(BIN, LocalExecServerOptions::default()).await?;
         let pid = server.pid().context("server pid")?;
-        let stdio = stream(&server, bytes).await?;
+        let (stdio, client_cpu, server_cpu) = stdio_stream(&server, pid, bytes).await?;
         let rss = peak_rss_kib(pid)?;
         drop(server);
         println!(
-            "run {run}: raw {raw:6.0} MB/s, stdio {stdio:6.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB",
+            "run {run}: raw {raw:6.0} MB/s, stdio {stdio:6.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB, CPU {:.0} ms (client {:.0}, server and child {:.0})",
             stdio / raw * 100.0,
-            rss as f64 / 1024.0
+            rss as f64 / 1024.0,
+            (client_cpu + server_cpu).as_secs_f64() * 1000.0,
+            client_cpu.as_secs_f64() * 1000.0,
+            server_cpu.as_secs_f64() * 1000.0,
         );
         ratios.push(stdio / raw);
         stdio_rates.push(stdio);
@@ -250,13 +299,20 @@ async fn main() -> anyhow::Result<()> {
 
     let server = spawn_local_exec_server(BIN, LocalExecServerOptions::default()).await?;
     let pid = server.pid().context("server pid")?;
-    let stdio = stream(&server, bytes).await?;
+    let (stdio, client_cpu, server_cpu) = stdio_stream(&server, pid, bytes).await?;
     let stdio_rss = peak_rss_kib(pid)?;
     println!(
         "stdio:                               {stdio:8.0} MB/s ({:.0}% of raw), server peak RSS {:.1} MiB",
         stdio / raw * 100.0,
         stdio_rss as f64 / 1024.0
     );
+    println!(
+        "  CPU used: {:.0} ms (client {:.0}, server and child {:.0})",
+        (client_cpu + server_cpu).as_secs_f64() * 1000.0,
+        client_cpu.as_secs_f64() * 1000.0,
+        server_cpu.as_secs_f64() * 1000.0,
+    );
+    print_floor(bytes).await?;
     let (median, p99) = pty_round_trip(&server, rounds).await?;
     println!("pty write→echo round trip (stdio):   median {median:?}, p99 {p99:?}");
     let elapsed = scale(&server, 200).await?;
