@@ -115,6 +115,12 @@ impl AppState {
     /// Removes a thread from memory, stopping its engine.
     pub(crate) async fn unload(&self, id: ConversationId) -> Option<Arc<LoadedThread>> {
         let thread = self.threads.lock().await.remove(&id)?;
+        self.stop(id, &thread).await;
+        Some(thread)
+    }
+
+    /// Stops a thread already removed from the map: its pump, its approvals, its engine.
+    async fn stop(&self, id: ConversationId, thread: &LoadedThread) {
         thread.close();
         self.manager.remove_conversation(id).await;
         if let Err(err) = thread
@@ -124,13 +130,43 @@ impl AppState {
         {
             tracing::debug!("thread {id} already shut down: {err}");
         }
-        Some(thread)
     }
 
-    /// Drops a connection from every thread it subscribed to.
+    /// Unloads thread `id` if no connection follows it any more; `true` if it did. Checked
+    /// under the map's lock, so a concurrent `thread/resume` either finds the thread still
+    /// loaded (and keeps it) or not loaded (and loads it again from its file).
+    pub(crate) async fn unload_if_unfollowed(&self, id: ConversationId) -> bool {
+        let thread = {
+            let mut threads = self.threads.lock().await;
+            match threads.get(&id) {
+                Some(thread) if !thread.has_subscribers() => threads.remove(&id),
+                _ => None,
+            }
+        };
+        let Some(thread) = thread else {
+            return false;
+        };
+        self.stop(id, &thread).await;
+        true
+    }
+
+    /// Drops a connection from every thread it subscribed to, and unloads the idle threads no
+    /// connection follows any more. A thread with a turn running stays loaded, so a client
+    /// that reconnects can resume it and see the turn finish.
     pub(crate) async fn disconnect(&self, connection: u64) {
-        for thread in self.threads.lock().await.values() {
-            thread.unsubscribe(connection);
+        let unfollowed: Vec<ConversationId> = self
+            .threads
+            .lock()
+            .await
+            .values()
+            .filter(|thread| thread.unsubscribe(connection) && !thread.has_subscribers())
+            .filter(|thread| thread.active_turn_id().is_none())
+            .map(|thread| thread.id)
+            .collect();
+        for id in unfollowed {
+            if self.unload_if_unfollowed(id).await {
+                tracing::debug!("thread {id} unloaded: its last client disconnected");
+            }
         }
     }
 

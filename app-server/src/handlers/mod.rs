@@ -85,9 +85,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
         ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,
         ClientRequest::ThreadSetName(p) => threads::set_name(state, p, outgoing).await,
-        ClientRequest::ThreadUnsubscribe(p) => {
-            Reply::now(&threads::unsubscribe(state, p, outgoing).await?)
-        }
+        ClientRequest::ThreadUnsubscribe(p) => threads::unsubscribe(state, p, outgoing).await,
         ClientRequest::ThreadRollback(p) => Reply::now(&threads::rollback(state, p).await?),
         ClientRequest::TurnStart(p) => turns::start(state, p).await,
         ClientRequest::TurnSteer(p) => Reply::now(&turns::steer(state, p).await?),

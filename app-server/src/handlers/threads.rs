@@ -14,8 +14,8 @@ use keel_protocol::app_server::{
     ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
     ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse,
     ThreadResumeParams, ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams,
-    ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadUnsubscribeResponse,
-    ThreadUnsubscribeStatus,
+    ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
 };
 
 use super::Reply;
@@ -368,19 +368,41 @@ pub(crate) async fn set_name(
     })
 }
 
-/// `thread/unsubscribe`.
+/// `thread/unsubscribe`. When the last subscriber leaves, the thread is unloaded (as the
+/// reference server does): that connection then gets `thread/status/changed` (`notLoaded`)
+/// and `thread/closed`; `thread/resume` loads it again from its file.
 pub(crate) async fn unsubscribe(
     state: &AppState,
     params: ThreadIdParams,
     outgoing: &Arc<Outgoing>,
-) -> Result<ThreadUnsubscribeResponse> {
+) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
     let status = match state.loaded(id).await {
         None => ThreadUnsubscribeStatus::NotLoaded,
         Some(thread) if thread.unsubscribe(outgoing.id()) => ThreadUnsubscribeStatus::Unsubscribed,
         Some(_) => ThreadUnsubscribeStatus::NotSubscribed,
     };
-    Ok(ThreadUnsubscribeResponse { status })
+    let response = ThreadUnsubscribeResponse { status };
+    if status != ThreadUnsubscribeStatus::Unsubscribed || !state.unload_if_unfollowed(id).await {
+        return Reply::now(&response);
+    }
+    let outgoing = outgoing.clone();
+    let thread_id = id.to_string();
+    Reply::then(&response, async move {
+        outgoing
+            .notify(ServerNotification::ThreadStatusChanged(
+                ThreadStatusChangedNotification {
+                    thread_id: thread_id.clone(),
+                    status: ThreadStatus::NotLoaded,
+                },
+            ))
+            .await;
+        outgoing
+            .notify(ServerNotification::ThreadClosed(ThreadIdNotification {
+                thread_id,
+            }))
+            .await;
+    })
 }
 
 /// `thread/rollback`: drops the latest turns from what the model sees (the thread must be

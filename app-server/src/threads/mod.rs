@@ -105,6 +105,11 @@ impl LoadedThread {
         lock(&self.subscribers).remove(&connection).is_some()
     }
 
+    /// Whether any connection still follows this thread (an unfollowed thread is unloaded).
+    pub(crate) fn has_subscribers(&self) -> bool {
+        !lock(&self.subscribers).is_empty()
+    }
+
     /// The running turn, or the one `turn/start` accepted and the engine has not started yet.
     pub(crate) fn active_turn_id(&self) -> Option<String> {
         lock(&self.translator)

@@ -168,10 +168,10 @@ async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unsubscribe_stops_notifications_and_opt_out_filters_methods() -> anyhow::Result<()> {
+async fn last_unsubscribe_unloads_the_thread_and_opt_out_filters_methods() -> anyhow::Result<()> {
     let script = Script::new([
         Turn::new([assistant_message("streamed")]),
-        Turn::new([assistant_message("silent")]),
+        Turn::new([assistant_message("after resume")]),
     ]);
     let world = World::new(script, &[]).await?;
     let mut server = keel_test_support::AppServerProcess::spawn(world.builder())?;
@@ -188,27 +188,34 @@ async fn unsubscribe_stops_notifications_and_opt_out_filters_methods() -> anyhow
     );
     assert!(seen.iter().any(|m| m == "item/completed"), "{seen:?}");
 
+    // The only subscriber leaves: the thread is unloaded, and that client is told so.
     let status = server
         .request("thread/unsubscribe", json!({"threadId": thread_id}))
         .await?;
     assert_eq!(status["status"], "unsubscribed");
+    let changed = server
+        .read_until("thread/status/changed to notLoaded", |m| {
+            m["method"] == "thread/status/changed" && m["params"]["status"]["type"] == "notLoaded"
+        })
+        .await?;
+    assert_eq!(changed["params"]["threadId"], thread_id.as_str());
+    let closed = server.read_notification("thread/closed").await?;
+    assert_eq!(closed["params"]["threadId"], thread_id.as_str());
     let again = server
         .request("thread/unsubscribe", json!({"threadId": thread_id}))
         .await?;
-    assert_eq!(again["status"], "notSubscribed");
-    server.start_turn(&thread_id, "two").await?;
-    world
-        .mock
-        .wait_for_requests(2, std::time::Duration::from_secs(20))
+    assert_eq!(again["status"], "notLoaded");
+    let loaded = server.request("thread/loaded/list", json!({})).await?;
+    assert_eq!(loaded["data"], json!([]));
+
+    // Nothing is lost: resuming loads it from its file, history included, and it runs turns.
+    let resumed = server
+        .request("thread/resume", json!({"threadId": thread_id}))
         .await?;
-    // A later request's response proves the connection is live; no turn notification came.
-    let probe = server.request("thread/loaded/list", json!({})).await?;
-    assert!(probe["data"].is_array());
-    let leaked: Vec<String> = methods(&server.unread().cloned().collect::<Vec<_>>())
-        .into_iter()
-        .filter(|m| m.starts_with("turn/") || m.starts_with("item/"))
-        .collect();
-    assert!(leaked.is_empty(), "{leaked:?}");
+    assert_eq!(resumed["thread"]["turns"].as_array().map(Vec::len), Some(1));
+    let turn_id = server.start_turn(&thread_id, "two").await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
     Ok(())
 }
 

@@ -124,3 +124,120 @@ async fn websocket_serves_a_full_turn_health_checks_and_refuses_browsers() -> an
     assert_eq!(loaded["result"]["data"].as_array().map(Vec::len), Some(1));
     Ok(())
 }
+
+/// Connects and completes the handshake.
+async fn connect(addr: &str, name: &str) -> anyhow::Result<Socket> {
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await?;
+    send(&mut socket, json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": name, "version": "1"}}})).await?;
+    read_until(&mut socket, |m| m["id"] == 0).await?;
+    send(&mut socket, json!({"method": "initialized"})).await?;
+    Ok(socket)
+}
+
+/// Sends a request and returns every message read up to and including its answer.
+async fn request(
+    socket: &mut Socket,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<Vec<Value>> {
+    send(
+        socket,
+        json!({"id": id, "method": method, "params": params}),
+    )
+    .await?;
+    let mut seen = Vec::new();
+    loop {
+        let message = read_until(socket, |_| true).await?;
+        let done = message["id"] == id && message.get("method").is_none();
+        seen.push(message);
+        if done {
+            return Ok(seen);
+        }
+    }
+}
+
+/// Ids of the loaded threads, as `thread/loaded/list` answers.
+async fn loaded(socket: &mut Socket, id: u64) -> anyhow::Result<Vec<Value>> {
+    let seen = request(socket, id, "thread/loaded/list", json!({})).await?;
+    let answer = seen.last().cloned().unwrap_or_default();
+    Ok(answer["result"]["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_unload_when_no_connection_follows_them() -> anyhow::Result<()> {
+    let world = World::new(Script::new([Turn::new([assistant_message("for b")])]), &[]).await?;
+    let (_server, addr) = listen(&world).await?;
+    let mut a = connect(&addr, "a").await?;
+    let mut b = connect(&addr, "b").await?;
+
+    let start = request(&mut a, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let thread_id = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    request(&mut b, 1, "thread/resume", json!({"threadId": thread_id})).await?;
+
+    // A leaves; B still follows, so the thread stays loaded and A hears nothing more of it.
+    let left = request(
+        &mut a,
+        2,
+        "thread/unsubscribe",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+    assert_eq!(
+        left.last().cloned().unwrap_or_default()["result"]["status"],
+        "unsubscribed"
+    );
+    assert!(
+        !methods(&left).iter().any(|m| m == "thread/closed"),
+        "{left:?}"
+    );
+    assert_eq!(loaded(&mut a, 3).await?, vec![thread_id.clone()]);
+    send(&mut b, json!({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "go"}]}})).await?;
+    let completed = read_until(&mut b, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    let quiet = request(&mut a, 4, "thread/loaded/list", json!({})).await?;
+    let leaked: Vec<String> = methods(&quiet)
+        .into_iter()
+        .filter(|m| m.starts_with("turn/") || m.starts_with("item/") || m.starts_with("thread/"))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+
+    // B, the last subscriber, leaves: the thread is unloaded and B is told so.
+    let left = request(
+        &mut b,
+        3,
+        "thread/unsubscribe",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+    assert_eq!(
+        left.last().cloned().unwrap_or_default()["result"]["status"],
+        "unsubscribed"
+    );
+    read_until(&mut b, |m| {
+        m["method"] == "thread/closed" && m["params"]["threadId"] == thread_id
+    })
+    .await?;
+    assert_eq!(loaded(&mut a, 5).await?, Vec::<Value>::new());
+
+    // A connection that disconnects takes its idle threads with it.
+    let mut c = connect(&addr, "c").await?;
+    let start = request(&mut c, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let dropped = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    assert_eq!(loaded(&mut a, 6).await?, vec![dropped.clone()]);
+    c.close(None).await?;
+    drop(c);
+    // The server notices the close on its own task: ask until the thread is gone.
+    let mut id = 7;
+    tokio::time::timeout(WAIT, async {
+        while !loaded(&mut a, id).await?.is_empty() {
+            id += 1;
+        }
+        anyhow::Ok(())
+    })
+    .await??;
+    Ok(())
+}
