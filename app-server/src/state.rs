@@ -159,7 +159,10 @@ impl AppState {
             .lock()
             .await
             .values()
-            .filter(|thread| thread.unsubscribe(connection) && !thread.has_subscribers())
+            .filter(|thread| {
+                thread.forget_connection(connection);
+                thread.unsubscribe(connection) && !thread.has_subscribers()
+            })
             .filter(|thread| thread.active_turn_id().is_none())
             .map(|thread| thread.id)
             .collect();

@@ -107,7 +107,16 @@ pub(crate) async fn resume(
     let id = parse_thread_id(&params.thread_id)?;
     if let Some(thread) = state.loaded(id).await {
         thread.subscribe(outgoing.clone());
-        return started_reply(&start_response(&thread, true), outgoing);
+        let response = start_response(&thread, true);
+        let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
+            thread: response.thread.clone(),
+        });
+        let outgoing = outgoing.clone();
+        // Approvals still waiting go to the resuming client too, after the answer.
+        return Reply::then(&response, async move {
+            outgoing.notify(notification).await;
+            thread.resend_approvals(&outgoing).await;
+        });
     }
     let path = find_rollout_path(state.keel_home(), id)
         .await?

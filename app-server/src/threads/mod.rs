@@ -1,6 +1,7 @@
 //! Loaded threads: each wraps one engine conversation, pumps its events through the
 //! translator to every subscribed connection, and carries approvals out as server requests.
 
+mod approvals;
 mod history;
 mod items;
 mod translate;
@@ -9,14 +10,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures::future::select_all;
+use approvals::PendingApproval;
 use keel_core::Conversation;
 use keel_protocol::app_server::{
-    CommandExecutionApprovalDecision, CommandExecutionRequestApprovalResponse, ServerNotification,
-    ServerRequest, ServerRequestResolvedNotification, Thread, ThreadActiveFlag, ThreadSettings,
-    ThreadStatus, ThreadStatusChangedNotification, Turn, UserInput,
+    ServerNotification, Thread, ThreadActiveFlag, ThreadSettings, ThreadStatus,
+    ThreadStatusChangedNotification, Turn, UserInput,
 };
-use keel_protocol::{CallId, ConversationId, EventMsg, Op, RequestId, ReviewDecision};
+use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
 
 pub(crate) use history::turns_from_events;
@@ -35,12 +35,6 @@ pub(crate) struct ThreadMeta {
     pub created_at: i64,
     pub updated_at: i64,
     pub ephemeral: bool,
-}
-
-/// An approval waiting on the client.
-struct PendingApproval {
-    requests: Vec<(Arc<Outgoing>, RequestId)>,
-    task: JoinHandle<()>,
 }
 
 /// A thread loaded in this server.
@@ -227,117 +221,12 @@ impl LoadedThread {
         }
     }
 
-    /// Sends an approval request to every subscriber; the first answer goes to the engine.
-    async fn ask(self: &Arc<Self>, call_id: CallId, is_patch: bool, request: ServerRequest) {
-        let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
-        let mut sent = Vec::new();
-        for subscriber in subscribers {
-            if let Some((id, rx)) = subscriber.request(request.clone()).await {
-                sent.push((subscriber, id, rx));
-            }
-        }
-        if sent.is_empty() {
-            tracing::warn!(thread = %self.id, %call_id, "no client to ask for approval; declining");
-            self.settle(call_id, is_patch, ReviewDecision::Denied).await;
-            return;
-        }
-        let requests: Vec<(Arc<Outgoing>, RequestId)> = sent
-            .iter()
-            .map(|(o, id, _)| (o.clone(), id.clone()))
-            .collect();
-        let receivers: Vec<_> = sent.into_iter().map(|(_, _, rx)| rx).collect();
-        let thread = self.clone();
-        let task_call = call_id.clone();
-        // Held until the approval is registered: an answer that is already waiting must find
-        // it (and remove it), or a stale entry would keep the thread "waiting on approval" and
-        // be withdrawn later although it was answered.
-        {
-            let mut approvals = lock(&self.approvals);
-            let task = tokio::spawn(async move {
-                let (answer, _, _) = select_all(receivers).await;
-                let decision = match answer {
-                    Ok(Ok(value)) => {
-                        match serde_json::from_value::<CommandExecutionRequestApprovalResponse>(
-                            value,
-                        ) {
-                            Ok(response) => response.decision,
-                            Err(err) => {
-                                tracing::warn!("unreadable approval answer ({err}); declining");
-                                CommandExecutionApprovalDecision::Decline
-                            }
-                        }
-                    }
-                    Ok(Err(error)) => {
-                        tracing::warn!(
-                            "client answered the approval with an error ({error}); declining"
-                        );
-                        CommandExecutionApprovalDecision::Decline
-                    }
-                    Err(_) => CommandExecutionApprovalDecision::Decline,
-                };
-                let others = lock(&thread.approvals).remove(&task_call);
-                if let Some(pending) = others {
-                    for (outgoing, id) in pending.requests {
-                        outgoing.forget(&id);
-                    }
-                }
-                thread.settle(task_call, is_patch, decision.into()).await;
-            });
-            approvals.insert(call_id, PendingApproval { requests, task });
-        }
-        self.broadcast_status().await;
-    }
-
-    /// Gives the engine the decision, and marks declined items.
-    async fn settle(&self, call_id: CallId, is_patch: bool, decision: ReviewDecision) {
-        let op = if is_patch {
-            Op::PatchApproval {
-                id: call_id.clone(),
-                decision,
-            }
-        } else {
-            Op::ExecApproval {
-                id: call_id.clone(),
-                decision,
-            }
-        };
-        if let Err(err) = self.conversation.submit(op).await {
-            tracing::warn!(thread = %self.id, "cannot deliver approval: {err}");
-        }
-        if matches!(decision, ReviewDecision::Denied | ReviewDecision::Abort) {
-            let outputs = lock(&self.translator).declined(&call_id);
-            self.notify_all(outputs).await;
-        }
-        self.broadcast_status().await;
-    }
-
-    /// Approvals still pending when their turn ends are withdrawn from the clients.
-    async fn withdraw_approvals(&self) {
-        let pending: Vec<PendingApproval> = lock(&self.approvals).drain().map(|(_, p)| p).collect();
-        for approval in pending {
-            approval.task.abort();
-            for (outgoing, request_id) in approval.requests {
-                outgoing.forget(&request_id);
-                outgoing
-                    .notify(ServerNotification::ServerRequestResolved(
-                        ServerRequestResolvedNotification {
-                            thread_id: self.id.to_string(),
-                            request_id,
-                        },
-                    ))
-                    .await;
-            }
-        }
-    }
-
     /// Stops the pump and pending approvals (the conversation shuts down when dropped).
     pub(crate) fn close(&self) {
         if let Some(pump) = lock(&self.pump).take() {
             pump.abort();
         }
-        for (_, approval) in lock(&self.approvals).drain() {
-            approval.task.abort();
-        }
+        self.abort_approvals();
     }
 }
 

@@ -241,3 +241,46 @@ async fn threads_unload_when_no_connection_follows_them() -> anyhow::Result<()> 
     .await??;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_left_by_a_dropped_client_is_asked_again_on_resume() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["touch", "approved.txt"])]),
+        Turn::new([assistant_message("touched")]),
+    ]);
+    let world = World::new(script, &[("approval_policy", "untrusted".into())]).await?;
+    let (_server, addr) = listen(&world).await?;
+
+    let mut a = connect(&addr, "a").await?;
+    let start = request(&mut a, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let thread_id = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    send(&mut a, json!({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "touch it"}]}})).await?;
+    let asked = read_until(&mut a, |m| {
+        m["method"] == "item/commandExecution/requestApproval"
+    })
+    .await?;
+    assert_eq!(asked["params"]["itemId"], "c1");
+    // A goes away without answering: that decides nothing.
+    a.close(None).await?;
+    drop(a);
+
+    let mut b = connect(&addr, "b").await?;
+    let resumed = request(&mut b, 1, "thread/resume", json!({"threadId": thread_id})).await?;
+    let answer = resumed.last().cloned().unwrap_or_default();
+    assert_eq!(answer["result"]["thread"]["status"]["type"], "active");
+    let asked = read_until(&mut b, |m| {
+        m["method"] == "item/commandExecution/requestApproval"
+    })
+    .await?;
+    assert_eq!(asked["params"]["itemId"], "c1");
+    assert_eq!(asked["params"]["threadId"], thread_id);
+    send(
+        &mut b,
+        json!({"id": asked["id"], "result": {"decision": "accept"}}),
+    )
+    .await?;
+    let completed = read_until(&mut b, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    assert!(world.ws_file("approved.txt").exists());
+    Ok(())
+}
