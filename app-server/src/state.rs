@@ -136,10 +136,25 @@ impl AppState {
     /// under the map's lock, so a concurrent `thread/resume` either finds the thread still
     /// loaded (and keeps it) or not loaded (and loads it again from its file).
     pub(crate) async fn unload_if_unfollowed(&self, id: ConversationId) -> bool {
+        self.unload_matching(id, |_| true).await
+    }
+
+    /// Unloads `thread` if it is still the loaded instance of its id and no connection
+    /// follows it; `true` if it did.
+    async fn unload_thread_if_unfollowed(&self, thread: &Arc<LoadedThread>) -> bool {
+        self.unload_matching(thread.id, |loaded| Arc::ptr_eq(loaded, thread))
+            .await
+    }
+
+    async fn unload_matching(
+        &self,
+        id: ConversationId,
+        matches: impl FnOnce(&Arc<LoadedThread>) -> bool,
+    ) -> bool {
         let thread = {
             let mut threads = self.threads.lock().await;
             match threads.get(&id) {
-                Some(thread) if !thread.has_subscribers() => threads.remove(&id),
+                Some(thread) if !thread.has_subscribers() && matches(thread) => threads.remove(&id),
                 _ => None,
             }
         };
@@ -150,11 +165,11 @@ impl AppState {
         true
     }
 
-    /// Drops a connection from every thread it subscribed to, and unloads the idle threads no
-    /// connection follows any more. A thread with a turn running stays loaded, so a client
-    /// that reconnects can resume it and see the turn finish.
-    pub(crate) async fn disconnect(&self, connection: u64) {
-        let unfollowed: Vec<ConversationId> = self
+    /// Drops a connection from every thread it subscribed to, and unloads the threads no
+    /// connection follows any more: at once if idle, else when their turn ends (a client that
+    /// reconnects and resumes the thread before that keeps it loaded).
+    pub(crate) async fn disconnect(self: &Arc<Self>, connection: u64) {
+        let unfollowed: Vec<Arc<LoadedThread>> = self
             .threads
             .lock()
             .await
@@ -163,13 +178,17 @@ impl AppState {
                 thread.forget_connection(connection);
                 thread.unsubscribe(connection) && !thread.has_subscribers()
             })
-            .filter(|thread| thread.active_turn_id().is_none())
-            .map(|thread| thread.id)
+            .cloned()
             .collect();
-        for id in unfollowed {
-            if self.unload_if_unfollowed(id).await {
-                tracing::debug!("thread {id} unloaded: its last client disconnected");
-            }
+        for thread in unfollowed {
+            let state = Arc::clone(self);
+            tokio::spawn(async move {
+                thread.idle().await;
+                let id = thread.id;
+                if state.unload_thread_if_unfollowed(&thread).await {
+                    tracing::debug!("thread {id} unloaded: its last client disconnected");
+                }
+            });
         }
     }
 

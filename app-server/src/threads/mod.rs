@@ -49,6 +49,8 @@ pub(crate) struct LoadedThread {
     /// A turn accepted by `turn/start` whose `task_started` has not arrived yet.
     claimed_turn: Mutex<Option<String>>,
     pump: Mutex<Option<JoinHandle<()>>>,
+    /// Woken whenever a turn ends.
+    turn_ended: tokio::sync::Notify,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -76,6 +78,7 @@ impl LoadedThread {
             approvals: Mutex::new(HashMap::new()),
             claimed_turn: Mutex::new(None),
             pump: Mutex::new(None),
+            turn_ended: tokio::sync::Notify::new(),
         });
         let pump = tokio::spawn(pump_events(thread.clone()));
         *lock(&thread.pump) = Some(pump);
@@ -102,6 +105,20 @@ impl LoadedThread {
     /// Whether any connection still follows this thread (an unfollowed thread is unloaded).
     pub(crate) fn has_subscribers(&self) -> bool {
         !lock(&self.subscribers).is_empty()
+    }
+
+    /// Returns once no turn is running (at once if none is), or once the thread is closed.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let ended = self.turn_ended.notified();
+            tokio::pin!(ended);
+            // Registered before the check, so a turn ending in between still wakes us.
+            ended.as_mut().enable();
+            if self.active_turn_id().is_none() || lock(&self.pump).is_none() {
+                return;
+            }
+            ended.await;
+        }
     }
 
     /// The running turn, or the one `turn/start` accepted and the engine has not started yet.
@@ -227,6 +244,8 @@ impl LoadedThread {
             pump.abort();
         }
         self.abort_approvals();
+        // Nothing will end a turn any more: release whoever waits for one.
+        self.turn_ended.notify_waiters();
     }
 }
 
@@ -262,6 +281,9 @@ async fn pump_events(thread: Arc<LoadedThread>) {
         thread.deliver(outputs).await;
         if starts_turn || ends_turn {
             thread.broadcast_status().await;
+        }
+        if ends_turn {
+            thread.turn_ended.notify_waiters();
         }
     }
 }

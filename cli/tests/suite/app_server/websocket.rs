@@ -284,3 +284,57 @@ async fn an_approval_left_by_a_dropped_client_is_asked_again_on_resume() -> anyh
     assert!(world.ws_file("approved.txt").exists());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_thread_left_by_its_client_unloads_when_its_turn_ends() -> anyhow::Result<()> {
+    // The command runs until the test creates `go`, so the turn is surely running when the
+    // client leaves.
+    let script = Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["sh", "-c", "while [ ! -e go ]; do sleep 0.02; done"],
+        )]),
+        Turn::new([assistant_message("went")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let (_server, addr) = listen(&world).await?;
+
+    let mut c = connect(&addr, "c").await?;
+    let start = request(&mut c, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let thread_id = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    send(&mut c, json!({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "wait"}]}})).await?;
+    read_until(&mut c, |m| {
+        m["method"] == "item/started" && m["params"]["item"]["type"] == "commandExecution"
+    })
+    .await?;
+    c.close(None).await?;
+    drop(c);
+
+    let mut a = connect(&addr, "a").await?;
+    assert_eq!(loaded(&mut a, 1).await?, vec![thread_id.clone()]);
+    std::fs::write(world.ws_file("go"), "")?;
+    let mut id = 2;
+    tokio::time::timeout(WAIT, async {
+        while !loaded(&mut a, id).await?.is_empty() {
+            id += 1;
+        }
+        anyhow::Ok(())
+    })
+    .await??;
+    // The turn was not cut short: its rollout holds the final answer.
+    let read = request(
+        &mut a,
+        id + 1,
+        "thread/read",
+        json!({"threadId": thread_id, "includeTurns": true}),
+    )
+    .await?;
+    let turns = read.last().cloned().unwrap_or_default()["result"]["thread"]["turns"].clone();
+    let items = turns[0]["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        items.last().map(|item| item["text"].clone()),
+        Some(json!("went")),
+        "{turns}"
+    );
+    Ok(())
+}
