@@ -29,6 +29,8 @@ pub(crate) enum Line {
 pub(crate) struct Diagnostics {
     stderr: Mutex<Vec<u8>>,
     recent_stdout: Mutex<VecDeque<String>>,
+    /// Woken whenever stderr grows (or ends), for waits on what a child prints there.
+    pub(crate) stderr_changed: tokio::sync::Notify,
 }
 
 impl Diagnostics {
@@ -65,6 +67,8 @@ impl Diagnostics {
             let excess = bytes.len() - STDERR_TAIL_BYTES;
             bytes.drain(..excess);
         }
+        drop(bytes);
+        self.stderr_changed.notify_waiters();
     }
 }
 
@@ -107,7 +111,10 @@ pub(crate) async fn drain_stderr(
     let mut buffer = [0_u8; 8192];
     loop {
         match stderr.read(&mut buffer).await {
-            Ok(0) => break,
+            Ok(0) => {
+                diagnostics.stderr_changed.notify_waiters();
+                break;
+            }
             Ok(read) => diagnostics.push_stderr(buffer.get(..read).unwrap_or_default()),
             Err(err) => {
                 tracing::debug!(%err, "child stderr read failed");

@@ -110,6 +110,38 @@ impl JsonLinesProcess {
         self.diagnostics.stderr()
     }
 
+    /// Waits until the child's stderr holds a whole line matching `matches` and returns it
+    /// (a server printing its bound address, say). `what` names it in the timeout error.
+    pub async fn wait_for_stderr_line(
+        &mut self,
+        what: &str,
+        matches: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let deadline = Instant::now() + self.timeout;
+        let diagnostics = Arc::clone(&self.diagnostics);
+        loop {
+            let changed = diagnostics.stderr_changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, so output arriving in between still wakes us.
+            changed.as_mut().enable();
+            let stderr = diagnostics.stderr();
+            // Only whole lines: a chunk may end mid-line.
+            let complete = stderr
+                .rsplit_once('\n')
+                .map_or("", |(complete, _)| complete);
+            if let Some(line) = complete.lines().find(|line| matches(line)) {
+                return Ok(line.to_owned());
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Err(Error::Timeout {
+                    what: what.to_owned(),
+                    timeout: self.timeout,
+                    context: self.diagnostics(),
+                });
+            }
+        }
+    }
+
     /// The command, cwd, recent stdout and stderr, for failure messages.
     pub fn diagnostics(&mut self) -> String {
         let status = match self.child.try_wait() {

@@ -1,4 +1,4 @@
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use keel_test_support::{JsonLinesProcess, Script, Turn, assistant_message, shell_call};
@@ -13,32 +13,22 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// Starts `keel app-server --listen ws://127.0.0.1:0` and returns it with its address.
 async fn listen(world: &World) -> anyhow::Result<(JsonLinesProcess, String)> {
-    let process = world
+    let mut process = world
         .builder()
         .args(["--listen", "ws://127.0.0.1:0"])
         .spawn()?;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(line) = process
-            .stderr()
-            .lines()
-            .find(|l| l.contains("listening on ws://"))
-        {
-            let addr = line
-                .rsplit("ws://")
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            return Ok((process, addr));
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "no listening line: {}",
-            process.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let line = process
+        .wait_for_stderr_line("the listening address", |line| {
+            line.contains("listening on ws://")
+        })
+        .await?;
+    let addr = line
+        .rsplit("ws://")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    Ok((process, addr))
 }
 
 type Socket =
