@@ -169,17 +169,13 @@ impl AppState {
     /// connection follows any more: at once if idle, else when their turn ends (a client that
     /// reconnects and resumes the thread before that keeps it loaded).
     pub(crate) async fn disconnect(self: &Arc<Self>, connection: u64) {
-        let unfollowed: Vec<Arc<LoadedThread>> = self
-            .threads
-            .lock()
-            .await
-            .values()
-            .filter(|thread| {
-                thread.forget_connection(connection);
-                thread.unsubscribe(connection) && !thread.has_subscribers()
-            })
-            .cloned()
-            .collect();
+        let mut unfollowed = Vec::new();
+        for thread in self.threads.lock().await.values() {
+            thread.forget_connection(connection);
+            if thread.unsubscribe(connection) && !thread.has_subscribers() {
+                unfollowed.push(Arc::clone(thread));
+            }
+        }
         for thread in unfollowed {
             let state = Arc::clone(self);
             tokio::spawn(async move {

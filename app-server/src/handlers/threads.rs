@@ -34,10 +34,14 @@ fn not_found(id: ConversationId) -> AppServerError {
 
 /// Sends `thread/started` to the connection after the response.
 fn started_reply(response: &ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Result<Reply> {
-    let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
+    Reply::then_notify(response, outgoing, started_notification(response))
+}
+
+/// `thread/started` for the thread a start, resume or fork answered with.
+fn started_notification(response: &ThreadStartResponse) -> ServerNotification {
+    ServerNotification::ThreadStarted(ThreadStartedNotification {
         thread: response.thread.clone(),
-    });
-    Reply::then_notify(response, outgoing, notification)
+    })
 }
 
 fn start_response(thread: &LoadedThread, include_turns: bool) -> ThreadStartResponse {
@@ -108,9 +112,7 @@ pub(crate) async fn resume(
     if let Some(thread) = state.loaded(id).await {
         thread.subscribe(outgoing.clone());
         let response = start_response(&thread, true);
-        let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
-            thread: response.thread.clone(),
-        });
+        let notification = started_notification(&response);
         let outgoing = outgoing.clone();
         // Approvals still waiting go to the resuming client too, after the answer.
         return Reply::then(&response, async move {

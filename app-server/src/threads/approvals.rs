@@ -151,16 +151,8 @@ impl LoadedThread {
                 None => false,
             };
             if !still_pending {
-                // Settled while the copy was on its way: withdraw it.
-                connection.forget(&id);
-                connection
-                    .notify(ServerNotification::ServerRequestResolved(
-                        ServerRequestResolvedNotification {
-                            thread_id: self.id.to_string(),
-                            request_id: id,
-                        },
-                    ))
-                    .await;
+                // Settled while the copy was on its way.
+                self.withdraw(connection, id).await;
             }
         }
     }
@@ -209,17 +201,23 @@ impl LoadedThread {
         for approval in pending {
             approval.task.abort();
             for (outgoing, request_id) in approval.requests {
-                outgoing.forget(&request_id);
-                outgoing
-                    .notify(ServerNotification::ServerRequestResolved(
-                        ServerRequestResolvedNotification {
-                            thread_id: self.id.to_string(),
-                            request_id,
-                        },
-                    ))
-                    .await;
+                self.withdraw(&outgoing, request_id).await;
             }
         }
+    }
+
+    /// Withdraws one copy of a request from its client: no answer is awaited any more, and
+    /// the client is told with `serverRequest/resolved`.
+    async fn withdraw(&self, outgoing: &Outgoing, request_id: RequestId) {
+        outgoing.forget(&request_id);
+        outgoing
+            .notify(ServerNotification::ServerRequestResolved(
+                ServerRequestResolvedNotification {
+                    thread_id: self.id.to_string(),
+                    request_id,
+                },
+            ))
+            .await;
     }
 
     /// Aborts every pending approval's waiter (the thread is being unloaded).

@@ -17,9 +17,9 @@ use tokio::process::Command;
 /// Chunk size of the codec passes, as the server reads them.
 const CHUNK_BYTES: usize = 256 * 1024;
 
-/// CPU time of every waited-for child so far (user + system).
-fn children_cpu() -> anyhow::Result<Duration> {
-    let usage = getrusage(UsageWho::RUSAGE_CHILDREN)?;
+/// User + system CPU time `who` has used so far.
+fn cpu(who: UsageWho) -> anyhow::Result<Duration> {
+    let usage = getrusage(who)?;
     let time = |value: nix::sys::time::TimeVal| {
         Duration::new(
             value.tv_sec().max(0) as u64,
@@ -29,16 +29,14 @@ fn children_cpu() -> anyhow::Result<Duration> {
     Ok(time(usage.user_time()) + time(usage.system_time()))
 }
 
-/// CPU time of this process so far (every thread, user + system).
+/// CPU time of every waited-for child so far.
+fn children_cpu() -> anyhow::Result<Duration> {
+    cpu(UsageWho::RUSAGE_CHILDREN)
+}
+
+/// CPU time of this process so far (every thread).
 pub fn own_cpu() -> anyhow::Result<Duration> {
-    let usage = getrusage(UsageWho::RUSAGE_SELF)?;
-    let time = |value: nix::sys::time::TimeVal| {
-        Duration::new(
-            value.tv_sec().max(0) as u64,
-            value.tv_usec().max(0) as u32 * 1000,
-        )
-    };
-    Ok(time(usage.user_time()) + time(usage.system_time()))
+    cpu(UsageWho::RUSAGE_SELF)
 }
 
 /// CPU time of process `pid` and of the children it has reaped, from `/proc/<pid>/stat`.
