@@ -17,13 +17,13 @@ pub enum CoreError {
     MissingApiKey(String),
 
     /// The model provider could not be reached.
-    #[error("could not reach the model provider at {url}: {source}")]
+    #[error("could not reach the model provider at {url}: {cause}")]
     Connect {
         /// The request URL.
         url: String,
-        /// The transport error.
-        #[source]
-        source: reqwest::Error,
+        /// The transport error's cause chain (`tcp connect error: Connection refused`, a DNS
+        /// or TLS failure), flattened so every printer shows it once.
+        cause: String,
     },
 
     /// The provider answered with an error status.
@@ -111,6 +111,14 @@ impl CoreError {
         }
     }
 
+    /// A [`CoreError::Connect`] for `url` whose cause is `error`'s whole source chain.
+    pub(crate) fn connect(url: &str, error: &reqwest::Error) -> Self {
+        Self::Connect {
+            url: url.to_string(),
+            cause: transport_cause(error),
+        }
+    }
+
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
             context: context.into(),
@@ -121,3 +129,29 @@ impl CoreError {
 
 /// Result alias for keel-core.
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;
+
+/// The causes of a transport error, outermost first and joined by `: `. reqwest's own
+/// message ("error sending request for url (...)") only repeats the URL, and hyper's
+/// "client error (Connect)" wrapper says nothing, so both give way to what they wrap.
+fn transport_cause(error: &reqwest::Error) -> String {
+    let mut causes: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(current) = source {
+        let text = current.to_string();
+        if !text.starts_with("client error (") && !causes.contains(&text) {
+            causes.push(text);
+        }
+        source = current.source();
+    }
+    if causes.is_empty() {
+        let kind = if error.is_timeout() {
+            "timed out"
+        } else if error.is_connect() {
+            "connection failed"
+        } else {
+            "request failed"
+        };
+        causes.push(kind.to_string());
+    }
+    causes.join(": ")
+}

@@ -52,8 +52,8 @@ mod tools;
 
 pub use client::{ClientSettings, ModelClient, Prompt, ResponseEvent, ResponseStream};
 pub use config::{
-    Config, ConfigEnv, ConfigError, ConfigOverrides, ModelProviderInfo, ShellEnvironmentPolicy,
-    WireApi, find_keel_home, parse_cli_override,
+    Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,
+    ShellEnvironmentPolicy, WireApi, find_keel_home, parse_cli_override,
 };
 pub use conversation::Conversation;
 pub use conversation_manager::{ConversationManager, EnvLookup, NewConversation};

@@ -16,8 +16,9 @@ struct Output {
     stderr: String,
 }
 
-/// A Keel home whose config.toml says `sandbox_mode`, a workspace, and a directory outside
-/// it; all under the target dir, so `/tmp` being writable does not matter.
+/// A Keel home whose config.toml says `sandbox_mode` (and excludes the `/tmp` and `$TMPDIR`
+/// roots of workspace-write, so a checkout under `/tmp` changes nothing), a workspace, and a
+/// directory outside it, all under the target dir.
 struct World {
     home: TempDir,
     workspace: TempDir,
@@ -30,7 +31,12 @@ impl World {
         let home = tempfile::tempdir_in(tmp)?;
         std::fs::write(
             home.path().join("config.toml"),
-            format!("sandbox_mode = \"{sandbox_mode}\"\n"),
+            format!(
+                "sandbox_mode = \"{sandbox_mode}\"\n\
+                 [sandbox_workspace_write]\n\
+                 exclude_slash_tmp = true\n\
+                 exclude_tmpdir_env_var = true\n"
+            ),
         )?;
         Ok(Self {
             home,

@@ -117,10 +117,10 @@ impl ModelClient {
         for (name, value) in &self.settings.headers {
             request = request.header(name, value);
         }
-        let response = request.send().await.map_err(|source| CoreError::Connect {
-            url: self.settings.url.clone(),
-            source,
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|source| CoreError::connect(&self.settings.url, &source))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = response

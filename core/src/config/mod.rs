@@ -5,7 +5,9 @@
 //! 1. [`find_keel_home`] picks the directory (`KEEL_HOME`, else `~/.keel`);
 //! 2. the file is parsed into a TOML table (a missing file is an empty one);
 //! 3. `-c key.path=value` overrides ([`parse_cli_override`]) are merged into that table;
-//! 4. the table is deserialised into the raw file model (unknown keys are ignored);
+//! 4. the table is deserialised into the raw file model; keys Keel does not read become
+//!    [`ConfigWarning`]s (naming the closest known key), except Codex keys Keel ignores on
+//!    purpose, and each provider's `base_url` is checked;
 //! 5. the selected `[profiles.<name>]`, then [`ConfigOverrides`], win over the top-level keys,
 //!    and defaults fill the rest, giving a [`Config`].
 //!
@@ -21,6 +23,7 @@ mod provider;
 mod resolve;
 mod shell_env;
 mod toml_model;
+mod unknown_keys;
 
 #[cfg(test)]
 mod tests;
@@ -43,6 +46,7 @@ pub use shell_env::{
     CORE_VARS, DEFAULT_EXCLUDES, ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit,
     glob_matches,
 };
+pub use unknown_keys::ConfigWarning;
 
 /// The environment variable naming the Keel home directory.
 pub const KEEL_HOME_ENV: &str = "KEEL_HOME";

@@ -16,6 +16,7 @@ use super::overrides::{ConfigOverrides, apply_cli_override, key_segments};
 use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers};
 use super::shell_env::ShellEnvironmentPolicy;
 use super::toml_model::{ConfigProfileToml, ConfigToml};
+use super::unknown_keys::{self, ConfigWarning};
 
 /// Name of the configuration file inside `KEEL_HOME`.
 pub const CONFIG_FILE_NAME: &str = "config.toml";
@@ -82,6 +83,9 @@ pub struct Config {
     /// The sandbox helper, when given explicitly; else it is looked up next to the running
     /// program when a command needs it.
     pub sandbox_executable: Option<PathBuf>,
+    /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
+    /// caller shows them, since only it knows where warnings go.
+    pub warnings: Vec<ConfigWarning>,
 }
 
 impl Config {
@@ -129,8 +133,11 @@ impl Config {
         for (key, value) in &cli_overrides {
             apply_cli_override(&mut table, key, value.clone());
         }
-        let file = deserialize(table, &path, &cli_overrides)?;
-        resolve(file, keel_home, &path, overrides, env)
+        let (file, warnings) = deserialize(table, &path, &cli_overrides)?;
+        validate_base_urls(&file, &path, &cli_overrides)?;
+        let mut config = resolve(file, keel_home, &path, overrides, env)?;
+        config.warnings = warnings;
+        Ok(config)
     }
 
     /// The path of the configuration file this config was (or would have been) read from.
@@ -166,15 +173,48 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// Deserialises the merged table, naming the key and the file or `-c` override of an error.
+/// The latest `-c` override touching `keys` (or a table containing them), else the file: an
+/// override replaced whatever the file had there.
+fn origin_of(
+    keys: &[String],
+    path: &Path,
+    cli_overrides: &[(String, toml::Value)],
+) -> ConfigOrigin {
+    cli_overrides
+        .iter()
+        .rev()
+        .find(|(key, _)| {
+            let override_keys = key_segments(key);
+            override_keys.starts_with(keys) || keys.starts_with(&override_keys)
+        })
+        .map_or_else(
+            || ConfigOrigin::File(path.to_path_buf()),
+            |(key, value)| ConfigOrigin::CliOverride {
+                key: key.clone(),
+                value: value.clone(),
+            },
+        )
+}
+
+/// Deserialises the merged table, naming the key and the file or `-c` override of an error,
+/// and collects a warning for each key no field took.
 fn deserialize(
     table: toml::Table,
     path: &Path,
     cli_overrides: &[(String, toml::Value)],
-) -> Result<ConfigToml> {
+) -> Result<(ConfigToml, Vec<ConfigWarning>)> {
     // Kept to describe the offending value where toml's own message does not.
     let merged = table.clone();
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
+    let mut unused = Vec::new();
+    let mut record_unused =
+        |key: serde_ignored::Path<'_>| unused.push(unknown_keys::segments(&key));
+    let tracked = serde_ignored::Deserializer::new(toml::Value::Table(table), &mut record_unused);
+    let result = serde_path_to_error::deserialize(tracked);
+    let warnings = unused
+        .iter()
+        .filter_map(|key| unknown_keys::classify(key, |keys| origin_of(keys, path, cli_overrides)))
+        .collect();
+    let file = result.map_err(|err| {
         let error_keys: Vec<String> = err
             .path()
             .iter()
@@ -183,22 +223,7 @@ fn deserialize(
                 Segment::Seq { .. } | Segment::Enum { .. } | Segment::Unknown => None,
             })
             .collect();
-        // The latest override touching the failing key (or a table containing it) is the
-        // culprit: it replaced whatever the file had there.
-        let origin = cli_overrides
-            .iter()
-            .rev()
-            .find(|(key, _)| {
-                let override_keys = key_segments(key);
-                override_keys.starts_with(&error_keys) || error_keys.starts_with(&override_keys)
-            })
-            .map_or_else(
-                || ConfigOrigin::File(path.to_path_buf()),
-                |(key, value)| ConfigOrigin::CliOverride {
-                    key: key.clone(),
-                    value: value.clone(),
-                },
-            );
+        let origin = origin_of(&error_keys, path, cli_overrides);
         let key = match err.path().to_string() {
             root if root == "." => "(top level)".to_string(),
             key => key,
@@ -214,7 +239,48 @@ fn deserialize(
             key,
             message,
         }
-    })
+    })?;
+    Ok((file, warnings))
+}
+
+/// Checks every provider's `base_url` the file defines: an absolute `http` or `https` URL with
+/// a host, so a typo fails at load with the key named, not at the first request.
+fn validate_base_urls(
+    file: &ConfigToml,
+    path: &Path,
+    cli_overrides: &[(String, toml::Value)],
+) -> Result<()> {
+    for (id, provider) in &file.model_providers {
+        let Some(url) = &provider.base_url else {
+            continue;
+        };
+        let problem = match reqwest::Url::parse(url) {
+            Err(err) => Some(format!(
+                "`{url}` is not a URL ({err}); expected e.g. `http://localhost:11434/v1`"
+            )),
+            Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => Some(format!(
+                "`{url}` has scheme `{}`; expected `http` or `https`",
+                parsed.scheme()
+            )),
+            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
+                Some(format!("`{url}` has no host"))
+            }
+            Ok(_) => None,
+        };
+        if let Some(message) = problem {
+            let keys = [
+                "model_providers".to_string(),
+                id.clone(),
+                "base_url".to_string(),
+            ];
+            return Err(ConfigError::InvalidValue {
+                origin: origin_of(&keys, path, cli_overrides),
+                key: keys.join("."),
+                message,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What toml says when an enum field (e.g. `approval_policy = 1`) holds a non-string.
@@ -360,6 +426,7 @@ fn resolve(
         model_context_window: profile.model_context_window.or(model_context_window),
         sandbox_allow_git_writes,
         sandbox_executable: overrides.sandbox_executable,
+        warnings: Vec::new(),
     })
 }
 

@@ -19,6 +19,7 @@ pub const CORE_VARS: [&str; 11] = [
 
 /// Which variables of the parent environment a command starts from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(rename_all = "lowercase")]
 pub enum ShellEnvironmentPolicyInherit {
     /// The whole parent environment.

@@ -1,6 +1,7 @@
 //! The raw shape of `config.toml`, as deserialised before any defaults or overrides are
-//! resolved. Every field is optional and unknown keys are ignored, so files written for Codex
-//! (which carry many keys Keel has no use for) load unchanged.
+//! resolved. Every field is optional and unknown keys do not fail the load, so files written for
+//! Codex (which carry many keys Keel has no use for) load unchanged; `unknown_keys` decides
+//! which of them deserve a warning.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use super::provider::ModelProviderInfo;
 use super::shell_env::{ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit};
 
 /// The whole file.
+#[cfg_attr(test, derive(serde::Serialize))]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub(crate) struct ConfigToml {
@@ -32,6 +34,7 @@ pub(crate) struct ConfigToml {
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.
+#[cfg_attr(test, derive(serde::Serialize))]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub(crate) struct ConfigProfileToml {
@@ -46,6 +49,7 @@ pub(crate) struct ConfigProfileToml {
 }
 
 /// `[sandbox_workspace_write]`: parameters of the `workspace-write` sandbox mode.
+#[cfg_attr(test, derive(serde::Serialize))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub(crate) struct SandboxWorkspaceWriteToml {
@@ -58,6 +62,7 @@ pub(crate) struct SandboxWorkspaceWriteToml {
 }
 
 /// `[shell_environment_policy]` as written.
+#[cfg_attr(test, derive(serde::Serialize))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub(crate) struct ShellEnvironmentPolicyToml {

@@ -31,8 +31,9 @@ try tcp_connect "exec 3<>/dev/tcp/127.0.0.1/$port"
 if [ "$who" = parent ]; then bash "$0" child "$outside" "$home" "$port"; fi
 "#;
 
-/// A workspace (a git repository) and a directory outside every writable root, both under
-/// the target dir so `/tmp` being writable does not blur the results.
+/// A workspace (a git repository) and a directory outside the workspace, both under the
+/// target dir. The target dir may itself be under `/tmp` (a checkout there), so tests that
+/// need `outside` to be outside every writable root exclude the temp roots.
 struct World {
     workspace: TempDir,
     outside: TempDir,
@@ -177,10 +178,15 @@ async fn read_only_denies_every_write_and_the_network() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn workspace_write_allows_the_workspace_and_tmp_only() -> anyhow::Result<()> {
+async fn workspace_write_without_temp_roots_allows_the_workspace_only() -> anyhow::Result<()> {
     let world = World::new()?;
     let home = home_target()?;
-    let policy = SandboxPolicy::new_workspace_write();
+    let policy = SandboxPolicy::WorkspaceWrite {
+        writable_roots: Vec::new(),
+        network_access: false,
+        exclude_tmpdir_env_var: true,
+        exclude_slash_tmp: true,
+    };
     let results = world.probe(&policy, false, &home).await?;
     assert_home_untouched(&home)?;
     assert_eq!(
@@ -189,7 +195,7 @@ async fn workspace_write_allows_the_workspace_and_tmp_only() -> anyhow::Result<(
             ("write_workspace", "ok"),
             ("write_outside", "denied"),
             ("write_home", "denied"),
-            ("write_tmp", "ok"),
+            ("write_tmp", "denied"),
             ("append_git", "denied"),
             ("create_in_git", "denied"),
             ("read_passwd", "ok"),
@@ -203,6 +209,44 @@ async fn workspace_write_allows_the_workspace_and_tmp_only() -> anyhow::Result<(
         "[core]\n"
     );
     Ok(())
+}
+
+#[tokio::test]
+async fn workspace_write_defaults_keep_tmp_writable() -> anyhow::Result<()> {
+    let world = World::new()?;
+    let home = home_target()?;
+    let policy = SandboxPolicy::new_workspace_write();
+    let results = world.probe(&policy, false, &home).await?;
+    assert_home_untouched(&home)?;
+    // `outside` is writable exactly when the checkout lives under a temp root.
+    let outside_in_tmp = under_a_temp_root(world.outside.path());
+    assert_eq!(
+        results,
+        expected(&[
+            ("write_workspace", "ok"),
+            (
+                "write_outside",
+                if outside_in_tmp { "ok" } else { "denied" }
+            ),
+            ("write_home", "denied"),
+            ("write_tmp", "ok"),
+            ("append_git", "denied"),
+            ("create_in_git", "denied"),
+            ("read_passwd", "ok"),
+            ("write_dev_null", "ok"),
+            ("tcp_connect", "denied"),
+        ])
+    );
+    Ok(())
+}
+
+/// Whether `path` is under `/tmp` or `$TMPDIR`, the roots `workspace-write` adds by default.
+fn under_a_temp_root(path: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let path = canonical(path);
+    let mut roots = vec![canonical(Path::new("/tmp"))];
+    roots.extend(std::env::var_os("TMPDIR").map(|dir| canonical(Path::new(&dir))));
+    roots.iter().any(|root| path.starts_with(root))
 }
 
 #[tokio::test]

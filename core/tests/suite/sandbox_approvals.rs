@@ -9,7 +9,8 @@ use pretty_assertions::assert_eq;
 
 use super::common::*;
 
-/// A directory outside every writable root (not under `/tmp`, which workspace-write allows).
+/// A directory outside every writable root of [`workspace_write`]'s policy, wherever the
+/// checkout lives: that policy turns off the `/tmp` and `$TMPDIR` roots.
 fn outside_dir() -> anyhow::Result<tempfile::TempDir> {
     Ok(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?)
 }
@@ -52,12 +53,19 @@ fn model_saw(env: &TestEnv) -> String {
         .unwrap_or_default()
 }
 
+/// `workspace-write` with only the workspace writable: the temp roots are excluded so a
+/// checkout (and so `outside_dir`) under `/tmp` is still outside.
 async fn workspace_write(script: Script, approval: &str) -> anyhow::Result<TestEnv> {
     TestEnv::new(
         script,
         &[
             ("sandbox_mode", "workspace-write".into()),
             ("approval_policy", approval.into()),
+            ("sandbox_workspace_write.exclude_slash_tmp", true.into()),
+            (
+                "sandbox_workspace_write.exclude_tmpdir_env_var",
+                true.into(),
+            ),
         ],
     )
     .await

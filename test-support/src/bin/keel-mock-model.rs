@@ -34,7 +34,8 @@ const FORMAT_HELP: &str = r#"SCRIPT FORMAT
     {"type": "end_without_completed"}
     {"type": "response_failed", "code": "server_error", "message": "..."}
 
-  When the script runs out, model requests get HTTP 500 naming `script_exhausted`.
+  When the script runs out, model requests get HTTP 500 naming `script_exhausted`, unless
+  --repeat is given: then the script starts over.
 
 EXAMPLE
   [{"items": [{"type": "shell_call", "call_id": "call-1", "command": ["echo", "hi"]}]},
@@ -54,6 +55,9 @@ struct Args {
     /// Model id to advertise (overrides the script's `model`).
     #[arg(long)]
     model: Option<String>,
+    /// Start the script over once it is used up, so it serves any number of runs.
+    #[arg(long)]
+    repeat: bool,
     /// Append each request (JSON, one per line: endpoint, path, headers, body) to this file.
     #[arg(long)]
     capture: Option<PathBuf>,
@@ -85,7 +89,10 @@ fn main() -> ExitCode {
 /// Serves until interrupted; `Ok(false)` when violations were recorded.
 async fn run(args: Args) -> anyhow::Result<bool> {
     let script = Script::load(&args.script)?;
-    let mut builder = MockModelServer::builder().bind(args.bind).script(script);
+    let mut builder = MockModelServer::builder()
+        .bind(args.bind)
+        .script(script)
+        .repeat(args.repeat);
     if let Some(model) = args.model {
         builder = builder.model(model);
     }

@@ -34,6 +34,7 @@ pub struct MockModelBuilder {
     model: Option<String>,
     turns: Vec<Turn>,
     responder: Option<Responder>,
+    repeat: bool,
 }
 
 impl MockModelBuilder {
@@ -64,6 +65,13 @@ impl MockModelBuilder {
         self
     }
 
+    /// Starts the script over once it is used up, instead of answering `script_exhausted`,
+    /// so a script written for one run serves any number of runs.
+    pub fn repeat(mut self, repeat: bool) -> Self {
+        self.repeat = repeat;
+        self
+    }
+
     /// Lets `responder` choose the reply to each model request; when it returns `None` the
     /// next queued turn is served. It runs on the connection's task, so keep it quick.
     pub fn responder(
@@ -85,7 +93,7 @@ impl MockModelBuilder {
             .map_err(bind_error)?;
         let addr = listener.local_addr().map_err(bind_error)?;
         let model = self.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        let shared = Arc::new(Shared::new(model, self.turns, self.responder));
+        let shared = Arc::new(Shared::new(model, self.turns, self.responder, self.repeat));
         let router = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared))
@@ -119,6 +127,7 @@ impl MockModelServer {
             model: None,
             turns: Vec::new(),
             responder: None,
+            repeat: false,
         }
     }
 

@@ -18,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) model: String,
     /// The optional hook consulted before the queue.
     pub(crate) responder: Option<Responder>,
+    /// The whole script, when it starts over once the queue is used up.
+    replay: Option<Vec<Turn>>,
     /// Counts model requests recorded, so tests can wait for the n-th without sleeping.
     pub(crate) model_requests: watch::Sender<usize>,
     state: Mutex<State>,
@@ -34,11 +36,17 @@ struct State {
 }
 
 impl Shared {
-    /// Shared state serving `turns` in order.
-    pub(crate) fn new(model: String, turns: Vec<Turn>, responder: Option<Responder>) -> Self {
+    /// Shared state serving `turns` in order (over and over when `repeat` is set).
+    pub(crate) fn new(
+        model: String,
+        turns: Vec<Turn>,
+        responder: Option<Responder>,
+        repeat: bool,
+    ) -> Self {
         Self {
             model,
             responder,
+            replay: (repeat && !turns.is_empty()).then(|| turns.clone()),
             model_requests: watch::Sender::new(0),
             state: Mutex::new(State {
                 turns: turns.into(),
@@ -81,6 +89,11 @@ impl Shared {
     pub(crate) fn next_turn(&self, request: &CapturedRequest) -> Option<Turn> {
         let from_responder = self.responder.as_ref().and_then(|respond| respond(request));
         let mut state = self.lock();
+        if state.turns.is_empty()
+            && let Some(replay) = &self.replay
+        {
+            state.turns.extend(replay.iter().cloned());
+        }
         let turn = from_responder.or_else(|| state.turns.pop_front());
         match &turn {
             Some(turn) => {

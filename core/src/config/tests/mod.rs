@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use super::*;
 
 mod errors;
+mod unknown_keys;
 
 pub(super) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -74,6 +75,7 @@ fn default_config(keel_home: &Path) -> Config {
         model_context_window: None,
         sandbox_allow_git_writes: false,
         sandbox_executable: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -221,6 +223,7 @@ fn full_codex_style_file() -> TestResult {
         model_context_window: Some(200_000),
         sandbox_allow_git_writes: false,
         sandbox_executable: None,
+        warnings: Vec::new(),
     };
     assert_eq!(config, expected);
 
