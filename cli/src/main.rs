@@ -1,9 +1,10 @@
 //! `keel`: the command-line front end to the Keel engine and its servers.
 //!
 //! Exit codes: 0 on success, 1 when the task failed or was interrupted, 2 on bad usage or
-//! configuration.
+//! configuration. Every error is printed on stderr as `keel: ` and its cause chain.
 
 mod exec;
+mod failure;
 mod mcp_server;
 mod sandbox;
 mod servers;
@@ -23,6 +24,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one task headless: progress on stderr, the final message on stdout.
+    #[command(override_usage = "keel exec [OPTIONS] [PROMPT]\n       \
+                                keel exec [OPTIONS] resume <ID> [PROMPT]\n       \
+                                keel exec [OPTIONS] resume --last [PROMPT]")]
     Exec(exec::ExecArgs),
     /// Run a command under the sandbox the engine uses for model commands.
     Sandbox(sandbox::SandboxArgs),
@@ -41,13 +45,8 @@ fn main() -> ExitCode {
         return keel_core::sandbox::run_linux_sandbox_main();
     }
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    keel_exec_server::init_stderr_logging("warn");
+    tracing::debug!(version = env!("CARGO_PKG_VERSION"), command = ?cli.command, "keel starting");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -55,7 +54,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("keel: cannot start the async runtime: {err}");
-            return ExitCode::from(2);
+            return ExitCode::FAILURE;
         }
     };
     let result = runtime.block_on(async {
@@ -72,8 +71,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("keel: {err:#}");
-            ExitCode::from(2)
+            failure::report(&err);
+            failure::exit_code(&err)
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use keel_core::sandbox::{LINUX_SANDBOX_ARG0, SandboxCommand};
 use keel_core::{Config, ConfigOverrides, find_keel_home};
@@ -75,7 +75,9 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         SandboxPolicy::ReadOnly | SandboxPolicy::DangerFullAccess
             if !args.writable_roots.is_empty() || args.network =>
         {
-            bail!("--writable-root and --network need the workspace-write policy");
+            return Err(crate::failure::usage(
+                "--writable-root and --network need the workspace-write policy",
+            ));
         }
         SandboxPolicy::ReadOnly | SandboxPolicy::DangerFullAccess => {}
     }

@@ -9,13 +9,7 @@ use std::process::ExitCode;
 use keel_mcp_server::{McpServerError, McpServerOptions, run_main};
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    keel_exec_server::init_stderr_logging("warn");
     let mut options = McpServerOptions::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {

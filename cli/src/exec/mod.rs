@@ -12,10 +12,10 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use keel_app_server::{InProcessAppServerClient, InProcessEvent, ServerConfig};
-use keel_core::{find_keel_home, parse_cli_override};
+use keel_core::{Config, ConfigError, ConfigOverrides, find_keel_home, parse_cli_override};
 use keel_protocol::app_server::{
     ClientInfo, ServerRequest, ThreadListParams, ThreadOverrides, ThreadResumeParams,
     ThreadStartParams, ThreadStartResponse, TurnInterruptParams, TurnStartParams, UserInput,
@@ -23,6 +23,7 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::{AskForApproval, MethodTable, SandboxMode};
 
+use crate::failure::usage;
 use outcome::{TurnOutcome, turn_outcome};
 use render::HumanRenderer;
 
@@ -103,9 +104,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     let process_cwd = std::env::current_dir().context("reading the current directory")?;
     let cwd = match &args.cwd {
-        Some(dir) => {
-            std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?
-        }
+        Some(dir) => checked_cwd(dir)?,
         None => process_cwd.clone(),
     };
     let mut overrides = ThreadOverrides {
@@ -123,6 +122,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         overrides.approval_policy = Some(AskForApproval::OnRequest);
         overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
     }
+    check_config(&home, &cli_overrides, &overrides)?;
     let client = InProcessAppServerClient::start(
         ServerConfig {
             keel_home: home.clone(),
@@ -163,15 +163,14 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                         ..ThreadListParams::default()
                     })
                     .await?;
-                list.data
-                    .into_iter()
-                    .next()
-                    .map(|t| t.id)
-                    .with_context(|| {
-                        format!("no recorded conversations under {}", home.display())
-                    })?
+                list.data.into_iter().next().map(|t| t.id).ok_or_else(|| {
+                    usage(format!(
+                        "no recorded conversations under {}",
+                        home.display()
+                    ))
+                })?
             } else {
-                id.context("`keel exec resume` needs a conversation id or --last")?
+                id.ok_or_else(|| usage("`keel exec resume` needs a conversation id or --last"))?
             };
             overrides.cwd = args.cwd.as_ref().map(|_| cwd.clone());
             let thread = client
@@ -187,13 +186,69 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     drive(&client, thread, prompt, args.json).await
 }
 
+/// The `-C` directory, absolute; a usage error when it is not an existing directory.
+fn checked_cwd(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let absolute =
+        std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    match std::fs::metadata(&absolute) {
+        Ok(meta) if meta.is_dir() => Ok(absolute),
+        Ok(_) => Err(usage(format!("-C {}: not a directory", dir.display()))),
+        Err(err) => Err(usage(format!("-C {}: {err}", dir.display()))),
+    }
+}
+
+/// Loads the configuration the thread will run with, before anything starts: a bad file,
+/// override or missing API key is a usage error (exit 2) that says what to do, and unknown
+/// keys are shown as warnings.
+fn check_config(
+    home: &std::path::Path,
+    cli_overrides: &[(String, toml::Value)],
+    overrides: &ThreadOverrides,
+) -> anyhow::Result<()> {
+    let config = Config::load(
+        home,
+        cli_overrides.to_vec(),
+        ConfigOverrides {
+            model: overrides.model.clone(),
+            cwd: overrides.cwd.clone(),
+            approval_policy: overrides.approval_policy,
+            sandbox_mode: overrides.sandbox,
+            ..ConfigOverrides::default()
+        },
+    )?;
+    for warning in &config.warnings {
+        eprintln!("keel: warning: {warning}");
+    }
+    match config
+        .model_provider
+        .api_key(&keel_core::config::process_env)
+    {
+        Ok(_) => Ok(()),
+        Err(err @ ConfigError::MissingEnvVar { .. }) => Err(usage(format!(
+            "{err}\n\
+             Ways to give Keel a model:\n  \
+             - OpenAI: export OPENAI_API_KEY=... (keys: https://platform.openai.com/api-keys)\n  \
+             - a local Ollama-compatible server on localhost:11434: \
+             keel exec -c model_provider=ollama -m <model> ...\n  \
+             - no model at all: the mock model of the quick start in README.md\n\
+             Providers are configured in {}",
+            config.config_file().display()
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
 fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     let from_stdin = match arg.as_deref() {
         Some("-") => true,
         Some(_) => false,
         None if !std::io::stdin().is_terminal() => true,
-        None => bail!("no prompt given: pass it as an argument or `-` to read stdin"),
+        None => {
+            return Err(usage(
+                "no prompt given: pass it as an argument or `-` to read stdin",
+            ));
+        }
     };
     let prompt = if from_stdin {
         let mut text = String::new();
@@ -205,7 +260,7 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
         arg.unwrap_or_default()
     };
     if prompt.trim().is_empty() {
-        bail!("the prompt is empty");
+        return Err(usage("the prompt is empty"));
     }
     Ok(prompt)
 }
@@ -270,7 +325,7 @@ async fn drive(
                         TurnOutcome::Completed(Some(message)) if !json => {
                             write_line(&stdout, message)?
                         }
-                        TurnOutcome::Interrupted if !json => eprintln!("turn interrupted"),
+                        TurnOutcome::Interrupted if !json => eprintln!("keel: turn interrupted"),
                         _ => {}
                     }
                     return Ok(ExitCode::from(outcome.exit_code()));
@@ -289,7 +344,9 @@ async fn drive(
                     .await?;
             }
             InProcessEvent::Lagged { skipped } => {
-                eprintln!("warning: {skipped} events were dropped because output fell behind");
+                eprintln!(
+                    "keel: warning: {skipped} events were dropped because output fell behind"
+                );
             }
         }
     }

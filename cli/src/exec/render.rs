@@ -89,7 +89,7 @@ impl HumanRenderer {
             ServerNotification::Error(error) if error.will_retry => {
                 format!("retrying: {}", error.error.message)
             }
-            ServerNotification::Error(error) => format!("error: {}", error.error.message),
+            ServerNotification::Error(error) => format!("keel: {}", error.error.message),
             ServerNotification::ThreadTokenUsageUpdated(usage) => {
                 format!("tokens used: {}", usage.token_usage.total.total_tokens)
             }

@@ -1,4 +1,6 @@
 mod app_server;
 mod exec;
+mod first_run;
 mod mcp_server;
+mod quickstart;
 mod sandbox;

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use keel_exec_server::{ExecServerArgs, run_main};
-use tracing_subscriber::EnvFilter;
+use keel_exec_server::{ExecServerArgs, init_stderr_logging, run_main};
 
 /// A process service over JSON-RPC (stdio or websocket).
 #[derive(Debug, Parser)]
@@ -20,12 +19,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            EnvFilter::try_from_env("KEEL_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
-        .init();
+    init_stderr_logging("warn");
     match run(cli.args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

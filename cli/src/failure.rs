@@ -1,0 +1,29 @@
+//! How `keel` ends on an error: one `keel: ` prefix, the error's cause chain, and the
+//! documented exit code — 2 for bad usage or configuration, 1 for anything that failed
+//! while running.
+
+use std::process::ExitCode;
+
+/// A mistake in the command line or the environment the user must fix before anything runs.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Returns a [`UsageError`] with `message`, as an `anyhow` error.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    UsageError(message.into()).into()
+}
+
+/// The exit code for `err`: 2 when a usage or configuration error is anywhere in its chain,
+/// else 1.
+pub fn exit_code(err: &anyhow::Error) -> ExitCode {
+    let is_usage = err
+        .chain()
+        .any(|cause| cause.is::<UsageError>() || cause.is::<keel_core::ConfigError>());
+    ExitCode::from(if is_usage { 2 } else { 1 })
+}
+
+/// Prints `err` and its causes on one line, after the one prefix every `keel` error has.
+pub fn report(err: &anyhow::Error) {
+    eprintln!("keel: {err:#}");
+}
