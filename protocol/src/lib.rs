@@ -4,7 +4,8 @@
 //! - identifiers ([`ConversationId`], [`TurnId`], [`CallId`], ...), all plain strings on the wire;
 //! - the engine's queue protocol: a client sends a [`Submission`] carrying an [`Op`] and reads
 //!   [`Event`]s whose [`EventMsg`] is tagged `{"type": "snake_case_name", ...}`;
-//! - the JSON-RPC 2.0 envelope ([`JsonRpcMessage`]), with or without the `jsonrpc` member;
+//! - the JSON-RPC 2.0 envelope ([`JsonRpcMessage`]), with or without the `jsonrpc` member, and
+//!   what every server answers to a line that is not one ([`decode_frame`], [`FrameError`]);
 //! - typed method tables ([`request_table!`], [`notification_table!`]) that bind each method
 //!   name to its params and result type in one place;
 //! - the exec-server protocol ([`exec_server`]);
@@ -25,6 +26,7 @@ pub mod app_server;
 mod bytes;
 mod engine;
 pub mod exec_server;
+mod framing;
 mod ids;
 mod jsonrpc;
 pub mod mcp;
@@ -33,6 +35,7 @@ pub mod schema;
 
 pub use bytes::Base64Bytes;
 pub use engine::*;
+pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, decode_frame, message_from_value};
 pub use ids::{
     CallId, ConversationId, ConversationIdParseError, ExecSessionId, SubmissionId, TurnId,
 };
