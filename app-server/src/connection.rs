@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use keel_protocol::app_server::{ClientRequest, InitializeParams, InitializeResponse};
 use keel_protocol::{
-    INVALID_PARAMS, JsonRpcError, JsonRpcErrorObject, JsonRpcMessage, JsonRpcRequest,
-    METHOD_NOT_FOUND, MethodTable, PARSE_ERROR,
+    DEFAULT_MAX_LINE_BYTES, FrameError, INVALID_PARAMS, JsonRpcErrorObject, JsonRpcMessage,
+    JsonRpcRequest, METHOD_NOT_FOUND, MethodTable,
 };
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -24,8 +24,8 @@ use crate::utilities::CommandExecs;
 pub(crate) enum Incoming {
     /// A parsed message.
     Message(JsonRpcMessage),
-    /// A line or frame that is not a JSON-RPC message, with the parser's reason.
-    Malformed(String),
+    /// A line or frame that is not a JSON-RPC message, and why.
+    Malformed(FrameError),
 }
 
 /// Limits of one connection.
@@ -35,6 +35,8 @@ pub struct ConnectionLimits {
     pub queue_capacity: usize,
     /// Requests running at once.
     pub max_in_flight: usize,
+    /// The longest line (stdio) or frame (websocket) accepted.
+    pub max_line_bytes: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -42,14 +44,13 @@ impl Default for ConnectionLimits {
         Self {
             queue_capacity: 256,
             max_in_flight: 64,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
 
-/// Outgoing messages waiting for the writer. When the client stops reading, senders wait
-/// (notifications included), which slows the threads feeding this connection rather than
-/// growing memory.
-pub(crate) const OUTGOING_CAPACITY: usize = 1024;
+/// How long requests already read may run to completion once the client's input has ended.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves one connection until its transport closes; then stops its requests and commands.
 pub(crate) async fn serve(
@@ -81,21 +82,26 @@ pub(crate) async fn serve(
             });
             while running.try_join_next().is_some() {}
         }
-        running.abort_all();
+        // The input ended: requests already read still get their answers.
+        while running.join_next().await.is_some() {}
     });
 
-    while let Some(frame) = incoming.recv().await {
+    let mut fell_behind = false;
+    loop {
+        let frame = tokio::select! {
+            frame = incoming.recv() => frame,
+            () = outgoing.disconnected() => {
+                fell_behind = true;
+                None
+            }
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         let message = match frame {
             Incoming::Message(message) => message,
-            Incoming::Malformed(reason) => {
-                let error = JsonRpcError {
-                    id: None,
-                    error: JsonRpcErrorObject::new(
-                        PARSE_ERROR,
-                        format!("invalid JSON-RPC message: {reason}"),
-                    ),
-                };
-                outgoing.send(error.into()).await;
+            Incoming::Malformed(bad) => {
+                outgoing.send(bad.to_response().into()).await;
                 continue;
             }
         };
@@ -145,6 +151,14 @@ pub(crate) async fn serve(
         }
     }
     drop(queue_tx);
+    let mut processor = processor;
+    if !fell_behind
+        && tokio::time::timeout(DRAIN_TIMEOUT, &mut processor)
+            .await
+            .is_err()
+    {
+        tracing::warn!("requests still running {DRAIN_TIMEOUT:?} after the input ended; stopped");
+    }
     processor.abort();
     state.disconnect(outgoing.id()).await;
 }

@@ -1,5 +1,9 @@
 //! The app-server without a transport, for programs that embed it (such as `keel exec`): the
 //! same requests, notifications and server requests, as typed values.
+//!
+//! Delivery follows the contract in `delivery`: a consumer that pauses loses at most streaming
+//! deltas (and is told how many, [`InProcessEvent::Lagged`]), never a `turn/completed`, an
+//! `item/completed` or an approval request; the engine never waits for it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -14,15 +18,18 @@ use keel_protocol::{
     RpcRequest,
 };
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::connection::{ConnectionLimits, Incoming, OUTGOING_CAPACITY, serve};
+use crate::connection::{ConnectionLimits, Incoming, serve};
+use crate::delivery::{DELIVERY_CAPACITY, Delivered, DeliveryQueue, Refused};
 use crate::outgoing::Outgoing;
 use crate::state::{AppState, ServerConfig};
 
-/// Events buffered for the consumer; a consumer further behind gets [`InProcessEvent::Lagged`].
-pub const IN_PROCESS_EVENT_CAPACITY: usize = 512;
+/// Events buffered for the consumer. Beyond it streaming deltas are dropped (reported as
+/// [`InProcessEvent::Lagged`]); a consumer that lets this many events that must arrive pile
+/// up is disconnected ([`InProcessAppServerClient::next_event`] returns `None`).
+pub const IN_PROCESS_EVENT_CAPACITY: usize = DELIVERY_CAPACITY;
 
 /// Something the server sent that is not a response.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +43,8 @@ pub enum InProcessEvent {
         /// What is asked.
         request: ServerRequest,
     },
-    /// The consumer fell behind and this many events were dropped.
+    /// The consumer fell behind and this many streaming deltas were dropped (their content is
+    /// in the `item/completed` that follows).
     Lagged {
         /// How many.
         skipped: u64,
@@ -64,7 +72,7 @@ pub struct InProcessAppServerClient {
     tx: mpsc::Sender<Incoming>,
     next_id: AtomicI64,
     pending: Pending,
-    events: tokio::sync::Mutex<broadcast::Receiver<InProcessEvent>>,
+    events: Arc<DeliveryQueue>,
     tasks: Vec<JoinHandle<()>>,
     /// What `initialize` answered.
     pub initialize: InitializeResponse,
@@ -87,26 +95,40 @@ impl InProcessAppServerClient {
     ) -> Result<Self, InProcessError> {
         let state = Arc::new(AppState::new(config));
         let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
-        let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(OUTGOING_CAPACITY);
+        let outgoing_queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
         let server = tokio::spawn(serve(
             state,
             rx,
-            Arc::new(Outgoing::new(out_tx)),
+            Arc::new(Outgoing::new(outgoing_queue.clone())),
             ConnectionLimits::default(),
         ));
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-        let (events_tx, events_rx) = broadcast::channel(IN_PROCESS_EVENT_CAPACITY);
+        let events = Arc::new(DeliveryQueue::new(IN_PROCESS_EVENT_CAPACITY));
         let router_pending = pending.clone();
+        let router_events = events.clone();
+        // Drains the connection's queue at once (so responses reach their callers whatever
+        // the consumer does) and hands everything else to the consumer's queue.
         let router = tokio::spawn(async move {
-            while let Some(message) = out_rx.recv().await {
-                route(message, &router_pending, &events_tx);
+            while let Some(delivered) = outgoing_queue.next().await {
+                let Delivered::Message(message) = delivered else {
+                    continue;
+                };
+                if route(message, &router_pending, &router_events) == Err(Refused::Overflow) {
+                    tracing::warn!(
+                        "the in-process client stopped reading events; disconnecting it"
+                    );
+                    break;
+                }
             }
+            router_events.close();
+            // Callers still waiting for an answer get `Closed` instead of waiting forever.
+            lock(&router_pending).clear();
         });
         let mut client = Self {
             tx,
             next_id: AtomicI64::new(1),
             pending,
-            events: tokio::sync::Mutex::new(events_rx),
+            events,
             tasks: vec![server, router],
             initialize: InitializeResponse {
                 user_agent: String::new(),
@@ -145,15 +167,18 @@ impl InProcessAppServerClient {
         Ok(serde_json::from_value(value)?)
     }
 
-    /// The next notification or server request. Cancel-safe.
+    /// The next notification or server request; `None` once the server has stopped (or
+    /// gave this client up for not reading). Cancel-safe; one consumer at a time.
     pub async fn next_event(&self) -> Option<InProcessEvent> {
-        let mut events = self.events.lock().await;
-        match events.recv().await {
-            Ok(event) => Some(event),
-            Err(broadcast::error::RecvError::Lagged(skipped)) => {
-                Some(InProcessEvent::Lagged { skipped })
+        loop {
+            match self.events.next().await? {
+                Delivered::Missed(skipped) => return Some(InProcessEvent::Lagged { skipped }),
+                Delivered::Message(message) => {
+                    if let Some(event) = typed_event(message) {
+                        return Some(event);
+                    }
+                }
             }
-            Err(broadcast::error::RecvError::Closed) => None,
         }
     }
 
@@ -172,15 +197,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn route(message: JsonRpcMessage, pending: &Pending, events: &broadcast::Sender<InProcessEvent>) {
-    let event = match message {
+/// Settles responses with their callers; queues everything else for the consumer.
+fn route(
+    message: JsonRpcMessage,
+    pending: &Pending,
+    events: &DeliveryQueue,
+) -> Result<(), Refused> {
+    match message {
         JsonRpcMessage::Response(response) => {
             if let Some(tx) = lock(pending).remove(&response.id)
                 && tx.send(Ok(response.result)).is_err()
             {
                 tracing::debug!("response for a request whose caller went away");
             }
-            return;
+            Ok(())
         }
         JsonRpcMessage::Error(error) => {
             match error.id.and_then(|id| lock(pending).remove(&id)) {
@@ -191,34 +221,41 @@ fn route(message: JsonRpcMessage, pending: &Pending, events: &broadcast::Sender<
                 }
                 None => tracing::warn!("server error without a pending request: {}", error.error),
             }
-            return;
+            Ok(())
         }
+        event @ (JsonRpcMessage::Notification(_) | JsonRpcMessage::Request(_)) => {
+            events.push(event)
+        }
+    }
+}
+
+/// A queued notification or server request as a typed event; `None` (logged) if unreadable.
+fn typed_event(message: JsonRpcMessage) -> Option<InProcessEvent> {
+    match message {
         JsonRpcMessage::Notification(notification) => {
             match ServerNotification::from_method_and_params(
                 &notification.method,
                 notification.params,
             ) {
-                Ok(typed) => InProcessEvent::Notification(typed),
+                Ok(typed) => Some(InProcessEvent::Notification(typed)),
                 Err(err) => {
                     tracing::warn!("unreadable notification `{}`: {err}", notification.method);
-                    return;
+                    None
                 }
             }
         }
         JsonRpcMessage::Request(request) => {
             match ServerRequest::from_method_and_params(&request.method, request.params) {
-                Ok(typed) => InProcessEvent::ServerRequest {
+                Ok(typed) => Some(InProcessEvent::ServerRequest {
                     id: request.id,
                     request: typed,
-                },
+                }),
                 Err(err) => {
                     tracing::warn!("unreadable server request `{}`: {err}", request.method);
-                    return;
+                    None
                 }
             }
         }
-    };
-    if events.send(event).is_err() {
-        tracing::trace!("event dropped: the client stopped listening");
+        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => None,
     }
 }

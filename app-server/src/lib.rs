@@ -18,6 +18,7 @@
 //! [`InProcessAppServerClient`] offers the same API without a transport.
 
 mod connection;
+mod delivery;
 mod error;
 mod handlers;
 mod in_process;

@@ -1,5 +1,7 @@
 //! One connection's outgoing side: responses, notifications (minus opted-out methods), and
-//! server → client requests with a waiter per pending id.
+//! server → client requests with a waiter per pending id. Everything goes into the
+//! connection's [`DeliveryQueue`], so sending never waits for the client: a client too slow
+//! for the contract in `delivery` is disconnected instead.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -11,7 +13,10 @@ use keel_protocol::{
     JsonRpcResponse, MethodTable, RequestId,
 };
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::delivery::{DeliveryQueue, Refused};
 
 /// Identifies a connection within the server.
 pub(crate) type ConnectionId = u64;
@@ -24,18 +29,21 @@ pub(crate) type ClientAnswer = Result<Value, JsonRpcErrorObject>;
 /// Sends to one client. Cheap to share behind an `Arc`.
 pub(crate) struct Outgoing {
     id: ConnectionId,
-    tx: mpsc::Sender<JsonRpcMessage>,
+    queue: std::sync::Arc<DeliveryQueue>,
+    /// Cancelled when the client fell too far behind; the connection then closes.
+    disconnected: CancellationToken,
     next_request_id: AtomicI64,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
     opted_out: Mutex<HashSet<String>>,
 }
 
 impl Outgoing {
-    /// An outgoing side writing into `tx` (the connection's writer drains it).
-    pub(crate) fn new(tx: mpsc::Sender<JsonRpcMessage>) -> Self {
+    /// An outgoing side writing into `queue` (the connection's writer drains it).
+    pub(crate) fn new(queue: std::sync::Arc<DeliveryQueue>) -> Self {
         Self {
             id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
-            tx,
+            queue,
+            disconnected: CancellationToken::new(),
             next_request_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             opted_out: Mutex::new(HashSet::new()),
@@ -54,10 +62,34 @@ impl Outgoing {
         opted.extend(methods);
     }
 
-    /// Queues a message; waits while the writer's queue is full. `false` once the
-    /// connection is gone.
+    /// Resolves when the client fell too far behind and must be disconnected.
+    pub(crate) async fn disconnected(&self) {
+        self.disconnected.cancelled().await;
+    }
+
+    /// Closes the queue once the connection ends: the writer delivers what is queued, then
+    /// stops.
+    pub(crate) fn close(&self) {
+        self.queue.close();
+    }
+
+    /// Queues a message without waiting. `false` once the connection is gone (or has just
+    /// been given up on for falling behind).
     pub(crate) async fn send(&self, message: JsonRpcMessage) -> bool {
-        self.tx.send(message).await.is_ok()
+        match self.queue.push(message) {
+            Ok(()) => true,
+            Err(Refused::Closed) => false,
+            Err(Refused::Overflow) => {
+                tracing::warn!(
+                    connection = self.id,
+                    "disconnecting a client that stopped reading: {} messages that must \
+                     arrive are waiting for it",
+                    crate::delivery::DELIVERY_CAPACITY
+                );
+                self.disconnected.cancel();
+                false
+            }
+        }
     }
 
     pub(crate) async fn respond(&self, id: RequestId, result: Result<Value, JsonRpcErrorObject>) {

@@ -51,6 +51,11 @@ pub struct AppServerArgs {
     /// Requests a connection may run at once.
     #[arg(long, default_value_t = ConnectionLimits::default().max_in_flight)]
     pub max_in_flight_requests: usize,
+
+    /// The longest line (stdio) or websocket frame accepted, in bytes; a longer line is
+    /// skipped and answered with -32700.
+    #[arg(long, default_value_t = ConnectionLimits::default().max_line_bytes)]
+    pub max_line_bytes: usize,
 }
 
 impl AppServerArgs {
@@ -58,6 +63,7 @@ impl AppServerArgs {
         ConnectionLimits {
             queue_capacity: self.request_queue_capacity,
             max_in_flight: self.max_in_flight_requests,
+            max_line_bytes: self.max_line_bytes,
         }
     }
 }

@@ -146,7 +146,6 @@ mod tests {
     use keel_protocol::app_server::{ThreadStartParams, TurnStartParams, UserInput};
     use keel_test_support::write_config;
     use pretty_assertions::assert_eq;
-    use tokio::sync::mpsc;
 
     use crate::outgoing::Outgoing;
     use crate::state::{AppState, ServerConfig};
@@ -167,8 +166,8 @@ mod tests {
             cli_overrides: Vec::new(),
             cwd: workspace.path().to_path_buf(),
         });
-        let (tx, _rx) = mpsc::channel(16);
-        let outgoing = Arc::new(Outgoing::new(tx));
+        let queue = Arc::new(crate::delivery::DeliveryQueue::new(16));
+        let outgoing = Arc::new(Outgoing::new(queue));
         let params = ThreadStartParams {
             ephemeral: Some(true),
             ..ThreadStartParams::default()

@@ -2,40 +2,47 @@
 
 use std::sync::Arc;
 
-use keel_protocol::{JsonRpcFraming, JsonRpcMessage};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use futures::StreamExt;
+use keel_exec_server::JsonLinesCodec;
+use keel_protocol::JsonRpcFraming;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
 
-use super::{INCOMING_CAPACITY, parse};
-use crate::connection::{ConnectionLimits, OUTGOING_CAPACITY, serve};
+use super::{INCOMING_CAPACITY, next_for_client};
+use crate::connection::{ConnectionLimits, Incoming, serve};
+use crate::delivery::{DELIVERY_CAPACITY, DeliveryQueue};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;
 
-/// Serves one connection on stdio until stdin closes.
+/// How long queued answers may take to reach stdout once stdin has closed.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves one connection on stdio until stdin closes; requests read before that are answered.
 pub(crate) async fn serve_stdio(state: Arc<AppState>, limits: ConnectionLimits) {
     let (in_tx, in_rx) = mpsc::channel(INCOMING_CAPACITY);
-    let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(OUTGOING_CAPACITY);
+    let queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
+    let max_line_bytes = limits.max_line_bytes;
     let reader = tokio::spawn(async move {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) if line.trim().is_empty() => {}
-                Ok(Some(line)) => {
-                    if in_tx.send(parse(&line)).await.is_err() {
-                        break;
-                    }
-                }
-                Ok(None) => break,
+        let mut lines = FramedRead::new(tokio::io::stdin(), JsonLinesCodec::new(max_line_bytes));
+        while let Some(line) = lines.next().await {
+            let incoming = match line {
+                Ok(Ok(message)) => Incoming::Message(message),
+                Ok(Err(bad)) => Incoming::Malformed(bad),
                 Err(err) => {
                     tracing::warn!("stdin: {err}");
                     break;
                 }
+            };
+            if in_tx.send(incoming).await.is_err() {
+                break;
             }
         }
     });
+    let writer_queue = queue.clone();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
-        while let Some(message) = out_rx.recv().await {
+        while let Some(message) = next_for_client(&writer_queue).await {
             let line = match message.to_json(JsonRpcFraming::WithoutVersion) {
                 Ok(line) => line,
                 Err(err) => {
@@ -54,11 +61,11 @@ pub(crate) async fn serve_stdio(state: Arc<AppState>, limits: ConnectionLimits) 
             }
         }
     });
-    serve(state, in_rx, Arc::new(Outgoing::new(out_tx)), limits).await;
+    let outgoing = Arc::new(Outgoing::new(queue));
+    serve(state, in_rx, outgoing.clone(), limits).await;
     reader.abort();
-    // Threads may still hold the outgoing side; give queued messages a moment to drain.
-    let drain = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
-    if drain.is_err() {
-        tracing::debug!("stdout writer still had senders at shutdown");
+    outgoing.close();
+    if tokio::time::timeout(DRAIN_TIMEOUT, writer).await.is_err() {
+        tracing::warn!("stdout did not take the last answers within {DRAIN_TIMEOUT:?}");
     }
 }

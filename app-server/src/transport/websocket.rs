@@ -12,11 +12,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, StreamExt};
-use keel_protocol::{JsonRpcFraming, JsonRpcMessage};
+use keel_protocol::JsonRpcFraming;
 use tokio::sync::mpsc;
 
-use super::{INCOMING_CAPACITY, parse};
-use crate::connection::{ConnectionLimits, OUTGOING_CAPACITY, serve};
+use super::{INCOMING_CAPACITY, next_for_client, parse};
+use crate::connection::{ConnectionLimits, serve};
+use crate::delivery::{DELIVERY_CAPACITY, DeliveryQueue};
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;
@@ -69,28 +70,40 @@ async fn upgrade(
         )
             .into_response();
     }
-    ws.on_upgrade(move |socket| connection(shared, socket))
+    let max = shared.limits.max_line_bytes;
+    ws.max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| connection(shared, socket))
 }
 
 async fn connection(shared: Shared, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let (in_tx, in_rx) = mpsc::channel(INCOMING_CAPACITY);
-    let (out_tx, mut out_rx) = mpsc::channel::<JsonRpcMessage>(OUTGOING_CAPACITY);
+    let queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
     let reader = tokio::spawn(async move {
         while let Some(frame) = stream.next().await {
             let incoming = match frame {
-                Ok(Message::Text(text)) => parse(text.as_str()),
-                Ok(Message::Binary(bytes)) => parse(&String::from_utf8_lossy(&bytes)),
-                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(Message::Text(text)) => parse(text.as_bytes()),
+                Ok(Message::Binary(bytes)) => parse(&bytes),
+                Ok(Message::Close(_)) => break,
+                Err(err) => {
+                    // Includes a frame over the limit: a websocket cannot skip one, so the
+                    // connection ends (the peer gets close code 1009, "message too big").
+                    tracing::debug!("websocket read: {err}");
+                    break;
+                }
                 Ok(Message::Ping(_) | Message::Pong(_)) => continue,
             };
-            if in_tx.send(incoming).await.is_err() {
+            if let Some(incoming) = incoming
+                && in_tx.send(incoming).await.is_err()
+            {
                 break;
             }
         }
     });
+    let writer_queue = queue.clone();
     let writer = tokio::spawn(async move {
-        while let Some(message) = out_rx.recv().await {
+        while let Some(message) = next_for_client(&writer_queue).await {
             let text = match message.to_json(JsonRpcFraming::WithoutVersion) {
                 Ok(text) => text,
                 Err(err) => {
@@ -106,13 +119,16 @@ async fn connection(shared: Shared, socket: WebSocket) {
             tracing::debug!("websocket close: {err}");
         }
     });
-    serve(
-        shared.state,
-        in_rx,
-        Arc::new(Outgoing::new(out_tx)),
-        shared.limits,
-    )
-    .await;
+    let outgoing = Arc::new(Outgoing::new(queue));
+    serve(shared.state, in_rx, outgoing.clone(), shared.limits).await;
     reader.abort();
-    writer.abort();
+    outgoing.close();
+    // The writer sends what was queued, then closes the socket; a peer that stopped reading
+    // does not hold this task up for long.
+    if tokio::time::timeout(std::time::Duration::from_secs(5), writer)
+        .await
+        .is_err()
+    {
+        tracing::debug!("websocket writer did not finish; dropped");
+    }
 }

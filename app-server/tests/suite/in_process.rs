@@ -138,3 +138,99 @@ async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::R
         .map_err(|_| anyhow::anyhow!("the command outlived the dropped client"))???;
     Ok(())
 }
+
+/// The delivery contract: a consumer that reads nothing while a turn streams thousands of
+/// deltas loses only deltas (and is told how many), never the completions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_stops_reading_still_gets_every_completion() -> anyhow::Result<()> {
+    // One delta per word: more than the consumer's queue holds.
+    let words = keel_app_server::IN_PROCESS_EVENT_CAPACITY + 2000;
+    let text: String = (0..words).map(|i| format!("w{i} ")).collect();
+    let mock = MockModelServer::start(Script::new([Turn::new([assistant_message(text.as_str())])]))
+        .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let client = start_client(home.path(), workspace.path()).await?;
+    let thread = client
+        .request::<client_request::ThreadStart>(ThreadStartParams::default())
+        .await?;
+    let turn = client
+        .request::<client_request::TurnStart>(TurnStartParams {
+            thread_id: thread.thread.id.clone(),
+            input: vec![UserInput::Text {
+                text: "talk".into(),
+                text_elements: Vec::new(),
+            }],
+            cwd: None,
+            approval_policy: None,
+            sandbox_policy: None,
+            model: None,
+            effort: None,
+        })
+        .await?;
+    // Not reading events: requests still work, and say when the turn is over.
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let read = client
+                .request::<client_request::ThreadRead>(
+                    keel_protocol::app_server::ThreadReadParams {
+                        thread_id: thread.thread.id.clone(),
+                        include_turns: false,
+                    },
+                )
+                .await?;
+            if read.thread.status == keel_protocol::app_server::ThreadStatus::Idle
+                && !mock.requests().is_empty()
+            {
+                return anyhow::Ok(());
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await??;
+
+    let mut lagged = 0;
+    let mut completed_text = None;
+    let mut started = Vec::new();
+    let outcome = loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(20), client.next_event())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("server stopped"))?;
+        match event {
+            InProcessEvent::Lagged { skipped } => lagged += skipped,
+            InProcessEvent::Notification(ServerNotification::TurnStarted(_)) => {
+                started.push("turn".to_string());
+            }
+            InProcessEvent::Notification(ServerNotification::ItemStarted(item)) => {
+                started.push(format!("{:?}", std::mem::discriminant(&item.item)));
+            }
+            InProcessEvent::Notification(ServerNotification::ItemCompleted(done)) => {
+                if let keel_protocol::app_server::ThreadItem::AgentMessage { text, .. } = done.item
+                {
+                    completed_text = Some(text);
+                }
+            }
+            InProcessEvent::Notification(ServerNotification::TurnCompleted(done))
+                if done.turn.id == turn.turn.id =>
+            {
+                break done.turn.status;
+            }
+            _ => {}
+        }
+    };
+    assert_eq!(outcome, TurnStatus::Completed);
+    assert_eq!(completed_text.as_deref(), Some(text.as_str()));
+    // The oldest events, which a ring buffer would have dropped first, arrived too.
+    assert_eq!(
+        started.first().map(String::as_str),
+        Some("turn"),
+        "{started:?}"
+    );
+    assert!(
+        started.len() >= 3,
+        "turn, user message, agent message: {started:?}"
+    );
+    assert!(lagged > 0, "the consumer's queue never filled");
+    Ok(())
+}

@@ -345,7 +345,8 @@ async fn drive(
             }
             InProcessEvent::Lagged { skipped } => {
                 eprintln!(
-                    "keel: warning: {skipped} events were dropped because output fell behind"
+                    "keel: warning: {skipped} streaming updates were skipped because output fell \
+                     behind; completed items are shown whole"
                 );
             }
         }

@@ -137,6 +137,8 @@ crate::notification_table! {
         ServerRequestResolved("serverRequest/resolved", ServerRequestResolvedNotification),
         /// Output of a standalone command streamed.
         CommandExecOutputDelta("command/exec/outputDelta", CommandExecOutputDeltaNotification),
+        /// Something the user should know that is not an error of a turn.
+        Warning("warning", WarningNotification),
     }
 }
 

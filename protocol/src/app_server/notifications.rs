@@ -167,6 +167,18 @@ pub struct ErrorNotification {
     pub will_retry: bool,
 }
 
+/// `warning`: something the user should know that fails nothing, such as streamed deltas
+/// this client missed because it read too slowly (as Codex 0.169 names it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WarningNotification {
+    /// What happened, for a person.
+    pub message: String,
+    /// The thread it concerns, if one.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
 /// `serverRequest/resolved`: a server request was settled without the client's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

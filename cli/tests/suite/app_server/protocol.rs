@@ -51,7 +51,7 @@ async fn bad_input_gets_clear_errors_and_the_connection_survives() -> anyhow::Re
         error["error"]["message"]
             .as_str()
             .unwrap_or_default()
-            .contains("invalid JSON-RPC message")
+            .contains("message is not JSON")
     );
 
     let unknown = server.send_request("thread/teleport", json!({})).await?;
@@ -168,5 +168,78 @@ async fn generate_json_schema_writes_the_protocol() -> anyhow::Result<()> {
         out.path().join("keel_app_server_protocol.schemas.json"),
     )?)?;
     assert!(bundle["definitions"]["ThreadStartParams"].is_object());
+    Ok(())
+}
+
+/// Every kind of input that is not a JSON-RPC message gets its error code and a reason in
+/// words, and the connection goes on; an over-long line is skipped, not buffered whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_lines_get_the_shared_error_codes_and_the_connection_survives() -> anyhow::Result<()>
+{
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world
+        .server_with(world.builder().args(["--max-line-bytes", "4096"]))
+        .await?;
+    let cases: Vec<(Vec<u8>, i64, &str)> = vec![
+        (b"{\"id\": 1, \xff}".to_vec(), -32700, "not valid UTF-8"),
+        (vec![b'x'; 100_000], -32700, "longer than 4096 bytes"),
+        (b"[]".to_vec(), -32600, "expected an object, got an array"),
+        (b"null".to_vec(), -32600, "expected an object, got null"),
+        (b"5".to_vec(), -32600, "expected an object, got a number"),
+        (
+            br#"{"id": null, "method": "thread/list"}"#.to_vec(),
+            -32600,
+            "`id` is null",
+        ),
+        (
+            br#"{"id": [1], "method": "thread/list"}"#.to_vec(),
+            -32600,
+            "`id` must be a string or an integer",
+        ),
+    ];
+    for (line, code, reason) in cases {
+        server.send_raw_line(&line).await?;
+        let error = server
+            .read_until("an error answer", |m| m.get("error").is_some())
+            .await?;
+        assert_eq!(error["error"]["code"], code, "{error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{message}");
+        assert!(
+            !message.contains("enum") && !message.contains("struct"),
+            "{message}"
+        );
+        let alive = server.request("thread/list", json!({})).await?;
+        assert!(alive["data"].is_array());
+    }
+    Ok(())
+}
+
+/// Requests read before stdin closed are all answered before the server exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_read_before_end_of_input_are_answered() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    for _ in 0..5 {
+        let mut server = AppServerProcess::spawn(world.builder())?;
+        let batch = [
+            json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"method": "initialized"}),
+            json!({"id": 2, "method": "thread/list", "params": {}}),
+            json!({"id": 3, "method": "model/list", "params": {}}),
+        ];
+        let mut bytes = Vec::new();
+        for message in &batch {
+            bytes.extend(serde_json::to_vec(message)?);
+            bytes.push(b'\n');
+        }
+        bytes.pop();
+        server.send_raw_line(&bytes).await?;
+        server.close_stdin();
+        for id in [1, 2, 3] {
+            let response = server.read_response(id).await?;
+            assert!(response.get("result").is_some(), "{response}");
+        }
+        assert!(server.wait().await?.success());
+    }
     Ok(())
 }

@@ -1,0 +1,229 @@
+//! The delivery contract of one consumer (a connection's writer, or an in-process client):
+//! a bounded queue that never blocks whoever pushes into it.
+//!
+//! - Messages that end or gate work (responses, server requests, `turn/*`, `item/started`,
+//!   `item/completed`, `error`, ...) are never dropped.
+//! - Streaming deltas ([`is_droppable`]) are dropped when the queue is full, oldest first
+//!   to make room for a message that must arrive; the consumer is then told how many it
+//!   missed ([`Delivered::Missed`]) before its next message. Every delta's content is also in
+//!   the `item/completed` that follows, so nothing is lost but the live view.
+//! - When the queue is full of messages that must arrive, the consumer is too slow to serve:
+//!   the queue closes, [`DeliveryQueue::push`] reports it, and the owner disconnects this
+//!   consumer alone. The engine and other consumers never wait for it.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use keel_protocol::JsonRpcMessage;
+use tokio::sync::Notify;
+
+/// Messages a consumer may fall behind by before deltas are dropped. A turn produces a few
+/// essential messages per tool call, so thousands leave a paused consumer seconds of room.
+pub(crate) const DELIVERY_CAPACITY: usize = 4096;
+
+/// Notification methods whose loss a consumer survives: each only previews content that a
+/// later message (`item/completed`, the next usage or diff update) carries whole.
+pub(crate) const DROPPABLE_METHODS: &[&str] = &[
+    "item/agentMessage/delta",
+    "item/commandExecution/outputDelta",
+    "item/fileChange/outputDelta",
+    "item/plan/delta",
+    "item/reasoning/summaryPartAdded",
+    "item/reasoning/summaryTextDelta",
+    "item/reasoning/textDelta",
+    "thread/tokenUsage/updated",
+    "turn/diff/updated",
+];
+
+/// Whether `message` may be dropped for a consumer that cannot keep up.
+pub(crate) fn is_droppable(message: &JsonRpcMessage) -> bool {
+    matches!(message, JsonRpcMessage::Notification(n) if DROPPABLE_METHODS.contains(&n.method.as_str()))
+}
+
+/// What the consumer gets next.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Delivered {
+    /// The next message, in order.
+    Message(JsonRpcMessage),
+    /// This many droppable messages were dropped since the last delivery.
+    Missed(u64),
+}
+
+/// Why a push was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The queue was closed (the consumer is gone).
+    Closed,
+    /// The queue was full of messages that must arrive; it is closed now.
+    Overflow,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<JsonRpcMessage>,
+    missed: u64,
+    closed: bool,
+    /// Closed for overflow: what is queued is abandoned, not drained.
+    abandoned: bool,
+}
+
+/// A bounded, never-blocking queue for one consumer; see the module docs.
+pub(crate) struct DeliveryQueue {
+    capacity: usize,
+    state: Mutex<State>,
+    ready: Notify,
+}
+
+impl DeliveryQueue {
+    /// An empty queue holding at most `capacity` messages.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            state: Mutex::new(State::default()),
+            ready: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `message` without waiting. A full queue drops a droppable message (this one,
+    /// or the oldest queued one to make room for a message that must arrive).
+    pub(crate) fn push(&self, message: JsonRpcMessage) -> Result<(), Refused> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(Refused::Closed);
+        }
+        if state.queue.len() >= self.capacity {
+            if is_droppable(&message) {
+                state.missed += 1;
+                return Ok(());
+            }
+            match state.queue.iter().position(is_droppable) {
+                Some(oldest) => {
+                    state.queue.remove(oldest);
+                    state.missed += 1;
+                }
+                None => {
+                    state.closed = true;
+                    state.abandoned = true;
+                    state.queue.clear();
+                    drop(state);
+                    self.ready.notify_one();
+                    return Err(Refused::Overflow);
+                }
+            }
+        }
+        state.queue.push_back(message);
+        drop(state);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Closes the queue: what is queued is still delivered, then [`DeliveryQueue::next`]
+    /// ends.
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_one();
+    }
+
+    /// The next delivery; `None` once closed and drained (or abandoned for overflow).
+    /// Cancel-safe: a cancelled call takes nothing. One consumer at a time.
+    pub(crate) async fn next(&self) -> Option<Delivered> {
+        loop {
+            let notified = self.ready.notified();
+            {
+                let mut state = self.lock();
+                if state.abandoned {
+                    return None;
+                }
+                if state.missed > 0 {
+                    return Some(Delivered::Missed(std::mem::take(&mut state.missed)));
+                }
+                if let Some(message) = state.queue.pop_front() {
+                    return Some(Delivered::Message(message));
+                }
+                if state.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use keel_protocol::{JsonRpcNotification, JsonRpcResponse, RequestId};
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn note(method: &str) -> JsonRpcMessage {
+        JsonRpcMessage::Notification(JsonRpcNotification {
+            method: method.into(),
+            params: None,
+        })
+    }
+
+    fn response(id: i64) -> JsonRpcMessage {
+        JsonRpcMessage::Response(JsonRpcResponse {
+            id: RequestId::Integer(id),
+            result: serde_json::Value::Null,
+        })
+    }
+
+    async fn drain(queue: &DeliveryQueue) -> Vec<Delivered> {
+        queue.close();
+        let mut out = Vec::new();
+        while let Some(next) = queue.next().await {
+            out.push(next);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn deltas_give_way_and_the_consumer_is_told_how_many() {
+        let queue = DeliveryQueue::new(2);
+        assert_eq!(queue.push(note("item/agentMessage/delta")), Ok(()));
+        assert_eq!(queue.push(note("item/started")), Ok(()));
+        // Full: a delta is dropped, an essential message evicts the queued delta.
+        assert_eq!(queue.push(note("item/agentMessage/delta")), Ok(()));
+        assert_eq!(queue.push(note("turn/completed")), Ok(()));
+        assert_eq!(
+            drain(&queue).await,
+            [
+                Delivered::Missed(2),
+                Delivered::Message(note("item/started")),
+                Delivered::Message(note("turn/completed")),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_queue_full_of_essential_messages_overflows_and_closes() {
+        let queue = DeliveryQueue::new(2);
+        assert_eq!(queue.push(response(1)), Ok(()));
+        assert_eq!(queue.push(note("item/completed")), Ok(()));
+        assert_eq!(queue.push(response(2)), Err(Refused::Overflow));
+        assert_eq!(queue.push(response(3)), Err(Refused::Closed));
+        assert_eq!(queue.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_consumer_is_woken_and_close_drains_first() {
+        let queue = std::sync::Arc::new(DeliveryQueue::new(8));
+        let consumer = {
+            let queue = queue.clone();
+            tokio::spawn(async move { queue.next().await })
+        };
+        assert_eq!(queue.push(response(1)), Ok(()));
+        assert_eq!(
+            consumer.await.ok().flatten(),
+            Some(Delivered::Message(response(1)))
+        );
+        assert_eq!(queue.push(response(2)), Ok(()));
+        assert_eq!(drain(&queue).await, [Delivered::Message(response(2))]);
+    }
+}
