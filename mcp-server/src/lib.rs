@@ -73,6 +73,8 @@ pub struct McpServerOptions {
     pub keel_home: Option<PathBuf>,
     /// `-c key.path=value` overrides applied to every session.
     pub config_overrides: Vec<String>,
+    /// The longest input line accepted; `None` means [`keel_protocol::DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: Option<usize>,
 }
 
 /// Serves MCP on this process's stdin and stdout until stdin closes.
@@ -86,8 +88,10 @@ pub async fn run_main(options: McpServerOptions) -> Result<()> {
     .await
 }
 
-/// Serves MCP on `reader` / `writer` until input ends or `shutdown` is cancelled. Running
-/// tool calls are aborted (their commands killed) when it returns.
+/// Serves MCP on `reader` / `writer` until input ends or `shutdown` is cancelled. At end of
+/// input, requests already read still get their answers (tool calls run on for up to
+/// `processor::INPUT_CLOSED_DRAIN`); on `shutdown`, running tool calls are aborted (their
+/// commands killed).
 pub async fn serve<R, W>(
     reader: R,
     writer: W,
@@ -98,6 +102,9 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let max_line_bytes = options
+        .max_line_bytes
+        .unwrap_or(keel_protocol::DEFAULT_MAX_LINE_BYTES);
     let settings = resolve_settings(options)?;
     let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
     let (outgoing_tx, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
@@ -106,7 +113,8 @@ where
         settings,
     ));
 
-    let reader = AbortOnDropHandle::new(tokio::spawn(read_loop(reader, incoming_tx)));
+    let reader =
+        AbortOnDropHandle::new(tokio::spawn(read_loop(reader, max_line_bytes, incoming_tx)));
     let writer = AbortOnDropHandle::new(tokio::spawn(write_loop(writer, outgoing_rx)));
     let processor = MessageProcessor::new(context);
     let processor = AbortOnDropHandle::new(tokio::spawn(processor.run(incoming_rx, shutdown)));

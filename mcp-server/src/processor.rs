@@ -35,6 +35,10 @@ pub fn negotiate_protocol_version(requested: &str) -> &'static str {
         .unwrap_or(MCP_LATEST_PROTOCOL_VERSION)
 }
 
+/// How long tool calls already running may take to answer once the client closed its input
+/// (the MCP stdio shutdown sequence); after it they are aborted.
+pub(crate) const INPUT_CLOSED_DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub(crate) struct MessageProcessor {
     context: Arc<ServerContext>,
     initialized: bool,
@@ -62,7 +66,10 @@ impl MessageProcessor {
                 () = shutdown.cancelled() => break,
                 incoming = rx.recv() => match incoming {
                     Some(incoming) => self.handle(incoming).await,
-                    None => break,
+                    None => {
+                        self.drain(&shutdown).await;
+                        break;
+                    }
                 },
                 Some(joined) = self.calls.join_next(), if !self.calls.is_empty() => {
                     if let Err(err) = joined && err.is_panic() {
@@ -75,6 +82,19 @@ impl MessageProcessor {
             running = self.calls.len(),
             "processor stopping; aborting running calls"
         );
+    }
+
+    /// Lets running tool calls answer after the input ended, within [`INPUT_CLOSED_DRAIN`]
+    /// and until `shutdown`.
+    async fn drain(&mut self, shutdown: &CancellationToken) {
+        let all_done = async { while self.calls.join_next().await.is_some() {} };
+        tokio::select! {
+            () = all_done => {}
+            () = shutdown.cancelled() => {}
+            () = tokio::time::sleep(INPUT_CLOSED_DRAIN) => {
+                tracing::warn!("tool calls still running {INPUT_CLOSED_DRAIN:?} after the input closed; stopping them");
+            }
+        }
     }
 
     async fn handle(&mut self, incoming: Incoming) {
@@ -102,11 +122,12 @@ impl MessageProcessor {
                 }
                 None => tracing::warn!(error = %error.error, "the client reported an error"),
             },
-            Incoming::Malformed { id, code, message } => {
-                tracing::warn!(%message, "malformed message");
+            Incoming::Malformed(bad) => {
+                tracing::warn!(%bad, "malformed message");
+                let response = bad.to_response();
                 self.context
                     .outgoing
-                    .send_error(id, JsonRpcErrorObject::new(code, message))
+                    .send_error(response.id, response.error)
                     .await;
             }
         }

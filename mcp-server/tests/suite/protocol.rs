@@ -1,7 +1,7 @@
 //! The MCP session itself: handshake, listing, housekeeping requests and error handling.
 
 use keel_protocol::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
-use keel_test_support::Script;
+use keel_test_support::{Script, Turn, assistant_message};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -193,7 +193,47 @@ async fn malformed_lines_get_errors_and_the_server_keeps_going() -> anyhow::Resu
         "{invalid}"
     );
 
+    for (line, code) in [
+        (b"{\"id\": 1, \xff}".to_vec(), PARSE_ERROR),
+        (b"[]".to_vec(), INVALID_REQUEST),
+        (b"null".to_vec(), INVALID_REQUEST),
+        (
+            br#"{"jsonrpc": "2.0", "id": null, "method": "ping"}"#.to_vec(),
+            INVALID_REQUEST,
+        ),
+    ] {
+        server.mcp.send_raw_line(&line).await?;
+        let error = server
+            .mcp
+            .read_until("an error answer", |m| m.get("error").is_some())
+            .await?;
+        assert_eq!(error["error"]["code"], json!(code), "{error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            !message.contains("enum") && !message.contains("struct"),
+            "{message}"
+        );
+    }
+
     // Still serving.
     assert_eq!(server.mcp.request("ping", json!({})).await?, json!({}));
+    Ok(())
+}
+
+/// A tool call read just before the client closed its input is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_read_before_end_of_input_is_answered() -> anyhow::Result<()> {
+    for _ in 0..3 {
+        let script = Script::new([Turn::new([assistant_message("answered after EOF")])]);
+        let mut server = TestServer::initialized(script, &[]).await?;
+        let id = server
+            .mcp
+            .send_tool_call("codex", json!({"prompt": "hi", "cwd": server.ws_arg()}))
+            .await?;
+        server.mcp.close_stdin();
+        let response = server.mcp.read_response(id).await?;
+        assert_eq!(result_text(&response["result"]), "answered after EOF");
+        assert!(server.mcp.wait().await?.success());
+    }
     Ok(())
 }
