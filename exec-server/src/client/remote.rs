@@ -159,6 +159,10 @@ async fn read_loop(
                 tracing::warn!(%reason, "unreadable message from the exec-server; closing");
                 break;
             }
+            Frame::Rejected(bad) => {
+                tracing::warn!(%bad, "unreadable message from the exec-server; closing");
+                break;
+            }
         };
         if let Err(err) = routed {
             tracing::warn!(%err, "bad message from the exec-server; closing");

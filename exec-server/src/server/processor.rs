@@ -77,19 +77,13 @@ pub(crate) async fn serve_connection(
         let next = match frame {
             None => Next::Close("the peer closed the connection".to_string()),
             Some(Frame::Invalid(reason)) => processor.parse_error(reason).await,
-            Some(Frame::Text(text)) => processor.text(&text).await,
+            Some(Frame::Rejected(bad)) => processor.reject(&bad).await,
+            Some(Frame::Text(text)) => processor.text(text.as_bytes()).await,
             // Only client-side readers decode output notifications; a server never gets them.
             Some(Frame::Event(_)) => {
                 Next::Close("unexpected client notification `command/exec/outputDelta`".to_string())
             }
-            Some(Frame::Line(line)) => match std::str::from_utf8(&line) {
-                Ok(text) => processor.text(text).await,
-                Err(_) => {
-                    processor
-                        .parse_error("message is not valid UTF-8".to_string())
-                        .await
-                }
-            },
+            Some(Frame::Line(line)) => processor.text(&line).await,
         };
         if let Next::Close(reason) = next {
             break reason;
@@ -103,6 +97,14 @@ pub(crate) async fn serve_connection(
         mut waits,
     } = processor;
     handler.shutdown().await;
+    // Waits already read are answered: with their processes stopped they end at once.
+    let answered = tokio::time::timeout(FLUSH_TIMEOUT, async {
+        while waits.join_next().await.is_some() {}
+    })
+    .await;
+    if answered.is_err() {
+        tracing::debug!(connection = %label, "waits still pending at close; dropped");
+    }
     waits.abort_all();
     drop(handler);
     drop(responses);
@@ -179,11 +181,19 @@ struct Processor {
 }
 
 impl Processor {
-    async fn text(&mut self, text: &str) -> Next {
-        match JsonRpcMessage::from_json(text) {
-            Ok(message) => self.handle(message).await,
-            Err(err) => self.parse_error(err.to_string()).await,
+    async fn text(&mut self, bytes: &[u8]) -> Next {
+        match keel_protocol::decode_frame(bytes) {
+            Ok(Some(message)) => self.handle(message).await,
+            Ok(None) => Next::Continue,
+            Err(bad) => self.reject(&bad).await,
         }
+    }
+
+    /// Answers a line that is not a JSON-RPC message; the connection goes on.
+    async fn reject(&mut self, bad: &keel_protocol::FrameError) -> Next {
+        tracing::debug!(%bad, "rejected a message");
+        self.send(bad.to_response().into()).await;
+        Next::Continue
     }
 
     async fn handle(&mut self, message: JsonRpcMessage) -> Next {

@@ -206,7 +206,9 @@ impl LineBatch {
 }
 
 /// Blocking twin of [`read_lines`] for the process's own stdin, on a dedicated thread: a
-/// blocking read there cannot hold up runtime shutdown.
+/// blocking read there cannot hold up runtime shutdown. This is the server's reader, so a
+/// line that is too long or not UTF-8 is skipped and handed over as [`Frame::Rejected`] for
+/// the processor to answer; the connection goes on.
 pub(crate) fn read_lines_blocking(reader: impl BufRead, frames: mpsc::Sender<Frame>) {
     let mut reader = reader;
     loop {
@@ -220,12 +222,46 @@ pub(crate) fn read_lines_blocking(reader: impl BufRead, frames: mpsc::Sender<Fra
                 return;
             }
         }
-        let Some(frame) = frame_line(line) else {
-            continue;
+        let frame = if line.len() > MAX_MESSAGE_BYTES && line.last() != Some(&b'\n') {
+            drop(line);
+            if let Err(err) = skip_line(&mut reader) {
+                tracing::debug!(%err, "read failed; closing");
+                return;
+            }
+            Frame::Rejected(keel_protocol::FrameError::TooLong {
+                limit: MAX_MESSAGE_BYTES,
+            })
+        } else {
+            match frame_line(line) {
+                None => continue,
+                Some(Frame::Invalid(_)) => {
+                    Frame::Rejected(keel_protocol::FrameError::NotUtf8 { valid_up_to: 0 })
+                }
+                Some(frame) => frame,
+            }
         };
-        let last = matches!(frame, Frame::Invalid(_));
-        if frames.blocking_send(frame).is_err() || last {
+        if frames.blocking_send(frame).is_err() {
             return;
+        }
+    }
+}
+
+/// Consumes the rest of an over-long line, newline included, a buffer at a time.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', available) {
+            Some(newline) => {
+                reader.consume(newline + 1);
+                return Ok(());
+            }
+            None => {
+                let len = available.len();
+                reader.consume(len);
+            }
         }
     }
 }
@@ -263,6 +299,7 @@ mod tests {
                 Frame::Line(line) => String::from_utf8_lossy(&line).into_owned(),
                 Frame::Text(text) => format!("text:{text}"),
                 Frame::Invalid(reason) => format!("invalid:{reason}"),
+                Frame::Rejected(bad) => format!("rejected:{bad}"),
                 Frame::Event(event) => format!("event:{event:?}"),
             });
         }

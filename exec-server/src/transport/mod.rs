@@ -7,8 +7,9 @@
 pub(crate) mod lines;
 pub(crate) mod websocket;
 
-/// Largest message accepted on any transport; a longer one closes the connection.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest message accepted on any transport, the same for every Keel server. A server skips
+/// a longer line and answers it (`Frame::Rejected`); a client closes the connection.
+pub(crate) const MAX_MESSAGE_BYTES: usize = keel_protocol::DEFAULT_MAX_LINE_BYTES;
 
 /// Messages queued between a transport's reader and the task that handles them. Full: the
 /// reader stops reading, so a fast peer is slowed by socket or pipe backpressure.
@@ -47,4 +48,7 @@ pub(crate) enum Frame {
     Event(crate::event::ExecServerEvent),
     /// Something that cannot be a message (not UTF-8, too long); the connection must close.
     Invalid(String),
+    /// A line a server answers with an error and skips (too long, not UTF-8); the
+    /// connection goes on.
+    Rejected(keel_protocol::FrameError),
 }

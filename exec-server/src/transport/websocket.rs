@@ -21,7 +21,9 @@ pub(crate) async fn read_frames<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(Message::Text(text)) => Frame::Line(text.into()),
             Ok(Message::Binary(bytes)) => match String::from_utf8(bytes.to_vec()) {
                 Ok(text) => Frame::Text(text),
-                Err(_) => Frame::Invalid("binary frame is not UTF-8 JSON".to_string()),
+                Err(err) => Frame::Rejected(keel_protocol::FrameError::NotUtf8 {
+                    valid_up_to: err.utf8_error().valid_up_to(),
+                }),
             },
             Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
             Ok(Message::Close(_)) => return,

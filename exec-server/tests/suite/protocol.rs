@@ -86,7 +86,7 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
     let (code, message) = error_of(&peer.request(9, "command/nope", json!({})).await?);
     assert_eq!(
         (code, message),
-        (-32600, "unknown method `command/nope`".to_string())
+        (-32601, "unknown method `command/nope`".to_string())
     );
     let (code, message) = error_of(
         &peer
@@ -102,31 +102,25 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn malformed_json_closes_the_connection(transport: Transport) -> anyhow::Result<()> {
+async fn malformed_input_is_answered_and_the_connection_goes_on(
+    transport: Transport,
+) -> anyhow::Result<()> {
     let mut server = Server::start(transport, &[]).await?;
     let mut peer = server.raw().await?;
     peer.initialize().await?;
-    // A websocket server must keep serving its other connections.
-    let mut other = match transport {
-        Transport::WebSocket => {
-            let mut other = server.raw().await?;
-            other.initialize().await?;
-            Some(other)
-        }
-        Transport::Stdio => None,
-    };
-    peer.send_text("{not json").await?;
-    let error = peer.recv().await?.context("a parse error before closing")?;
-    assert_eq!(error["id"], Value::Null);
-    assert_eq!(error["error"]["code"], -32700);
-    assert_eq!(peer.recv().await?, None, "connection must close");
-    match other.as_mut() {
-        Some(other) => {
-            let response = other.request(1, "command/exec", exec_params()).await?;
-            assert_eq!(response["result"]["sessionId"], "session-1");
-        }
-        None => assert!(server.exited().await?.success()),
+    for (text, code) in [
+        ("{not json", -32700),
+        ("[]", -32600),
+        ("5", -32600),
+        (r#"{"id": null, "method": "command/exec"}"#, -32600),
+    ] {
+        peer.send_text(text).await?;
+        let error = peer.recv().await?.context("an error answer")?;
+        assert_eq!(error["id"], Value::Null, "{text}: {error}");
+        assert_eq!(error["error"]["code"], code, "{text}: {error}");
     }
+    let response = peer.request(1, "command/exec", exec_params()).await?;
+    assert_eq!(response["result"]["sessionId"], "session-1");
     Ok(())
 }
 
@@ -157,7 +151,7 @@ async fn jsonrpc_member_is_accepted_and_omitted(transport: Transport) -> anyhow:
 
 both_transports!(
     handshake_order_is_enforced,
-    malformed_json_closes_the_connection,
+    malformed_input_is_answered_and_the_connection_goes_on,
     unexpected_notification_closes_the_connection,
     jsonrpc_member_is_accepted_and_omitted,
 );
@@ -190,5 +184,42 @@ async fn bad_listen_url_is_explained() -> anyhow::Result<()> {
             "{stderr}"
         );
     }
+    Ok(())
+}
+
+/// Waits sent just before the client closes stdin are all answered before the server exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_read_before_end_of_input_are_answered() -> anyhow::Result<()> {
+    const SESSIONS: i64 = 20;
+    let mut server = Server::start(Transport::Stdio, &[]).await?;
+    let mut peer = server.raw().await?;
+    peer.initialize().await?;
+    let mut sessions = Vec::new();
+    for id in 1..=SESSIONS {
+        let response = peer.request(id, "command/exec", exec_params()).await?;
+        sessions.push(response["result"]["sessionId"].clone());
+    }
+    let mut batch = String::new();
+    for (offset, session) in sessions.iter().enumerate() {
+        let request = json!({"id": 100 + offset, "method": "command/exec/wait", "params": {"sessionId": session}});
+        batch.push_str(&request.to_string());
+        batch.push('\n');
+    }
+    peer.send_text(batch.trim_end()).await?;
+    let RawPeer::Stdio { stdin, .. } = &mut peer else {
+        anyhow::bail!("not stdio");
+    };
+    drop(stdin.take());
+    let mut answered = std::collections::BTreeSet::new();
+    while let Some(message) = peer.recv().await? {
+        if let Some(id) = message["id"].as_i64()
+            && id >= 100
+        {
+            assert!(message.get("result").is_some(), "{message}");
+            answered.insert(id);
+        }
+    }
+    assert_eq!(answered.len(), sessions.len());
+    assert!(server.exited().await?.success());
     Ok(())
 }
