@@ -83,6 +83,7 @@ mod logging;
 mod pipe;
 mod server;
 mod transport;
+mod utf8_stream;
 
 pub use client::{
     ExecServerClient, ExecServerClientOptions, LocalExecServer, LocalExecServerOptions,
@@ -95,3 +96,4 @@ pub use handler::{EVENT_CHANNEL_CAPACITY, ExecServerHandler};
 pub use json_lines::{JsonLine, JsonLinesCodec};
 pub use logging::{FALLBACK_LOG_ENV, LOG_ENV, init_stderr_logging};
 pub use server::{ExecServerArgs, ListenUrl, run_main};
+pub use utf8_stream::Utf8ChunkDecoder;

@@ -20,7 +20,7 @@ use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
 
 pub(crate) use history::turns_from_events;
-use translate::{Output, Translator};
+use translate::{Output, Translator, TurnBoundary};
 
 use crate::outgoing::{ConnectionId, Outgoing};
 
@@ -252,11 +252,9 @@ impl LoadedThread {
 /// Reads the conversation's events until it shuts down.
 async fn pump_events(thread: Arc<LoadedThread>) {
     while let Ok(event) = thread.conversation.next_event().await {
-        let ends_turn = matches!(
-            event.msg,
-            EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_) | EventMsg::Error(_)
-        );
-        let starts_turn = matches!(event.msg, EventMsg::TaskStarted(_));
+        let boundary = lock(&thread.translator).boundary(&event);
+        let ends_turn = boundary == Some(TurnBoundary::Ended);
+        let starts_turn = boundary == Some(TurnBoundary::Started);
         if ends_turn {
             thread.withdraw_approvals().await;
         }

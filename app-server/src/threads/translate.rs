@@ -55,6 +55,15 @@ impl TurnInProgress {
 }
 
 /// One thread's translation state.
+/// Where an engine event stands in the turn's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnBoundary {
+    /// The turn starts.
+    Started,
+    /// The turn ends (completed, interrupted or failed).
+    Ended,
+}
+
 #[derive(Debug)]
 pub(crate) struct Translator {
     thread_id: String,
@@ -62,6 +71,8 @@ pub(crate) struct Translator {
     /// Finished turns, for `thread/read` of a loaded thread.
     pub(crate) turns: Vec<Turn>,
     next_item: u64,
+    /// Output of running commands, per call and stream, decoded across chunk boundaries.
+    output_text: std::collections::HashMap<(String, bool), keel_exec_server::Utf8ChunkDecoder>,
 }
 
 impl Translator {
@@ -71,6 +82,7 @@ impl Translator {
             turn: None,
             turns,
             next_item: 0,
+            output_text: std::collections::HashMap::new(),
         }
     }
 
@@ -168,6 +180,20 @@ impl Translator {
         vec![Output::Notify(ServerNotification::ItemCompleted(
             self.item_notification(&turn_id, item),
         ))]
+    }
+
+    /// Whether `event` starts or ends the running turn: the one place that decides it, for
+    /// the translator's items and the thread's status and waiters alike. An `error` ends the
+    /// turn only when it is about the turn's own submission (a refused rollback, say, is not).
+    pub(crate) fn boundary(&self, event: &Event) -> Option<TurnBoundary> {
+        match &event.msg {
+            EventMsg::TaskStarted(_) => Some(TurnBoundary::Started),
+            EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_) => Some(TurnBoundary::Ended),
+            EventMsg::Error(_) if self.active_turn_id() == Some(event.id.as_str()) => {
+                Some(TurnBoundary::Ended)
+            }
+            _ => None,
+        }
     }
 
     /// Maps one engine event.
@@ -331,11 +357,22 @@ impl Translator {
                         thread_id,
                         turn_id,
                         item_id: delta.call_id.to_string(),
-                        delta: String::from_utf8_lossy(delta.chunk.as_bytes()).into_owned(),
+                        delta: self
+                            .output_text
+                            .entry((
+                                delta.call_id.to_string(),
+                                delta.stream
+                                    == keel_protocol::exec_server::ExecOutputStream::Stdout,
+                            ))
+                            .or_default()
+                            .decode(delta.chunk.as_bytes()),
                     }),
                 ));
             }
             EventMsg::ExecCommandEnd(end) => {
+                // The aggregated output in the item is whole; the decoders are done.
+                self.output_text
+                    .retain(|(call_id, _), _| call_id.as_str() != end.call_id.as_str());
                 let item = ThreadItem::CommandExecution {
                     id: end.call_id.to_string(),
                     command: display_command(&end.command),
@@ -449,7 +486,7 @@ impl Translator {
                 }
             }
             EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
-            EventMsg::Error(error) if self.active_turn_id() != Some(event.id.as_str()) => {
+            EventMsg::Error(error) if self.boundary(event).is_none() => {
                 // An error about another submission (e.g. a refused rollback) leaves the
                 // running turn alone.
                 out.push(self.error(&error.message, false));

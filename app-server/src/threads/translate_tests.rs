@@ -209,13 +209,39 @@ fn an_error_fails_the_turn_with_its_message() {
 fn an_error_about_another_submission_leaves_the_turn_running() {
     let mut translator = Translator::new("thread-1".into(), Vec::new());
     start(&mut translator);
-    let outputs = notifications(translator.handle(&Event {
+    let refused = Event {
         id: SubmissionId::new("rollback-7"),
         msg: EventMsg::Error(ErrorEvent {
             message: "cannot roll back while a turn is running".into(),
         }),
-    }));
+    };
+    // The thread's pump asks the same question: its approvals and status stay as they are.
+    assert_eq!(translator.boundary(&refused), None);
+    let outputs = notifications(translator.handle(&refused));
     assert_eq!(outputs.len(), 1);
     assert!(matches!(&outputs[0], ServerNotification::Error(_)));
     assert_eq!(translator.active_turn_id(), Some("t1"));
+}
+
+#[test]
+fn output_deltas_keep_characters_split_across_chunks() {
+    let mut translator = Translator::new("th".into(), Vec::new());
+    start(&mut translator);
+    let call = CallId::new("c9");
+    let text = "€ 世界";
+    let mut shown = String::new();
+    for byte in text.as_bytes() {
+        for note in notifications(translator.handle(&event(EventMsg::ExecCommandOutputDelta(
+            ExecCommandOutputDeltaEvent {
+                call_id: call.clone(),
+                stream: ExecOutputStream::Stdout,
+                chunk: Base64Bytes::from(std::slice::from_ref(byte)),
+            },
+        )))) {
+            if let ServerNotification::CommandExecutionOutputDelta(delta) = note {
+                shown.push_str(&delta.delta);
+            }
+        }
+    }
+    assert_eq!(shown, text);
 }
