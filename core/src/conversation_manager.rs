@@ -91,8 +91,10 @@ impl ConversationManager {
         config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
-        let loaded = rollout::load_rollout(rollout_path).await?;
+        let mut loaded = rollout::load_rollout(rollout_path).await?;
         let recorder = RolloutRecorder::open_append(rollout_path).await?;
+        let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
+        recorder.record(&repairs).await?;
         let mut new = self
             .spawn(
                 config,
@@ -106,12 +108,14 @@ impl ConversationManager {
     }
 
     /// Starts a new conversation (new id, new file) with a copy of a recorded one's history.
+    /// Work the recorded one left unfinished is closed first, as on resume.
     pub async fn fork_conversation(
         &self,
         config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
-        let loaded = rollout::load_rollout(rollout_path).await?;
+        let mut loaded = rollout::load_rollout(rollout_path).await?;
+        close_interrupted_work(&mut loaded.history, &mut loaded.events);
         let id = ConversationId::new();
         let meta = rollout::recorder_meta(id, &config.cwd, &config.model, Some(loaded.meta.id));
         let recorder = RolloutRecorder::create(&config.keel_home, meta).await?;
@@ -237,4 +241,37 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),
     }
+}
+
+/// What a conversation stopped mid-turn (its process killed, say) left open: tool calls
+/// without outputs and a turn without an end. Closes both in `history` and `events` and
+/// returns the closing items, to record so the file says the same.
+fn close_interrupted_work(
+    history: &mut Vec<ResponseItem>,
+    events: &mut Vec<keel_protocol::EventMsg>,
+) -> Vec<rollout::RolloutItem> {
+    use keel_protocol::EventMsg;
+    let outputs = crate::session::outputs_for_unanswered_calls(
+        history,
+        "aborted: the session ended before this call completed",
+    );
+    history.extend(outputs.iter().cloned());
+    let mut repairs: Vec<rollout::RolloutItem> = outputs
+        .into_iter()
+        .map(rollout::RolloutItem::ResponseItem)
+        .collect();
+    let open_turn = events.iter().rev().find_map(|msg| match msg {
+        EventMsg::TaskStarted(started) => Some(Some(started.turn_id.clone())),
+        EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_) | EventMsg::Error(_) => Some(None),
+        _ => None,
+    });
+    if let Some(Some(turn_id)) = open_turn {
+        let aborted = EventMsg::TurnAborted(keel_protocol::TurnAbortedEvent {
+            turn_id: Some(turn_id),
+            reason: keel_protocol::TurnAbortReason::Interrupted,
+        });
+        events.push(aborted.clone());
+        repairs.push(rollout::RolloutItem::EventMsg(aborted));
+    }
+    repairs
 }

@@ -35,6 +35,16 @@ pub(crate) fn turns_from_events(thread_id: &str, events: &[EventMsg]) -> Vec<Tur
             msg: msg.clone(),
         });
     }
+    if translator.active_turn_id().is_some() {
+        // The file ends mid-turn and nothing is running it (a live turn is read from the
+        // loaded thread, never from its file): it was interrupted.
+        translator.handle(&event(EventMsg::TurnAborted(
+            keel_protocol::TurnAbortedEvent {
+                turn_id: None,
+                reason: keel_protocol::TurnAbortReason::Interrupted,
+            },
+        )));
+    }
     translator.all_turns()
 }
 

@@ -177,3 +177,63 @@ async fn bad_config_is_a_usage_error_naming_the_key() -> anyhow::Result<()> {
     assert!(out.stderr.contains("sandbox_mode"), "{}", out.stderr);
     Ok(())
 }
+
+/// `kill -9` of `keel exec` while a command runs leaves a call without an output in the
+/// rollout; `resume --last` answers it as aborted (a request the real API accepts) and records
+/// that, and the next turn completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::Result<()> {
+    use tokio::io::AsyncBufReadExt;
+    let marker = format!("keel-kill-resume-{}", std::process::id());
+    let command = format!("sleep 30 # {marker}");
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["bash", "-c", command.as_str()])]),
+        Turn::new([assistant_message("resumed fine")]),
+    ]);
+    let (mock, home, ws) = setup(script).await?;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec", "--json", "start the long command"])
+        .current_dir(ws.path())
+        .env("KEEL_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await? {
+            if line.contains("\"item/started\"") && line.contains("commandExecution") {
+                return anyhow::Ok(());
+            }
+        }
+        anyhow::bail!("keel exec ended before the command started")
+    })
+    .await??;
+    child.start_kill()?;
+    child.wait().await?;
+
+    let resumed = keel_exec(
+        home.path(),
+        ws.path(),
+        &["resume", "--last", "carry on"],
+        None,
+    )
+    .await;
+    // The orphaned command is not this test's subject; do not leave it behind.
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
+    let resumed = resumed?;
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert_eq!(resumed.stdout, "resumed fine\n");
+    let output = mock.requests()[1]
+        .tool_output("c1")
+        .and_then(|output| output.as_str().map(str::to_string))
+        .unwrap_or_default();
+    assert!(output.starts_with("aborted"), "{output}");
+    mock.verify()?;
+    Ok(())
+}

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use context::TurnContext;
 pub(crate) use submission_loop::submission_loop;
+pub(crate) use turn::outputs_for_unanswered_calls;
 
 use crate::models::ResponseItem;
 use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};

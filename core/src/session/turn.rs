@@ -153,18 +153,29 @@ async fn turn_loop(
 
 /// Every tool call in history gets an output, so the next request is valid after an abort.
 async fn close_dangling_calls(session: &Session) {
-    let history = session.history();
+    let missing =
+        outputs_for_unanswered_calls(&session.history(), "aborted: the user interrupted the turn");
+    session.record_items(&missing).await;
+}
+
+/// An output saying `reason` for every tool call in `history` that has none, so the next
+/// request is one the Responses API accepts (every call answered) and the model knows the
+/// call did not complete.
+pub(crate) fn outputs_for_unanswered_calls(
+    history: &[ResponseItem],
+    reason: &str,
+) -> Vec<ResponseItem> {
     let answered: std::collections::HashSet<&str> = history
         .iter()
         .filter_map(ResponseItem::tool_output_call_id)
         .collect();
-    let missing: Vec<ResponseItem> = history
+    history
         .iter()
         .filter_map(|item| match item {
             ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
                 Some(ResponseItem::FunctionCallOutput {
                     call_id: call_id.clone(),
-                    output: "aborted: the user interrupted the turn".to_string(),
+                    output: reason.to_string(),
                 })
             }
             ResponseItem::CustomToolCall { call_id, .. }
@@ -172,13 +183,12 @@ async fn close_dangling_calls(session: &Session) {
             {
                 Some(ResponseItem::CustomToolCallOutput {
                     call_id: call_id.clone(),
-                    output: "aborted: the user interrupted the turn".to_string(),
+                    output: reason.to_string(),
                 })
             }
             _ => None,
         })
-        .collect();
-    session.record_items(&missing).await;
+        .collect()
 }
 
 /// The longest wait between retries, whatever the provider asks.
