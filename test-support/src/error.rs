@@ -150,6 +150,24 @@ pub enum Error {
         message: serde_json::Value,
     },
 
+    /// A marked program for the process-table checks could not be set up.
+    #[error("could not link {path} for the process-table check: {source}")]
+    MarkedProgram {
+        /// The link that was to be created.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+
+    /// Processes a test started were still running after their owner was gone.
+    #[error("{} process(es) outlived their owner after {waited:?}: {pids:?}", pids.len())]
+    ProcessesLeft {
+        /// Their PIDs (they have been killed since).
+        pids: Vec<i32>,
+        /// How long the check waited for them to go.
+        waited: Duration,
+    },
+
     /// A temporary directory could not be created.
     #[error("could not create a temporary home directory: {0}")]
     TempDir(std::io::Error),

@@ -92,8 +92,9 @@ mod mock;
 
 pub use error::{Error, Result};
 pub use harness::{
-    AppServerProcess, DEFAULT_TIMEOUT, JsonLinesProcess, MCP_PROTOCOL_VERSION, McpProcess,
-    ProcessBuilder, cargo_bin, config_toml, write_config,
+    AppServerProcess, DEFAULT_TIMEOUT, JsonLinesProcess, MCP_PROTOCOL_VERSION, MarkedSleeper,
+    McpProcess, ProcessBuilder, cargo_bin, config_toml, processes_whose_cmdline_contains,
+    write_config,
 };
 pub use mock::{
     CapturedRequest, DEFAULT_MODEL, Endpoint, Fault, MockModelBuilder, MockModelServer, OutputItem,

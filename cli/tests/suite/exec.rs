@@ -184,8 +184,9 @@ async fn bad_config_is_a_usage_error_naming_the_key() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::Result<()> {
     use tokio::io::AsyncBufReadExt;
-    let marker = format!("keel-kill-resume-{}", std::process::id());
-    let command = format!("sleep 30 # {marker}");
+    let scratch = tempfile::tempdir()?;
+    let sleeper = keel_test_support::MarkedSleeper::new(scratch.path(), "kill-resume")?;
+    let command = sleeper.nested_command(30);
     let script = Script::new([
         Turn::new([shell_call("c1", ["bash", "-c", command.as_str()])]),
         Turn::new([assistant_message("resumed fine")]),
@@ -214,6 +215,8 @@ async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::
     .await??;
     child.start_kill()?;
     child.wait().await?;
+    // The killed owner's command goes with it (its watchdog kills the group).
+    sleeper.wait_until_gone(WAIT).await?;
 
     let resumed = keel_exec(
         home.path(),
@@ -221,12 +224,7 @@ async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::
         &["resume", "--last", "carry on"],
         None,
     )
-    .await;
-    // The orphaned command is not this test's subject; do not leave it behind.
-    let _ = std::process::Command::new("pkill")
-        .args(["-f", &marker])
-        .status();
-    let resumed = resumed?;
+    .await?;
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
     assert_eq!(resumed.stdout, "resumed fine\n");
     let output = mock.requests()[1]

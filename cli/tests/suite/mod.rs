@@ -4,3 +4,4 @@ mod first_run;
 mod mcp_server;
 mod quickstart;
 mod sandbox;
+mod teardown;

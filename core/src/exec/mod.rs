@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use keel_exec_server::OwnedProcessGroup;
 use keel_protocol::exec_server::ExecOutputStream;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
@@ -82,7 +83,12 @@ where
         command.arg0(arg0);
     }
     let mut child = command.spawn()?;
-    let group = child.id().map(|pid| pid as i32);
+    // Killed on every way out of this function (the future may also just be dropped), and by
+    // the watchdog should the whole program die first.
+    let group = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .map(OwnedProcessGroup::register);
     let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(std::io::Error::other("child pipes missing"));
     };
@@ -101,13 +107,13 @@ where
     while out_open || err_open {
         let (stream, read) = tokio::select! {
             () = cancel.cancelled() => {
-                kill_group(group);
+                kill_group(group.as_ref());
                 let _reaped = child.wait().await;
                 return Ok(Err(ExecStop::Interrupted));
             }
             () = &mut deadline, if !timed_out => {
                 timed_out = true;
-                kill_group(group);
+                kill_group(group.as_ref());
                 continue;
             }
             read = stdout.read(&mut out_chunk), if out_open => (ExecOutputStream::Stdout, read),
@@ -141,14 +147,14 @@ where
 
     let status = tokio::select! {
         () = cancel.cancelled() => {
-            kill_group(group);
+            kill_group(group.as_ref());
             let _reaped = child.wait().await;
             return Ok(Err(ExecStop::Interrupted));
         }
         status = child.wait() => status?,
     };
     // The direct child is gone; make sure nothing it left in its group lingers.
-    kill_group(group);
+    kill_group(group.as_ref());
     let exit_code = if timed_out { 124 } else { exit_code_of(status) };
     Ok(Ok(ExecOutcome {
         exit_code,
@@ -169,12 +175,8 @@ fn exit_code_of(status: std::process::ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
-fn kill_group(group: Option<i32>) {
-    if let Some(pgid) = group {
-        // The group may already be gone; that is the outcome we want.
-        let _gone = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+fn kill_group(group: Option<&OwnedProcessGroup>) {
+    if let Some(group) = group {
+        group.signal(nix::sys::signal::Signal::SIGKILL);
     }
 }

@@ -9,8 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use keel_protocol::exec_server::{ExecOutputStream, SnapshotResponse};
 use keel_protocol::{Base64Bytes, ExecSessionId};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
+
+use crate::owned_groups::OwnedProcessGroup;
 use portable_pty::{MasterPty, PtySize};
 use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -56,7 +57,8 @@ struct Retained {
 /// One process started by a connection.
 pub(crate) struct Session {
     id: ExecSessionId,
-    pid: i32,
+    /// Killed when the session is forgotten, and by the watchdog if the server dies first.
+    group: OwnedProcessGroup,
     terminal: Option<Terminal>,
     phase: watch::Sender<Phase>,
     retained: Mutex<Retained>,
@@ -143,7 +145,7 @@ impl Session {
         };
         let session = std::sync::Arc::new(Self {
             id,
-            pid,
+            group: OwnedProcessGroup::register(pid),
             terminal,
             phase: watch::Sender::new(Phase::Running),
             retained: Mutex::new(retained),
@@ -166,10 +168,7 @@ impl Session {
 
     /// Sends `signal` to the whole process group; a group that is already gone is not an error.
     pub(crate) fn signal_group(&self, signal: Signal) {
-        match killpg(Pid::from_raw(self.pid), signal) {
-            Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-            Err(err) => tracing::warn!(session = %self.id, pid = self.pid, %err, "killpg failed"),
-        }
+        self.group.signal(signal);
     }
 
     /// Queues bytes for a PTY's input.

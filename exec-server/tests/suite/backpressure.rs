@@ -19,12 +19,17 @@ const PAUSED_BYTES_MAX: u64 = 32 * 1024 * 1024;
 
 /// Pids of the server's children, found through every thread's `children` list (whichever
 /// worker thread spawned them).
-fn children_of(pid: u32) -> anyhow::Result<Vec<u32>> {
+fn children_of(pid: u32, name: &str) -> anyhow::Result<Vec<u32>> {
     let mut children = Vec::new();
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         let list = std::fs::read_to_string(task?.path().join("children"))?;
         for child in list.split_whitespace() {
-            children.push(child.parse()?);
+            let child: u32 = child.parse()?;
+            // The server also has its process-group watchdog as a child.
+            let comm = std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+            if comm.trim_end() == name {
+                children.push(child);
+            }
         }
     }
     Ok(children)
@@ -99,7 +104,7 @@ async fn a_client_that_stops_reading_pauses_the_process() -> anyhow::Result<()> 
     // From here on nobody reads the server's stdout.
     let child = tokio::time::timeout(DEADLINE, async {
         loop {
-            if let [child] = children_of(server_pid)?[..] {
+            if let [child] = children_of(server_pid, "head")?[..] {
                 return anyhow::Ok(child);
             }
             tokio::task::yield_now().await;

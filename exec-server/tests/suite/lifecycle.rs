@@ -59,7 +59,20 @@ async fn sigterm_to_the_server_kills_processes(transport: Transport) -> anyhow::
     Ok(())
 }
 
+/// `kill -9` runs no shutdown code; the server's watchdog still kills every group it owned.
+async fn kill_9_of_the_server_kills_processes(transport: Transport) -> anyhow::Result<()> {
+    let mut server = Server::start(transport, &[]).await?;
+    let client = server.client().await?;
+    let pids = start_sleepers(&client).await?;
+    let server_pid = server.child.id().context("server pid")?;
+    kill(Pid::from_raw(i32::try_from(server_pid)?), Signal::SIGKILL)?;
+    server.exited().await?;
+    wait_pids_dead(&pids).await?;
+    Ok(())
+}
+
 both_transports!(
     closing_the_connection_kills_processes,
     sigterm_to_the_server_kills_processes,
+    kill_9_of_the_server_kills_processes,
 );

@@ -364,6 +364,22 @@ impl JsonLinesProcess {
         }
     }
 
+    /// Sends `signal` to the child (SIGTERM, SIGINT: how a service manager or a terminal ends
+    /// it); a child that has already exited is not an error.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> Result<()> {
+        let Some(pid) = self.child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+            return Ok(());
+        };
+        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+            Err(errno) => Err(Error::ProcessIo {
+                command: self.command_line.clone(),
+                source: errno.into(),
+                context: String::new(),
+            }),
+        }
+    }
+
     /// Kills the child and reaps it.
     pub async fn kill(&mut self) -> Result<ExitStatus> {
         if let Err(source) = self.child.start_kill()
