@@ -251,6 +251,30 @@ async fn sample_with_retries(
     }
 }
 
+/// The engine events for a completed response's messages and reasoning summaries.
+async fn announce_completed_items(session: &Session, ids: &TurnIds, items: &[ResponseItem]) {
+    for item in items {
+        if let Some(message) = item.assistant_text() {
+            session
+                .send_event(
+                    &ids.sub_id,
+                    EventMsg::AgentMessage(AgentMessageEvent { message }),
+                )
+                .await;
+        }
+        if let ResponseItem::Reasoning { summary, .. } = item {
+            for ReasoningSummary::SummaryText { text } in summary {
+                session
+                    .send_event(
+                        &ids.sub_id,
+                        EventMsg::AgentReasoning(AgentReasoningEvent { text: text.clone() }),
+                    )
+                    .await;
+            }
+        }
+    }
+}
+
 /// One model request: streams deltas as events and returns the completed items.
 async fn sample_once(
     session: &Session,
@@ -296,30 +320,11 @@ async fn sample_once(
                     )
                     .await;
             }
-            ResponseEvent::OutputItemDone(item) => {
-                if let Some(message) = item.assistant_text() {
-                    session
-                        .send_event(
-                            &ids.sub_id,
-                            EventMsg::AgentMessage(AgentMessageEvent { message }),
-                        )
-                        .await;
-                }
-                if let ResponseItem::Reasoning { summary, .. } = &item {
-                    for ReasoningSummary::SummaryText { text } in summary {
-                        session
-                            .send_event(
-                                &ids.sub_id,
-                                EventMsg::AgentReasoning(AgentReasoningEvent {
-                                    text: text.clone(),
-                                }),
-                            )
-                            .await;
-                    }
-                }
-                items.push(item);
-            }
+            // Announced only once the response completes: an attempt that fails before that
+            // is retried from scratch, and its items were never part of the history.
+            ResponseEvent::OutputItemDone(item) => items.push(item),
             ResponseEvent::Completed { token_usage, .. } => {
+                announce_completed_items(session, ids, &items).await;
                 let info = match token_usage {
                     Some(usage) => {
                         Some(session.add_token_usage(&usage, context.model_context_window))

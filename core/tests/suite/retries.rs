@@ -135,6 +135,33 @@ async fn a_dropped_stream_is_retried_whole() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An attempt that fails after its message was complete (but before `response.completed`)
+/// announces nothing: the only finished message is the retry's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_attempt_announces_no_finished_items() -> anyhow::Result<()> {
+    // created, item added, part added, 5 deltas, text done, part done, item done: 11 events.
+    let script = Script::new([
+        Turn::new([assistant_message("partial answer text that is")])
+            .with_fault(Fault::disconnect_after(11)),
+        Turn::new([assistant_message("RECOVERED")]),
+    ]);
+    let (_env, events) = run(
+        script,
+        &[("model_providers.mock.stream_max_retries", 1.into())],
+    )
+    .await?;
+    let finished: Vec<String> = events
+        .iter()
+        .filter_map(|event| match &event.msg {
+            EventMsg::AgentMessage(message) => Some(message.message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, vec!["RECOVERED".to_string()]);
+    assert_eq!(retry_notices(&events).len(), 1);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_stream_times_out_and_is_retried() -> anyhow::Result<()> {
     let script = Script::new([

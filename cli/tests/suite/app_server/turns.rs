@@ -1,6 +1,7 @@
+use anyhow::Context;
 use keel_test_support::{Script, Turn, apply_patch_call, assistant_message, reasoning, shell_call};
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::common::*;
 
@@ -215,5 +216,64 @@ async fn a_second_turn_start_while_one_runs_is_refused() -> anyhow::Result<()> {
     let completed = server.read_turn_completed(&turn_id).await?;
     assert_eq!(completed["turn"]["status"], "completed");
     assert_eq!(world.mock.requests().len(), 1);
+    Ok(())
+}
+
+/// A stream that breaks after its message was streamed and finished (but before
+/// `response.completed`) is retried; the client gets one agent message item, completed with the
+/// retry's text only, and an `error` with `willRetry` before the retry's deltas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_stream_leaves_one_message_with_the_retry_text() -> anyhow::Result<()> {
+    // created, item added, part added, 5 deltas, text done, part done, item done: 11 events.
+    let script = Script::new([
+        Turn::new([assistant_message("partial answer text that is")])
+            .with_fault(keel_test_support::Fault::disconnect_after(11)),
+        Turn::new([assistant_message("RECOVERED")]),
+    ]);
+    let world = World::new(
+        script,
+        &[("model_providers.mock.stream_max_retries", 1.into())],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "answer").await?;
+    let seen = until_turn_completed(&mut server, &turn_id).await?;
+
+    let completed: Vec<&Value> = seen
+        .iter()
+        .filter(|m| {
+            m["method"] == "item/completed" && m["params"]["item"]["type"] == "agentMessage"
+        })
+        .collect();
+    assert_eq!(completed.len(), 1, "{:?}", methods(&seen));
+    assert_eq!(completed[0]["params"]["item"]["text"], "RECOVERED");
+    let item_id = &completed[0]["params"]["item"]["id"];
+    let retry_at = seen
+        .iter()
+        .position(|m| m["method"] == "error" && m["params"]["willRetry"] == true)
+        .context("no retry notice")?;
+    let after_retry: String = seen[retry_at..]
+        .iter()
+        .filter(|m| m["method"] == "item/agentMessage/delta")
+        .inspect(|m| assert_eq!(&m["params"]["itemId"], item_id))
+        .filter_map(|m| m["params"]["delta"].as_str())
+        .collect();
+    assert_eq!(after_retry, "RECOVERED");
+
+    let read = server
+        .request(
+            "thread/read",
+            json!({"threadId": thread_id, "includeTurns": true}),
+        )
+        .await?;
+    let texts: Vec<&Value> = read["thread"]["turns"][0]["items"]
+        .as_array()
+        .context("items")?
+        .iter()
+        .filter(|item| item["type"] == "agentMessage")
+        .map(|item| &item["text"])
+        .collect();
+    assert_eq!(texts, vec!["RECOVERED"]);
     Ok(())
 }
