@@ -121,6 +121,18 @@ impl DeliveryQueue {
         Ok(())
     }
 
+    /// Adds `count` messages dropped upstream (by a queue feeding this one) to what this
+    /// consumer is told it missed.
+    pub(crate) fn record_missed(&self, count: u64) {
+        let mut state = self.lock();
+        if state.closed {
+            return;
+        }
+        state.missed += count;
+        drop(state);
+        self.ready.notify_one();
+    }
+
     /// Closes the queue: what is queued is still delivered, then [`DeliveryQueue::next`]
     /// ends.
     pub(crate) fn close(&self) {
@@ -225,5 +237,15 @@ mod tests {
         );
         assert_eq!(queue.push(response(2)), Ok(()));
         assert_eq!(drain(&queue).await, [Delivered::Message(response(2))]);
+    }
+
+    #[tokio::test]
+    async fn drops_counted_upstream_are_reported_before_the_next_message() {
+        let queue = DeliveryQueue::new(4);
+        queue.record_missed(3);
+        queue.push(note("turn/completed")).expect("room");
+        let out = drain(&queue).await;
+        assert!(matches!(out[0], Delivered::Missed(3)), "{out:?}");
+        assert!(matches!(out[1], Delivered::Message(_)), "{out:?}");
     }
 }

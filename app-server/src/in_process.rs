@@ -65,7 +65,9 @@ pub enum InProcessError {
     Serde(#[from] serde_json::Error),
 }
 
-type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>;
+/// Callers waiting for a response, by request id; `None` once responses can no longer arrive.
+type Pending =
+    Arc<Mutex<Option<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>>;
 
 /// A client connected to an app-server running in this process.
 pub struct InProcessAppServerClient {
@@ -102,7 +104,7 @@ impl InProcessAppServerClient {
             Arc::new(Outgoing::new(outgoing_queue.clone())),
             ConnectionLimits::default(),
         ));
-        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
         let events = Arc::new(DeliveryQueue::new(IN_PROCESS_EVENT_CAPACITY));
         let router_pending = pending.clone();
         let router_events = events.clone();
@@ -110,8 +112,12 @@ impl InProcessAppServerClient {
         // the consumer does) and hands everything else to the consumer's queue.
         let router = tokio::spawn(async move {
             while let Some(delivered) = outgoing_queue.next().await {
-                let Delivered::Message(message) = delivered else {
-                    continue;
+                let message = match delivered {
+                    Delivered::Message(message) => message,
+                    Delivered::Missed(count) => {
+                        router_events.record_missed(count);
+                        continue;
+                    }
                 };
                 if route(message, &router_pending, &router_events) == Err(Refused::Overflow) {
                     tracing::warn!(
@@ -121,8 +127,9 @@ impl InProcessAppServerClient {
                 }
             }
             router_events.close();
-            // Callers still waiting for an answer get `Closed` instead of waiting forever.
-            lock(&router_pending).clear();
+            // Callers still waiting for an answer, and any that ask later, get `Closed`
+            // instead of waiting forever.
+            lock(&router_pending).take();
         });
         let mut client = Self {
             tx,
@@ -152,7 +159,10 @@ impl InProcessAppServerClient {
     ) -> Result<M::Response, InProcessError> {
         let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
+        match lock(&self.pending).as_mut() {
+            Some(pending) => pending.insert(id.clone(), tx),
+            None => return Err(InProcessError::Closed),
+        };
         let request = JsonRpcRequest {
             id,
             method: M::METHOD.to_string(),
@@ -205,7 +215,7 @@ fn route(
 ) -> Result<(), Refused> {
     match message {
         JsonRpcMessage::Response(response) => {
-            if let Some(tx) = lock(pending).remove(&response.id)
+            if let Some(tx) = lock(pending).as_mut().and_then(|p| p.remove(&response.id))
                 && tx.send(Ok(response.result)).is_err()
             {
                 tracing::debug!("response for a request whose caller went away");
@@ -213,7 +223,10 @@ fn route(
             Ok(())
         }
         JsonRpcMessage::Error(error) => {
-            match error.id.and_then(|id| lock(pending).remove(&id)) {
+            match error
+                .id
+                .and_then(|id| lock(pending).as_mut().and_then(|p| p.remove(&id)))
+            {
                 Some(tx) => {
                     if tx.send(Err(error.error)).is_err() {
                         tracing::debug!("error for a request whose caller went away");

@@ -15,10 +15,10 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::exec_server::{
     CloseStdinParams, ExecOutputStream, ExecParams, ResizeParams, TerminateMode, TerminateParams,
-    WriteParams,
+    WaitParams, WriteParams,
 };
 use keel_protocol::{Base64Bytes, ExecSessionId};
-use tokio::sync::{Mutex, OnceCell, broadcast};
+use tokio::sync::{OnceCell, broadcast};
 
 use super::require_absolute;
 use crate::error::{AppServerError, Result};
@@ -33,16 +33,67 @@ const EVENT_CAPACITY: usize = 4096;
 /// One connection's standalone commands.
 pub(crate) struct CommandExecs {
     client: OnceCell<ExecServerClient>,
-    sessions: Mutex<HashMap<String, ExecSessionId>>,
+    sessions: SessionMap,
     next_id: std::sync::atomic::AtomicU64,
+    /// Events buffered per command before a slow reader misses some.
+    event_capacity: usize,
+}
+
+/// Frees a reserved process id however `exec` ends (error, cancellation or exit).
+struct ProcessIdReservation<'a> {
+    sessions: &'a SessionMap,
+    process_id: String,
+}
+
+impl Drop for ProcessIdReservation<'_> {
+    fn drop(&mut self) {
+        lock(self.sessions).remove(&self.process_id);
+    }
+}
+
+/// The server's environment for a command, leaving out variables that are not UTF-8 (the
+/// wire carries strings; such a variable cannot be passed on faithfully).
+fn server_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(
+            |(key, value)| match (key.into_string(), value.into_string()) {
+                (Ok(key), Ok(value)) => Some((key, value)),
+                (key, _) => {
+                    tracing::debug!(?key, "leaving a non-UTF-8 variable out of command/exec");
+                    None
+                }
+            },
+        )
+        .collect()
+}
+
+/// Process ids in use; `None` while the process is still being started.
+type SessionMap = std::sync::Mutex<HashMap<String, Option<ExecSessionId>>>;
+
+fn lock(
+    sessions: &SessionMap,
+) -> std::sync::MutexGuard<'_, HashMap<String, Option<ExecSessionId>>> {
+    sessions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl CommandExecs {
     pub(crate) fn new() -> Self {
         Self {
             client: OnceCell::new(),
-            sessions: Mutex::new(HashMap::new()),
+            sessions: SessionMap::default(),
             next_id: std::sync::atomic::AtomicU64::new(1),
+            event_capacity: EVENT_CAPACITY,
+        }
+    }
+
+    /// Like [`Self::new`] with a smaller event buffer, so tests can make the reader lag.
+    #[cfg(test)]
+    fn with_event_capacity(event_capacity: usize) -> Self {
+        Self {
+            event_capacity,
+            ..Self::new()
         }
     }
 
@@ -51,7 +102,7 @@ impl CommandExecs {
             .get_or_try_init(|| async {
                 let options = ExecServerClientOptions {
                     client_name: "keel-app-server".into(),
-                    event_capacity: EVENT_CAPACITY,
+                    event_capacity: self.event_capacity,
                     ..ExecServerClientOptions::default()
                 };
                 ExecServerClient::in_process(ExecServerConfig::default(), options).await
@@ -60,15 +111,16 @@ impl CommandExecs {
             .map_err(AppServerError::from)
     }
 
-    async fn session(&self, process_id: &str) -> Result<ExecSessionId> {
-        self.sessions
-            .lock()
-            .await
-            .get(process_id)
-            .cloned()
-            .ok_or_else(|| {
-                AppServerError::InvalidRequest(format!("unknown process id `{process_id}`"))
-            })
+    fn session(&self, process_id: &str) -> Result<ExecSessionId> {
+        match lock(&self.sessions).get(process_id) {
+            Some(Some(session)) => Ok(session.clone()),
+            Some(None) => Err(AppServerError::InvalidRequest(format!(
+                "process id `{process_id}` is still starting"
+            ))),
+            None => Err(AppServerError::InvalidRequest(format!(
+                "unknown process id `{process_id}`"
+            ))),
+        }
     }
 
     /// Runs a command to completion, streaming or capturing its output.
@@ -97,7 +149,7 @@ impl CommandExecs {
             .clone()
             .unwrap_or_else(|| default_cwd.to_path_buf());
         require_absolute("command/exec", "cwd", &cwd)?;
-        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        let mut env = server_environment();
         env.extend(params.env.clone().unwrap_or_default());
         let process_id = params.process_id.clone().unwrap_or_else(|| {
             format!(
@@ -106,11 +158,20 @@ impl CommandExecs {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             )
         });
-        if self.sessions.lock().await.contains_key(&process_id) {
-            return Err(AppServerError::InvalidRequest(format!(
-                "process id `{process_id}` is already running"
-            )));
-        }
+        // Checked and reserved in one step, so two requests cannot both take the same id.
+        let _reservation = {
+            let mut sessions = lock(&self.sessions);
+            if sessions.contains_key(&process_id) {
+                return Err(AppServerError::InvalidRequest(format!(
+                    "process id `{process_id}` is already running"
+                )));
+            }
+            sessions.insert(process_id.clone(), None);
+            ProcessIdReservation {
+                sessions: &self.sessions,
+                process_id: process_id.clone(),
+            }
+        };
         let client = self.client().await?;
         let mut events = client.subscribe();
         let session = client
@@ -123,10 +184,7 @@ impl CommandExecs {
             })
             .await?
             .session_id;
-        self.sessions
-            .lock()
-            .await
-            .insert(process_id.clone(), session.clone());
+        lock(&self.sessions).insert(process_id.clone(), Some(session.clone()));
         if let Some(size) = params.size
             && params.tty
         {
@@ -138,18 +196,15 @@ impl CommandExecs {
                 })
                 .await?;
         }
-        let result = self
-            .collect(
-                client,
-                &mut events,
-                &session,
-                &process_id,
-                &params,
-                outgoing,
-            )
-            .await;
-        self.sessions.lock().await.remove(&process_id);
-        result
+        self.collect(
+            client,
+            &mut events,
+            &session,
+            &process_id,
+            &params,
+            outgoing,
+        )
+        .await
     }
 
     async fn collect(
@@ -171,22 +226,40 @@ impl CommandExecs {
                 .timeout_ms
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
         });
-        let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(u64::MAX / 4)));
+        let deadline = async {
+            match timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::pin!(deadline);
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
         let mut sent = 0u64;
         let mut timed_out = false;
+        // Set when the reader lagged and the process had already exited: the events still
+        // queued are read, then the call ends without waiting for an `exited` that was lost.
+        let mut exit_seen_by_wait: Option<i32> = None;
         loop {
-            let event = tokio::select! {
-                () = &mut deadline, if !timed_out => {
-                    timed_out = true;
-                    client
-                        .terminate(TerminateParams { session_id: session.clone(), mode: Some(TerminateMode::Force) })
-                        .await?;
-                    continue;
+            let event = if exit_seen_by_wait.is_some() {
+                match events.try_recv() {
+                    Ok(event) => Ok(event),
+                    Err(broadcast::error::TryRecvError::Lagged(skipped)) => {
+                        Err(broadcast::error::RecvError::Lagged(skipped))
+                    }
+                    Err(_) => break,
                 }
-                event = events.recv() => event,
+            } else {
+                tokio::select! {
+                    () = &mut deadline, if !timed_out => {
+                        timed_out = true;
+                        client
+                            .terminate(TerminateParams { session_id: session.clone(), mode: Some(TerminateMode::Force) })
+                            .await?;
+                        continue;
+                    }
+                    event = events.recv() => event,
+                }
             };
             let event = match event {
                 Ok(event) => event,
@@ -196,6 +269,16 @@ impl CommandExecs {
                         skipped,
                         "command/exec reader fell behind; output lost"
                     );
+                    // The lost events may include the exit; ask for it directly.
+                    if exit_seen_by_wait.is_none() {
+                        let waited = client
+                            .wait(WaitParams {
+                                session_id: session.clone(),
+                                timeout_ms: Some(0),
+                            })
+                            .await?;
+                        exit_seen_by_wait = waited.exit_code;
+                    }
                     continue;
                 }
                 Err(broadcast::error::RecvError::Closed) => {
@@ -235,20 +318,22 @@ impl CommandExecs {
                     session_id,
                     exit_code,
                 } if &session_id == session => {
-                    return Ok(CommandExecResponse {
-                        exit_code,
-                        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-                        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-                    });
+                    exit_seen_by_wait = Some(exit_code);
+                    break;
                 }
                 _ => {}
             }
         }
+        Ok(CommandExecResponse {
+            exit_code: exit_seen_by_wait.unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        })
     }
 
     /// `command/exec/write`.
     pub(crate) async fn write(&self, params: CommandExecWriteParams) -> Result<EmptyResponse> {
-        let session = self.session(&params.process_id).await?;
+        let session = self.session(&params.process_id)?;
         let client = self.client().await?;
         if let Some(chunk) = params.delta_base64 {
             client
@@ -270,7 +355,7 @@ impl CommandExecs {
 
     /// `command/exec/resize`.
     pub(crate) async fn resize(&self, params: CommandExecResizeParams) -> Result<EmptyResponse> {
-        let session = self.session(&params.process_id).await?;
+        let session = self.session(&params.process_id)?;
         self.client()
             .await?
             .resize(ResizeParams {
@@ -287,7 +372,7 @@ impl CommandExecs {
         &self,
         params: CommandExecTerminateParams,
     ) -> Result<EmptyResponse> {
-        let session = self.session(&params.process_id).await?;
+        let session = self.session(&params.process_id)?;
         self.client()
             .await?
             .terminate(TerminateParams {
@@ -296,5 +381,106 @@ impl CommandExecs {
             })
             .await?;
         Ok(EmptyResponse {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use crate::delivery::DeliveryQueue;
+
+    fn params(command: &[&str]) -> CommandExecParams {
+        serde_json::from_value(serde_json::json!({
+            "command": command,
+            "cwd": "/",
+            "disableTimeout": true,
+        }))
+        .expect("valid params")
+    }
+
+    /// A reader that lags so far that the command's `exited` event is gone still ends with
+    /// the right exit code (and, with `disableTimeout`, does not wait forever).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lagged_reader_still_learns_the_exit() -> anyhow::Result<()> {
+        let execs = CommandExecs::with_event_capacity(2);
+        let client = execs.client().await?;
+        let mut events = client.subscribe();
+        let params = params(&["sh", "-c", "echo out; exit 7"]);
+        let session = client
+            .exec(ExecParams {
+                argv: params.command.clone(),
+                cwd: "/".into(),
+                env: server_environment(),
+                tty: false,
+                arg0: None,
+            })
+            .await?
+            .session_id;
+        client
+            .wait(WaitParams {
+                session_id: session.clone(),
+                timeout_ms: None,
+            })
+            .await?;
+        // Another command's events push the first one's `exited` out of the buffer.
+        let noisy = client
+            .exec(ExecParams {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.01; done".into(),
+                ],
+                cwd: "/".into(),
+                env: server_environment(),
+                tty: false,
+                arg0: None,
+            })
+            .await?
+            .session_id;
+        client
+            .wait(WaitParams {
+                session_id: noisy,
+                timeout_ms: None,
+            })
+            .await?;
+
+        let outgoing = Arc::new(Outgoing::new(Arc::new(DeliveryQueue::new(16))));
+        let response = tokio::time::timeout(
+            Duration::from_secs(30),
+            execs.collect(client, &mut events, &session, "p1", &params, &outgoing),
+        )
+        .await??;
+        assert_eq!(response.exit_code, 7);
+        Ok(())
+    }
+
+    /// Two requests for one process id: exactly one runs, whatever the interleaving.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_process_id_is_taken_once() -> anyhow::Result<()> {
+        let execs = CommandExecs::new();
+        let outgoing = Arc::new(Outgoing::new(Arc::new(DeliveryQueue::new(16))));
+        let mut params = params(&["sh", "-c", "sleep 0.3"]);
+        params.process_id = Some("same".into());
+        let (first, second) = tokio::join!(
+            execs.exec(params.clone(), Path::new("/"), &outgoing),
+            execs.exec(params.clone(), Path::new("/"), &outgoing),
+        );
+        let failures: Vec<String> = [&first, &second]
+            .into_iter()
+            .filter_map(|result| result.as_ref().err().map(ToString::to_string))
+            .collect();
+        assert_eq!(failures.len(), 1, "{first:?} {second:?}");
+        assert!(failures[0].contains("already running"), "{failures:?}");
+        // Once it has finished, the id is free again.
+        assert_eq!(
+            execs
+                .exec(params, Path::new("/"), &outgoing)
+                .await?
+                .exit_code,
+            0
+        );
+        Ok(())
     }
 }

@@ -92,6 +92,28 @@ async fn fs_methods_work_on_absolute_paths_and_reject_relative_ones() -> anyhow:
     Ok(())
 }
 
+/// A server started with a variable that is not UTF-8 still runs commands (the variable is
+/// left out of their environment) instead of panicking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_exec_survives_a_non_utf8_environment() -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let world = World::new(Script::new([]), &[]).await?;
+    let builder = world.builder().env(
+        "KEEL_TEST_NOT_UTF8",
+        std::ffi::OsStr::from_bytes(b"caf\xe9"),
+    );
+    let mut server = world.server_with(builder).await?;
+    let result = server
+        .request(
+            "command/exec",
+            json!({"command": ["sh", "-c", "echo ${KEEL_TEST_NOT_UTF8-unset}"], "cwd": world.ws()}),
+        )
+        .await?;
+    assert_eq!(result["exitCode"], 0, "{result}");
+    assert_eq!(result["stdout"], "unset\n");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_exec_round_trips() -> anyhow::Result<()> {
     let world = World::new(Script::new([]), &[]).await?;
