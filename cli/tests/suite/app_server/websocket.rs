@@ -328,3 +328,94 @@ async fn a_running_thread_left_by_its_client_unloads_when_its_turn_ends() -> any
     );
     Ok(())
 }
+
+/// One subscriber never reads while another runs 100 turns on the same thread at full speed:
+/// the reader finishes all of them, and the stalled one, once it reads, finds every turn's
+/// completion, and every streamed delta either delivered or counted in a `warning`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_slows_no_one_and_loses_nothing_essential() -> anyhow::Result<()> {
+    const TURNS: usize = 100;
+    let words: Vec<String> = (0..150).map(|n| format!("word{n}")).collect();
+    let answer = words.join(" ");
+    let mock = keel_test_support::MockModelServer::builder()
+        .script(Script::new([Turn::new([assistant_message(
+            answer.clone(),
+        )])]))
+        .repeat(true)
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let world = World {
+        mock,
+        home,
+        workspace,
+    };
+    let (_server, addr) = listen(&world).await?;
+    let mut fast = connect(&addr, "fast").await?;
+    let mut stalled = connect(&addr, "stalled").await?;
+    let start = request(&mut fast, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let thread_id = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    request(
+        &mut stalled,
+        1,
+        "thread/resume",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+
+    // From here on `stalled` reads nothing until `fast` is done.
+    let mut sent_droppable = 0u64;
+    for turn in 0..TURNS {
+        let id = 10 + turn as u64;
+        send(&mut fast, json!({"id": id, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "go"}]}})).await?;
+        let completed = read_until(&mut fast, |m| {
+            sent_droppable += u64::from(droppable(m));
+            m["method"] == "turn/completed"
+        })
+        .await?;
+        assert_eq!(completed["params"]["turn"]["status"], "completed");
+    }
+    assert!(sent_droppable >= (TURNS * words.len()) as u64);
+
+    let mut completions = 0;
+    let mut received_droppable = 0u64;
+    let mut missed = 0u64;
+    while completions < TURNS {
+        let message = read_until(&mut stalled, |_| true).await?;
+        received_droppable += u64::from(droppable(&message));
+        match message["method"].as_str() {
+            Some("turn/completed") => completions += 1,
+            Some("warning") => {
+                let text = message["params"]["message"].as_str().unwrap_or_default();
+                missed += text
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        received_droppable + missed,
+        sent_droppable,
+        "every streamed notification is delivered or counted"
+    );
+    Ok(())
+}
+
+/// Whether `message` is one the server may drop for a client that falls behind.
+fn droppable(message: &Value) -> bool {
+    matches!(
+        message["method"].as_str(),
+        Some(
+            "item/agentMessage/delta"
+                | "item/commandExecution/outputDelta"
+                | "item/reasoning/summaryTextDelta"
+                | "thread/tokenUsage/updated"
+                | "turn/diff/updated"
+        )
+    )
+}
