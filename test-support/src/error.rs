@@ -168,6 +168,10 @@ pub enum Error {
         waited: Duration,
     },
 
+    /// A fuzzed server stopped answering, wrote something that is not protocol, or failed.
+    #[error("fuzzing: {0}")]
+    Fuzz(String),
+
     /// A temporary directory could not be created.
     #[error("could not create a temporary home directory: {0}")]
     TempDir(std::io::Error),

@@ -87,6 +87,7 @@
 //! `config.toml` pointing at the mock. Typed wrappers for Keel's servers build on these.
 
 mod error;
+pub mod fuzz;
 mod harness;
 mod mock;
 

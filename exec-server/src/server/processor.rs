@@ -81,7 +81,8 @@ pub(crate) async fn serve_connection(
             Some(Frame::Text(text)) => processor.text(text.as_bytes()).await,
             // Only client-side readers decode output notifications; a server never gets them.
             Some(Frame::Event(_)) => {
-                Next::Close("unexpected client notification `command/exec/outputDelta`".to_string())
+                tracing::warn!("ignoring a client notification `command/exec/outputDelta`");
+                Next::Continue
             }
             Some(Frame::Line(line)) => processor.text(&line).await,
         };
@@ -213,19 +214,19 @@ impl Processor {
     }
 
     async fn notification(&mut self, notification: JsonRpcNotification) -> Next {
+        // A notification cannot be answered; one that makes no sense is logged and ignored,
+        // never a reason to drop the connection.
         if notification.method != "initialized" {
-            return Next::Close(format!(
-                "unexpected client notification `{}`",
-                notification.method
-            ));
+            tracing::warn!(method = %notification.method, "ignoring an unknown client notification");
+            return Next::Continue;
         }
-        match self.handler.initialized().await {
-            Ok(()) => Next::Continue,
-            Err(err) => Next::Close(err.to_string()),
+        if let Err(err) = self.handler.initialized().await {
+            tracing::warn!(%err, "ignoring `initialized`");
         }
+        Next::Continue
     }
 
-    /// Answers an unreadable message with a parse error, then closes the connection.
+    /// Answers an unreadable message with a parse error; the connection goes on.
     async fn parse_error(&mut self, reason: String) -> Next {
         let error = JsonRpcError {
             id: None,
@@ -235,7 +236,7 @@ impl Processor {
             ),
         };
         self.send(error.into()).await;
-        Next::Close(format!("malformed message: {reason}"))
+        Next::Continue
     }
 
     async fn route(&mut self, request: JsonRpcRequest) -> Next {
