@@ -38,3 +38,7 @@ where
         }
     })
 }
+
+#[cfg(test)]
+#[path = "sse_tests.rs"]
+mod tests;

@@ -3,6 +3,7 @@ mod common;
 mod concurrency;
 mod config_errors;
 mod interrupt;
+mod parser_properties;
 mod patches;
 mod retries;
 mod rollouts;

@@ -1,5 +1,6 @@
 mod codex_golden;
 mod exec_server_messages;
+mod framing_properties;
 mod ids;
 mod jsonrpc;
 mod malformed;
