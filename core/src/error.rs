@@ -46,8 +46,13 @@ pub enum CoreError {
     StreamIdle(Duration),
 
     /// The provider reported the response as failed.
-    #[error("model response failed: {0}")]
-    ResponseFailed(String),
+    #[error("model response failed: {message}")]
+    ResponseFailed {
+        /// The provider's error code (`server_error`, `context_length_exceeded`, ...), if any.
+        code: Option<String>,
+        /// The provider's message.
+        message: String,
+    },
 
     /// The turn was interrupted.
     #[error("turn interrupted")]
@@ -86,10 +91,12 @@ impl CoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Connect { .. } | Self::Stream(_) | Self::StreamIdle(_) => true,
+            Self::ResponseFailed { code, .. } => {
+                code.as_deref().is_some_and(is_transient_failure_code)
+            }
             Self::HttpStatus { status, .. } => *status == 429 || *status >= 500,
             Self::Config(_)
             | Self::MissingApiKey(_)
-            | Self::ResponseFailed(_)
             | Self::Interrupted
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
@@ -100,7 +107,10 @@ impl CoreError {
 
     /// Whether the failure happened after the stream had started (retried with the stream budget).
     pub fn is_stream_failure(&self) -> bool {
-        matches!(self, Self::Stream(_) | Self::StreamIdle(_))
+        matches!(
+            self,
+            Self::Stream(_) | Self::StreamIdle(_) | Self::ResponseFailed { .. }
+        )
     }
 
     /// The delay the provider asked for before retrying, if any.
@@ -154,4 +164,18 @@ fn transport_cause(error: &reqwest::Error) -> String {
         causes.push(kind.to_string());
     }
     causes.join(": ")
+}
+
+/// Error codes of a failed response that a new attempt may not meet (the provider was busy or
+/// broke down), as opposed to ones it would meet again (`context_length_exceeded`,
+/// `insufficient_quota`, `invalid_prompt`, ...).
+fn is_transient_failure_code(code: &str) -> bool {
+    matches!(
+        code,
+        "server_error"
+            | "rate_limit_exceeded"
+            | "server_is_overloaded"
+            | "slow_down"
+            | "overloaded"
+    )
 }

@@ -594,9 +594,14 @@ impl Translator {
     }
 
     fn finish(&mut self, status: TurnStatus) -> Vec<Output> {
-        let Some(turn) = self.turn.take() else {
+        let Some(mut turn) = self.turn.take() else {
             return Vec::new();
         };
+        // A message or reasoning item still streaming when the turn ends belongs to a response
+        // that never completed: the model never saw it, so the turn's record leaves it out.
+        let unfinished = [turn.agent_item.take(), turn.reasoning_item.take()];
+        turn.items
+            .retain(|item| !unfinished.iter().flatten().any(|id| id == item.id()));
         let turn = Turn {
             id: turn.id,
             items: turn.items,

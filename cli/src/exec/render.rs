@@ -95,6 +95,12 @@ impl HumanRenderer {
             }
             _ => return,
         };
+        if self.in_message {
+            // Streamed text that no completed message closed (a retry, an error): end its
+            // line so the next one starts on its own.
+            self.in_message = false;
+            let _newline = writeln!(err);
+        }
         let _line = writeln!(err, "{line}");
     }
 }

@@ -1,5 +1,6 @@
 mod app_server;
 mod exec;
+mod faults;
 mod first_run;
 mod fuzz;
 mod mcp_server;

@@ -113,7 +113,14 @@ impl ChatAccumulator {
         let chunk: Value = serde_json::from_str(&frame.data)
             .map_err(|err| CoreError::Stream(format!("unreadable chat chunk: {err}")))?;
         if let Some(message) = chunk.pointer("/error/message").and_then(Value::as_str) {
-            return Err(CoreError::ResponseFailed(message.to_string()));
+            let code = chunk
+                .pointer("/error/code")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            return Err(CoreError::ResponseFailed {
+                code,
+                message: message.to_string(),
+            });
         }
         let mut events = Vec::new();
         if self.response_id.is_empty()

@@ -140,7 +140,11 @@ pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
                 .and_then(Value::as_str)
                 .unwrap_or("the provider reported the response as failed")
                 .to_string();
-            return Err(CoreError::ResponseFailed(message));
+            let code = response
+                .pointer("/error/code")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            return Err(CoreError::ResponseFailed { code, message });
         }
         _ => Vec::new(),
     })

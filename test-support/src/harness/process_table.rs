@@ -35,6 +35,16 @@ impl MarkedSleeper {
         format!("bash -c '{sleeper} {seconds}; :' & {sleeper} {seconds}; :")
     }
 
+    /// A shell command that returns at once, leaving the same processes running in the
+    /// background with their output redirected (how a model starts a dev server and moves on).
+    pub fn background_command(&self, seconds: u32) -> String {
+        let sleeper = self.path.display();
+        format!(
+            "bash -c '{sleeper} {seconds}; :' >/dev/null 2>&1 & \
+             {sleeper} {seconds} >/dev/null 2>&1 & echo started"
+        )
+    }
+
     /// Live processes whose command line names this sleeper.
     pub fn live_processes(&self) -> Vec<i32> {
         processes_whose_cmdline_contains(&self.path.to_string_lossy())
