@@ -8,8 +8,8 @@
 //! latest user message and looks for its own call id among the tool outputs), so the order
 //! in which requests arrive does not matter.
 //!
-//! Measured: wall time from the first `thread/start` sent to the last `turn/completed`
-//! received, turns per second, the server's peak RSS (`VmHWM` of the server process, plus
+//! Measured: wall time from the moment every thread has started (and, with
+//! `--stalled-subscribers`, has its stalled subscriber) to the last `turn/completed` received, turns per second, the server's peak RSS (`VmHWM` of the server process, plus
 //! that of any descendant still alive at the end, read just before the server is shut down)
 //! and the server's CPU time (its own and its reaped children's, from `/proc/<pid>/stat`).
 //! One markdown table row is printed on stdout; details (turn latencies, model requests,
@@ -28,6 +28,12 @@
 //! /work/target-bench/release/examples/bench_threads --server "$REF" --home-env CODEX_HOME \
 //!     --label codex -- app-server
 //! ```
+//!
+//! `--websocket` runs the same load over one websocket connection (`--listen ws://127.0.0.1:0`
+//! is added to the server's arguments); `--stalled-subscribers` (which implies it) also opens,
+//! for every thread, a second connection that resumes the thread and then never reads again,
+//! so each thread has a subscriber whose socket fills up. Compare the two rows to see what
+//! stalled subscribers cost the others.
 //!
 //! Results and their reading are in `docs/benchmarks.md` (section `app-server`).
 //!
@@ -51,6 +57,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
+
+/// `--answer-words`, for the mock's responder (a plain function).
+static ANSWER_WORDS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
 /// The text every task message starts with; the mock finds the task by it.
 const TASK_MARKER: &str = "bench-task";
@@ -76,6 +85,21 @@ struct Args {
     /// Upper bound on the whole run.
     #[arg(long, default_value_t = 300)]
     timeout_secs: u64,
+    /// Words added to every final answer (one streamed delta each): more makes the
+    /// notification traffic, and so a stalled subscriber's backlog, larger.
+    #[arg(long, default_value_t = 0)]
+    answer_words: usize,
+    /// Drive the server over one websocket connection instead of stdio.
+    #[arg(long)]
+    websocket: bool,
+    /// Give every thread a second websocket subscriber that never reads (implies
+    /// `--websocket`).
+    #[arg(long)]
+    stalled_subscribers: bool,
+    /// Like `--stalled-subscribers`, but the second subscribers read (and discard) everything:
+    /// the cost of serving a second subscriber, to compare with a stalled one.
+    #[arg(long)]
+    reading_subscribers: bool,
     /// Arguments for the server binary, e.g. `app-server`.
     #[arg(last = true)]
     server_args: Vec<String>,
@@ -83,7 +107,9 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    args.websocket |= args.stalled_subscribers || args.reading_subscribers;
+    let _first = ANSWER_WORDS.set(args.answer_words);
     let mock = MockModelServer::builder()
         .responder(respond)
         .start()
@@ -94,12 +120,28 @@ async fn main() -> anyhow::Result<()> {
     keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, bool)>::new())?;
     let stderr_path = home.path().join("server-stderr.log");
 
-    let server = Server::spawn(&args, home.path(), &stderr_path)?;
+    let server = if args.websocket {
+        Server::spawn_websocket(&args, home.path(), &stderr_path).await?
+    } else {
+        Server::spawn(&args, home.path(), &stderr_path)?
+    };
+    let stalled = Stalled {
+        addr: server
+            .websocket_addr
+            .clone()
+            .filter(|_| args.stalled_subscribers || args.reading_subscribers),
+        reading: args.reading_subscribers,
+        sockets: Arc::default(),
+    };
     let run = tokio::time::timeout(
         Duration::from_secs(args.timeout_secs),
-        run_bench(&server.client, &args, workspace.path()),
+        run_bench(&server.client, &args, workspace.path(), &stalled),
     )
     .await;
+    let stalled_count = stalled.sockets.lock().map(|s| s.len()).unwrap_or_default();
+    if args.stalled_subscribers {
+        eprintln!("{stalled_count} stalled subscribers held their threads");
+    }
     let outcome = match run {
         Ok(outcome) => outcome,
         Err(_) => Err(anyhow::anyhow!(
@@ -185,7 +227,9 @@ fn respond(request: &CapturedRequest) -> Option<Turn> {
     let call_id = format!("call-{task}");
     let answered = request.tool_output_call_ids().contains(&call_id);
     Some(if answered {
-        Turn::new([assistant_message(format!("done {task}"))])
+        let words = ANSWER_WORDS.get().copied().unwrap_or_default();
+        let padding: String = (0..words).map(|n| format!(" w{n}")).collect();
+        Turn::new([assistant_message(format!("done {task}{padding}"))])
     } else {
         Turn::new([shell_call(call_id, ["echo", task.as_str()])])
     })
@@ -241,7 +285,68 @@ struct Outcome {
 }
 
 /// Handshake, then every thread at once; returns when the last turn has completed.
-async fn run_bench(client: &Client, args: &Args, workspace: &Path) -> anyhow::Result<Outcome> {
+/// Connections that subscribe to a thread and never read again.
+#[derive(Clone)]
+struct Stalled {
+    /// Where to connect them; `None` when the run has none.
+    addr: Option<String>,
+    /// Read and discard instead (a second subscriber that keeps up).
+    reading: bool,
+    /// Kept open (unread) until the run ends.
+    sockets: Arc<Mutex<Vec<Socket>>>,
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+impl Stalled {
+    /// Subscribes a new connection to `thread_id`, then leaves it unread.
+    async fn subscribe(&self, thread_id: &str) -> anyhow::Result<()> {
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let Some(addr) = &self.addr else {
+            return Ok(());
+        };
+        let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await?;
+        for message in [
+            json!({"id": 0, "method": "initialize", "params": {"clientInfo": {"name": "stalled", "version": "0"}}}),
+            json!({"method": "initialized"}),
+            json!({"id": 1, "method": "thread/resume", "params": {"threadId": thread_id}}),
+        ] {
+            socket
+                .send(Message::Text(message.to_string().into()))
+                .await?;
+        }
+        while let Some(frame) = socket.next().await {
+            if let Message::Text(text) = frame? {
+                let value: Value = serde_json::from_str(text.as_str())?;
+                if value["id"] == 1 {
+                    ensure!(
+                        value.get("result").is_some(),
+                        "thread/resume failed: {value}"
+                    );
+                    break;
+                }
+            }
+        }
+        if self.reading {
+            tokio::spawn(async move { while let Some(Ok(_)) = socket.next().await {} });
+            return Ok(());
+        }
+        self.sockets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(socket);
+        Ok(())
+    }
+}
+
+async fn run_bench(
+    client: &Client,
+    args: &Args,
+    workspace: &Path,
+    stalled: &Stalled,
+) -> anyhow::Result<Outcome> {
     client
         .request(
             "initialize",
@@ -251,18 +356,24 @@ async fn run_bench(client: &Client, args: &Args, workspace: &Path) -> anyhow::Re
         .context("initialize")?;
     client.notify("initialized", json!({})).await?;
 
-    let started = Instant::now();
+    // The clock starts once every thread exists (and has its stalled subscriber), so the
+    // figure is the turns alone.
+    let ready = Arc::new(tokio::sync::Barrier::new(args.threads + 1));
     let mut threads = JoinSet::new();
     for thread in 0..args.threads {
         let client = client.clone();
         let cwd = workspace.to_path_buf();
         let turns = args.turns;
+        let stalled = stalled.clone();
+        let ready = Arc::clone(&ready);
         threads.spawn(async move {
-            run_thread(&client, thread, turns, &cwd)
+            run_thread(&client, thread, turns, &cwd, &stalled, &ready)
                 .await
                 .with_context(|| format!("thread {thread}"))
         });
     }
+    ready.wait().await;
+    let started = Instant::now();
     let mut turn_latencies = Vec::with_capacity(args.threads * args.turns);
     while let Some(joined) = threads.join_next().await {
         turn_latencies.extend(joined??);
@@ -280,6 +391,8 @@ async fn run_thread(
     thread: usize,
     turns: usize,
     cwd: &Path,
+    stalled: &Stalled,
+    ready: &tokio::sync::Barrier,
 ) -> anyhow::Result<Vec<Duration>> {
     let response = client
         .request("thread/start", json!({"cwd": cwd}))
@@ -291,6 +404,13 @@ async fn run_thread(
         .with_context(|| format!("thread/start answered without thread.id: {response}"))?
         .to_owned();
     let mut completions = client.subscribe(&thread_id);
+    let subscribed = stalled
+        .subscribe(&thread_id)
+        .await
+        .context("the stalled subscriber");
+    // Every thread reaches the barrier, failed or not, so the others are not held forever.
+    ready.wait().await;
+    subscribed?;
 
     let mut latencies = Vec::with_capacity(turns);
     for turn in 0..turns {
@@ -332,6 +452,8 @@ async fn run_thread(
 /// The spawned server: its client side and the child process.
 struct Server {
     client: Client,
+    /// The listening address, when the server speaks websocket.
+    websocket_addr: Option<String>,
     child: Child,
     reader: tokio::task::JoinHandle<()>,
     writer: tokio::task::JoinHandle<()>,
@@ -363,6 +485,81 @@ impl Server {
                 outgoing: outgoing_tx,
                 shared,
             },
+            websocket_addr: None,
+            child,
+            reader,
+            writer,
+        })
+    }
+
+    /// Starts the server listening on a websocket and connects the driving client to it.
+    async fn spawn_websocket(args: &Args, home: &Path, stderr_path: &Path) -> anyhow::Result<Self> {
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let mut child = Command::new(&args.server)
+            .args(&args.server_args)
+            .args(["--listen", "ws://127.0.0.1:0"])
+            .env(&args.home_env, home)
+            .env("OPENAI_API_KEY", "x")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("spawning {}", args.server.display()))?;
+        let stderr = child.stderr.take().context("child stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines
+                .next_line()
+                .await?
+                .context("the server exited before listening")?;
+            if let Some(addr) = line
+                .rsplit("ws://")
+                .next()
+                .filter(|_| line.contains("listening on ws://"))
+            {
+                break addr.trim().to_string();
+            }
+        };
+        // The rest of stderr goes to the log file, as in the stdio mode.
+        let mut log = tokio::fs::File::create(stderr_path).await?;
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+            }
+        });
+        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await?;
+        let (mut sink, mut stream) = socket.split();
+        let (outgoing_tx, mut outgoing_rx) = mpsc::channel::<String>(1024);
+        let shared = Arc::new(Shared::default());
+        let writer = tokio::spawn(async move {
+            while let Some(line) = outgoing_rx.recv().await {
+                if let Err(err) = sink.send(Message::Text(line.into())).await {
+                    eprintln!("writing to the server: {err}");
+                    return;
+                }
+            }
+        });
+        let reader_shared = Arc::clone(&shared);
+        let reader = tokio::spawn(async move {
+            while let Some(Ok(frame)) = stream.next().await {
+                if let Message::Text(text) = frame
+                    && let Err(err) = dispatch(text.as_str(), &reader_shared)
+                {
+                    eprintln!("unexpected message from the server: {err}: {text}");
+                }
+            }
+            let mut routes = reader_shared.routes();
+            routes.pending.clear();
+            routes.threads.clear();
+        });
+        Ok(Self {
+            client: Client {
+                outgoing: outgoing_tx,
+                shared,
+            },
+            websocket_addr: Some(addr),
             child,
             reader,
             writer,

@@ -13,10 +13,11 @@ mod sse;
 
 use std::time::Duration;
 
-use futures::StreamExt;
+use std::collections::VecDeque;
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
 use keel_protocol::ReasoningEffort;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 pub use prompt::Prompt;
 pub use response_event::ResponseEvent;
@@ -51,21 +52,53 @@ pub struct ModelClient {
 }
 
 /// Events of one response as they stream. Dropping it stops the request.
+///
+/// The caller's own polling reads the socket: no task or channel sits between them, so a
+/// caller that stops asking stops the reading.
 pub struct ResponseStream {
-    rx: mpsc::Receiver<Result<ResponseEvent>>,
-    cancel: CancellationToken,
+    frames: Pin<Box<dyn Stream<Item = Result<sse::Frame>> + Send>>,
+    wire_api: WireApi,
+    chat: chat_api::ChatAccumulator,
+    /// Events of the last frame not handed out yet.
+    ready: VecDeque<ResponseEvent>,
+    /// Set once the response completed or failed: nothing more is read.
+    finished: bool,
 }
 
 impl ResponseStream {
-    /// The next event, or `None` when the stream is over. Cancel-safe.
+    /// The next event, or `None` when the stream is over. Cancel-safe: state changes only
+    /// once a frame has been read whole.
     pub async fn next(&mut self) -> Option<Result<ResponseEvent>> {
-        self.rx.recv().await
-    }
-}
-
-impl Drop for ResponseStream {
-    fn drop(&mut self) {
-        self.cancel.cancel();
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.finished {
+                return None;
+            }
+            let Some(frame) = self.frames.next().await else {
+                self.finished = true;
+                return Some(Err(CoreError::Stream(
+                    "stream closed before response.completed".to_string(),
+                )));
+            };
+            let mapped = frame.and_then(|frame| match self.wire_api {
+                WireApi::Responses => responses_api::map_frame(&frame),
+                WireApi::Chat => self.chat.map_frame(&frame),
+            });
+            match mapped {
+                Ok(events) => {
+                    self.finished = events
+                        .iter()
+                        .any(|event| matches!(event, ResponseEvent::Completed { .. }));
+                    self.ready.extend(events);
+                }
+                Err(err) => {
+                    self.finished = true;
+                    return Some(Err(err));
+                }
+            }
+        }
     }
 }
 
@@ -140,60 +173,16 @@ impl ModelClient {
             });
         }
 
-        // Capacity 64: the turn loop drains events as fast as it forwards them; when its own
-        // consumer is slow, this fills and the reader stops pulling from the socket.
-        let (tx, rx) = mpsc::channel(64);
-        let cancel = CancellationToken::new();
-        let frames = sse::frames(response.bytes_stream(), self.settings.stream_idle_timeout);
-        let wire_api = self.settings.wire_api;
-        let token = cancel.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = token.cancelled() => {}
-                () = pump(wire_api, frames, tx) => {}
-            }
-        });
-        Ok(ResponseStream { rx, cancel })
-    }
-}
-
-/// Maps SSE frames to response events until the response completes or fails.
-async fn pump(
-    wire_api: WireApi,
-    frames: impl futures::Stream<Item = Result<sse::Frame>> + Send,
-    tx: mpsc::Sender<Result<ResponseEvent>>,
-) {
-    let mut frames = std::pin::pin!(frames);
-    let mut chat = chat_api::ChatAccumulator::default();
-    while let Some(frame) = frames.next().await {
-        let outcome = frame.and_then(|frame| match wire_api {
-            WireApi::Responses => responses_api::map_frame(&frame),
-            WireApi::Chat => chat.map_frame(&frame),
-        });
-        match outcome {
-            Ok(events) => {
-                let mut completed = false;
-                for event in events {
-                    completed |= matches!(event, ResponseEvent::Completed { .. });
-                    if tx.send(Ok(event)).await.is_err() {
-                        return;
-                    }
-                }
-                if completed {
-                    return;
-                }
-            }
-            Err(err) => {
-                if tx.send(Err(err)).await.is_err() {
-                    tracing::debug!("response consumer went away before an error was delivered");
-                }
-                return;
-            }
-        }
-    }
-    let err = CoreError::Stream("stream closed before response.completed".to_string());
-    if tx.send(Err(err)).await.is_err() {
-        tracing::debug!("response consumer went away before the stream ended");
+        Ok(ResponseStream {
+            frames: Box::pin(sse::frames(
+                response.bytes_stream(),
+                self.settings.stream_idle_timeout,
+            )),
+            wire_api: self.settings.wire_api,
+            chat: chat_api::ChatAccumulator::default(),
+            ready: VecDeque::new(),
+            finished: false,
+        })
     }
 }
 
