@@ -101,7 +101,7 @@ pub(crate) async fn serve(
         let message = match frame {
             Incoming::Message(message) => message,
             Incoming::Malformed(bad) => {
-                outgoing.send(bad.to_response().into()).await;
+                outgoing.send(JsonRpcMessage::from(bad.to_response())).await;
                 continue;
             }
         };

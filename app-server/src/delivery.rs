@@ -12,9 +12,9 @@
 //!   consumer alone. The engine and other consumers never wait for it.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use keel_protocol::JsonRpcMessage;
+use keel_protocol::{JsonRpcFraming, JsonRpcMessage};
 use tokio::sync::Notify;
 
 /// Messages a consumer may fall behind by before deltas are dropped. A turn produces a few
@@ -40,11 +40,75 @@ pub(crate) fn is_droppable(message: &JsonRpcMessage) -> bool {
     matches!(message, JsonRpcMessage::Notification(n) if DROPPABLE_METHODS.contains(&n.method.as_str()))
 }
 
+/// A queued message: one copy shared by every consumer it goes to (a thread's subscribers),
+/// turned into its wire text at most once.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedMessage(Arc<SharedInner>);
+
+#[derive(Debug)]
+struct SharedInner {
+    message: JsonRpcMessage,
+    /// The line a remote client gets (without the `jsonrpc` member); `None` if unencodable.
+    line: OnceLock<Option<Arc<str>>>,
+}
+
+impl SharedMessage {
+    /// Wraps a message for queueing.
+    pub(crate) fn new(message: JsonRpcMessage) -> Self {
+        Self(Arc::new(SharedInner {
+            message,
+            line: OnceLock::new(),
+        }))
+    }
+
+    /// The message.
+    pub(crate) fn message(&self) -> &JsonRpcMessage {
+        &self.0.message
+    }
+
+    /// The wire text, encoded by the first consumer that asks; `None` (logged) if the message
+    /// cannot be encoded.
+    pub(crate) fn line(&self) -> Option<Arc<str>> {
+        self.0
+            .line
+            .get_or_init(
+                || match self.0.message.to_json(JsonRpcFraming::WithoutVersion) {
+                    Ok(line) => Some(Arc::from(line)),
+                    Err(err) => {
+                        tracing::error!("cannot serialise an outgoing message: {err}");
+                        None
+                    }
+                },
+            )
+            .clone()
+    }
+
+    /// The message itself, copied only if another consumer still holds it.
+    pub(crate) fn into_message(self) -> JsonRpcMessage {
+        match Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.message,
+            Err(shared) => shared.message.clone(),
+        }
+    }
+}
+
+impl From<JsonRpcMessage> for SharedMessage {
+    fn from(message: JsonRpcMessage) -> Self {
+        Self::new(message)
+    }
+}
+
+impl PartialEq for SharedMessage {
+    fn eq(&self, other: &Self) -> bool {
+        self.message() == other.message()
+    }
+}
+
 /// What the consumer gets next.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Delivered {
     /// The next message, in order.
-    Message(JsonRpcMessage),
+    Message(SharedMessage),
     /// This many droppable messages were dropped since the last delivery.
     Missed(u64),
 }
@@ -60,7 +124,7 @@ pub(crate) enum Refused {
 
 #[derive(Default)]
 struct State {
-    queue: VecDeque<JsonRpcMessage>,
+    queue: VecDeque<SharedMessage>,
     missed: u64,
     closed: bool,
     /// Closed for overflow: what is queued is abandoned, not drained.
@@ -90,17 +154,22 @@ impl DeliveryQueue {
 
     /// Queues `message` without waiting. A full queue drops a droppable message (this one,
     /// or the oldest queued one to make room for a message that must arrive).
-    pub(crate) fn push(&self, message: JsonRpcMessage) -> Result<(), Refused> {
+    pub(crate) fn push(&self, message: impl Into<SharedMessage>) -> Result<(), Refused> {
+        let message = message.into();
         let mut state = self.lock();
         if state.closed {
             return Err(Refused::Closed);
         }
         if state.queue.len() >= self.capacity {
-            if is_droppable(&message) {
+            if is_droppable(message.message()) {
                 state.missed += 1;
                 return Ok(());
             }
-            match state.queue.iter().position(is_droppable) {
+            match state
+                .queue
+                .iter()
+                .position(|queued| is_droppable(queued.message()))
+            {
                 Some(oldest) => {
                     state.queue.remove(oldest);
                     state.missed += 1;
@@ -207,8 +276,8 @@ mod tests {
             drain(&queue).await,
             [
                 Delivered::Missed(2),
-                Delivered::Message(note("item/started")),
-                Delivered::Message(note("turn/completed")),
+                Delivered::Message(note("item/started").into()),
+                Delivered::Message(note("turn/completed").into()),
             ]
         );
     }
@@ -233,10 +302,13 @@ mod tests {
         assert_eq!(queue.push(response(1)), Ok(()));
         assert_eq!(
             consumer.await.ok().flatten(),
-            Some(Delivered::Message(response(1)))
+            Some(Delivered::Message(response(1).into()))
         );
         assert_eq!(queue.push(response(2)), Ok(()));
-        assert_eq!(drain(&queue).await, [Delivered::Message(response(2))]);
+        assert_eq!(
+            drain(&queue).await,
+            [Delivered::Message(response(2).into())]
+        );
     }
 
     #[tokio::test]

@@ -113,7 +113,7 @@ impl InProcessAppServerClient {
         let router = tokio::spawn(async move {
             while let Some(delivered) = outgoing_queue.next().await {
                 let message = match delivered {
-                    Delivered::Message(message) => message,
+                    Delivered::Message(message) => message.into_message(),
                     Delivered::Missed(count) => {
                         router_events.record_missed(count);
                         continue;
@@ -184,7 +184,7 @@ impl InProcessAppServerClient {
             match self.events.next().await? {
                 Delivered::Missed(skipped) => return Some(InProcessEvent::Lagged { skipped }),
                 Delivered::Message(message) => {
-                    if let Some(event) = typed_event(message) {
+                    if let Some(event) = typed_event(message.into_message()) {
                         return Some(event);
                     }
                 }

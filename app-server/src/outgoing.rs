@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::delivery::{DeliveryQueue, Refused};
+use crate::delivery::{DeliveryQueue, Refused, SharedMessage};
 
 /// Identifies a connection within the server.
 pub(crate) type ConnectionId = u64;
@@ -75,7 +75,7 @@ impl Outgoing {
 
     /// Queues a message without waiting. `false` once the connection is gone (or has just
     /// been given up on for falling behind).
-    pub(crate) async fn send(&self, message: JsonRpcMessage) -> bool {
+    pub(crate) async fn send(&self, message: impl Into<SharedMessage>) -> bool {
         match self.queue.push(message) {
             Ok(()) => true,
             Err(Refused::Closed) => false,
@@ -107,7 +107,34 @@ impl Outgoing {
 
     /// Sends a notification unless the client opted out of its method.
     pub(crate) async fn notify(&self, notification: ServerNotification) {
+        if let Some((method, message)) = Self::notification_message(notification) {
+            self.notify_shared(method, &message).await;
+        }
+    }
+
+    /// A notification as one queueable message, to send to many connections without
+    /// encoding it for each; `None` (logged) if it cannot be encoded.
+    pub(crate) fn notification_message(
+        notification: ServerNotification,
+    ) -> Option<(&'static str, SharedMessage)> {
         let method = notification.method();
+        match notification.into_method_and_params() {
+            Ok((_, params)) => Some((
+                method,
+                SharedMessage::new(JsonRpcMessage::Notification(JsonRpcNotification {
+                    method: method.to_string(),
+                    params: Some(params),
+                })),
+            )),
+            Err(err) => {
+                tracing::error!("cannot serialise `{method}` notification: {err}");
+                None
+            }
+        }
+    }
+
+    /// Sends a prepared notification of `method` unless the client opted out of it.
+    pub(crate) async fn notify_shared(&self, method: &str, message: &SharedMessage) {
         let opted_out = self
             .opted_out
             .lock()
@@ -116,18 +143,7 @@ impl Outgoing {
         if opted_out {
             return;
         }
-        let params = match notification.into_method_and_params() {
-            Ok((_, params)) => params,
-            Err(err) => {
-                tracing::error!("cannot serialise `{method}` notification: {err}");
-                return;
-            }
-        };
-        let message = JsonRpcMessage::Notification(JsonRpcNotification {
-            method: method.to_string(),
-            params: Some(params),
-        });
-        if !self.send(message).await {
+        if !self.send(message.clone()).await {
             tracing::debug!(
                 connection = self.id,
                 "notification dropped: connection closed"

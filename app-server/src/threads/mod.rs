@@ -207,8 +207,15 @@ impl LoadedThread {
 
     pub(crate) async fn broadcast(&self, notification: ServerNotification) {
         let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
+        if subscribers.is_empty() {
+            return;
+        }
+        // Encoded once; every subscriber's queue holds the same copy.
+        let Some((method, message)) = Outgoing::notification_message(notification) else {
+            return;
+        };
         for subscriber in subscribers {
-            subscriber.notify(notification.clone()).await;
+            subscriber.notify_shared(method, &message).await;
         }
     }
 

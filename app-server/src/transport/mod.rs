@@ -11,7 +11,7 @@ use keel_protocol::app_server::{ServerNotification, WarningNotification};
 use keel_protocol::{JsonRpcMessage, MethodTable};
 
 use crate::connection::Incoming;
-use crate::delivery::{Delivered, DeliveryQueue};
+use crate::delivery::{Delivered, DeliveryQueue, SharedMessage};
 
 /// Lines or frames read ahead of the connection (parsing is cheap; the request queue behind
 /// it is what bounds work).
@@ -27,7 +27,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<Incoming> {
 
 /// The next message for a remote client's writer: queued messages in order, and a `warning`
 /// notification saying how many deltas were dropped when the client fell behind.
-pub(crate) async fn next_for_client(queue: &DeliveryQueue) -> Option<JsonRpcMessage> {
+pub(crate) async fn next_for_client(queue: &DeliveryQueue) -> Option<SharedMessage> {
     loop {
         if let Some(message) = next_delivery(queue).await? {
             return Some(message);
@@ -36,7 +36,7 @@ pub(crate) async fn next_for_client(queue: &DeliveryQueue) -> Option<JsonRpcMess
 }
 
 /// One delivery as a message; `Some(None)` when the warning could not be encoded.
-async fn next_delivery(queue: &DeliveryQueue) -> Option<Option<JsonRpcMessage>> {
+async fn next_delivery(queue: &DeliveryQueue) -> Option<Option<SharedMessage>> {
     Some(match queue.next().await? {
         Delivered::Message(message) => Some(message),
         Delivered::Missed(count) => {
@@ -48,12 +48,12 @@ async fn next_delivery(queue: &DeliveryQueue) -> Option<Option<JsonRpcMessage>> 
                 thread_id: None,
             });
             match warning.into_method_and_params() {
-                Ok((method, params)) => Some(JsonRpcMessage::Notification(
+                Ok((method, params)) => Some(SharedMessage::new(JsonRpcMessage::Notification(
                     keel_protocol::JsonRpcNotification {
                         method: method.to_string(),
                         params: Some(params),
                     },
-                )),
+                ))),
                 Err(err) => {
                     tracing::error!("cannot encode the dropped-deltas warning: {err}");
                     None

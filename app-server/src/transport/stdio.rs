@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use keel_exec_server::JsonLinesCodec;
-use keel_protocol::JsonRpcFraming;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -43,12 +42,8 @@ pub(crate) async fn serve_stdio(state: Arc<AppState>, limits: ConnectionLimits) 
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(message) = next_for_client(&writer_queue).await {
-            let line = match message.to_json(JsonRpcFraming::WithoutVersion) {
-                Ok(line) => line,
-                Err(err) => {
-                    tracing::error!("cannot serialise an outgoing message: {err}");
-                    continue;
-                }
+            let Some(line) = message.line() else {
+                continue;
             };
             let write = async {
                 stdout.write_all(line.as_bytes()).await?;

@@ -12,7 +12,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, StreamExt};
-use keel_protocol::JsonRpcFraming;
 use tokio::sync::mpsc;
 
 use super::{INCOMING_CAPACITY, next_for_client, parse};
@@ -104,14 +103,14 @@ async fn connection(shared: Shared, socket: WebSocket) {
     let writer_queue = queue.clone();
     let writer = tokio::spawn(async move {
         while let Some(message) = next_for_client(&writer_queue).await {
-            let text = match message.to_json(JsonRpcFraming::WithoutVersion) {
-                Ok(text) => text,
-                Err(err) => {
-                    tracing::error!("cannot serialise an outgoing message: {err}");
-                    continue;
-                }
+            let Some(text) = message.line() else {
+                continue;
             };
-            if sink.send(Message::Text(text.into())).await.is_err() {
+            if sink
+                .send(Message::Text(text.as_ref().into()))
+                .await
+                .is_err()
+            {
                 break;
             }
         }
