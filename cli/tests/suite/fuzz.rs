@@ -22,7 +22,15 @@ fn plan(seeds: Vec<Value>, check: (&str, Value), handshake: Vec<Value>) -> FuzzP
         seeds,
         check: (check.0.to_string(), check.1),
         handshake,
-        huge_line_bytes: Some(HUGE_LINE),
+        // `KEEL_FUZZ_HUGE_LINE_MB=0` leaves the over-long line out (to tell its cost apart).
+        huge_line_bytes: match std::env::var("KEEL_FUZZ_HUGE_LINE_MB")
+            .ok()
+            .and_then(|mb| mb.parse::<usize>().ok())
+        {
+            Some(0) => None,
+            Some(mb) => Some(mb * 1024 * 1024),
+            None => Some(HUGE_LINE),
+        },
         deep_nesting: DEEP,
     }
 }
