@@ -155,6 +155,14 @@ async fn read_loop(
                 };
                 route(text, &pending, &events, &buffers)
             }
+            // Client readers hand over raw lines; a parsed message is routed as its text.
+            Frame::Message(message) => match serde_json::to_string(&message) {
+                Ok(text) => route(&text, &pending, &events, &buffers),
+                Err(err) => {
+                    tracing::warn!(%err, "cannot re-encode a message; closing");
+                    break;
+                }
+            },
             Frame::Invalid(reason) => {
                 tracing::warn!(%reason, "unreadable message from the exec-server; closing");
                 break;

@@ -85,6 +85,7 @@ pub(crate) async fn serve_connection(
                 Next::Continue
             }
             Some(Frame::Line(line)) => processor.text(&line).await,
+            Some(Frame::Message(message)) => processor.handle(message).await,
         };
         if let Next::Close(reason) = next {
             break reason;

@@ -1,21 +1,27 @@
 //! Newline-delimited JSON over a byte stream: async tasks for any `AsyncRead`/`AsyncWrite`,
 //! and blocking threads for the server's own stdin/stdout.
 
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tokio_util::codec::Decoder;
 
 use super::{Frame, MAX_MESSAGE_BYTES, Outgoing};
 use crate::buffers::BufferPool;
 use crate::codec::{
     DECODED_CHUNK_BYTES, IDLE_DECODE_BUFFERS, append_event, decode_output_delta_line,
 };
+use crate::json_lines::JsonLinesCodec;
 
 /// Batch size of line writers (a larger batch is written at once) and buffer size of the
 /// server's stdin reader; large so bulk output moves in few syscalls.
 const IO_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Bytes the server's stdin reader asks for per read: requests are small, and a larger
+/// request only takes a few more reads.
+const STDIN_READ_BYTES: usize = 64 * 1024;
 
 /// Capacity a line writer's buffer shrinks back to after a larger message: room for the
 /// largest output line plus small messages.
@@ -28,27 +34,6 @@ const READ_BUFFER_BYTES: usize = 1024 * 1024;
 /// Capacity above which the client's read buffer is dropped once it is empty (it grew for
 /// a message much larger than output lines).
 const MAX_KEPT_READ_BUFFER_BYTES: usize = 8 * READ_BUFFER_BYTES;
-
-/// Turns one raw line (newline included, if any) into a frame; `None` for a blank line.
-fn frame_line(mut line: Vec<u8>) -> Option<Frame> {
-    if line.last() == Some(&b'\n') {
-        line.pop();
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-    } else if line.len() > MAX_MESSAGE_BYTES {
-        return Some(Frame::Invalid(format!(
-            "message longer than {MAX_MESSAGE_BYTES} bytes"
-        )));
-    }
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    Some(match String::from_utf8(line) {
-        Ok(text) => Frame::Text(text),
-        Err(_) => Frame::Invalid("message is not valid UTF-8".to_string()),
-    })
-}
 
 /// Reads lines until end of file, a read error, an invalid frame, or the receiver is gone.
 ///
@@ -206,62 +191,53 @@ impl LineBatch {
 }
 
 /// Blocking twin of [`read_lines`] for the process's own stdin, on a dedicated thread: a
-/// blocking read there cannot hold up runtime shutdown. This is the server's reader, so a
-/// line that is too long or not UTF-8 is skipped and handed over as [`Frame::Rejected`] for
-/// the processor to answer; the connection goes on.
-pub(crate) fn read_lines_blocking(reader: impl BufRead, frames: mpsc::Sender<Frame>) {
-    let mut reader = reader;
+/// blocking read there cannot hold up runtime shutdown. This is the server's reader, so it
+/// cuts lines with [`JsonLinesCodec`], the decoder every Keel server reads with: a line that is
+/// too long, not UTF-8 or not a message is handed over as [`Frame::Rejected`] for the
+/// processor to answer, and the connection goes on.
+pub(crate) fn read_lines_blocking(mut reader: impl Read, frames: mpsc::Sender<Frame>) {
+    let mut codec = JsonLinesCodec::new(MAX_MESSAGE_BYTES);
+    let mut buf = BytesMut::with_capacity(STDIN_READ_BYTES);
+    let mut at_end = false;
     loop {
-        let mut line = Vec::new();
-        let limit = (MAX_MESSAGE_BYTES + 1) as u64;
-        match std::io::Read::take(&mut reader, limit).read_until(b'\n', &mut line) {
-            Ok(0) => return,
-            Ok(_) => {}
+        let decoded = if at_end {
+            codec.decode_eof(&mut buf)
+        } else {
+            codec.decode(&mut buf)
+        };
+        let line = match decoded {
+            Ok(Some(line)) => line,
+            Ok(None) if at_end => return,
+            Ok(None) => {
+                // Read more, into a zeroed tail (cheap at this size) that keeps only what came.
+                let filled = buf.len();
+                buf.resize(filled + STDIN_READ_BYTES, 0);
+                match reader.read(&mut buf[filled..]) {
+                    Ok(read) => {
+                        buf.truncate(filled + read);
+                        at_end = read == 0;
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {
+                        buf.truncate(filled);
+                    }
+                    Err(err) => {
+                        tracing::debug!(%err, "read failed; closing");
+                        return;
+                    }
+                }
+                continue;
+            }
             Err(err) => {
                 tracing::debug!(%err, "read failed; closing");
                 return;
             }
-        }
-        let frame = if line.len() > MAX_MESSAGE_BYTES && line.last() != Some(&b'\n') {
-            drop(line);
-            if let Err(err) = skip_line(&mut reader) {
-                tracing::debug!(%err, "read failed; closing");
-                return;
-            }
-            Frame::Rejected(keel_protocol::FrameError::TooLong {
-                limit: MAX_MESSAGE_BYTES,
-            })
-        } else {
-            match frame_line(line) {
-                None => continue,
-                Some(Frame::Invalid(_)) => {
-                    Frame::Rejected(keel_protocol::FrameError::NotUtf8 { valid_up_to: 0 })
-                }
-                Some(frame) => frame,
-            }
+        };
+        let frame = match line {
+            Ok(message) => Frame::Message(message),
+            Err(bad) => Frame::Rejected(bad),
         };
         if frames.blocking_send(frame).is_err() {
             return;
-        }
-    }
-}
-
-/// Consumes the rest of an over-long line, newline included, a buffer at a time.
-fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
-    loop {
-        let available = reader.fill_buf()?;
-        if available.is_empty() {
-            return Ok(());
-        }
-        match memchr::memchr(b'\n', available) {
-            Some(newline) => {
-                reader.consume(newline + 1);
-                return Ok(());
-            }
-            None => {
-                let len = available.len();
-                reader.consume(len);
-            }
         }
     }
 }
@@ -300,6 +276,7 @@ mod tests {
                 Frame::Text(text) => format!("text:{text}"),
                 Frame::Invalid(reason) => format!("invalid:{reason}"),
                 Frame::Rejected(bad) => format!("rejected:{bad}"),
+                Frame::Message(message) => format!("message:{message:?}"),
                 Frame::Event(event) => format!("event:{event:?}"),
             });
         }

@@ -44,6 +44,8 @@ pub(crate) enum Frame {
     /// it parses): line readers and websocket text frames hand messages over this way, without
     /// copying, so output notifications are decoded straight from the received bytes.
     Line(bytes::Bytes),
+    /// A message the reader already parsed (the server's stdin reader does).
+    Message(keel_protocol::JsonRpcMessage),
     /// An output notification the reader already decoded.
     Event(crate::event::ExecServerEvent),
     /// Something that cannot be a message (not UTF-8, too long); the connection must close.
