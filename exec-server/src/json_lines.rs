@@ -8,6 +8,13 @@ use bytes::BytesMut;
 use keel_protocol::{DEFAULT_MAX_LINE_BYTES, FrameError, JsonRpcMessage, decode_frame};
 use tokio_util::codec::Decoder;
 
+/// Capacity above which an emptied read buffer is replaced by a new, small one.
+const KEPT_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// Capacity of such a new buffer: what a reader fills per read (a buffer with no room left
+/// would make the reader grow it a few bytes at a time).
+const FRESH_BUFFER_BYTES: usize = 64 * 1024;
+
 /// One decoded line: a message, or why the line is not one.
 pub type JsonLine = Result<JsonRpcMessage, FrameError>;
 
@@ -52,9 +59,13 @@ impl Decoder for JsonLinesCodec {
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<JsonLine>, std::io::Error> {
         loop {
             let Some(offset) = memchr::memchr(b'\n', &buf[self.scanned..]) else {
-                if buf.len() > self.max_line_bytes {
-                    // Too long already: forget it rather than keep growing the buffer.
+                if self.discarding {
+                    // More of a line already known to be too long: dropped as it arrives.
                     buf.clear();
+                } else if buf.len() > self.max_line_bytes {
+                    // Too long already: forget it rather than keep growing the buffer, and
+                    // give the buffer's memory back (reads would walk through all of it).
+                    *buf = BytesMut::with_capacity(FRESH_BUFFER_BYTES);
                     self.discarding = true;
                 }
                 self.scanned = buf.len();
@@ -63,6 +74,10 @@ impl Decoder for JsonLinesCodec {
             let end = self.scanned + offset;
             let line = buf.split_to(end + 1);
             self.scanned = 0;
+            if buf.is_empty() && buf.capacity() > KEPT_BUFFER_BYTES {
+                // After an unusually large line, start again small.
+                *buf = BytesMut::with_capacity(FRESH_BUFFER_BYTES);
+            }
             if std::mem::take(&mut self.discarding) || end > self.max_line_bytes {
                 return Ok(Some(self.too_long()));
             }
@@ -176,6 +191,30 @@ mod tests {
             codec.decode(&mut buf)?,
             Some(Err(FrameError::TooLong { limit: 100 }))
         ));
+        Ok(())
+    }
+
+    /// Memory that held an over-long line (or a large legitimate one) is given back: reads
+    /// into a big emptied buffer would otherwise touch every page of it over time.
+    #[test]
+    fn a_large_buffer_is_replaced_once_emptied() -> std::io::Result<()> {
+        let limit = 4 * KEPT_BUFFER_BYTES;
+        let mut codec = JsonLinesCodec::new(limit);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'z'; limit + 1]);
+        assert_eq!(codec.decode(&mut buf)?, None);
+        assert!(buf.capacity() <= FRESH_BUFFER_BYTES, "{}", buf.capacity());
+        buf.extend_from_slice(b"zz\n{\"method\":\"a\"}\n");
+        assert!(matches!(
+            codec.decode(&mut buf)?,
+            Some(Err(FrameError::TooLong { .. }))
+        ));
+        assert!(matches!(codec.decode(&mut buf)?, Some(Ok(_))));
+
+        let big = format!("{{\"method\":\"{}\"}}\n", "m".repeat(2 * KEPT_BUFFER_BYTES));
+        buf.extend_from_slice(big.as_bytes());
+        assert!(matches!(codec.decode(&mut buf)?, Some(Ok(_))));
+        assert!(buf.capacity() <= FRESH_BUFFER_BYTES, "{}", buf.capacity());
         Ok(())
     }
 }
