@@ -190,6 +190,13 @@ impl DeliveryQueue {
         Ok(())
     }
 
+    /// Whether [`DeliveryQueue::next`] would return at once: writers flush only when it would
+    /// not, so a burst goes out in few writes.
+    pub(crate) fn has_ready(&self) -> bool {
+        let state = self.lock();
+        !state.queue.is_empty() || state.missed > 0
+    }
+
     /// Adds `count` messages dropped upstream (by a queue feeding this one) to what this
     /// consumer is told it missed.
     pub(crate) fn record_missed(&self, count: u64) {

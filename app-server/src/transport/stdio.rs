@@ -40,7 +40,7 @@ pub(crate) async fn serve_stdio(state: Arc<AppState>, limits: ConnectionLimits) 
     });
     let writer_queue = queue.clone();
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
+        let mut stdout = tokio::io::BufWriter::with_capacity(64 * 1024, tokio::io::stdout());
         while let Some(message) = next_for_client(&writer_queue).await {
             let Some(line) = message.line() else {
                 continue;
@@ -48,12 +48,19 @@ pub(crate) async fn serve_stdio(state: Arc<AppState>, limits: ConnectionLimits) 
             let write = async {
                 stdout.write_all(line.as_bytes()).await?;
                 stdout.write_all(b"\n").await?;
-                stdout.flush().await
+                // A burst goes out in few writes; the last line of it is flushed at once.
+                if !writer_queue.has_ready() {
+                    stdout.flush().await?;
+                }
+                Ok::<(), std::io::Error>(())
             };
             if let Err(err) = write.await {
                 tracing::debug!("stdout closed: {err}");
                 break;
             }
+        }
+        if let Err(err) = stdout.flush().await {
+            tracing::debug!("stdout closed: {err}");
         }
     });
     let outgoing = Arc::new(Outgoing::new(queue));

@@ -107,10 +107,14 @@ async fn connection(shared: Shared, socket: WebSocket) {
                 continue;
             };
             if sink
-                .send(Message::Text(text.as_ref().into()))
+                .feed(Message::Text(text.as_ref().into()))
                 .await
                 .is_err()
             {
+                break;
+            }
+            // A burst is framed into one buffer and flushed once it is over.
+            if !writer_queue.has_ready() && sink.flush().await.is_err() {
                 break;
             }
         }

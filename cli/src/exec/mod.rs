@@ -278,6 +278,10 @@ async fn drive(
         renderer.thread_started(&thread);
     }
     let thread_id = thread.thread.id.clone();
+    // Listening from before the turn starts, on one stream that queues deliveries: a Ctrl-C
+    // is never lost between two waits.
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
     let turn = client
         .request::<client_request::TurnStart>(TurnStartParams {
             thread_id: thread_id.clone(),
@@ -297,7 +301,13 @@ async fn drive(
     loop {
         let event = tokio::select! {
             event = client.next_event() => event.context("the in-process app-server stopped")?,
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            _ = interrupts.recv() => {
+                if interrupted {
+                    // A second Ctrl-C: stop waiting for the turn to wind down (the commands'
+                    // process groups are killed on the way out).
+                    eprintln!("keel: interrupted again; exiting");
+                    std::process::exit(130);
+                }
                 interrupted = true;
                 eprintln!("interrupting…");
                 client
