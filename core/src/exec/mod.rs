@@ -20,6 +20,9 @@ pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
 const CAPTURE_BYTES: usize = 1024 * 1024;
 /// Output deltas sent per command; beyond this, output is still captured but not streamed.
 const MAX_DELTA_EVENTS: usize = 10_000;
+/// After the command itself exits, how long its output may stay silent before the rest is
+/// given up: a background child (`server &`) can hold the pipes open for as long as it runs.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
 
 /// A command ready to run.
 #[derive(Debug, Clone)]
@@ -104,6 +107,11 @@ where
     tokio::pin!(deadline);
     let mut timed_out = false;
 
+    // Set once the command itself has exited; from then on only output that keeps coming
+    // is waited for.
+    let mut exited: Option<std::process::ExitStatus> = None;
+    let drain = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(drain);
     while out_open || err_open {
         let (stream, read) = tokio::select! {
             () = cancel.cancelled() => {
@@ -116,9 +124,21 @@ where
                 kill_group(group.as_ref());
                 continue;
             }
+            status = child.wait(), if exited.is_none() => {
+                exited = Some(status?);
+                drain.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                continue;
+            }
+            // The command is gone but something it started still holds the pipes.
+            () = &mut drain, if exited.is_some() => break,
             read = stdout.read(&mut out_chunk), if out_open => (ExecOutputStream::Stdout, read),
             read = stderr.read(&mut err_chunk), if err_open => (ExecOutputStream::Stderr, read),
         };
+        if exited.is_some() {
+            drain
+                .as_mut()
+                .reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+        }
         let n = read?;
         let bytes = match stream {
             ExecOutputStream::Stdout if n == 0 => {
@@ -145,13 +165,16 @@ where
         }
     }
 
-    let status = tokio::select! {
-        () = cancel.cancelled() => {
-            kill_group(group.as_ref());
-            let _reaped = child.wait().await;
-            return Ok(Err(ExecStop::Interrupted));
-        }
-        status = child.wait() => status?,
+    let status = match exited {
+        Some(status) => status,
+        None => tokio::select! {
+            () = cancel.cancelled() => {
+                kill_group(group.as_ref());
+                let _reaped = child.wait().await;
+                return Ok(Err(ExecStop::Interrupted));
+            }
+            status = child.wait() => status?,
+        },
     };
     // The direct child is gone; make sure nothing it left in its group lingers.
     kill_group(group.as_ref());

@@ -165,3 +165,35 @@ async fn input_during_a_turn_joins_that_turn() -> anyhow::Result<()> {
     assert!(second.contains("also this"), "{second}");
     Ok(())
 }
+
+/// How models start a server: a background child keeps the pipes open, but the call returns
+/// once the command itself has exited and its output went quiet, not at the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_child_does_not_hold_the_call() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "sleep 100 & echo started"],
+        )]),
+        Turn::new([assistant_message("server up")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    let new = env.start().await?;
+    say(&new.conversation, "start it").await?;
+    let events = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        until_turn_end(&new.conversation),
+    )
+    .await??;
+    let end = events
+        .iter()
+        .find_map(|e| match &e.msg {
+            EventMsg::ExecCommandEnd(end) => Some(end.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| anyhow::anyhow!("no exec_command_end"))?;
+    assert_eq!(end.exit_code, 0, "{end:?}");
+    assert_eq!(end.stdout, "started\n");
+    assert_eq!(last_agent_message(&events).as_deref(), Some("server up"));
+    Ok(())
+}
