@@ -240,14 +240,14 @@ impl CommandExecs {
         // Set when the reader lagged and the process had already exited: the events still
         // queued are read, then the call ends without waiting for an `exited` that was lost.
         let mut exit_seen_by_wait: Option<i32> = None;
-        loop {
-            let event = if exit_seen_by_wait.is_some() {
+        let exit_code = loop {
+            let event = if let Some(exit_code) = exit_seen_by_wait {
                 match events.try_recv() {
                     Ok(event) => Ok(event),
                     Err(broadcast::error::TryRecvError::Lagged(skipped)) => {
                         Err(broadcast::error::RecvError::Lagged(skipped))
                     }
-                    Err(_) => break,
+                    Err(_) => break exit_code,
                 }
             } else {
                 tokio::select! {
@@ -317,15 +317,12 @@ impl CommandExecs {
                 ExecServerEvent::Exited {
                     session_id,
                     exit_code,
-                } if &session_id == session => {
-                    exit_seen_by_wait = Some(exit_code);
-                    break;
-                }
+                } if &session_id == session => break exit_code,
                 _ => {}
             }
-        }
+        };
         Ok(CommandExecResponse {
-            exit_code: exit_seen_by_wait.unwrap_or(-1),
+            exit_code,
             stdout: String::from_utf8_lossy(&stdout).into_owned(),
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
         })
