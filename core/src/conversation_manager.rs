@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::conversation::Conversation;
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
+use crate::processes::ExecTarget;
 use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
 use crate::rollout::{self, RolloutRecorder};
 use crate::session::{Session, TurnContext, submission_loop};
@@ -192,7 +193,18 @@ impl ConversationManager {
         };
         let (tx_sub, rx_sub) = mpsc::channel(SUBMISSION_CAPACITY);
         let (tx_event, rx_event) = mpsc::channel(EVENT_CAPACITY);
-        let session = Arc::new(Session::new(id, context, history, recorder, tx_event));
+        let exec_target = match &config.exec_server_url {
+            Some(url) => ExecTarget::Remote(url.clone()),
+            None => ExecTarget::InProcess,
+        };
+        let session = Arc::new(Session::new(
+            id,
+            context,
+            history,
+            recorder,
+            tx_event,
+            exec_target,
+        ));
         tokio::spawn(submission_loop(session, rx_sub));
         let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, rollout_path));
         self.conversations
@@ -238,6 +250,8 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
         developer_instructions: config.developer_instructions.clone(),
         user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
         shell_env: config.shell_environment_policy.create_env_from_process(),
+        unified_exec: config.unified_exec,
+        shell_snapshot: config.shell_snapshot,
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),
     }

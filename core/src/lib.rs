@@ -42,13 +42,15 @@ pub mod config;
 mod conversation;
 mod conversation_manager;
 mod error;
-mod exec;
 mod models;
+mod processes;
 mod prompt_context;
 mod rollout;
 pub mod sandbox;
 mod session;
+mod shell_snapshot;
 mod tools;
+mod unified_exec;
 
 pub use client::{ClientSettings, ModelClient, Prompt, ResponseEvent, ResponseStream};
 pub use config::{

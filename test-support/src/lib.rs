@@ -100,5 +100,5 @@ pub use harness::{
 pub use mock::{
     CapturedRequest, DEFAULT_MODEL, Endpoint, Fault, MockModelBuilder, MockModelServer, OutputItem,
     Responder, Script, Turn, Usage, Violation, apply_patch_call, assistant_message,
-    custom_tool_call, function_call, reasoning, shell_call,
+    custom_tool_call, exec_command_call, function_call, reasoning, shell_call, write_stdin_call,
 };

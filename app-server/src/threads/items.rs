@@ -8,12 +8,13 @@ pub(crate) fn command_item(
     command: &[String],
     cwd: &std::path::Path,
     parsed: &[keel_protocol::ParsedCommand],
+    process_id: Option<String>,
 ) -> ThreadItem {
     ThreadItem::CommandExecution {
         id: call_id.to_string(),
         command: display_command(command),
         cwd: cwd.to_path_buf(),
-        process_id: None,
+        process_id,
         status: CommandExecutionStatus::InProgress,
         command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
         aggregated_output: None,

@@ -7,9 +7,10 @@ use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
     ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange, ItemDeltaNotification,
     ItemNotification, PatchApplyStatus, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ServerRequest, ThreadIdNotification, ThreadItem, ThreadTokenUsageUpdatedNotification, Turn,
-    TurnDiffUpdatedNotification, TurnError, TurnNotification, TurnPlanStep, TurnPlanStepStatus,
-    TurnPlanUpdatedNotification, TurnStatus, UserInput,
+    ServerRequest, TerminalInteractionNotification, ThreadIdNotification, ThreadItem,
+    ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
+    TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
+    UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
@@ -314,6 +315,7 @@ impl Translator {
                     &request.command,
                     &request.cwd,
                     &request.parsed_cmd,
+                    None,
                 );
                 out.extend(self.start_once(item));
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
@@ -347,6 +349,7 @@ impl Translator {
                     &begin.command,
                     &begin.cwd,
                     &begin.parsed_cmd,
+                    begin.process_id.clone(),
                 );
                 out.extend(self.start_once(item));
             }
@@ -369,6 +372,18 @@ impl Translator {
                     }),
                 ));
             }
+            EventMsg::TerminalInteraction(interaction) => {
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::TerminalInteraction(
+                    TerminalInteractionNotification {
+                        thread_id,
+                        turn_id,
+                        item_id: interaction.call_id.to_string(),
+                        process_id: interaction.process_id.clone(),
+                        stdin: interaction.stdin.clone(),
+                    },
+                )));
+            }
             EventMsg::ExecCommandEnd(end) => {
                 // The aggregated output in the item is whole; the decoders are done.
                 self.output_text
@@ -377,7 +392,7 @@ impl Translator {
                     id: end.call_id.to_string(),
                     command: display_command(&end.command),
                     cwd: end.cwd.clone(),
-                    process_id: None,
+                    process_id: end.process_id.clone(),
                     status: if end.exit_code == 0 {
                         CommandExecutionStatus::Completed
                     } else {

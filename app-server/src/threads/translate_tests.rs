@@ -114,6 +114,7 @@ fn command_approval_starts_the_item_once_and_end_completes_it() {
             cwd: PathBuf::from("/w"),
             parsed_cmd: Vec::new(),
             source: ExecCommandSource::Agent,
+            process_id: None,
         },
     ))));
     assert!(
@@ -138,6 +139,7 @@ fn command_approval_starts_the_item_once_and_end_completes_it() {
             cwd: PathBuf::from("/w"),
             parsed_cmd: Vec::new(),
             source: ExecCommandSource::Agent,
+            process_id: None,
             stdout: "hi\n".into(),
             stderr: String::new(),
             aggregated_output: "hi\n".into(),

@@ -35,9 +35,19 @@ impl HumanRenderer {
         }
         let line = match notification {
             ServerNotification::ItemStarted(started) => match &started.item {
+                ThreadItem::CommandExecution {
+                    command,
+                    process_id: Some(process_id),
+                    ..
+                } => format!("$ {command}   [session {process_id}]"),
                 ThreadItem::CommandExecution { command, .. } => format!("$ {command}"),
                 _ => return,
             },
+            ServerNotification::TerminalInteraction(interaction) => format!(
+                "  [session {}] < {}",
+                interaction.process_id,
+                interaction.stdin.escape_debug()
+            ),
             ServerNotification::ItemCompleted(done) => match &done.item {
                 ThreadItem::CommandExecution {
                     exit_code,

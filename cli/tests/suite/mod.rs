@@ -7,3 +7,4 @@ mod mcp_server;
 mod quickstart;
 mod sandbox;
 mod teardown;
+mod unified_exec;

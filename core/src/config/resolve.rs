@@ -83,6 +83,15 @@ pub struct Config {
     /// The sandbox helper, when given explicitly; else it is looked up next to the running
     /// program when a command needs it.
     pub sandbox_executable: Option<PathBuf>,
+    /// Offer the model `exec_command`/`write_stdin` (interactive processes) instead of
+    /// `shell` (`features.unified_exec`, default on). `shell` calls are accepted either way.
+    pub unified_exec: bool,
+    /// Capture the login shell's environment once per conversation and replay it, so
+    /// `bash -lc` commands skip the profile (`features.shell_snapshot`, default on).
+    pub shell_snapshot: bool,
+    /// Run the model's commands on a remote `keel exec-server` (`ws://HOST:PORT`) instead
+    /// of in this process.
+    pub exec_server_url: Option<String>,
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
@@ -243,8 +252,8 @@ fn deserialize(
     Ok((file, warnings))
 }
 
-/// Checks every provider's `base_url` the file defines: an absolute `http` or `https` URL with
-/// a host, so a typo fails at load with the key named, not at the first request.
+/// Checks the URLs the file defines (providers' `base_url`: absolute `http`/`https` with
+/// a host; `exec_server_url`: `ws`/`wss`), so a typo fails at load with the key named.
 fn validate_base_urls(
     file: &ConfigToml,
     path: &Path,
@@ -273,6 +282,26 @@ fn validate_base_urls(
                 id.clone(),
                 "base_url".to_string(),
             ];
+            return Err(ConfigError::InvalidValue {
+                origin: origin_of(&keys, path, cli_overrides),
+                key: keys.join("."),
+                message,
+            });
+        }
+    }
+    if let Some(url) = &file.exec_server_url {
+        let problem = match reqwest::Url::parse(url) {
+            Err(err) => Some(format!(
+                "`{url}` is not a URL ({err}); expected e.g. `ws://127.0.0.1:4500`"
+            )),
+            Ok(parsed) if !matches!(parsed.scheme(), "ws" | "wss") => Some(format!(
+                "`{url}` has scheme `{}`; expected `ws` or `wss`",
+                parsed.scheme()
+            )),
+            Ok(_) => None,
+        };
+        if let Some(message) = problem {
+            let keys = ["exec_server_url".to_string()];
             return Err(ConfigError::InvalidValue {
                 origin: origin_of(&keys, path, cli_overrides),
                 key: keys.join("."),
@@ -327,6 +356,8 @@ fn resolve(
         developer_instructions,
         project_doc_max_bytes,
         model_context_window,
+        features,
+        exec_server_url,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -426,6 +457,9 @@ fn resolve(
         model_context_window: profile.model_context_window.or(model_context_window),
         sandbox_allow_git_writes,
         sandbox_executable: overrides.sandbox_executable,
+        unified_exec: features.unified_exec.unwrap_or(true),
+        shell_snapshot: features.shell_snapshot.unwrap_or(true),
+        exec_server_url,
         warnings: Vec::new(),
     })
 }

@@ -31,6 +31,20 @@ pub(crate) struct ConfigToml {
     pub developer_instructions: Option<String>,
     pub project_doc_max_bytes: Option<usize>,
     pub model_context_window: Option<u64>,
+    pub features: FeaturesToml,
+    pub exec_server_url: Option<String>,
+}
+
+/// `[features]`: Codex's feature switches. Keel reads the ones it implements; the others
+/// (Codex has many) load silently.
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct FeaturesToml {
+    /// Offer `exec_command`/`write_stdin` instead of `shell` (default on).
+    pub unified_exec: Option<bool>,
+    /// Capture the login shell's environment once and replay it (default on).
+    pub shell_snapshot: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

@@ -26,6 +26,10 @@ pub(crate) struct TurnContext {
     pub user_instructions: Option<String>,
     /// The environment commands run with.
     pub shell_env: BTreeMap<String, String>,
+    /// Offer `exec_command`/`write_stdin` instead of `shell`.
+    pub unified_exec: bool,
+    /// Replay a captured login environment instead of running the login profile per command.
+    pub shell_snapshot: bool,
     pub request_max_retries: u64,
     pub stream_max_retries: u64,
 }

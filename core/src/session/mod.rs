@@ -24,7 +24,10 @@ pub(crate) use submission_loop::submission_loop;
 pub(crate) use turn::outputs_for_unanswered_calls;
 
 use crate::models::ResponseItem;
+use crate::processes::{ExecTarget, ProcessLayer};
 use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
+use crate::shell_snapshot::ShellSnapshots;
+use crate::unified_exec::UnifiedExecSessions;
 
 /// A running turn, as the submission loop sees it.
 struct ActiveTurn {
@@ -52,6 +55,12 @@ pub(crate) struct Session {
     state: Mutex<SessionState>,
     approvals: Mutex<HashMap<CallId, oneshot::Sender<ReviewDecision>>>,
     rollout: Option<RolloutRecorder>,
+    /// Where the conversation's commands run; dropping it kills them all.
+    processes: ProcessLayer,
+    /// The model's live `exec_command` sessions.
+    unified_exec: UnifiedExecSessions,
+    /// Captured login environments, replayed instead of running the profile per command.
+    shell_snapshots: ShellSnapshots,
 }
 
 impl Session {
@@ -61,6 +70,7 @@ impl Session {
         history: Vec<ResponseItem>,
         rollout: Option<RolloutRecorder>,
         tx_event: mpsc::Sender<Event>,
+        exec_target: ExecTarget,
     ) -> Self {
         Self {
             id,
@@ -76,7 +86,29 @@ impl Session {
             }),
             approvals: Mutex::new(HashMap::new()),
             rollout,
+            processes: ProcessLayer::new(exec_target),
+            unified_exec: UnifiedExecSessions::default(),
+            shell_snapshots: ShellSnapshots::new(
+                std::env::temp_dir()
+                    .join("keel-shell-snapshots")
+                    .join(id.to_string()),
+            ),
         }
+    }
+
+    /// The process layer the conversation's commands run on.
+    pub(crate) fn processes(&self) -> &ProcessLayer {
+        &self.processes
+    }
+
+    /// The conversation's login-shell snapshots.
+    pub(crate) fn shell_snapshots(&self) -> &ShellSnapshots {
+        &self.shell_snapshots
+    }
+
+    /// The model's live `exec_command` sessions.
+    pub(crate) fn unified_exec(&self) -> &UnifiedExecSessions {
+        &self.unified_exec
     }
 
     pub(crate) fn id(&self) -> ConversationId {

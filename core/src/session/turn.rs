@@ -81,6 +81,10 @@ pub(crate) async fn run_turn(
         Err(stop) => {
             session.clear_active_turn(&ids.sub_id);
             close_dangling_calls(&session).await;
+            if matches!(stop, TurnStop::Interrupted) {
+                // An interrupt stops everything the model started, long-lived processes too.
+                crate::tools::close_all_sessions(&session, &ids).await;
+            }
             let msg = match stop {
                 TurnStop::Interrupted => EventMsg::TurnAborted(TurnAbortedEvent {
                     turn_id: Some(ids.turn_id.clone()),

@@ -6,6 +6,7 @@ mod plan;
 mod shell;
 mod spec;
 mod turn_diff;
+mod unified_exec;
 
 use std::sync::Arc;
 
@@ -13,27 +14,34 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use turn_diff::TurnDiffTracker;
+pub(crate) use unified_exec::close_all_sessions;
 
 use crate::config::WireApi;
 use crate::models::ResponseItem;
 use crate::session::turn::{TurnIds, TurnStop};
 use crate::session::{Session, TurnContext};
 
-/// Tool definitions for a request. `apply_patch` is a freeform tool on the Responses API for
+/// Tool definitions for a request: `exec_command`/`write_stdin`, or `shell` when unified exec
+/// is off (a `shell` call is run either way). `apply_patch` is a freeform tool on the Responses API for
 /// GPT-5-family models (which are trained on it) and a JSON function tool otherwise.
 pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
     let settings = context.client.settings();
     let freeform = settings.wire_api == WireApi::Responses
         && (settings.model.starts_with("gpt-5") || settings.model.contains("codex"));
-    vec![
-        spec::shell_tool(),
+    let mut tools = if context.unified_exec {
+        vec![spec::exec_command_tool(), spec::write_stdin_tool()]
+    } else {
+        vec![spec::shell_tool()]
+    };
+    tools.extend([
         if freeform {
             crate::apply_patch::apply_patch_freeform_tool()
         } else {
             crate::apply_patch::apply_patch_function_tool()
         },
         spec::update_plan_tool(),
-    ]
+    ]);
+    tools
 }
 
 /// Runs the tool calls of one turn.
@@ -61,6 +69,8 @@ impl ToolRouter<'_> {
             } => {
                 let output = match name.as_str() {
                     "shell" | "container.exec" => self.shell(call_id, arguments, diff).await?,
+                    "exec_command" => self.exec_command(call_id, arguments, diff).await?,
+                    "write_stdin" => self.write_stdin(arguments).await?,
                     "apply_patch" => match serde_json::from_str::<PatchArgs>(arguments) {
                         Ok(args) => {
                             let cwd = self.context.cwd.clone();

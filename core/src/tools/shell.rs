@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::{ToolRouter, TurnDiffTracker};
 use crate::approvals::{ExecDecision, decide_exec};
-use crate::exec::{ExecOutcome, ExecRequest, ExecStop, run_command, truncate_for_model};
+use crate::processes::{ExecOutcome, ExecStop, ProcessSpec, run_to_exit, truncate_for_model};
 use crate::sandbox::{
     LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel, setup_failure,
 };
@@ -79,31 +79,17 @@ impl ToolRouter<'_> {
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
         };
         let policy = self.context.approval_policy;
-        let approved_for_session = self.session.is_approved_for_session(&call.argv);
-        let decision = decide_exec(
-            policy,
-            &call.argv,
-            args.with_escalated_permissions.unwrap_or(false),
-            args.justification.as_deref(),
-            approved_for_session,
-        );
-        match decision {
-            // The user saw and approved this exact command: it runs as approved, outside the
-            // sandbox (as in Codex).
-            ExecDecision::Run if approved_for_session => return self.run_unsandboxed(&call).await,
-            ExecDecision::Run => {}
-            ExecDecision::Reject(reason) => return Ok(reason),
-            ExecDecision::Ask(reason) => {
-                return match self.ask_exec(&call, reason).await? {
-                    Some(refusal) => Ok(refusal),
-                    None => self.run_unsandboxed(&call).await,
-                };
-            }
-        }
-        let sandbox = match self.sandbox_command() {
-            Ok(Some(sandbox)) => sandbox,
-            Ok(None) => return self.run_unsandboxed(&call).await,
-            Err(err) => return self.run_without_sandbox(&call, &err.to_string()).await,
+        let placement = self
+            .authorize(
+                &call,
+                args.with_escalated_permissions.unwrap_or(false),
+                args.justification.as_deref(),
+            )
+            .await?;
+        let sandbox = match placement {
+            Ok(Placement::Sandboxed(sandbox)) => sandbox,
+            Ok(Placement::Unsandboxed) => return self.run_unsandboxed(&call).await,
+            Err(refusal) => return Ok(refusal),
         };
         let outcome = self.execute(&call, Some(&sandbox)).await?;
         if let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr) {
@@ -120,6 +106,45 @@ impl ToolRouter<'_> {
             }
         }
         Ok(model_output(&outcome, call.timeout))
+    }
+
+    /// Decides whether and how `call` may run: approval first, then the sandbox. `Err` holds
+    /// the text telling the model why it did not run.
+    pub(super) async fn authorize(
+        &self,
+        call: &ExecCall,
+        escalated: bool,
+        justification: Option<&str>,
+    ) -> Result<Result<Placement, String>, TurnStop> {
+        let approved_for_session = self.session.is_approved_for_session(&call.argv);
+        let decision = decide_exec(
+            self.context.approval_policy,
+            &call.argv,
+            escalated,
+            justification,
+            approved_for_session,
+        );
+        match decision {
+            // The user saw and approved this exact command: it runs as approved, outside the
+            // sandbox (as in Codex).
+            ExecDecision::Run if approved_for_session => return Ok(Ok(Placement::Unsandboxed)),
+            ExecDecision::Run => {}
+            ExecDecision::Reject(reason) => return Ok(Err(reason)),
+            ExecDecision::Ask(reason) => {
+                return Ok(match self.ask_exec(call, reason).await? {
+                    Some(refusal) => Err(refusal),
+                    None => Ok(Placement::Unsandboxed),
+                });
+            }
+        }
+        match self.sandbox_command() {
+            Ok(Some(sandbox)) => Ok(Ok(Placement::Sandboxed(sandbox))),
+            Ok(None) => Ok(Ok(Placement::Unsandboxed)),
+            Err(err) => Ok(self
+                .allow_without_sandbox(call, &err.to_string())
+                .await?
+                .map(|()| Placement::Unsandboxed)),
+        }
     }
 
     /// The helper invocation for this turn's sandbox policy; `None` when the policy is
@@ -148,23 +173,36 @@ impl ToolRouter<'_> {
     /// The sandbox cannot confine `call`: never run it silently. Ask the user when the
     /// approval policy allows it, else tell the model.
     async fn run_without_sandbox(&self, call: &ExecCall, reason: &str) -> Result<String, TurnStop> {
-        tracing::warn!(call_id = %call.call_id.as_str(), "sandbox unavailable: {reason}");
-        if self.context.approval_policy == AskForApproval::Never {
-            return Ok(format!(
-                "command not run: the sandbox is unavailable ({reason}), and the approval \
-                 policy `never` does not allow running commands outside it"
-            ));
-        }
-        let question =
-            format!("the sandbox is unavailable ({reason}); run this command without it?");
-        match self.ask_exec(call, Some(question)).await? {
-            Some(refusal) => Ok(format!("{refusal} (the sandbox is unavailable: {reason})")),
-            None => self.run_unsandboxed(call).await,
+        match self.allow_without_sandbox(call, reason).await? {
+            Ok(()) => self.run_unsandboxed(call).await,
+            Err(refusal) => Ok(refusal),
         }
     }
 
+    /// Whether `call` may run outside the sandbox that cannot confine it: the user's answer,
+    /// or `Err` with the text for the model.
+    async fn allow_without_sandbox(
+        &self,
+        call: &ExecCall,
+        reason: &str,
+    ) -> Result<Result<(), String>, TurnStop> {
+        tracing::warn!(call_id = %call.call_id.as_str(), "sandbox unavailable: {reason}");
+        if self.context.approval_policy == AskForApproval::Never {
+            return Ok(Err(format!(
+                "command not run: the sandbox is unavailable ({reason}), and the approval \
+                 policy `never` does not allow running commands outside it"
+            )));
+        }
+        let question =
+            format!("the sandbox is unavailable ({reason}); run this command without it?");
+        Ok(match self.ask_exec(call, Some(question)).await? {
+            Some(refusal) => Err(format!("{refusal} (the sandbox is unavailable: {reason})")),
+            None => Ok(()),
+        })
+    }
+
     /// Asks the user about `call`; `None` when approved, else the text for the model.
-    async fn ask_exec(
+    pub(super) async fn ask_exec(
         &self,
         call: &ExecCall,
         reason: Option<String>,
@@ -233,19 +271,22 @@ impl ToolRouter<'_> {
                     cwd: cwd.clone(),
                     parsed_cmd: parsed_cmd.clone(),
                     source: ExecCommandSource::Agent,
+                    process_id: None,
                 }),
             )
             .await;
-        let request = ExecRequest {
-            argv: sandbox.map_or_else(|| argv.clone(), |sandbox| sandbox.wrap(argv)),
+        let launch = self.launch_argv(argv, cwd).await;
+        let spec = ProcessSpec {
+            argv: sandbox.map_or_else(|| launch.clone(), |sandbox| sandbox.wrap(&launch)),
             arg0: sandbox.map(|_| LINUX_SANDBOX_ARG0.to_string()),
             cwd: cwd.clone(),
             env: self.context.shell_env.clone(),
-            timeout: *timeout,
+            tty: false,
         };
         let session = self.session;
         let sub_id = &self.ids.sub_id;
-        let result = run_command(&request, self.cancel, |stream, bytes| {
+        let layer = self.session.processes();
+        let result = run_to_exit(layer, spec, *timeout, self.cancel, |stream, bytes| {
             let delta = EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
                 call_id: call_id.clone(),
                 stream,
@@ -276,6 +317,7 @@ impl ToolRouter<'_> {
                     cwd: cwd.clone(),
                     parsed_cmd,
                     source: ExecCommandSource::Agent,
+                    process_id: None,
                     stdout: outcome.stdout.clone(),
                     stderr: outcome.stderr.clone(),
                     aggregated_output: outcome.aggregated.clone(),
@@ -294,12 +336,20 @@ impl ToolRouter<'_> {
     }
 }
 
-/// A `shell` call ready to run.
-struct ExecCall {
-    call_id: CallId,
-    argv: Vec<String>,
-    cwd: PathBuf,
-    timeout: Duration,
+/// A command call ready to run.
+pub(super) struct ExecCall {
+    pub call_id: CallId,
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+}
+
+/// Where an authorized command runs.
+pub(super) enum Placement {
+    /// Confined by the sandbox helper.
+    Sandboxed(SandboxCommand),
+    /// As is (no sandbox policy, or the user approved running it outside).
+    Unsandboxed,
 }
 
 /// The output as the model sees it: truncated, with a note when the command timed out.

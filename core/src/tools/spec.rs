@@ -28,6 +28,61 @@ pub(crate) fn shell_tool() -> Value {
     })
 }
 
+/// The `exec_command` tool: start a process and read what it prints within a time budget.
+pub(crate) fn exec_command_tool() -> Value {
+    json!({
+        "type": "function",
+        "name": "exec_command",
+        "description": "Run a shell command and return its output. If the command is still \
+            running when `yield_time_ms` has passed, the result gives a session ID: call \
+            `write_stdin` with it to poll for more output or, when started with `tty: true`, to \
+            type into it (a REPL, a prompt, a dev server). Commands run under the user's \
+            approval policy and sandbox; to ask for more access set `sandbox_permissions` to \
+            `require_escalated` and say why in `justification`.",
+        "strict": false,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "cmd": {"type": "string", "description": "The shell command to run."},
+                "workdir": {"type": "string", "description": "Working directory; defaults to the session's."},
+                "shell": {"type": "string", "description": "Shell program; defaults to bash."},
+                "login": {"type": "boolean", "description": "Run as a login shell (default true)."},
+                "tty": {"type": "boolean", "description": "Give the process a terminal so input can be written to it (default false)."},
+                "yield_time_ms": {"type": "number", "description": "How long to wait for output before returning (default 10000)."},
+                "max_output_tokens": {"type": "number", "description": "Cap on the output returned; the middle is cut beyond it."},
+                "sandbox_permissions": {"type": "string", "description": "`use_default`, or `require_escalated` to ask to run outside the sandbox."},
+                "justification": {"type": "string", "description": "Why escalation is needed, shown to the user."},
+                "prefix_rule": {"type": "array", "items": {"type": "string"}, "description": "A command prefix you suggest the user approve for later commands."}
+            },
+            "required": ["cmd"],
+            "additionalProperties": false
+        }
+    })
+}
+
+/// The `write_stdin` tool: type into a running session, or poll it for output.
+pub(crate) fn write_stdin_tool() -> Value {
+    json!({
+        "type": "function",
+        "name": "write_stdin",
+        "description": "Write characters to a running exec_command session and return the \
+            output that follows. Leave `chars` empty to wait for more output; the call returns \
+            as soon as the process exits.",
+        "strict": false,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "session_id": {"type": "number", "description": "The session ID exec_command returned."},
+                "chars": {"type": "string", "description": "What to type (include \\n to press enter); empty to poll."},
+                "yield_time_ms": {"type": "number", "description": "How long to wait for output before returning."},
+                "max_output_tokens": {"type": "number", "description": "Cap on the output returned; the middle is cut beyond it."}
+            },
+            "required": ["session_id"],
+            "additionalProperties": false
+        }
+    })
+}
+
 /// The `update_plan` tool: keep a visible step-by-step plan.
 pub(crate) fn update_plan_tool() -> Value {
     json!({

@@ -58,9 +58,10 @@ async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
             .contains("\"exit_code\":3"),
         "{out2}"
     );
+    // Unified exec is offered by default; a `shell` call is still run.
     assert_eq!(
         requests[0].tool_names(),
-        vec!["shell", "apply_patch", "update_plan"]
+        vec!["exec_command", "write_stdin", "apply_patch", "update_plan"]
     );
     env.mock.verify()?;
     Ok(())

@@ -131,6 +131,8 @@ crate::notification_table! {
         AgentMessageDelta("item/agentMessage/delta", ItemDeltaNotification),
         /// Command output streamed.
         CommandExecutionOutputDelta("item/commandExecution/outputDelta", ItemDeltaNotification),
+        /// The model typed into a running command.
+        TerminalInteraction("item/commandExecution/terminalInteraction", TerminalInteractionNotification),
         /// Reasoning summary text streamed.
         ReasoningSummaryTextDelta("item/reasoning/summaryTextDelta", ReasoningSummaryTextDeltaNotification),
         /// A server request was settled without the client.

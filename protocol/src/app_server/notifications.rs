@@ -137,6 +137,22 @@ pub struct ItemDeltaNotification {
     pub delta: String,
 }
 
+/// `item/commandExecution/terminalInteraction`: the model typed into a running command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalInteractionNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The command's item.
+    pub item_id: String,
+    /// The session id the model names the process by.
+    pub process_id: String,
+    /// What was written.
+    pub stdin: String,
+}
+
 /// `item/reasoning/summaryTextDelta`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::{
     ApplyPatchApprovalRequestEvent, AskForApproval, ExecApprovalRequestEvent,
     ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, PatchApplyBeginEvent,
-    PatchApplyEndEvent, ReasoningEffort, SandboxPolicy, TokenUsageInfo, UpdatePlanArgs,
+    PatchApplyEndEvent, ReasoningEffort, SandboxPolicy, TerminalInteractionEvent, TokenUsageInfo,
+    UpdatePlanArgs,
 };
 use crate::{ConversationId, SubmissionId, TurnId};
 
@@ -48,6 +49,8 @@ pub enum EventMsg {
     ExecCommandOutputDelta(ExecCommandOutputDeltaEvent),
     /// A command finished.
     ExecCommandEnd(ExecCommandEndEvent),
+    /// The model wrote to a running process's terminal.
+    TerminalInteraction(TerminalInteractionEvent),
     /// The engine needs the user's approval to run a command.
     ExecApprovalRequest(ExecApprovalRequestEvent),
     /// The engine needs the user's approval to apply a patch.

@@ -20,6 +20,8 @@ pub enum ExecCommandSource {
     Agent,
     /// The user, directly.
     UserShell,
+    /// The model, starting a long-lived process with `exec_command`.
+    UnifiedExecStartup,
 }
 
 /// How a command ended.
@@ -51,6 +53,10 @@ pub struct ExecCommandBeginEvent {
     /// Who asked for it.
     #[serde(default)]
     pub source: ExecCommandSource,
+    /// The `exec_command` session id the model talks to the process by, for a process
+    /// that may outlive the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
 }
 
 /// Payload of `exec_command_output_delta`.
@@ -81,6 +87,9 @@ pub struct ExecCommandEndEvent {
     /// Who asked for it.
     #[serde(default)]
     pub source: ExecCommandSource,
+    /// The `exec_command` session id, for a process that outlived its call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
     /// Captured standard output (bounded).
     pub stdout: String,
     /// Captured standard error (bounded).
@@ -95,6 +104,17 @@ pub struct ExecCommandEndEvent {
     pub formatted_output: String,
     /// How it ended.
     pub status: ExecCommandStatus,
+}
+
+/// Payload of `terminal_interaction`: the model wrote to a running process's terminal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TerminalInteractionEvent {
+    /// The `exec_command` call that started the process.
+    pub call_id: CallId,
+    /// The session id the model names the process by.
+    pub process_id: String,
+    /// What was written.
+    pub stdin: String,
 }
 
 /// Payload of `exec_approval_request`.

@@ -146,7 +146,13 @@ fn event_msgs() -> Vec<EventMsg> {
                     path: None,
                 },
             ],
-            source: ExecCommandSource::Agent,
+            source: ExecCommandSource::UnifiedExecStartup,
+            process_id: Some("1000".into()),
+        }),
+        EventMsg::TerminalInteraction(TerminalInteractionEvent {
+            call_id: call_id.clone(),
+            process_id: "1000".into(),
+            stdin: "print(1)\n".into(),
         }),
         EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
             call_id: call_id.clone(),
@@ -160,6 +166,7 @@ fn event_msgs() -> Vec<EventMsg> {
             cwd: PathBuf::from("/w"),
             parsed_cmd: vec![],
             source: ExecCommandSource::UserShell,
+            process_id: None,
             stdout: String::new(),
             stderr: "x".into(),
             aggregated_output: "x".into(),

@@ -45,6 +45,11 @@ impl MarkedSleeper {
         )
     }
 
+    /// The sleeper program (run it as `<path> SECONDS`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Live processes whose command line names this sleeper.
     pub fn live_processes(&self) -> Vec<i32> {
         processes_whose_cmdline_contains(&self.path.to_string_lossy())

@@ -343,6 +343,28 @@ pub fn shell_call(
     }
 }
 
+/// A call of the `exec_command` tool; `args` is its JSON arguments object (`cmd` and any of
+/// `tty`, `yield_time_ms`, `max_output_tokens`, ...).
+pub fn exec_command_call(call_id: impl Into<String>, args: serde_json::Value) -> OutputItem {
+    function_call(call_id, "exec_command", args.to_string())
+}
+
+/// A call of the `write_stdin` tool: `chars` to session `session_id` (empty to poll), waiting
+/// up to `yield_time_ms` for output.
+pub fn write_stdin_call(
+    call_id: impl Into<String>,
+    session_id: i64,
+    chars: &str,
+    yield_time_ms: u64,
+) -> OutputItem {
+    let args = serde_json::json!({
+        "session_id": session_id,
+        "chars": chars,
+        "yield_time_ms": yield_time_ms,
+    });
+    function_call(call_id, "write_stdin", args.to_string())
+}
+
 /// A freeform `apply_patch` call carrying `patch`.
 pub fn apply_patch_call(call_id: impl Into<String>, patch: impl Into<String>) -> OutputItem {
     OutputItem::ApplyPatchCall {

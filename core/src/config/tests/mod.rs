@@ -75,6 +75,9 @@ fn default_config(keel_home: &Path) -> Config {
         model_context_window: None,
         sandbox_allow_git_writes: false,
         sandbox_executable: None,
+        unified_exec: true,
+        shell_snapshot: true,
+        exec_server_url: None,
         warnings: Vec::new(),
     }
 }
@@ -116,6 +119,11 @@ developer_instructions = "Prefer small diffs."
 project_doc_max_bytes = 65536
 model_context_window = 200000
 file_opener = "vscode"
+exec_server_url = "ws://10.0.0.5:4500"
+
+[features]
+unified_exec = false
+enable_fanout = true                      # Codex-only: ignored
 
 [model_providers.azure]
 name = "Azure"
@@ -223,6 +231,9 @@ fn full_codex_style_file() -> TestResult {
         model_context_window: Some(200_000),
         sandbox_allow_git_writes: false,
         sandbox_executable: None,
+        unified_exec: false,
+        shell_snapshot: true,
+        exec_server_url: Some("ws://10.0.0.5:4500".to_string()),
         warnings: Vec::new(),
     };
     assert_eq!(config, expected);

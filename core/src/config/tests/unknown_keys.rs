@@ -103,3 +103,17 @@ fn base_url_is_checked_at_load() {
          `http://localhost:11434/v1`"
     );
 }
+
+#[test]
+fn exec_server_url_is_checked_at_load() {
+    assert_eq!(
+        load_err("exec_server_url = \"http://127.0.0.1:4500\"\n", &[]),
+        "/home/u/.keel/config.toml: exec_server_url: `http://127.0.0.1:4500` has scheme \
+         `http`; expected `ws` or `wss`"
+    );
+    assert_eq!(
+        load_err("", &["exec_server_url=127.0.0.1:4500"]),
+        "-c exec_server_url=\"127.0.0.1:4500\": exec_server_url: `127.0.0.1:4500` is not a \
+         URL (relative URL without a base); expected e.g. `ws://127.0.0.1:4500`"
+    );
+}

@@ -1,0 +1,141 @@
+//! The engine's one process layer: every command the model runs (the `shell` tool and the
+//! unified-exec sessions) is started through a keel-exec-server client, in this process by
+//! default or on a remote `keel exec-server` when `exec_server_url` is set.
+//!
+//! Policy stays above this layer: approval and sandbox wrapping are decided by the tools,
+//! which hand a finished argv here. Output of every process is collected by one router task
+//! into a per-process buffer, so nothing printed between two polls of a long-lived process is
+//! lost, and a process's owner reads it when it wants.
+
+mod handle;
+mod output_buffer;
+mod router;
+mod run_to_exit;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_exec_server::{ExecServerClient, ExecServerClientOptions, ExecServerConfig};
+use keel_protocol::exec_server::ExecParams;
+use tokio::sync::OnceCell;
+
+pub(crate) use handle::ProcessHandle;
+pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
+pub(crate) use router::ProcessStates;
+pub(crate) use run_to_exit::{ExecOutcome, ExecStop, run_to_exit};
+
+/// Events the client may hold for the router before it falls behind.
+const EVENT_CAPACITY: usize = 4096;
+/// After a command exits, how long its output may stay silent before the rest is given
+/// up: a background child (`server &`) can hold the pipes open for as long as it runs.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+
+/// Why a process could not be started or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// Connecting to (or starting) the exec-server failed.
+    #[error("could not reach the exec-server: {0}")]
+    Connect(String),
+    /// The exec-server refused or failed the request.
+    #[error("{0}")]
+    Request(#[from] keel_exec_server::ExecServerError),
+}
+
+/// Where processes run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ExecTarget {
+    /// An exec-server handler in this process.
+    InProcess,
+    /// A `keel exec-server` listening at this websocket URL.
+    Remote(String),
+}
+
+/// A command ready to start, after policy decided how.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessSpec {
+    pub argv: Vec<String>,
+    /// The `argv[0]` the program sees, when it differs (the sandbox helper).
+    pub arg0: Option<String>,
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    /// Run on a pseudo-terminal (input can be written) instead of pipes (stdin closed).
+    pub tty: bool,
+}
+
+struct Connected {
+    client: ExecServerClient,
+    states: Arc<ProcessStates>,
+    _router: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+/// One conversation's connection to the process service, made on first use.
+///
+/// Dropping it closes the connection, which kills every process it started.
+pub(crate) struct ProcessLayer {
+    target: ExecTarget,
+    connected: OnceCell<Arc<Connected>>,
+}
+
+impl ProcessLayer {
+    pub(crate) fn new(target: ExecTarget) -> Self {
+        Self {
+            target,
+            connected: OnceCell::new(),
+        }
+    }
+
+    async fn connected(&self) -> Result<&Arc<Connected>, ProcessError> {
+        self.connected
+            .get_or_try_init(|| async {
+                let options = ExecServerClientOptions {
+                    client_name: format!("keel-core {}", env!("CARGO_PKG_VERSION")),
+                    event_capacity: EVENT_CAPACITY,
+                    ..ExecServerClientOptions::default()
+                };
+                let client = match &self.target {
+                    ExecTarget::InProcess => {
+                        let config = ExecServerConfig {
+                            output_drain_timeout: DRAIN_AFTER_EXIT,
+                            ..ExecServerConfig::default()
+                        };
+                        ExecServerClient::in_process(config, options).await
+                    }
+                    ExecTarget::Remote(url) => {
+                        ExecServerClient::connect_websocket(url, options).await
+                    }
+                }
+                .map_err(|err| ProcessError::Connect(err.to_string()))?;
+                let states = Arc::new(ProcessStates::default());
+                let router = router::spawn(client.subscribe(), states.clone());
+                Ok(Arc::new(Connected {
+                    client,
+                    states,
+                    _router: router,
+                }))
+            })
+            .await
+    }
+
+    /// Starts a process; its output is collected from its first byte.
+    pub(crate) async fn spawn(&self, spec: ProcessSpec) -> Result<ProcessHandle, ProcessError> {
+        let connected = self.connected().await?.clone();
+        let response = connected
+            .client
+            .exec(ExecParams {
+                argv: spec.argv,
+                cwd: spec.cwd,
+                env: spec.env,
+                tty: spec.tty,
+                arg0: spec.arg0,
+            })
+            .await?;
+        let state = connected.states.claim(&response.session_id);
+        Ok(ProcessHandle::new(
+            connected.clone(),
+            response.session_id,
+            state,
+        ))
+    }
+}

@@ -1,0 +1,137 @@
+//! The model's interactive processes (`exec_command` / `write_stdin`): processes that outlive
+//! the call that started them, named by a small integer the model passes back.
+//!
+//! A conversation keeps at most [`MAX_SESSIONS`] of them; starting one more closes the least
+//! recently used. All are killed when the turn is interrupted or the conversation ends.
+
+mod model_output;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use keel_protocol::{CallId, ParsedCommand};
+use tokio::time::Instant;
+
+pub(crate) use model_output::{ChunkReport, ProcessStatus, render_chunk};
+
+use crate::processes::{HeadTailBuffer, ProcessHandle};
+
+/// Live sessions a conversation may hold.
+pub(crate) const MAX_SESSIONS: usize = 64;
+/// The first session id handed out; ids grow from there and are never reused.
+const FIRST_SESSION_ID: i32 = 1000;
+/// Output kept per process for its `exec_command_end` event.
+pub(crate) const AGGREGATED_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// One live process and what its events need to say about it.
+pub(crate) struct UnifiedProcess {
+    pub handle: ProcessHandle,
+    /// The `exec_command` call that started it; its events carry this id.
+    pub call_id: CallId,
+    /// What the model asked for, as shown to users.
+    pub command: Vec<String>,
+    /// The model's `cmd`, repeated in every poll's output.
+    pub cmd: String,
+    pub cwd: PathBuf,
+    pub parsed_cmd: Vec<ParsedCommand>,
+    pub tty: bool,
+    pub started: Instant,
+    /// Everything it printed (bounded), for the end event.
+    pub aggregated: HeadTailBuffer,
+}
+
+/// A process the model can reach, shared between the map and the call using it.
+pub(crate) type SharedProcess = Arc<tokio::sync::Mutex<UnifiedProcess>>;
+
+struct Entry {
+    process: SharedProcess,
+    last_used: Instant,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: BTreeMap<i32, Entry>,
+    next_id: Option<i32>,
+}
+
+/// The live `exec_command` sessions of one conversation.
+#[derive(Default)]
+pub(crate) struct UnifiedExecSessions {
+    sessions: Mutex<Sessions>,
+}
+
+/// A session closed to make room for a new one.
+pub(crate) struct Pruned {
+    pub id: i32,
+    pub process: SharedProcess,
+}
+
+impl UnifiedExecSessions {
+    fn lock(&self) -> MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reserves the id of a process about to start.
+    pub(crate) fn next_id(&self) -> i32 {
+        let mut sessions = self.lock();
+        let id = sessions.next_id.unwrap_or(FIRST_SESSION_ID);
+        sessions.next_id = Some(id.saturating_add(1));
+        id
+    }
+
+    /// Keeps a process that is still running after its call; when the conversation is at its
+    /// limit, the least recently used session is removed and returned for the caller to stop.
+    pub(crate) fn insert(&self, id: i32, process: SharedProcess) -> Option<Pruned> {
+        let mut sessions = self.lock();
+        let pruned = if sessions.by_id.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .by_id
+                .iter()
+                .min_by_key(|(_, entry)| entry.last_used)
+                .map(|(id, _)| *id);
+            oldest.and_then(|id| {
+                sessions.by_id.remove(&id).map(|entry| Pruned {
+                    id,
+                    process: entry.process,
+                })
+            })
+        } else {
+            None
+        };
+        sessions.by_id.insert(
+            id,
+            Entry {
+                process,
+                last_used: Instant::now(),
+            },
+        );
+        pruned
+    }
+
+    /// The process with this id, marked as just used.
+    pub(crate) fn get(&self, id: i32) -> Option<SharedProcess> {
+        let mut sessions = self.lock();
+        let entry = sessions.by_id.get_mut(&id)?;
+        entry.last_used = Instant::now();
+        Some(entry.process.clone())
+    }
+
+    /// Forgets a process (it exited, or the model is done with it).
+    pub(crate) fn remove(&self, id: i32) {
+        self.lock().by_id.remove(&id);
+    }
+
+    /// The ids of the live sessions, for error messages.
+    pub(crate) fn ids(&self) -> Vec<i32> {
+        self.lock().by_id.keys().copied().collect()
+    }
+
+    /// Removes every session and returns them, for the caller to stop.
+    pub(crate) fn take_all(&self) -> Vec<(i32, SharedProcess)> {
+        std::mem::take(&mut self.lock().by_id)
+            .into_iter()
+            .map(|(id, entry)| (id, entry.process))
+            .collect()
+    }
+}
