@@ -86,6 +86,11 @@ impl ProcessLayer {
         }
     }
 
+    /// Whether processes run on this host (so files this process writes are theirs to read).
+    pub(crate) fn is_local(&self) -> bool {
+        self.target == ExecTarget::InProcess
+    }
+
     async fn connected(&self) -> Result<&Arc<Connected>, ProcessError> {
         self.connected
             .get_or_try_init(|| async {

@@ -349,7 +349,8 @@ impl ToolRouter<'_> {
     /// `[bash, -lc, script]` as a non-login shell sourcing the conversation's snapshot of
     /// the login environment, when snapshots are on and one could be taken.
     pub(super) async fn launch_argv(&self, argv: &[String], cwd: &std::path::Path) -> Vec<String> {
-        if !self.context.shell_snapshot {
+        // The snapshot is a file on this host; a remote exec-server could not read it.
+        if !self.context.shell_snapshot || !self.session.processes().is_local() {
             return argv.to_vec();
         }
         self.session

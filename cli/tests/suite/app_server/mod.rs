@@ -5,5 +5,6 @@ mod common;
 mod protocol;
 mod threads;
 mod turns;
+mod unified_exec;
 mod utilities;
 mod websocket;

@@ -1,85 +1,15 @@
-//! `exec_command` / `write_stdin` through the `keel` binary against the mock model: what the
-//! model reads back (the `Process exited` / `Process running` layout), terminals, polling,
-//! bounded output, and processes that never outlive the conversation.
+//! What the model reads back from `exec_command` / `write_stdin` (the `Process exited` /
+//! `Process running` layout), terminals, polling, bounded output, and processes that never
+//! outlive the conversation.
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::Context;
-use keel_test_support::{
-    MarkedSleeper, MockModelServer, Script, Turn, assistant_message, exec_command_call, shell_call,
-    write_config, write_stdin_call,
-};
+use keel_test_support::{MarkedSleeper, Turn, exec_command_call, shell_call, write_stdin_call};
 use serde_json::json;
 
-const WAIT: Duration = Duration::from_secs(90);
+use super::{body_of, run, wall_time};
+
 const GONE_WITHIN: Duration = Duration::from_secs(15);
-
-struct Run {
-    mock: MockModelServer,
-    code: Option<i32>,
-    stderr: String,
-    _home: tempfile::TempDir,
-}
-
-impl Run {
-    /// The text the model was given for `call_id`.
-    fn output(&self, call_id: &str) -> String {
-        self.mock
-            .requests()
-            .iter()
-            .find_map(|request| request.tool_output(call_id).cloned())
-            .and_then(|value| value.as_str().map(str::to_string))
-            .unwrap_or_default()
-    }
-}
-
-/// Runs `keel exec` through `turns` (then a final answer), in `ws`, with `env` added.
-async fn run(ws: &Path, turns: Vec<Turn>, env: &[(&str, &str)]) -> anyhow::Result<Run> {
-    let mut turns = turns;
-    turns.push(Turn::new([assistant_message("done")]));
-    let mock = MockModelServer::start(Script::new(turns)).await?;
-    let home = tempfile::tempdir()?;
-    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    command
-        .args(["exec", "run the commands"])
-        .current_dir(ws)
-        .env("KEEL_HOME", home.path())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = tokio::time::timeout(WAIT, command.output())
-        .await
-        .context("keel exec did not finish")??;
-    Ok(Run {
-        mock,
-        code: output.status.code(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        _home: home,
-    })
-}
-
-/// What follows `Output:` in a tool result.
-fn body_of(output: &str) -> &str {
-    output.split_once("Output:\n").map_or("", |(_, body)| body)
-}
-
-/// The `Wall time` the model was told, in seconds.
-fn wall_time(output: &str) -> f64 {
-    output
-        .lines()
-        .find_map(|line| line.strip_prefix("Wall time: "))
-        .and_then(|rest| rest.strip_suffix(" seconds"))
-        .and_then(|secs| secs.parse().ok())
-        .unwrap_or(f64::MAX)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_exits_reports_its_code_and_output() -> anyhow::Result<()> {
