@@ -7,7 +7,18 @@
 #   CARGO_TARGET_DIR=/work/target-bench cargo build --release -p keel -p keel-test-support
 #   scripts/bench-exec.sh --keel /work/target-bench/release/keel \
 #       --mock /work/target-bench/release/keel-mock-model \
-#       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"]
+#       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"] \
+#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]...
+#
+# Realistic mode (`--commands bash-lc --profile-ms 100`): models send their commands as
+# `["bash", "-lc", "..."]`, and a developer's login profile (pyenv, nvm, conda, cargo env) costs
+# 100 ms or more per login shell. `--commands bash-lc` makes every call `bash -lc "echo step K"`
+# instead of the bare `echo "step K"`; `--profile-ms N` gives both tools a HOME whose
+# `.bash_profile` spends N ms (a `sleep`, standing in for such init scripts) and exports a
+# variable. Without it HOME is an empty directory. The measured cost of one `bash -lc true` with
+# that HOME is printed with the table, so the figure says what workload it stands for.
+# `--keel-flag` passes one more argument to `keel exec` (repeatable), e.g.
+# `--keel-flag -c --keel-flag features.shell_snapshot=false` to measure without snapshots.
 #
 # For each script size N the harness writes a mock script of N model turns: N-1 turns that
 # each make one `shell` call (`echo "step K"`) and a last turn that answers "done". Every run
@@ -35,6 +46,9 @@ codex=""
 runs=5
 warmup=1
 turn_counts="1 11 51"
+commands="echo"
+profile_ms=0
+keel_flags=()
 while (($#)); do
     case "$1" in
         --keel) keel="$2"; shift 2 ;;
@@ -43,6 +57,9 @@ while (($#)); do
         --runs) runs="$2"; shift 2 ;;
         --warmup) warmup="$2"; shift 2 ;;
         --turns) turn_counts="$2"; shift 2 ;;
+        --commands) commands="$2"; shift 2 ;;
+        --profile-ms) profile_ms="$2"; shift 2 ;;
+        --keel-flag) keel_flags+=("$2"); shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "bench-exec: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -58,6 +75,8 @@ die() {
 [[ -z "$codex" || -x "$codex" ]] || die "--codex is not executable: $codex"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
+[[ "$commands" == echo || "$commands" == bash-lc ]] || die "--commands must be echo or bash-lc"
+[[ "$profile_ms" =~ ^[0-9]+$ ]] || die "--profile-ms must be a non-negative integer"
 /usr/bin/time --version 2>&1 | grep -q GNU || die "needs GNU time at /usr/bin/time (apt-get install time)"
 
 work="$(mktemp -d -t keel-bench.XXXXXX)"
@@ -85,10 +104,29 @@ gen_script() {
     {
         printf '{"model":"mock-model","turns":[\n'
         for ((k = 1; k < n; k++)); do
-            printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["echo","step %d"]}]},\n' "$k" "$k"
+            if [[ "$commands" == bash-lc ]]; then
+                printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["bash","-lc","echo step %d"]}]},\n' "$k" "$k"
+            else
+                printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["echo","step %d"]}]},\n' "$k" "$k"
+            fi
         done
         printf '{"items":[{"type":"message","text":"done"}]}\n]}\n'
     } >"$file"
+}
+
+# make_user_home DIR: the HOME both tools run with: empty, or with a login profile that costs
+# about `profile_ms`.
+make_user_home() {
+    local dir="$1"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if ((profile_ms > 0)); then
+        {
+            echo "# Stands in for pyenv/nvm/conda init: ${profile_ms} ms of work in every login shell."
+            echo "sleep $(awk -v ms="$profile_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
+            echo "export BENCH_PROFILE_LOADED=1"
+        } >"$dir/.bash_profile"
+    fi
 }
 
 # start_mock SCRIPT: starts a fresh mock, sets mock_pid and mock_uri.
@@ -143,8 +181,8 @@ run_one() {
     write_config "$home" "$mock_uri"
     local -a cmd
     case "$tool" in
-        keel) cmd=(env KEEL_HOME="$home" "$keel" exec "do the task") ;;
-        codex) cmd=(env CODEX_HOME="$home" OPENAI_API_KEY=x "$codex" exec --skip-git-repo-check "do the task") ;;
+        keel) cmd=(env HOME="$user_home" KEEL_HOME="$home" "$keel" exec "${keel_flags[@]}" "do the task") ;;
+        codex) cmd=(env HOME="$user_home" CODEX_HOME="$home" OPENAI_API_KEY=x "$codex" exec --skip-git-repo-check "do the task") ;;
     esac
     t0=$(date +%s%N)
     (cd "$ws" && /usr/bin/time -f '%M' -o "$work/time" "${cmd[@]}" </dev/null >"$out" 2>"$err") || status=$?
@@ -201,6 +239,32 @@ for n in $turn_counts; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "--turns must list positive integers"
     gen_script "$n" "$work/script-$n.json"
 done
+user_home="$work/user-home"
+make_user_home "$user_home"
+
+# time_ms CMD...: median wall time of 5 runs of CMD, in ms (one decimal).
+time_ms() {
+    local i t0 t1
+    for ((i = 0; i < 5; i++)); do
+        t0=$(date +%s%N)
+        "$@" >/dev/null 2>&1 || true
+        t1=$(date +%s%N)
+        echo $(((t1 - t0) / 100000))
+    done | median | awk '{ printf "%.1f", $1 / 10 }'
+}
+login_ms="$(time_ms env -i HOME="$user_home" PATH="$PATH" bash -lc true)"
+bare_ms="$(time_ms env -i HOME="$user_home" PATH="$PATH" bash -c 'echo step')"
+if ((profile_ms > 0)); then
+    home_note="a login profile of ${profile_ms} ms"
+else
+    home_note="no profile (empty HOME)"
+fi
+if [[ "$commands" == bash-lc ]]; then
+    echo "Workload: each tool call runs [\"bash\", \"-lc\", \"echo step K\"]; HOME has ${home_note}; one \`bash -lc true\` takes ${login_ms} ms there, \`bash -c 'echo step'\` ${bare_ms} ms."
+else
+    echo "Workload: each tool call runs [\"echo\", \"step K\"] (no shell); HOME has ${home_note}."
+fi
+echo
 
 echo "bench-exec: $runs measured run(s) after $warmup warm-up run(s) per tool and size" >&2
 if [[ -n "$codex" ]]; then
@@ -210,12 +274,35 @@ else
     echo "| model turns | keel wall (median) | keel peak RSS (median) | keel peak RSS (max) |"
     echo "| ---: | ---: | ---: | ---: |"
 fi
+declare -A first_wall last_wall
+first_n=""
+last_n=""
 for n in $turn_counts; do
     if [[ -n "$codex" ]]; then
         measure "$n" keel codex
+        if [[ -z "$first_n" ]]; then
+            first_n="$n"; first_wall[keel]="${med_wall[keel]}"; first_wall[codex]="${med_wall[codex]}"
+        fi
+        last_n="$n"; last_wall[keel]="${med_wall[keel]}"; last_wall[codex]="${med_wall[codex]}"
         echo "| $n | ${med_wall[keel]} ms | ${med_wall[codex]} ms | $(ratio "${med_wall[keel]}" "${med_wall[codex]}") | $(mib "${med_rss[keel]}") MiB | $(mib "${med_rss[codex]}") MiB | $(ratio "${med_rss[keel]}" "${med_rss[codex]}") |"
     else
         measure "$n" keel
+        if [[ -z "$first_n" ]]; then
+            first_n="$n"; first_wall[keel]="${med_wall[keel]}"
+        fi
+        last_n="$n"; last_wall[keel]="${med_wall[keel]}"
         echo "| $n | ${med_wall[keel]} ms | $(mib "${med_rss[keel]}") MiB | $(mib "${max_rss[keel]}") MiB |"
     fi
 done
+# The marginal cost of one more turn (one mock round trip and one tool call), from the smallest
+# and largest script sizes.
+if [[ -n "$first_n" && "$last_n" != "$first_n" ]]; then
+    calls=$((last_n - first_n))
+    per_call() { awk -v a="$1" -v b="$2" -v c="$calls" 'BEGIN { printf "%.1f", (b - a) / c }'; }
+    line="Per extra turn with a tool call (${first_n} → ${last_n} turns): keel $(per_call "${first_wall[keel]}" "${last_wall[keel]}") ms"
+    if [[ -n "$codex" ]]; then
+        line+=", codex $(per_call "${first_wall[codex]}" "${last_wall[codex]}") ms"
+    fi
+    echo
+    echo "${line}; the command alone (\`bash -c 'echo step'\`) takes ${bare_ms} ms."
+fi

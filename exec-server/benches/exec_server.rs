@@ -11,6 +11,8 @@
 //! - memory: the server's peak RSS (VmHWM) during each streaming run;
 //! - latency: median `command/exec/write` → echoed `outputDelta` round trip on a PTY;
 //! - scale: 200 concurrent short-lived processes on one connection, all exits reported;
+//! - the engine's process layer (in-process client): the PTY round trip, and a whole
+//!   `exec_command`-style exchange (start `cat` on a PTY, write a line, read it back);
 //! - the CPU time the stdio stream used (client, server and child), next to the CPU floor of
 //!   the stdio path on this machine and the best ratio to the raw pipe it allows (see
 //!   `support/floor.rs`).
@@ -197,6 +199,56 @@ async fn pty_round_trip(
     Ok((median, p99))
 }
 
+/// Median and p99 of a whole interactive exchange, as the engine's `exec_command` does it:
+/// start `cat` on a PTY, write a line, read the line back; then end the process.
+async fn pty_session_cycle(
+    client: &ExecServerClient,
+    rounds: u64,
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut events = client.subscribe();
+    let mut samples = Vec::new();
+    for round in 0..rounds + 10 {
+        let start = Instant::now();
+        let session = client.exec(params(&["cat"], true)).await?.session_id;
+        client
+            .write(WriteParams {
+                session_id: session.clone(),
+                chunk: Base64Bytes(b"ping\n".to_vec()),
+            })
+            .await?;
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|window| window == b"ping") {
+            match events.recv().await? {
+                ExecServerEvent::Output {
+                    session_id, chunk, ..
+                } if session_id == session => seen.extend_from_slice(&chunk),
+                _ => {}
+            }
+        }
+        if round >= 10 {
+            samples.push(start.elapsed());
+        }
+        client
+            .terminate(keel_protocol::exec_server::TerminateParams {
+                session_id: session.clone(),
+                mode: Some(keel_protocol::exec_server::TerminateMode::Force),
+            })
+            .await?;
+        loop {
+            if let ExecServerEvent::Exited { session_id, .. } = events.recv().await?
+                && session_id == session
+            {
+                break;
+            }
+        }
+    }
+    samples.sort();
+    Ok((
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    ))
+}
+
 /// Starts 200 processes at once and waits until every exit is reported.
 async fn scale(client: &ExecServerClient, count: usize) -> anyhow::Result<Duration> {
     let mut events = client.subscribe();
@@ -336,5 +388,20 @@ async fn main() -> anyhow::Result<()> {
     println!("200 concurrent processes (ws):       all exits reported in {elapsed:?}");
     drop(client);
     child.kill().await?;
+
+    // The engine's own process layer: an in-process handler, no transport.
+    let client = ExecServerClient::in_process(
+        keel_exec_server::ExecServerConfig::default(),
+        ExecServerClientOptions::default(),
+    )
+    .await?;
+    let (median, p99) = pty_round_trip(&client, rounds).await?;
+    println!("pty write→echo round trip (in-proc): median {median:?}, p99 {p99:?}");
+    let cycles = (rounds / 10).max(20);
+    let (median, p99) = pty_session_cycle(&client, cycles).await?;
+    println!(
+        "start cat on a pty, write a line, read it back (in-proc, {cycles} runs): median {median:?}, p99 {p99:?}"
+    );
+    client.shutdown().await;
     Ok(())
 }

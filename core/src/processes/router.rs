@@ -26,6 +26,8 @@ pub(crate) struct Unread {
     pub exit_code: Option<i32>,
     /// The connection to the exec-server is gone: no exit will ever be reported.
     pub disconnected: bool,
+    /// The owner gave the process up before its exit; the buffer goes when the exit arrives.
+    released: bool,
 }
 
 /// The buffer of one process and the signal that it changed.
@@ -44,6 +46,9 @@ impl ProcessState {
     fn push(&self, stream: ExecOutputStream, chunk: Bytes) {
         {
             let mut unread = self.lock();
+            if unread.released {
+                return;
+            }
             unread.bytes += chunk.len();
             unread.chunks.push_back((stream, chunk));
             while unread.bytes > UNREAD_CAP_BYTES {
@@ -54,11 +59,6 @@ impl ProcessState {
                 unread.dropped_bytes += oldest.len() as u64;
             }
         }
-        self.changed.notify_one();
-    }
-
-    fn exited(&self, exit_code: i32) {
-        self.lock().exit_code = Some(exit_code);
         self.changed.notify_one();
     }
 
@@ -99,9 +99,38 @@ impl ProcessStates {
         state
     }
 
-    /// Forgets a process whose owner is done with it.
+    /// Forgets a process whose owner is done with it. A process that has not reported its
+    /// exit yet keeps an empty buffer until it does, so a late exit does not recreate it.
     pub(crate) fn release(&self, session: &ExecSessionId) {
-        self.map().remove(session);
+        let mut map = self.map();
+        let Some(state) = map.get(session) else {
+            return;
+        };
+        let mut unread = state.lock();
+        if unread.exit_code.is_some() || unread.disconnected {
+            drop(unread);
+            map.remove(session);
+        } else {
+            unread.released = true;
+            unread.chunks.clear();
+            unread.bytes = 0;
+        }
+    }
+
+    /// Records an exit; a released process's buffer goes with it.
+    fn exited(&self, session: &ExecSessionId, exit_code: i32) {
+        let mut map = self.map();
+        let state = map.entry(session.clone()).or_default().clone();
+        let released = {
+            let mut unread = state.lock();
+            unread.exit_code = Some(exit_code);
+            unread.released
+        };
+        if released {
+            map.remove(session);
+        }
+        drop(map);
+        state.changed.notify_one();
     }
 
     fn all(&self) -> Vec<Arc<ProcessState>> {
@@ -125,7 +154,7 @@ pub(crate) fn spawn(
                 Ok(ExecServerEvent::Exited {
                     session_id,
                     exit_code,
-                }) => states.claim(&session_id).exited(exit_code),
+                }) => states.exited(&session_id, exit_code),
                 Err(broadcast::error::RecvError::Lagged(skipped)) => {
                     tracing::warn!(skipped, "process events were missed");
                     for state in states.all() {

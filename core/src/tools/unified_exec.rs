@@ -234,7 +234,12 @@ impl ToolRouter<'_> {
         let polled = match self.poll(&mut process, yield_time).await {
             Ok(polled) => polled,
             Err(stop) => {
-                process.handle.kill().await;
+                // Kept so the interrupt that stopped the turn ends it and reports its end
+                // like every other live session.
+                let shared = Arc::new(tokio::sync::Mutex::new(process));
+                if let Some(pruned) = unified.insert(id, shared) {
+                    close_session(self.session, self.ids, pruned.id, pruned.process).await;
+                }
                 return Err(stop);
             }
         };

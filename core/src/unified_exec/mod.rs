@@ -44,31 +44,43 @@ pub(crate) struct UnifiedProcess {
 /// A process the model can reach, shared between the map and the call using it.
 pub(crate) type SharedProcess = Arc<tokio::sync::Mutex<UnifiedProcess>>;
 
-struct Entry {
-    process: SharedProcess,
+struct Entry<P> {
+    process: P,
     last_used: Instant,
 }
 
-#[derive(Default)]
-struct Sessions {
-    by_id: BTreeMap<i32, Entry>,
+struct Sessions<P> {
+    by_id: BTreeMap<i32, Entry<P>>,
     next_id: Option<i32>,
 }
 
 /// The live `exec_command` sessions of one conversation.
-#[derive(Default)]
-pub(crate) struct UnifiedExecSessions {
-    sessions: Mutex<Sessions>,
+pub(crate) type UnifiedExecSessions = SessionTable<SharedProcess>;
+
+/// Live sessions by id, at most [`MAX_SESSIONS`], the least recently used given up first.
+pub(crate) struct SessionTable<P> {
+    sessions: Mutex<Sessions<P>>,
+}
+
+impl<P> Default for SessionTable<P> {
+    fn default() -> Self {
+        Self {
+            sessions: Mutex::new(Sessions {
+                by_id: BTreeMap::new(),
+                next_id: None,
+            }),
+        }
+    }
 }
 
 /// A session closed to make room for a new one.
-pub(crate) struct Pruned {
+pub(crate) struct Pruned<P> {
     pub id: i32,
-    pub process: SharedProcess,
+    pub process: P,
 }
 
-impl UnifiedExecSessions {
-    fn lock(&self) -> MutexGuard<'_, Sessions> {
+impl<P: Clone> SessionTable<P> {
+    fn lock(&self) -> MutexGuard<'_, Sessions<P>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -82,7 +94,7 @@ impl UnifiedExecSessions {
 
     /// Keeps a process that is still running after its call; when the conversation is at its
     /// limit, the least recently used session is removed and returned for the caller to stop.
-    pub(crate) fn insert(&self, id: i32, process: SharedProcess) -> Option<Pruned> {
+    pub(crate) fn insert(&self, id: i32, process: P) -> Option<Pruned<P>> {
         let mut sessions = self.lock();
         let pruned = if sessions.by_id.len() >= MAX_SESSIONS {
             let oldest = sessions
@@ -110,7 +122,7 @@ impl UnifiedExecSessions {
     }
 
     /// The process with this id, marked as just used.
-    pub(crate) fn get(&self, id: i32) -> Option<SharedProcess> {
+    pub(crate) fn get(&self, id: i32) -> Option<P> {
         let mut sessions = self.lock();
         let entry = sessions.by_id.get_mut(&id)?;
         entry.last_used = Instant::now();
@@ -128,10 +140,35 @@ impl UnifiedExecSessions {
     }
 
     /// Removes every session and returns them, for the caller to stop.
-    pub(crate) fn take_all(&self) -> Vec<(i32, SharedProcess)> {
+    pub(crate) fn take_all(&self) -> Vec<(i32, P)> {
         std::mem::take(&mut self.lock().by_id)
             .into_iter()
             .map(|(id, entry)| (id, entry.process))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_least_recently_used_session_makes_room() {
+        let table = SessionTable::<&str>::default();
+        let ids: Vec<i32> = (0..MAX_SESSIONS).map(|_| table.next_id()).collect();
+        assert_eq!(ids.first(), Some(&FIRST_SESSION_ID));
+        for id in &ids {
+            assert!(table.insert(*id, "running").is_none());
+            tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        }
+        // Touching the oldest makes the second oldest the least recently used.
+        assert_eq!(table.get(ids[0]), Some("running"));
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        let pruned = table.insert(table.next_id(), "new");
+        assert_eq!(pruned.map(|pruned| pruned.id), Some(ids[1]));
+        assert_eq!(table.ids().len(), MAX_SESSIONS);
+        assert!(table.get(ids[1]).is_none());
+        assert_eq!(table.take_all().len(), MAX_SESSIONS);
+        assert!(table.ids().is_empty());
     }
 }
