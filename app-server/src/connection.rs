@@ -59,9 +59,15 @@ pub(crate) async fn serve(
     outgoing: Arc<Outgoing>,
     limits: ConnectionLimits,
 ) {
+    // `command/exec` runs where the engine runs the model's commands (`exec_server_url`).
+    // A configuration that does not load is reported by the requests that need it.
+    let remote_url = state
+        .resolve_config(&Default::default())
+        .ok()
+        .and_then(|config| config.exec_server_url);
     let context = Arc::new(ConnectionContext {
         outgoing: outgoing.clone(),
-        execs: CommandExecs::new(),
+        execs: CommandExecs::new(remote_url),
     });
     let initialized = AtomicBool::new(false);
     let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));

@@ -33,6 +33,9 @@ const EVENT_CAPACITY: usize = 4096;
 /// One connection's standalone commands.
 pub(crate) struct CommandExecs {
     client: OnceCell<ExecServerClient>,
+    /// A remote exec-server (`exec_server_url`) to run the commands on, instead of this
+    /// process.
+    remote_url: Option<String>,
     sessions: SessionMap,
     next_id: std::sync::atomic::AtomicU64,
     /// Events buffered per command before a slow reader misses some.
@@ -79,9 +82,10 @@ fn lock(
 }
 
 impl CommandExecs {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(remote_url: Option<String>) -> Self {
         Self {
             client: OnceCell::new(),
+            remote_url,
             sessions: SessionMap::default(),
             next_id: std::sync::atomic::AtomicU64::new(1),
             event_capacity: EVENT_CAPACITY,
@@ -93,7 +97,7 @@ impl CommandExecs {
     fn with_event_capacity(event_capacity: usize) -> Self {
         Self {
             event_capacity,
-            ..Self::new()
+            ..Self::new(None)
         }
     }
 
@@ -105,7 +109,12 @@ impl CommandExecs {
                     event_capacity: self.event_capacity,
                     ..ExecServerClientOptions::default()
                 };
-                ExecServerClient::in_process(ExecServerConfig::default(), options).await
+                match &self.remote_url {
+                    Some(url) => ExecServerClient::connect_websocket(url, options).await,
+                    None => {
+                        ExecServerClient::in_process(ExecServerConfig::default(), options).await
+                    }
+                }
             })
             .await
             .map_err(AppServerError::from)
@@ -456,7 +465,7 @@ mod tests {
     /// Two requests for one process id: exactly one runs, whatever the interleaving.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_process_id_is_taken_once() -> anyhow::Result<()> {
-        let execs = CommandExecs::new();
+        let execs = CommandExecs::new(None);
         let outgoing = Arc::new(Outgoing::new(Arc::new(DeliveryQueue::new(16))));
         let mut params = params(&["sh", "-c", "sleep 0.3"]);
         params.process_id = Some("same".into());

@@ -115,17 +115,7 @@ async fn app_server_over_websocket_survives_the_fuzzer() -> anyhow::Result<()> {
         .home_var("KEEL_HOME")
         .env_remove("RUST_LOG")
         .spawn()?;
-    let line = server
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on ws://")
-        })
-        .await?;
-    let addr = line
-        .rsplit("ws://")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let addr = server.websocket_address().await?;
     let mut plan = app_server_plan(home.path());
     plan.huge_line_bytes = None;
     let result = fuzz_websocket(&format!("ws://{addr}/"), &plan).await?;
@@ -196,17 +186,7 @@ async fn exec_server_over_websocket_survives_the_fuzzer() -> anyhow::Result<()> 
         .home_var("KEEL_HOME")
         .env_remove("RUST_LOG")
         .spawn()?;
-    let line = server
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on ws://")
-        })
-        .await?;
-    let addr = line
-        .rsplit("ws://")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let addr = server.websocket_address().await?;
     let mut plan = exec_server_plan();
     plan.huge_line_bytes = None;
     let result = fuzz_websocket(&format!("ws://{addr}/"), &plan).await?;

@@ -142,6 +142,23 @@ impl JsonLinesProcess {
         }
     }
 
+    /// For a server started with `--listen ws://127.0.0.1:0`: waits for the `listening on
+    /// ws://HOST:PORT` line it logs and returns `HOST:PORT`.
+    pub async fn websocket_address(&mut self) -> Result<String> {
+        let line = self
+            .wait_for_stderr_line("the listening address", |line| {
+                line.contains("listening on ws://")
+            })
+            .await?;
+        Ok(line
+            .rsplit("ws://")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .trim_end_matches('/')
+            .to_string())
+    }
+
     /// The command, cwd, recent stdout and stderr, for failure messages.
     pub fn diagnostics(&mut self) -> String {
         let status = match self.child.try_wait() {

@@ -194,3 +194,29 @@ async fn model_list_and_config_read_describe_the_configuration() -> anyhow::Resu
     assert_eq!(config["config"]["sandbox_mode"], "danger-full-access");
     Ok(())
 }
+
+/// With `exec_server_url`, `command/exec` runs on that exec-server, like the model's commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_exec_runs_on_the_configured_exec_server() -> anyhow::Result<()> {
+    let mut remote = keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .env("KEEL_LOG", "keel_exec_server=debug")
+        .spawn()?;
+    let url = format!("ws://{}", remote.websocket_address().await?);
+    let world = World::new(Script::new([]), &[("exec_server_url", url.into())]).await?;
+    let mut server = world.server().await?;
+    let result = server
+        .request(
+            "command/exec",
+            json!({"command": ["echo", "remote-command-exec"], "cwd": world.ws()}),
+        )
+        .await?;
+    assert_eq!(result["exitCode"], 0, "{result}");
+    assert_eq!(result["stdout"], "remote-command-exec\n");
+    remote
+        .wait_for_stderr_line("the remote start", |line| {
+            line.contains("started") && line.contains("remote-command-exec")
+        })
+        .await?;
+    Ok(())
+}

@@ -17,17 +17,7 @@ async fn listen(world: &World) -> anyhow::Result<(JsonLinesProcess, String)> {
         .builder()
         .args(["--listen", "ws://127.0.0.1:0"])
         .spawn()?;
-    let line = process
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on ws://")
-        })
-        .await?;
-    let addr = line
-        .rsplit("ws://")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let addr = process.websocket_address().await?;
     Ok((process, addr))
 }
 

@@ -12,15 +12,7 @@ async fn commands_run_on_the_configured_exec_server() -> anyhow::Result<()> {
         .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
         .env("KEEL_LOG", "keel_exec_server=debug")
         .spawn()?;
-    let line = server
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on ws://")
-        })
-        .await?;
-    let url = format!(
-        "ws://{}",
-        line.rsplit("ws://").next().unwrap_or_default().trim()
-    );
+    let url = format!("ws://{}", server.websocket_address().await?);
     let ws = tempfile::tempdir()?;
     let run = run_with_config(
         ws.path(),
