@@ -132,11 +132,24 @@ impl ShellSnapshots {
         match by_shell.get(&kind) {
             Some((_, Captured::Ready(file))) => {
                 let source = shlex::try_quote(&file.to_string_lossy()).ok()?.into_owned();
-                Some(vec![
-                    shell.clone(),
-                    "-c".to_string(),
-                    format!(". {source}\n{script}"),
-                ])
+                Some(match kind {
+                    // bash reads a `-c` script a command at a time, so aliases the first
+                    // line defines apply to the script's own lines.
+                    ShellKind::Bash => vec![
+                        shell.clone(),
+                        "-c".to_string(),
+                        format!(". {source}\n{script}"),
+                    ],
+                    // zsh parses the whole `-c` string up front; the script is parsed after
+                    // the snapshot is sourced (as `$1`) so its aliases apply.
+                    ShellKind::Zsh => vec![
+                        shell.clone(),
+                        "-c".to_string(),
+                        format!(". {source}; eval \"$1\""),
+                        shell.clone(),
+                        script.clone(),
+                    ],
+                })
             }
             _ => None,
         }

@@ -109,3 +109,44 @@ async fn a_failing_profile_falls_back_to_real_login_shells() -> anyhow::Result<(
     assert_eq!(profile_runs(home.path()), 3);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(keel_zsh), ignore = "needs zsh on PATH (.ci/run installs it)")]
+async fn zsh_login_profiles_are_captured_too() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    std::fs::write(
+        home.path().join(".zprofile"),
+        "echo run >> \"$HOME/profile-runs\"\n\
+         export KEEL_PROFILE_VAR=from-zprofile\n\
+         greet() { echo \"hello $1\"; }\n\
+         alias say='echo alias-said'\n",
+    )?;
+    let ws = tempfile::tempdir()?;
+    let both = "greet zsh; say; echo \"var=$KEEL_PROFILE_VAR\"";
+    let run = run(
+        ws.path(),
+        vec![
+            Turn::new([exec_command_call(
+                "c1",
+                json!({"cmd": both, "shell": "zsh"}),
+            )]),
+            Turn::new([exec_command_call(
+                "c2",
+                json!({"cmd": format!("{both}; exit 4"), "shell": "zsh"}),
+            )]),
+        ],
+        &[("HOME", &home.path().to_string_lossy())],
+    )
+    .await?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for call in ["c1", "c2"] {
+        let output = run.output(call);
+        assert!(
+            output.contains("hello zsh\nalias-said\nvar=from-zprofile\n"),
+            "{call}: {output}"
+        );
+    }
+    assert!(run.output("c2").contains("Process exited with code 4"));
+    assert_eq!(profile_runs(home.path()), 1);
+    Ok(())
+}
