@@ -7,9 +7,8 @@ fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=CI");
     let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-    let has_zsh = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join("zsh").is_file())
-    });
+    let has_zsh = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("zsh").is_file()));
     if has_zsh || in_ci {
         println!("cargo::rustc-cfg=keel_zsh");
     }
