@@ -223,6 +223,9 @@ impl ConversationManager {
 fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
     let lookup = |name: &str| env(name);
     let provider = &config.model_provider;
+    let context_window = config
+        .model_context_window
+        .or_else(|| crate::model_family::known_context_window(&config.model));
     let settings = ClientSettings {
         url: provider.endpoint_url(),
         wire_api: provider.wire_api,
@@ -242,7 +245,7 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
             .or_else(crate::sandbox::default_sandbox_executable),
         sandbox_allow_git_writes: config.sandbox_allow_git_writes,
         client: ModelClient::new(settings),
-        model_context_window: config.model_context_window,
+        model_context_window: context_window,
         base_instructions: config
             .base_instructions
             .clone()
@@ -252,6 +255,12 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
         shell_env: config.shell_environment_policy.create_env_from_process(),
         unified_exec: config.unified_exec,
         shell_snapshot: config.shell_snapshot,
+        auto_compact_token_limit: crate::model_family::auto_compact_limit(
+            config.model_auto_compact_token_limit,
+            context_window,
+        ),
+        compact_prompt: config.compact_prompt.clone(),
+        tool_output_token_limit: config.tool_output_token_limit,
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),
     }

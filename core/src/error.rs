@@ -58,6 +58,17 @@ pub enum CoreError {
     #[error("turn interrupted")]
     Interrupted,
 
+    /// Summarising the history failed; the history is unchanged.
+    #[error("compaction failed: {0}")]
+    Compaction(String),
+
+    /// The request did not fit the model's context window, even after compacting the history.
+    #[error(
+        "the conversation does not fit the model's context window, even after compacting it: \
+         {0}"
+    )]
+    ContextWindowExceeded(String),
+
     /// No conversation has this id.
     #[error("no conversation with id {0}")]
     ConversationNotFound(ConversationId),
@@ -98,10 +109,28 @@ impl CoreError {
             Self::Config(_)
             | Self::MissingApiKey(_)
             | Self::Interrupted
+            | Self::Compaction(_)
+            | Self::ContextWindowExceeded(_)
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }
             | Self::Io { .. } => false,
+        }
+    }
+
+    /// Whether the provider rejected the request as too long for the model's context window
+    /// (`context_length_exceeded`, in a Responses failure or an HTTP 400 body, as the Responses
+    /// and Chat APIs report it).
+    pub fn is_context_overflow(&self) -> bool {
+        const CODE: &str = "context_length_exceeded";
+        match self {
+            Self::ResponseFailed { code, message } => {
+                code.as_deref() == Some(CODE) || message.contains(CODE)
+            }
+            Self::HttpStatus { status, body, .. } => {
+                *status == 400 && (body.contains(CODE) || body.contains("maximum context length"))
+            }
+            _ => false,
         }
     }
 

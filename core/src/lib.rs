@@ -42,6 +42,7 @@ pub mod config;
 mod conversation;
 mod conversation_manager;
 mod error;
+mod model_family;
 mod models;
 mod processes;
 mod prompt_context;

@@ -35,6 +35,12 @@ impl ServerSettings {
                 overrides.push((key.clone(), value));
             }
         }
+        if let Some(prompt) = &settings.compact_prompt {
+            overrides.push((
+                "compact_prompt".to_string(),
+                toml::Value::String(prompt.clone()),
+            ));
+        }
         let typed = ConfigOverrides {
             model: settings.model.clone(),
             config_profile: settings.profile.clone(),

@@ -173,6 +173,7 @@ mod tests {
             vec![
                 "approval-policy",
                 "base-instructions",
+                "compact-prompt",
                 "config",
                 "cwd",
                 "developer-instructions",

@@ -87,6 +87,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadSetName(p) => threads::set_name(state, p, outgoing).await,
         ClientRequest::ThreadUnsubscribe(p) => threads::unsubscribe(state, p, outgoing).await,
         ClientRequest::ThreadRollback(p) => Reply::now(&threads::rollback(state, p).await?),
+        ClientRequest::ThreadCompactStart(p) => turns::compact(state, p).await,
         ClientRequest::TurnStart(p) => turns::start(state, p).await,
         ClientRequest::TurnSteer(p) => Reply::now(&turns::steer(state, p).await?),
         ClientRequest::TurnInterrupt(p) => Reply::now(&turns::interrupt(state, p).await?),

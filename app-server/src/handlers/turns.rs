@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use keel_protocol::app_server::{
-    EmptyResponse, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse, TurnStatus,
-    TurnSteerParams, TurnSteerResponse,
+    EmptyResponse, ThreadIdParams, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse,
+    TurnStatus, TurnSteerParams, TurnSteerResponse,
 };
 use keel_protocol::{InputItem, Op, Submission, SubmissionId};
 
@@ -82,6 +82,36 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         match submit.await {
             Ok(_) => claim.turn_id = None,
             Err(err) => tracing::warn!("turn could not be submitted: {err}"),
+        }
+    })
+}
+
+/// `thread/compact/start`: answers `{}`, then runs a compaction as a turn of its own
+/// (`turn/started`, a `contextCompaction` item, `thread/compacted`, `turn/completed`).
+pub(crate) async fn compact(state: &AppState, params: ThreadIdParams) -> Result<Reply> {
+    let thread = loaded(state, &params.thread_id).await?;
+    let turn_id = uuid::Uuid::now_v7().to_string();
+    thread.claim_turn(&turn_id).map_err(|running| {
+        AppServerError::InvalidRequest(format!(
+            "turn {running} is still running; compact after it ends or interrupt it"
+        ))
+    })?;
+    let claim = Claim {
+        thread: thread.clone(),
+        turn_id: Some(turn_id.clone()),
+    };
+    let conversation = thread.conversation.clone();
+    Reply::then(&EmptyResponse::default(), async move {
+        let mut claim = claim;
+        let submitted = conversation
+            .submit_with_id(Submission {
+                id: SubmissionId::new(turn_id),
+                op: Op::Compact { instructions: None },
+            })
+            .await;
+        match submitted {
+            Ok(_) => claim.turn_id = None,
+            Err(err) => tracing::warn!("compaction could not be submitted: {err}"),
         }
     })
 }

@@ -5,9 +5,10 @@
 
 use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
-    ErrorNotification, FileChangeRequestApprovalParams, FileUpdateChange, ItemDeltaNotification,
-    ItemNotification, PatchApplyStatus, ReasoningSummaryTextDeltaNotification, ServerNotification,
-    ServerRequest, TerminalInteractionNotification, ThreadIdNotification, ThreadItem,
+    ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
+    FileUpdateChange, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
+    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest,
+    TerminalInteractionNotification, ThreadIdNotification, ThreadItem,
     ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
     TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
     UserInput,
@@ -371,6 +372,23 @@ impl Translator {
                             .decode(delta.chunk.as_bytes()),
                     }),
                 ));
+            }
+            EventMsg::ContextCompactionStarted(compaction) => {
+                out.extend(self.start_once(ThreadItem::ContextCompaction {
+                    id: compaction.id.clone(),
+                }));
+            }
+            EventMsg::ContextCompacted(compaction) => {
+                out.extend(self.complete(ThreadItem::ContextCompaction {
+                    id: compaction.id.clone(),
+                }));
+                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                out.push(Output::Notify(ServerNotification::ThreadCompacted(
+                    ContextCompactedNotification {
+                        thread_id: thread_id.clone(),
+                        turn_id,
+                    },
+                )));
             }
             EventMsg::TerminalInteraction(interaction) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();

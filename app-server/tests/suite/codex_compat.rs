@@ -150,7 +150,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 28);
+    assert_eq!(implemented.len(), 29);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -11,13 +11,13 @@ use tokio::io::AsyncWriteExt;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
 }
 
-async fn keel_exec(
+pub(crate) async fn keel_exec(
     home: &Path,
     cwd: &Path,
     args: &[&str],

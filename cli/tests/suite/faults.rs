@@ -33,8 +33,8 @@ fn faults() -> Vec<(&'static str, Fault, Option<&'static str>)> {
         ("401", Fault::http(401), Some("401")),
         (
             "response.failed for good",
-            Fault::response_failed("context_length_exceeded", "the input is too long"),
-            Some("the input is too long"),
+            Fault::response_failed("invalid_prompt", "the prompt was rejected"),
+            Some("the prompt was rejected"),
         ),
     ]
 }

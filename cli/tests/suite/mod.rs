@@ -1,4 +1,5 @@
 mod app_server;
+mod compaction;
 mod exec;
 mod faults;
 mod first_run;

@@ -24,6 +24,8 @@ pub const CONFIG_FILE_NAME: &str = "config.toml";
 pub const DEFAULT_MODEL: &str = "gpt-5-codex";
 /// Default cap on the bytes of `AGENTS.md` project docs put in the prompt (32 KiB, as Codex).
 pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
+/// Default cap on each tool output sent to the model, in tokens (about 40 KB).
+pub const DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT: usize = 10_000;
 
 /// The process state that resolution reads, passed in so tests never touch the real process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +94,15 @@ pub struct Config {
     /// Run the model's commands on a remote `keel exec-server` (`ws://HOST:PORT`) instead
     /// of in this process.
     pub exec_server_url: Option<String>,
+    /// Compact the history once a response reports this many tokens
+    /// (`model_auto_compact_token_limit`); by default 90% of the model's context window when
+    /// known.
+    pub model_auto_compact_token_limit: Option<u64>,
+    /// Instructions for writing a compaction summary, instead of Keel's own.
+    pub compact_prompt: Option<String>,
+    /// Cap on each tool output sent to the model, in tokens (about 4 bytes each); head and
+    /// tail are kept.
+    pub tool_output_token_limit: usize,
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
@@ -358,6 +369,9 @@ fn resolve(
         model_context_window,
         features,
         exec_server_url,
+        model_auto_compact_token_limit,
+        compact_prompt,
+        tool_output_token_limit,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -460,6 +474,9 @@ fn resolve(
         unified_exec: features.unified_exec.unwrap_or(true),
         shell_snapshot: features.shell_snapshot.unwrap_or(true),
         exec_server_url,
+        model_auto_compact_token_limit,
+        compact_prompt,
+        tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
         warnings: Vec::new(),
     })
 }

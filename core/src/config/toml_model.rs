@@ -33,6 +33,9 @@ pub(crate) struct ConfigToml {
     pub model_context_window: Option<u64>,
     pub features: FeaturesToml,
     pub exec_server_url: Option<String>,
+    pub model_auto_compact_token_limit: Option<u64>,
+    pub compact_prompt: Option<String>,
+    pub tool_output_token_limit: Option<usize>,
 }
 
 /// `[features]`: Codex's feature switches. Keel reads the ones it implements; the others

@@ -31,10 +31,12 @@ impl fmt::Display for ConfigWarning {
 pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "approval_policy",
     "base_instructions",
+    "compact_prompt",
     "developer_instructions",
     "exec_server_url",
     "features",
     "model",
+    "model_auto_compact_token_limit",
     "model_context_window",
     "model_provider",
     "model_providers",
@@ -45,6 +47,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "sandbox_mode",
     "sandbox_workspace_write",
     "shell_environment_policy",
+    "tool_output_token_limit",
 ];
 
 /// Keys Keel reads inside `[profiles.<name>]`.
@@ -100,7 +103,6 @@ pub(crate) const CODEX_KEYS_IGNORED: &[&str] = &[
     "chatgpt_base_url",
     "check_for_update_on_startup",
     "cli_auth_credentials_store",
-    "compact_prompt",
     "disable_paste_burst",
     "experimental_compact_prompt_file",
     "experimental_instructions_file",
@@ -119,7 +121,6 @@ pub(crate) const CODEX_KEYS_IGNORED: &[&str] = &[
     "instructions",
     "mcp_oauth_credentials_store",
     "mcp_servers",
-    "model_auto_compact_token_limit",
     "model_instructions_file",
     "model_max_output_tokens",
     "model_reasoning_summary",

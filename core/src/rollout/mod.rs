@@ -62,6 +62,19 @@ pub enum RolloutItem {
     ThreadName(String),
     /// The latest `num_turns` turns were dropped from history and transcript.
     Rollback(u32),
+    /// The history was compacted: what the model sees from here on starts from this.
+    Compacted(CompactedItem),
+}
+
+/// A compaction as recorded: the summary, and the history that replaced everything before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactedItem {
+    /// The summary the model wrote.
+    pub message: String,
+    /// The new history (the user's recent messages and the summary); absent in files that
+    /// only recorded the summary, where it is rebuilt from the summary alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement_history: Option<Vec<ResponseItem>>,
 }
 
 /// A rollout line with its timestamp.
@@ -116,6 +129,11 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
                 RolloutItem::ThreadName(found) => name = Some(found),
                 RolloutItem::Rollback(num_turns) => {
                     drop_last_turns(&mut history, &mut events, num_turns);
+                }
+                RolloutItem::Compacted(compacted) => {
+                    history = compacted.replacement_history.unwrap_or_else(|| {
+                        vec![crate::session::compacted_summary_item(&compacted.message)]
+                    });
                 }
             },
             Err(err) => {
@@ -190,5 +208,6 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::PatchApplyEnd(_)
             | EventMsg::PlanUpdate(_)
             | EventMsg::ThreadRolledBack(_)
+            | EventMsg::ContextCompacted(_)
     )
 }

@@ -30,6 +30,13 @@ pub(crate) struct TurnContext {
     pub unified_exec: bool,
     /// Replay a captured login environment instead of running the login profile per command.
     pub shell_snapshot: bool,
+    /// Compact the history once a response reports this many tokens; `None`: never
+    /// automatically.
+    pub auto_compact_token_limit: Option<u64>,
+    /// Instructions for compaction summaries, instead of Keel's own.
+    pub compact_prompt: Option<String>,
+    /// Cap on each tool output sent to the model, in tokens.
+    pub tool_output_token_limit: usize,
     pub request_max_retries: u64,
     pub stream_max_retries: u64,
 }

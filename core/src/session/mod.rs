@@ -4,6 +4,7 @@
 //! The submission loop never blocks on a turn: each turn runs on its own task so that
 //! interrupts, approvals and extra input are handled while it runs.
 
+mod compact;
 mod context;
 mod submission_loop;
 pub(crate) mod turn;
@@ -19,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use compact::compacted_summary_item;
 pub(crate) use context::TurnContext;
 pub(crate) use submission_loop::submission_loop;
 pub(crate) use turn::outputs_for_unanswered_calls;
@@ -42,6 +44,9 @@ struct SessionState {
     pending_input: Vec<ResponseItem>,
     approved_commands: HashSet<Vec<String>>,
     token_info: Option<TokenUsageInfo>,
+    /// Total tokens of the latest model response, the measure of how full the context is;
+    /// cleared by a compaction until the next response reports again.
+    last_response_tokens: Option<u64>,
     turn_context: Arc<TurnContext>,
     active_turn: Option<ActiveTurn>,
     /// The task of the most recent turn; the next turn waits for it so events never interleave.
@@ -80,6 +85,7 @@ impl Session {
                 pending_input: Vec::new(),
                 approved_commands: HashSet::new(),
                 token_info: None,
+                last_response_tokens: None,
                 turn_context: Arc::new(turn_context),
                 active_turn: None,
                 last_turn: None,
@@ -227,7 +233,29 @@ impl Session {
         info.total_token_usage.add(usage);
         info.last_token_usage = *usage;
         info.model_context_window = context_window;
-        info.clone()
+        let info = info.clone();
+        state.last_response_tokens = Some(usage.total_tokens);
+        info
+    }
+
+    /// Total tokens of the latest response since the last compaction, if one reported any.
+    pub(crate) fn last_response_tokens(&self) -> Option<u64> {
+        self.state().last_response_tokens
+    }
+
+    /// Replaces the model-facing history with a compacted one, recording the replacement in
+    /// the rollout as one line.
+    pub(crate) async fn replace_history(&self, summary: String, history: Vec<ResponseItem>) {
+        {
+            let mut state = self.state();
+            state.history = history.clone();
+            state.last_response_tokens = None;
+        }
+        self.persist(&[RolloutItem::Compacted(crate::rollout::CompactedItem {
+            message: summary,
+            replacement_history: Some(history),
+        })])
+        .await;
     }
 
     pub(crate) fn token_info(&self) -> Option<TokenUsageInfo> {

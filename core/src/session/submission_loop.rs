@@ -6,7 +6,7 @@ use keel_protocol::{EventMsg, InputItem, Op, Submission, SubmissionId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::turn::run_turn;
+use super::turn::{TurnTask, run_turn};
 use super::{ActiveTurn, Session, TurnContext};
 use crate::models::{ContentItem, ResponseItem};
 
@@ -16,6 +16,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
     while let Some(Submission { id, op }) = rx.recv().await {
         match op {
             Op::UserInput { items } => start_or_join_turn(&session, id, items),
+            Op::Compact { instructions } => start_compaction(&session, id, instructions).await,
             Op::UserTurn {
                 items,
                 cwd,
@@ -111,12 +112,40 @@ pub(crate) fn user_input_item(items: &[InputItem]) -> ResponseItem {
 }
 
 fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<InputItem>) {
-    let mut state = session.state();
-    if state.active_turn.is_some() {
-        // Input while a turn runs joins that turn: it is sent with the next model request.
-        state.pending_input.push(user_input_item(&items));
+    {
+        let mut state = session.state();
+        if state.active_turn.is_some() {
+            // Input while a turn runs joins that turn: it is sent with the next model request.
+            state.pending_input.push(user_input_item(&items));
+            return;
+        }
+    }
+    start_turn(session, sub_id, TurnTask::UserInput(items));
+}
+
+/// `Op::Compact`: a turn of its own, refused while another turn runs.
+async fn start_compaction(
+    session: &Arc<Session>,
+    sub_id: SubmissionId,
+    instructions: Option<String>,
+) {
+    if session.state().active_turn.is_some() {
+        let message = "cannot compact while a turn is running; interrupt it or wait for it to end"
+            .to_string();
+        session
+            .send_event(
+                &sub_id,
+                EventMsg::Error(keel_protocol::ErrorEvent { message }),
+            )
+            .await;
         return;
     }
+    start_turn(session, sub_id, TurnTask::Compact(instructions));
+}
+
+/// Starts `task` as the conversation's running turn, after the previous turn's task.
+fn start_turn(session: &Arc<Session>, sub_id: SubmissionId, task: TurnTask) {
+    let mut state = session.state();
     let cancel = CancellationToken::new();
     state.active_turn = Some(ActiveTurn {
         sub_id: sub_id.clone(),
@@ -133,7 +162,7 @@ fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<I
         let turn = std::panic::AssertUnwindSafe(run_turn(
             task_session.clone(),
             sub_id.clone(),
-            items,
+            task,
             cancel,
         ));
         if futures::FutureExt::catch_unwind(turn).await.is_err() {

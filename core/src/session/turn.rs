@@ -13,6 +13,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
+use super::compact::compact;
 use super::submission_loop::user_input_item;
 use crate::client::{Prompt, ResponseEvent};
 use crate::error::CoreError;
@@ -35,12 +36,20 @@ pub(crate) struct TurnIds {
     pub turn_id: TurnId,
 }
 
+/// What a turn does.
+pub(crate) enum TurnTask {
+    /// Answer the user's input (the usual turn).
+    UserInput(Vec<InputItem>),
+    /// Compact the history, with these instructions instead of the configured ones.
+    Compact(Option<String>),
+}
+
 /// Runs a whole turn and reports how it ended. Never returns an error: failures become
 /// `error` / `turn_aborted` events and the conversation stays usable.
 pub(crate) async fn run_turn(
     session: Arc<Session>,
     sub_id: SubmissionId,
-    input: Vec<InputItem>,
+    task: TurnTask,
     cancel: CancellationToken,
 ) {
     let ids = TurnIds {
@@ -57,15 +66,32 @@ pub(crate) async fn run_turn(
             }),
         )
         .await;
-    session.record_items(&[user_input_item(&input)]).await;
-    session
-        .send_event(
-            &ids.sub_id,
-            EventMsg::UserMessage(user_message_event(&input)),
-        )
-        .await;
-
-    let outcome = turn_loop(&session, &ids, &cancel).await;
+    let outcome = match task {
+        TurnTask::UserInput(input) => {
+            // A context filled by the previous turn is compacted before the new input joins
+            // it, so the summary comes before the request it is meant to serve.
+            match auto_compact_if_full(&session, &ids, &cancel).await {
+                Err(stop) => Err(stop),
+                Ok(_) => {
+                    session.record_items(&[user_input_item(&input)]).await;
+                    session
+                        .send_event(
+                            &ids.sub_id,
+                            EventMsg::UserMessage(user_message_event(&input)),
+                        )
+                        .await;
+                    turn_loop(&session, &ids, &cancel).await
+                }
+            }
+        }
+        TurnTask::Compact(instructions) => {
+            let done = compact(&session, &ids, &cancel, instructions.as_deref()).await;
+            if done.is_ok() {
+                session.clear_active_turn(&ids.sub_id);
+            }
+            done.map(|()| None)
+        }
+    };
     match outcome {
         Ok(last_agent_message) => {
             session
@@ -122,10 +148,29 @@ async fn turn_loop(
     let mut diff = TurnDiffTracker::default();
     loop {
         session.drain_pending_input().await;
-        let context = session.turn_context();
-        let prompt = build_prompt(&context, session.history());
-        let items = sample_with_retries(session, ids, &prompt, cancel).await?;
+        // Before a new turn's first request, or after a tool round: compact when the last
+        // response filled the context up to the limit.
+        let mut compacted = auto_compact_if_full(session, ids, cancel).await?;
+        let items = loop {
+            let context = session.turn_context();
+            let prompt = build_prompt(&context, session.history());
+            match sample_with_retries(session, ids, &prompt, cancel).await {
+                Ok(items) => break items,
+                Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
+                    if compacted {
+                        return Err(TurnStop::Failed(CoreError::ContextWindowExceeded(
+                            err.to_string(),
+                        )));
+                    }
+                    tracing::info!(conversation = %session.id(), "{err}; compacting and retrying");
+                    compact(session, ids, cancel, None).await?;
+                    compacted = true;
+                }
+                Err(stop) => return Err(stop),
+            }
+        };
         session.record_items(&items).await;
+        let context = session.turn_context();
 
         let mut calls = Vec::new();
         for item in &items {
@@ -152,6 +197,43 @@ async fn turn_loop(
             let output = router.dispatch(&call, &mut diff).await?;
             session.record_items(&[output]).await;
         }
+    }
+}
+
+/// Compacts the history when the latest response's token count reached the limit; at most
+/// once per sampling step, since a compaction clears the count until the next response. A
+/// failed automatic compaction is reported as a warning and the turn goes on uncompacted.
+/// Returns whether a compaction ran.
+async fn auto_compact_if_full(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    cancel: &CancellationToken,
+) -> Result<bool, TurnStop> {
+    let context = session.turn_context();
+    let (Some(limit), Some(used)) = (
+        context.auto_compact_token_limit,
+        session.last_response_tokens(),
+    ) else {
+        return Ok(false);
+    };
+    if used < limit {
+        return Ok(false);
+    }
+    tracing::info!(conversation = %session.id(), used, limit, "compacting the history");
+    match compact(session, ids, cancel, None).await {
+        Ok(()) => Ok(true),
+        Err(TurnStop::Failed(err)) => {
+            session
+                .send_event(
+                    &ids.sub_id,
+                    EventMsg::Warning(keel_protocol::WarningEvent {
+                        message: format!("{err}; continuing with the full history"),
+                    }),
+                )
+                .await;
+            Ok(false)
+        }
+        Err(stop) => Err(stop),
     }
 }
 

@@ -67,7 +67,7 @@ impl ToolRouter<'_> {
                 call_id,
                 ..
             } => {
-                let output = match name.as_str() {
+                let raw = match name.as_str() {
                     "shell" | "container.exec" => self.shell(call_id, arguments, diff).await?,
                     "exec_command" => self.exec_command(call_id, arguments, diff).await?,
                     "write_stdin" => self.write_stdin(arguments).await?,
@@ -83,7 +83,7 @@ impl ToolRouter<'_> {
                 };
                 Ok(ResponseItem::FunctionCallOutput {
                     call_id: call_id.clone(),
-                    output,
+                    output: self.within_budget(raw),
                 })
             }
             ResponseItem::CustomToolCall {
@@ -100,13 +100,25 @@ impl ToolRouter<'_> {
                 };
                 Ok(ResponseItem::CustomToolCallOutput {
                     call_id: call_id.clone(),
-                    output,
+                    output: self.within_budget(output),
                 })
             }
             other => Err(TurnStop::Failed(crate::error::CoreError::Stream(format!(
                 "not a tool call: {other:?}"
             )))),
         }
+    }
+}
+
+impl ToolRouter<'_> {
+    /// A tool's output cut to `tool_output_token_limit` (head and tail kept), so one command
+    /// printing gigabytes never inflates the history.
+    fn within_budget(&self, output: String) -> String {
+        let limit = self.context.tool_output_token_limit;
+        if output.len() <= limit.saturating_mul(4) {
+            return output;
+        }
+        crate::unified_exec::head_and_tail(&output, limit)
     }
 }
 

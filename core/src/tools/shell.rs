@@ -105,7 +105,11 @@ impl ToolRouter<'_> {
                 return self.run_unsandboxed(&call).await;
             }
         }
-        Ok(model_output(&outcome, call.timeout))
+        Ok(model_output(
+            &outcome,
+            call.timeout,
+            self.context.tool_output_token_limit,
+        ))
     }
 
     /// Decides whether and how `call` may run: approval first, then the sandbox. `Err` holds
@@ -228,7 +232,11 @@ impl ToolRouter<'_> {
 
     async fn run_unsandboxed(&self, call: &ExecCall) -> Result<String, TurnStop> {
         let outcome = self.execute(call, None).await?;
-        Ok(model_output(&outcome, call.timeout))
+        Ok(model_output(
+            &outcome,
+            call.timeout,
+            self.context.tool_output_token_limit,
+        ))
     }
 
     /// Sends an approval request event and waits for the answer (or an interrupt).
@@ -323,7 +331,11 @@ impl ToolRouter<'_> {
                     aggregated_output: outcome.aggregated.clone(),
                     exit_code: outcome.exit_code,
                     duration: outcome.duration,
-                    formatted_output: formatted_output(&outcome, *timeout),
+                    formatted_output: formatted_output(
+                        &outcome,
+                        *timeout,
+                        self.context.tool_output_token_limit,
+                    ),
                     status: if outcome.exit_code == 0 {
                         ExecCommandStatus::Completed
                     } else {
@@ -353,7 +365,7 @@ pub(super) enum Placement {
 }
 
 /// The output as the model sees it: truncated, with a note when the command timed out.
-fn formatted_output(outcome: &ExecOutcome, timeout: Duration) -> String {
+fn formatted_output(outcome: &ExecOutcome, timeout: Duration, token_budget: usize) -> String {
     let mut shown = outcome.aggregated.clone();
     if outcome.timed_out {
         shown.push_str(&format!(
@@ -361,13 +373,14 @@ fn formatted_output(outcome: &ExecOutcome, timeout: Duration) -> String {
             timeout.as_millis()
         ));
     }
-    truncate_for_model(&shown, MODEL_OUTPUT_MAX_BYTES, MODEL_OUTPUT_MAX_LINES)
+    let max_bytes = MODEL_OUTPUT_MAX_BYTES.min(token_budget.saturating_mul(4));
+    truncate_for_model(&shown, max_bytes, MODEL_OUTPUT_MAX_LINES)
 }
 
 /// The function output sent back to the model.
-fn model_output(outcome: &ExecOutcome, timeout: Duration) -> String {
+fn model_output(outcome: &ExecOutcome, timeout: Duration, token_budget: usize) -> String {
     serde_json::json!({
-        "output": formatted_output(outcome, timeout),
+        "output": formatted_output(outcome, timeout, token_budget),
         "metadata": {
             "exit_code": outcome.exit_code,
             "duration_seconds": (outcome.duration.as_secs_f64() * 10.0).round() / 10.0,

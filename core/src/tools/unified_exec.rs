@@ -89,10 +89,12 @@ fn clamp_ms(value: Option<f64>, default: u64, min: u64, max: u64) -> Duration {
     Duration::from_millis(ms.clamp(min, max))
 }
 
-fn max_tokens(value: Option<f64>) -> usize {
+/// The model's `max_output_tokens`, never above the configured tool output budget.
+fn max_tokens(value: Option<f64>, budget: usize) -> usize {
     value
         .filter(|tokens| tokens.is_finite() && *tokens >= 1.0)
         .map_or(DEFAULT_MAX_OUTPUT_TOKENS, |tokens| tokens as usize)
+        .min(budget)
 }
 
 /// The shell `exec_command` runs `cmd` with when the model names none.
@@ -267,7 +269,10 @@ impl ToolRouter<'_> {
             wall_time: call_started.elapsed(),
             status,
             output: &polled.output,
-            max_output_tokens: max_tokens(args.max_output_tokens),
+            max_output_tokens: max_tokens(
+                args.max_output_tokens,
+                self.context.tool_output_token_limit,
+            ),
             notes: &notes,
         }))
     }
@@ -346,7 +351,10 @@ impl ToolRouter<'_> {
             wall_time: call_started.elapsed(),
             status,
             output: &polled.output,
-            max_output_tokens: max_tokens(args.max_output_tokens),
+            max_output_tokens: max_tokens(
+                args.max_output_tokens,
+                self.context.tool_output_token_limit,
+            ),
             notes: &polled.notes,
         }))
     }

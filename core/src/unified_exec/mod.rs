@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use keel_protocol::{CallId, ParsedCommand};
 use tokio::time::Instant;
 
-pub(crate) use model_output::{ChunkReport, ProcessStatus, render_chunk};
+pub(crate) use model_output::{ChunkReport, ProcessStatus, head_and_tail, render_chunk};
 
 use crate::processes::{HeadTailBuffer, ProcessHandle};
 

@@ -254,6 +254,11 @@ pub enum ThreadItem {
         /// Progress.
         status: PatchApplyStatus,
     },
+    /// The history was summarised to fit the model's context window.
+    ContextCompaction {
+        /// Item id.
+        id: String,
+    },
 }
 
 impl ThreadItem {
@@ -265,7 +270,8 @@ impl ThreadItem {
             | Self::Plan { id, .. }
             | Self::Reasoning { id, .. }
             | Self::CommandExecution { id, .. }
-            | Self::FileChange { id, .. } => id,
+            | Self::FileChange { id, .. }
+            | Self::ContextCompaction { id } => id,
         }
     }
 }

@@ -53,6 +53,8 @@ crate::request_table! {
         ThreadUnsubscribe("thread/unsubscribe", ThreadIdParams) -> ThreadUnsubscribeResponse,
         /// Drops the latest turns of a thread.
         ThreadRollback("thread/rollback", ThreadRollbackParams) -> ThreadResponse,
+        /// Compacts a thread's history now, as a turn of its own.
+        ThreadCompactStart("thread/compact/start", ThreadIdParams) -> EmptyResponse,
         /// Starts a turn.
         TurnStart("turn/start", TurnStartParams) -> TurnStartResponse,
         /// Adds input to the running turn.
@@ -111,6 +113,8 @@ crate::notification_table! {
         ThreadUnarchived("thread/unarchived", ThreadIdNotification),
         /// A thread was unloaded.
         ThreadClosed("thread/closed", ThreadIdNotification),
+        /// A thread's history was compacted.
+        ThreadCompacted("thread/compacted", ContextCompactedNotification),
         /// A thread was renamed.
         ThreadNameUpdated("thread/name/updated", ThreadNameUpdatedNotification),
         /// Token usage changed.

@@ -137,6 +137,17 @@ pub struct ItemDeltaNotification {
     pub delta: String,
 }
 
+/// `thread/compacted`: a thread's history was compacted (clients that know the
+/// `contextCompaction` item can use that instead).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextCompactedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn the compaction ran in.
+    pub turn_id: String,
+}
+
 /// `item/commandExecution/terminalInteraction`: the model typed into a running command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -77,6 +77,10 @@ pub enum EventMsg {
     TurnAborted(TurnAbortedEvent),
     /// The latest turns were dropped from history.
     ThreadRolledBack(ThreadRolledBackEvent),
+    /// The history is being summarised to fit the model's context window.
+    ContextCompactionStarted(ContextCompactionEvent),
+    /// The history was replaced by its summary.
+    ContextCompacted(ContextCompactionEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }
@@ -227,6 +231,15 @@ pub enum TurnAbortReason {
     Interrupted,
     /// A new turn replaced it.
     Replaced,
+}
+
+/// Payload of `context_compaction_started` and `context_compacted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextCompactionEvent {
+    /// Names this compaction in both events (and as the client's item id).
+    pub id: String,
+    /// The turn it ran in.
+    pub turn_id: TurnId,
 }
 
 /// Payload of `turn_aborted`.

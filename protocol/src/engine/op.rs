@@ -83,6 +83,13 @@ pub enum Op {
         /// How many turns to drop, counting back from the latest.
         num_turns: u32,
     },
+    /// Replaces the history with a summary of it, as a turn of its own (`task_started`,
+    /// `context_compaction_started`, `context_compacted`, `task_complete`).
+    Compact {
+        /// Instructions for writing the summary, instead of Keel's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
+    },
     /// Ends the conversation; `shutdown_complete` follows.
     Shutdown,
 }

@@ -57,6 +57,9 @@ pub struct CodexSessionSettings {
     /// Extra instructions sent as a developer message with every turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub developer_instructions: Option<String>,
+    /// Instructions for summarising the history when it is compacted, instead of Keel's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_prompt: Option<String>,
 }
 
 /// Arguments of the `codex-reply` tool.

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod common;
+mod compaction;
 mod protocol;
 mod threads;
 mod turns;

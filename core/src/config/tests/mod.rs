@@ -78,6 +78,9 @@ fn default_config(keel_home: &Path) -> Config {
         unified_exec: true,
         shell_snapshot: true,
         exec_server_url: None,
+        model_auto_compact_token_limit: None,
+        compact_prompt: None,
+        tool_output_token_limit: 10_000,
         warnings: Vec::new(),
     }
 }
@@ -120,6 +123,9 @@ project_doc_max_bytes = 65536
 model_context_window = 200000
 file_opener = "vscode"
 exec_server_url = "ws://10.0.0.5:4500"
+model_auto_compact_token_limit = 150000
+compact_prompt = "Summarise tersely."
+tool_output_token_limit = 2000
 
 [features]
 unified_exec = false
@@ -234,6 +240,9 @@ fn full_codex_style_file() -> TestResult {
         unified_exec: false,
         shell_snapshot: true,
         exec_server_url: Some("ws://10.0.0.5:4500".to_string()),
+        model_auto_compact_token_limit: Some(150_000),
+        compact_prompt: Some("Summarise tersely.".to_string()),
+        tool_output_token_limit: 2_000,
         warnings: Vec::new(),
     };
     assert_eq!(config, expected);

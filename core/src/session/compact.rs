@@ -1,0 +1,203 @@
+//! Compaction: when the history no longer fits the model's context window (or the user asks),
+//! the model is asked for a hand-off summary of the work so far, and the history becomes the
+//! user's recent messages plus that summary. The turn then goes on from it.
+
+use std::sync::Arc;
+
+use keel_protocol::{ContextCompactionEvent, EventMsg, TokenCountEvent};
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use super::turn::{TurnIds, TurnStop};
+use crate::client::ResponseEvent;
+use crate::error::CoreError;
+use crate::models::{ContentItem, ResponseItem};
+use crate::prompt_context::build_prompt;
+
+/// Keel's instructions for writing the summary.
+const COMPACT_INSTRUCTIONS: &str = include_str!("../compact_instructions.md");
+/// Opens the summary message, so the next model knows what it is reading.
+const SUMMARY_PREFIX: &str = "This conversation was compacted to fit the context window. \
+    Another model worked on the task before you and left this hand-off summary of its work; \
+    continue from it:";
+/// The user's own messages kept word for word, newest first, up to this many bytes (about
+/// 20k tokens).
+const USER_MESSAGES_MAX_BYTES: usize = 80 * 1024;
+
+/// The history item carrying a summary.
+pub(crate) fn compacted_summary_item(summary: &str) -> ResponseItem {
+    ResponseItem::user_text(format!("{SUMMARY_PREFIX}\n\n{summary}"))
+}
+
+/// Summarises the history and replaces it. On failure the history is left as it was.
+pub(crate) async fn compact(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    cancel: &CancellationToken,
+    instructions: Option<&str>,
+) -> Result<(), TurnStop> {
+    let id = format!("compaction-{:08x}", rand::rng().random::<u32>());
+    let event = ContextCompactionEvent {
+        id,
+        turn_id: ids.turn_id.clone(),
+    };
+    session
+        .send_event(
+            &ids.sub_id,
+            EventMsg::ContextCompactionStarted(event.clone()),
+        )
+        .await;
+    let context = session.turn_context();
+    let history = session.history();
+    let instructions = instructions
+        .or(context.compact_prompt.as_deref())
+        .unwrap_or(COMPACT_INSTRUCTIONS);
+    let mut request_history = history.clone();
+    request_history.push(ResponseItem::user_text(instructions));
+    let mut prompt = build_prompt(&context, request_history);
+    // The summary is all that is wanted: no tool may be called.
+    prompt.tools.clear();
+    let summary = summarise(session, ids, &prompt, cancel).await?;
+    let mut replacement = recent_user_messages(&history);
+    replacement.push(compacted_summary_item(&summary));
+    session.replace_history(summary, replacement).await;
+    session
+        .send_event(&ids.sub_id, EventMsg::ContextCompacted(event))
+        .await;
+    Ok(())
+}
+
+/// One model request for the summary; its text is not streamed to the client.
+async fn summarise(
+    session: &Session,
+    ids: &TurnIds,
+    prompt: &crate::client::Prompt,
+    cancel: &CancellationToken,
+) -> Result<String, TurnStop> {
+    let context = session.turn_context();
+    let mut stream = tokio::select! {
+        () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+        stream = context.client.stream(prompt) => stream.map_err(TurnStop::Failed)?,
+    };
+    let mut summary = String::new();
+    loop {
+        let event = tokio::select! {
+            () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+            event = stream.next() => event,
+        };
+        match event {
+            Some(Ok(ResponseEvent::OutputItemDone(item))) => {
+                if let Some(text) = item.assistant_text() {
+                    summary.push_str(&text);
+                }
+            }
+            Some(Ok(ResponseEvent::Completed { token_usage, .. })) => {
+                if let Some(usage) = token_usage {
+                    let info = session.add_token_usage(&usage, context.model_context_window);
+                    session
+                        .send_event(
+                            &ids.sub_id,
+                            EventMsg::TokenCount(TokenCountEvent { info: Some(info) }),
+                        )
+                        .await;
+                }
+                break;
+            }
+            Some(Ok(_)) => {}
+            Some(Err(err)) => return Err(TurnStop::Failed(err)),
+            None => {
+                return Err(TurnStop::Failed(CoreError::Stream(
+                    "stream closed before response.completed".to_string(),
+                )));
+            }
+        }
+    }
+    if summary.trim().is_empty() {
+        return Err(TurnStop::Failed(CoreError::Compaction(
+            "the model returned no summary".to_string(),
+        )));
+    }
+    Ok(summary)
+}
+
+/// The user's own messages, oldest first, keeping the newest within
+/// [`USER_MESSAGES_MAX_BYTES`]; earlier summaries are left out (the new one supersedes them).
+fn recent_user_messages(history: &[ResponseItem]) -> Vec<ResponseItem> {
+    let mut kept = Vec::new();
+    let mut budget = USER_MESSAGES_MAX_BYTES;
+    for item in history.iter().rev() {
+        let ResponseItem::Message { role, content, .. } = item else {
+            continue;
+        };
+        if role != "user" {
+            continue;
+        }
+        let text: String = content.iter().filter_map(ContentItem::text).collect();
+        if text.starts_with(SUMMARY_PREFIX) {
+            continue;
+        }
+        if text.len() > budget {
+            if kept.is_empty() {
+                // The newest message alone is over the budget: keep its start.
+                let mut cut = budget;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                kept.push(ResponseItem::user_text(&text[..cut]));
+            }
+            break;
+        }
+        budget -= text.len();
+        kept.push(item.clone());
+    }
+    kept.reverse();
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_user_messages_skip_tools_answers_and_old_summaries() {
+        let history = vec![
+            ResponseItem::user_text("first request"),
+            ResponseItem::FunctionCallOutput {
+                call_id: "c1".into(),
+                output: "huge tool output".into(),
+            },
+            compacted_summary_item("old summary"),
+            ResponseItem::user_text("second request"),
+        ];
+        let kept = recent_user_messages(&history);
+        assert_eq!(
+            kept,
+            vec![
+                ResponseItem::user_text("first request"),
+                ResponseItem::user_text("second request"),
+            ]
+        );
+    }
+
+    #[test]
+    fn recent_user_messages_keep_the_newest_within_the_budget() {
+        let big = "x".repeat(USER_MESSAGES_MAX_BYTES - 10);
+        let history = vec![
+            ResponseItem::user_text("oldest, dropped"),
+            ResponseItem::user_text(big.clone()),
+            ResponseItem::user_text("newest"),
+        ];
+        let kept = recent_user_messages(&history);
+        assert_eq!(
+            kept,
+            vec![
+                ResponseItem::user_text(big),
+                ResponseItem::user_text("newest")
+            ]
+        );
+        let huge = vec![ResponseItem::user_text("é".repeat(USER_MESSAGES_MAX_BYTES))];
+        let kept = recent_user_messages(&huge);
+        assert_eq!(kept.len(), 1);
+    }
+}
