@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use keel_protocol::ConversationId;
 
+use super::reader::{LineKind, RolloutLines, line_kind};
 use super::{RolloutItem, RolloutLine};
 use crate::error::{CoreError, Result};
 
@@ -105,14 +106,38 @@ fn rollout_files_newest_first(root: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Reads a rollout file's summary; `None` when it is not a Keel rollout.
+///
+/// Streams the file and parses only the lines a summary needs (the session meta, the first
+/// user message, names), so a huge rollout costs its longest line in memory, not its size.
 pub async fn summarise(path: &Path) -> Option<ConversationSummary> {
-    let text = tokio::fs::read_to_string(path).await.ok()?;
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || summarise_blocking(&owned))
+        .await
+        .ok()
+        .flatten()
+}
+
+fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
+    let mut lines = RolloutLines::open(path).ok()?;
     let mut meta = None;
     let mut preview = None;
     let mut name = None;
     let mut updated_at = String::new();
-    for line in text.lines() {
-        let Ok(line) = serde_json::from_str::<RolloutLine>(line) else {
+    while let Ok(Some((_, line))) = lines.next_line() {
+        let wanted = match line_kind(line) {
+            LineKind::SessionMeta => meta.is_none(),
+            LineKind::EventMsg => preview.is_none() && is_user_message(line),
+            LineKind::ThreadName => true,
+            _ => false,
+        };
+        if !wanted {
+            // Only the timestamp, read without parsing the line.
+            if let Some(timestamp) = leading_timestamp(line) {
+                updated_at = timestamp;
+            }
+            continue;
+        }
+        let Ok(line) = serde_json::from_slice::<RolloutLine>(line) else {
             continue;
         };
         updated_at = line.timestamp;
@@ -137,6 +162,19 @@ pub async fn summarise(path: &Path) -> Option<ConversationSummary> {
         name,
         updated_at,
     })
+}
+
+/// Whether an `event_msg` line is a `user_message`, from its first bytes.
+fn is_user_message(line: &[u8]) -> bool {
+    let window = &line[..line.len().min(200)];
+    memchr::memmem::find(window, br#""payload":{"type":"user_message""#).is_some()
+}
+
+/// The `timestamp` a line starts with (`{"timestamp":"..."`), if it does.
+fn leading_timestamp(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(br#"{"timestamp":""#)?;
+    let end = memchr::memchr(b'"', &rest[..rest.len().min(64)])?;
+    String::from_utf8(rest[..end].to_vec()).ok()
 }
 
 /// The rollout file of the conversation with this id, if one is recorded under `keel_home`.

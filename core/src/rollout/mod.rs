@@ -4,6 +4,7 @@
 
 mod archive;
 mod list;
+mod reader;
 mod recorder;
 
 pub use archive::{archive_rollout, unarchive_rollout};
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
+use reader::{LineKind, RolloutLines, line_kind};
 
 /// The first line of every rollout file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,22 +104,51 @@ pub struct LoadedRollout {
 
 /// Reads a rollout file. Lines that cannot be parsed (e.g. a torn last line after a crash)
 /// are skipped with a warning; a file without session meta is an error.
+///
+/// Memory is bounded by what is kept, not by the file: the history starts at the last
+/// compaction (earlier history lines are not even parsed), and the transcript's command
+/// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`].
 pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
-    let text = tokio::fs::read_to_string(path)
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || load_rollout_blocking(&owned))
         .await
         .map_err(|err| CoreError::Rollout {
             path: path.to_path_buf(),
-            message: err.to_string(),
-        })?;
+            message: format!("reading stopped: {err}"),
+        })?
+}
+
+/// Tokens (about 4 bytes each) of each command output a loaded transcript keeps; the live
+/// history is not cut.
+const TRANSCRIPT_OUTPUT_TOKENS: usize = 4096;
+
+fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
+    let io_error = |err: std::io::Error| CoreError::Rollout {
+        path: path.to_path_buf(),
+        message: err.to_string(),
+    };
+    // First pass: where the live history starts (the last readable compaction).
+    let mut lines = RolloutLines::open(path).map_err(io_error)?;
+    let mut last_compaction = 0;
+    while let Some((number, line)) = lines.next_line().map_err(io_error)? {
+        if line_kind(line) == LineKind::Compacted
+            && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+        {
+            last_compaction = number;
+        }
+    }
+    let mut lines = RolloutLines::open(path).map_err(io_error)?;
     let mut meta = None;
     let mut history = Vec::new();
     let mut events = Vec::new();
     let mut name = None;
-    for (number, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+    while let Some((number, line)) = lines.next_line().map_err(io_error)? {
+        let before_live_history = number < last_compaction;
+        match line_kind(line) {
+            LineKind::ResponseItem | LineKind::Compacted if before_live_history => continue,
+            _ => {}
         }
-        match serde_json::from_str::<RolloutLine>(line) {
+        match serde_json::from_slice::<RolloutLine>(line) {
             Ok(RolloutLine { item, .. }) => match item {
                 RolloutItem::SessionMeta(found) => {
                     if meta.is_none() {
@@ -125,7 +156,7 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
                     }
                 }
                 RolloutItem::ResponseItem(item) => history.push(item),
-                RolloutItem::EventMsg(event) => events.push(event),
+                RolloutItem::EventMsg(event) => events.push(for_transcript(event)),
                 RolloutItem::ThreadName(found) => name = Some(found),
                 RolloutItem::Rollback(num_turns) => {
                     drop_last_turns(&mut history, &mut events, num_turns);
@@ -140,7 +171,7 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
                 tracing::warn!(
                     "{}:{}: skipping unreadable rollout line: {err}",
                     path.display(),
-                    number + 1
+                    number
                 );
             }
         }
@@ -156,6 +187,27 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
         name,
         path: path.to_path_buf(),
     })
+}
+
+/// An event as the transcript keeps it: command outputs cut to head and tail.
+fn for_transcript(event: EventMsg) -> EventMsg {
+    let cut = |text: String| {
+        if text.len() > TRANSCRIPT_OUTPUT_TOKENS * 4 {
+            crate::unified_exec::head_and_tail(&text, TRANSCRIPT_OUTPUT_TOKENS)
+        } else {
+            text
+        }
+    };
+    match event {
+        EventMsg::ExecCommandEnd(mut end) => {
+            end.stdout = cut(std::mem::take(&mut end.stdout));
+            end.stderr = cut(std::mem::take(&mut end.stderr));
+            end.aggregated_output = cut(std::mem::take(&mut end.aggregated_output));
+            end.formatted_output = cut(std::mem::take(&mut end.formatted_output));
+            EventMsg::ExecCommandEnd(end)
+        }
+        other => other,
+    }
 }
 
 /// Drops everything from the `num_turns`-th latest user input on, in history and transcript.
