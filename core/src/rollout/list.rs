@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use keel_protocol::ConversationId;
 
-use super::reader::{LineKind, RolloutLines, line_kind};
+use super::reader::{LineKind, RolloutLines};
 use super::{RolloutItem, RolloutLine};
 use crate::error::{CoreError, Result};
 
@@ -111,9 +111,8 @@ fn rollout_files_newest_first(root: &Path) -> Result<Vec<PathBuf>> {
 /// user message, names), so a huge rollout costs its longest line in memory, not its size.
 pub async fn summarise(path: &Path) -> Option<ConversationSummary> {
     let owned = path.to_path_buf();
-    tokio::task::spawn_blocking(move || summarise_blocking(&owned))
+    super::reader_thread::on_reader_thread(move || summarise_blocking(&owned))
         .await
-        .ok()
         .flatten()
 }
 
@@ -123,20 +122,25 @@ fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
     let mut preview = None;
     let mut name = None;
     let mut updated_at = String::new();
-    while let Ok(Some((_, line))) = lines.next_line() {
-        let wanted = match line_kind(line) {
-            LineKind::SessionMeta => meta.is_none(),
-            LineKind::EventMsg => preview.is_none() && is_user_message(line),
-            LineKind::ThreadName => true,
-            _ => false,
-        };
-        if !wanted {
-            // Only the timestamp, read without parsing the line.
-            if let Some(timestamp) = leading_timestamp(line) {
+    loop {
+        let need_meta = meta.is_none();
+        let need_preview = preview.is_none();
+        // Every line's timestamp comes from its first bytes; only the lines a summary uses
+        // are read whole.
+        let wanted = |_: usize, kind: LineKind, head: &[u8]| {
+            if let Some(timestamp) = leading_timestamp(head) {
                 updated_at = timestamp;
             }
-            continue;
-        }
+            match kind {
+                LineKind::SessionMeta => need_meta,
+                LineKind::EventMsg => need_preview && is_user_message(head),
+                LineKind::ThreadName => true,
+                _ => false,
+            }
+        };
+        let Ok(Some((_, line))) = lines.next_line_where(wanted) else {
+            break;
+        };
         let Ok(line) = serde_json::from_slice::<RolloutLine>(line) else {
             continue;
         };

@@ -5,6 +5,7 @@
 mod archive;
 mod list;
 mod reader;
+mod reader_thread;
 mod recorder;
 
 pub use archive::{archive_rollout, unarchive_rollout};
@@ -110,11 +111,11 @@ pub struct LoadedRollout {
 /// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`].
 pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
     let owned = path.to_path_buf();
-    tokio::task::spawn_blocking(move || load_rollout_blocking(&owned))
+    reader_thread::on_reader_thread(move || load_rollout_blocking(&owned))
         .await
-        .map_err(|err| CoreError::Rollout {
+        .ok_or_else(|| CoreError::Rollout {
             path: path.to_path_buf(),
-            message: format!("reading stopped: {err}"),
+            message: "reading stopped before the end".to_string(),
         })?
 }
 
@@ -130,10 +131,9 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
     // First pass: where the live history starts (the last readable compaction).
     let mut lines = RolloutLines::open(path).map_err(io_error)?;
     let mut last_compaction = 0;
-    while let Some((number, line)) = lines.next_line().map_err(io_error)? {
-        if line_kind(line) == LineKind::Compacted
-            && serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
-        {
+    let compactions = |_: usize, kind: LineKind, _: &[u8]| kind == LineKind::Compacted;
+    while let Some((number, line)) = lines.next_line_where(compactions).map_err(io_error)? {
+        if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
             last_compaction = number;
         }
     }
@@ -142,10 +142,20 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
     let mut history = Vec::new();
     let mut events = Vec::new();
     let mut name = None;
-    while let Some((number, line)) = lines.next_line().map_err(io_error)? {
-        let before_live_history = number < last_compaction;
+    // History before the last compaction is replaced by it: those lines are not even read.
+    let needed = |number: usize, kind: LineKind, _: &[u8]| {
+        number >= last_compaction || !matches!(kind, LineKind::ResponseItem | LineKind::Compacted)
+    };
+    while let Some((number, line)) = lines.next_line_where(needed).map_err(io_error)? {
         match line_kind(line) {
-            LineKind::ResponseItem | LineKind::Compacted if before_live_history => continue,
+            LineKind::EventMsg if line.len() > HUGE_LINE_BYTES => {
+                // The transcript keeps no more than a few KB of any output: a huge command
+                // end is read without its outputs, so its text is never copied out of the line.
+                if let Some(end) = huge_exec_command_end(line) {
+                    events.push(EventMsg::ExecCommandEnd(end));
+                    continue;
+                }
+            }
             _ => {}
         }
         match serde_json::from_slice::<RolloutLine>(line) {
@@ -189,7 +199,61 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
     })
 }
 
-/// An event as the transcript keeps it: command outputs cut to head and tail.
+/// Event lines longer than this are read without their bulk where possible.
+const HUGE_LINE_BYTES: usize = 1024 * 1024;
+
+/// An `exec_command_end` line read without its output fields (which serde skips without
+/// copying them), the output replaced by a note; `None` for any other event.
+fn huge_exec_command_end(line: &[u8]) -> Option<keel_protocol::ExecCommandEndEvent> {
+    #[derive(Deserialize)]
+    struct Line {
+        payload: Header,
+    }
+    #[derive(Deserialize)]
+    struct Header {
+        #[serde(rename = "type")]
+        kind: String,
+        call_id: keel_protocol::CallId,
+        turn_id: keel_protocol::TurnId,
+        command: Vec<String>,
+        cwd: PathBuf,
+        #[serde(default)]
+        parsed_cmd: Vec<keel_protocol::ParsedCommand>,
+        #[serde(default)]
+        source: keel_protocol::ExecCommandSource,
+        #[serde(default)]
+        process_id: Option<String>,
+        exit_code: i32,
+        duration: std::time::Duration,
+        status: keel_protocol::ExecCommandStatus,
+    }
+    let header = serde_json::from_slice::<Line>(line).ok()?.payload;
+    if header.kind != "exec_command_end" {
+        return None;
+    }
+    Some(keel_protocol::ExecCommandEndEvent {
+        call_id: header.call_id,
+        turn_id: header.turn_id,
+        command: header.command,
+        cwd: header.cwd,
+        parsed_cmd: header.parsed_cmd,
+        source: header.source,
+        process_id: header.process_id,
+        stdout: String::new(),
+        stderr: String::new(),
+        aggregated_output: format!(
+            "[output not kept in the transcript: its record is {} bytes]",
+            line.len()
+        ),
+        exit_code: header.exit_code,
+        duration: header.duration,
+        formatted_output: String::new(),
+        status: header.status,
+    })
+}
+
+/// An event as the transcript keeps it: a command's output once (the aggregated stream, cut
+/// to head and tail), not three times.
 fn for_transcript(event: EventMsg) -> EventMsg {
     let cut = |text: String| {
         if text.len() > TRANSCRIPT_OUTPUT_TOKENS * 4 {
@@ -200,10 +264,10 @@ fn for_transcript(event: EventMsg) -> EventMsg {
     };
     match event {
         EventMsg::ExecCommandEnd(mut end) => {
-            end.stdout = cut(std::mem::take(&mut end.stdout));
-            end.stderr = cut(std::mem::take(&mut end.stderr));
+            end.stdout = String::new();
+            end.stderr = String::new();
+            end.formatted_output = String::new();
             end.aggregated_output = cut(std::mem::take(&mut end.aggregated_output));
-            end.formatted_output = cut(std::mem::take(&mut end.formatted_output));
             EventMsg::ExecCommandEnd(end)
         }
         other => other,

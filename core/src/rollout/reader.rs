@@ -65,18 +65,36 @@ impl RolloutLines {
         })
     }
 
-    /// The next non-empty line, without its newline, and its 1-based number; `None` at the
-    /// end of the file.
-    pub(crate) fn next_line(&mut self) -> std::io::Result<Option<(usize, &[u8])>> {
+    /// The next non-empty line that `wanted` accepts, without its newline, with its 1-based
+    /// number; `None` at the end of the file. `wanted` sees the line's number, kind and first
+    /// bytes; a line it refuses is skipped without being held in memory.
+    pub(crate) fn next_line_where(
+        &mut self,
+        mut wanted: impl FnMut(usize, LineKind, &[u8]) -> bool,
+    ) -> std::io::Result<Option<(usize, &[u8])>> {
         loop {
             if self.buffer.capacity() > KEPT_BUFFER_BYTES {
                 self.buffer = Vec::new();
             }
             self.buffer.clear();
-            if self.reader.read_until(b'\n', &mut self.buffer)? == 0 {
+            let (ended, at_eof) = self.read_head()?;
+            if self.buffer.is_empty() && at_eof && !ended {
                 return Ok(None);
             }
             self.number += 1;
+            if self.buffer.iter().all(u8::is_ascii_whitespace) && ended {
+                continue;
+            }
+            let kind = line_kind(&self.buffer);
+            if !wanted(self.number, kind, &self.buffer) {
+                if !ended {
+                    self.skip_rest_of_line()?;
+                }
+                continue;
+            }
+            if !ended {
+                self.reader.read_until(b'\n', &mut self.buffer)?;
+            }
             while self
                 .buffer
                 .last()
@@ -84,9 +102,52 @@ impl RolloutLines {
             {
                 self.buffer.pop();
             }
-            if !self.buffer.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some((self.number, &self.buffer)));
+            if self.buffer.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
+            return Ok(Some((self.number, &self.buffer)));
+        }
+    }
+
+    /// Every non-empty line, in turn.
+    #[cfg(test)]
+    fn next_line(&mut self) -> std::io::Result<Option<(usize, &[u8])>> {
+        self.next_line_where(|_, _, _| true)
+    }
+
+    /// Reads up to [`KIND_WINDOW_BYTES`] of the next line into the buffer; returns whether
+    /// the line ended (its newline consumed) and whether the file ended.
+    fn read_head(&mut self) -> std::io::Result<(bool, bool)> {
+        while self.buffer.len() < KIND_WINDOW_BYTES {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                return Ok((false, true));
+            }
+            let window = available.len().min(KIND_WINDOW_BYTES - self.buffer.len());
+            if let Some(newline) = memchr::memchr(b'\n', &available[..window]) {
+                self.buffer.extend_from_slice(&available[..newline]);
+                self.reader.consume(newline + 1);
+                return Ok((true, false));
+            }
+            self.buffer.extend_from_slice(&available[..window]);
+            self.reader.consume(window);
+        }
+        Ok((false, false))
+    }
+
+    /// Consumes the rest of the current line without keeping it.
+    fn skip_rest_of_line(&mut self) -> std::io::Result<()> {
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                return Ok(());
+            }
+            if let Some(newline) = memchr::memchr(b'\n', available) {
+                self.reader.consume(newline + 1);
+                return Ok(());
+            }
+            let all = available.len();
+            self.reader.consume(all);
         }
     }
 }
@@ -125,6 +186,29 @@ mod tests {
         assert_eq!(lines.next_line()?, Some((4, &b"b"[..])));
         assert!(lines.buffer.capacity() <= KEPT_BUFFER_BYTES);
         assert_eq!(lines.next_line()?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn refused_lines_are_skipped_without_being_read_whole() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("r.jsonl");
+        let huge = format!(
+            "{{\"timestamp\":\"t\",\"type\":\"response_item\",\"payload\":\"{}\"}}",
+            "z".repeat(5 * 1024 * 1024)
+        );
+        let meta = r#"{"timestamp":"t","type":"session_meta","payload":{}}"#;
+        std::fs::write(&path, format!("{huge}\n{meta}\n{huge}"))?;
+        let mut lines = RolloutLines::open(&path)?;
+        let mut seen = Vec::new();
+        let found = lines.next_line_where(|number, kind, head| {
+            seen.push((number, kind, head.len()));
+            kind == LineKind::SessionMeta
+        })?;
+        assert_eq!(found, Some((2, meta.as_bytes())));
+        assert_eq!(seen[0], (1, LineKind::ResponseItem, KIND_WINDOW_BYTES));
+        assert!(lines.buffer.capacity() < 64 * 1024);
+        assert_eq!(lines.next_line_where(|_, _, _| false)?, None);
         Ok(())
     }
 }
