@@ -145,10 +145,12 @@ async fn load_recorded(
     file_meta: Option<(String, Option<String>, i64)>,
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
+    let mut new = new;
+    // Taken, not copied: a long thread's transcript is the largest thing a resume holds.
     let events = new
         .session_configured
         .initial_messages
-        .clone()
+        .take()
         .unwrap_or_default();
     let turns = turns_from_events(&new.conversation_id.to_string(), &events);
     let thread = state

@@ -121,7 +121,7 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
 
 /// Tokens (about 4 bytes each) of each command output a loaded transcript keeps; the live
 /// history is not cut.
-const TRANSCRIPT_OUTPUT_TOKENS: usize = 4096;
+const TRANSCRIPT_OUTPUT_TOKENS: usize = 256;
 
 fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
     let io_error = |err: std::io::Error| CoreError::Rollout {
