@@ -15,10 +15,10 @@ function output). Every 50 turns the history is compacted (a `compacted` line wi
 replacement history, and a `context_compacted` event). Turns are added until the file
 reaches `--size-mb`.
 
-The server (`keel app-server`, stdio) is started once with a fresh KEEL_HOME holding only that
-file, then asked, in order: `thread/list`, `thread/read` with `includeTurns`, `thread/resume`.
-For each request the table gives the wall time from request to response and the server's
-peak RSS so far (`VmHWM` from /proc/PID/status, read right after the response).
+For each of `thread/list`, `thread/read` with `includeTurns` and `thread/resume`, a fresh
+server (`keel app-server`, stdio, a KEEL_HOME holding only that file) is started, initialized
+and sent that one request. The table gives the wall time from request to response and the
+server's peak RSS (`VmHWM` from /proc/PID/status, read right after the response).
 """
 
 import argparse
@@ -128,47 +128,57 @@ def main():
         print(f"generated {size / 2**20:.0f} MiB, {turns} turns, {turns // TURNS_PER_COMPACTION} "
               f"compactions in {time.time() - started:.1f} s", file=sys.stderr)
 
-        server = subprocess.Popen([args.keel, "app-server"], cwd=ws, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  env={**os.environ, "KEEL_HOME": home, **({"MALLOC_ARENA_MAX": os.environ["BENCH_ARENAS"]} if "BENCH_ARENAS" in os.environ else {})})
-        next_id = [0]
+        def serve_one(method, params):
+            """Starts a fresh server, initializes it, sends one request; returns the result,
+            the request's wall time, the response size and the server's peak RSS."""
+            env = {**os.environ, "KEEL_HOME": home}
+            if "BENCH_ARENAS" in os.environ:
+                env["MALLOC_ARENA_MAX"] = os.environ["BENCH_ARENAS"]
+            server = subprocess.Popen([args.keel, "app-server"], cwd=ws, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            next_id = [0]
 
-        def request(method, params):
-            next_id[0] += 1
-            message = {"jsonrpc": "2.0", "id": next_id[0], "method": method, "params": params}
-            start = time.perf_counter()
-            server.stdin.write((json.dumps(message) + "\n").encode())
+            def request(method, params):
+                next_id[0] += 1
+                message = {"jsonrpc": "2.0", "id": next_id[0], "method": method, "params": params}
+                start = time.perf_counter()
+                server.stdin.write((json.dumps(message) + "\n").encode())
+                server.stdin.flush()
+                while True:
+                    raw = server.stdout.readline()
+                    if not raw:
+                        raise SystemExit(f"the server exited during {method}")
+                    reply = json.loads(raw)
+                    if reply.get("id") == next_id[0]:
+                        elapsed = time.perf_counter() - start
+                        if "error" in reply:
+                            raise SystemExit(f"{method}: {reply['error']}")
+                        return reply["result"], elapsed, len(raw)
+
+            request("initialize", {"clientInfo": {"name": "bench", "version": "0"}})
+            server.stdin.write(b'{"jsonrpc":"2.0","method":"initialized"}\n')
             server.stdin.flush()
-            while True:
-                raw = server.stdout.readline()
-                if not raw:
-                    raise SystemExit(f"the server exited during {method}")
-                reply = json.loads(raw)
-                if reply.get("id") == next_id[0]:
-                    elapsed = time.perf_counter() - start
-                    if "error" in reply:
-                        raise SystemExit(f"{method}: {reply['error']}")
-                    return reply["result"], elapsed, len(raw)
+            result, elapsed, nbytes = request(method, params)
+            rss = peak_rss_mib(server.pid)
+            server.stdin.close()
+            server.wait(timeout=30)
+            return result, elapsed, nbytes, rss
 
-        request("initialize", {"clientInfo": {"name": "bench", "version": "0"}})
-        server.stdin.write(b'{"jsonrpc":"2.0","method":"initialized"}\n')
-        server.stdin.flush()
         rows = []
-        result, elapsed, nbytes = request("thread/list", {})
+        result, elapsed, nbytes, rss = serve_one("thread/list", {})
         assert result["data"][0]["id"] == conv_id, result
-        rows.append(("thread/list", elapsed, nbytes, peak_rss_mib(server.pid)))
-        result, elapsed, nbytes = request("thread/read", {"threadId": conv_id, "includeTurns": True})
+        rows.append(("thread/list", elapsed, nbytes, rss))
+        result, elapsed, nbytes, rss = serve_one(
+            "thread/read", {"threadId": conv_id, "includeTurns": True})
         assert len(result["thread"]["turns"]) == turns, len(result["thread"]["turns"])
-        rows.append(("thread/read (includeTurns)", elapsed, nbytes, peak_rss_mib(server.pid)))
-        result, elapsed, nbytes = request("thread/resume", {"threadId": conv_id})
-        rows.append(("thread/resume", elapsed, nbytes, peak_rss_mib(server.pid)))
-        server.stdin.close()
-        server.wait(timeout=30)
+        rows.append(("thread/read (includeTurns)", elapsed, nbytes, rss))
+        result, elapsed, nbytes, rss = serve_one("thread/resume", {"threadId": conv_id})
+        rows.append(("thread/resume", elapsed, nbytes, rss))
 
         print(f"Rollout: {size / 2**20:.0f} MiB, {turns} turns, a compaction every "
               f"{TURNS_PER_COMPACTION} turns, a 3 MB command output every {BIG_EVERY} turns.")
         print()
-        print("| request (in order, one server) | wall | response size | server peak RSS so far |")
+        print("| request (a fresh server each) | wall | response size | server peak RSS |")
         print("| --- | ---: | ---: | ---: |")
         for method, elapsed, nbytes, rss in rows:
             print(f"| `{method}` | {elapsed * 1000:.0f} ms | {nbytes / 2**20:.1f} MiB | {rss:.1f} MiB |")

@@ -221,7 +221,7 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
     };
     match dispatch(state, context, typed).await {
         Ok(reply) => {
-            context.outgoing.respond(id, Ok(reply.result)).await;
+            context.outgoing.respond_raw(id, reply.result).await;
             if let Some(after) = reply.after {
                 after.await;
             }

@@ -14,7 +14,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use keel_protocol::{JsonRpcFraming, JsonRpcMessage};
+use keel_protocol::{JsonRpcFraming, JsonRpcMessage, JsonRpcResponse, RequestId};
+use serde_json::value::RawValue;
 use tokio::sync::Notify;
 
 /// Messages a consumer may fall behind by before deltas are dropped. A turn produces a few
@@ -47,23 +48,47 @@ pub(crate) struct SharedMessage(Arc<SharedInner>);
 
 #[derive(Debug)]
 struct SharedInner {
-    message: JsonRpcMessage,
+    payload: Payload,
     /// The line a remote client gets (without the `jsonrpc` member); `None` if unencodable.
     line: OnceLock<Option<Arc<str>>>,
+}
+
+#[derive(Debug)]
+enum Payload {
+    /// A message as values.
+    Message(JsonRpcMessage),
+    /// A response whose result is already JSON text: a large result (a long thread's turns)
+    /// goes to the wire without ever being a `serde_json::Value` tree.
+    RawResponse {
+        id: RequestId,
+        result: Box<RawValue>,
+    },
 }
 
 impl SharedMessage {
     /// Wraps a message for queueing.
     pub(crate) fn new(message: JsonRpcMessage) -> Self {
+        Self::with_payload(Payload::Message(message))
+    }
+
+    /// A response whose result is JSON text already.
+    pub(crate) fn raw_response(id: RequestId, result: Box<RawValue>) -> Self {
+        Self::with_payload(Payload::RawResponse { id, result })
+    }
+
+    fn with_payload(payload: Payload) -> Self {
         Self(Arc::new(SharedInner {
-            message,
+            payload,
             line: OnceLock::new(),
         }))
     }
 
-    /// The message.
-    pub(crate) fn message(&self) -> &JsonRpcMessage {
-        &self.0.message
+    /// Whether the message may be dropped for a consumer that cannot keep up.
+    fn is_droppable(&self) -> bool {
+        match &self.0.payload {
+            Payload::Message(message) => is_droppable(message),
+            Payload::RawResponse { .. } => false,
+        }
     }
 
     /// The wire text, encoded by the first consumer that asks; `None` (logged) if the message
@@ -71,23 +96,44 @@ impl SharedMessage {
     pub(crate) fn line(&self) -> Option<Arc<str>> {
         self.0
             .line
-            .get_or_init(
-                || match self.0.message.to_json(JsonRpcFraming::WithoutVersion) {
+            .get_or_init(|| {
+                let encoded = match &self.0.payload {
+                    Payload::Message(message) => message.to_json(JsonRpcFraming::WithoutVersion),
+                    Payload::RawResponse { id, result } => serde_json::to_string(id)
+                        .map(|id| format!("{{\"id\":{id},\"result\":{}}}", result.get())),
+                };
+                match encoded {
                     Ok(line) => Some(Arc::from(line)),
                     Err(err) => {
                         tracing::error!("cannot serialise an outgoing message: {err}");
                         None
                     }
-                },
-            )
+                }
+            })
             .clone()
     }
 
     /// The message itself, copied only if another consumer still holds it.
     pub(crate) fn into_message(self) -> JsonRpcMessage {
-        match Arc::try_unwrap(self.0) {
-            Ok(inner) => inner.message,
-            Err(shared) => shared.message.clone(),
+        let payload = match Arc::try_unwrap(self.0) {
+            Ok(inner) => inner.payload,
+            Err(shared) => match &shared.payload {
+                Payload::Message(message) => Payload::Message(message.clone()),
+                Payload::RawResponse { id, result } => Payload::RawResponse {
+                    id: id.clone(),
+                    result: result.clone(),
+                },
+            },
+        };
+        match payload {
+            Payload::Message(message) => message,
+            Payload::RawResponse { id, result } => {
+                let result = serde_json::from_str(result.get()).unwrap_or_else(|err| {
+                    tracing::error!("a serialised result does not read back: {err}");
+                    serde_json::Value::Null
+                });
+                JsonRpcMessage::Response(JsonRpcResponse { id, result })
+            }
         }
     }
 }
@@ -100,7 +146,14 @@ impl From<JsonRpcMessage> for SharedMessage {
 
 impl PartialEq for SharedMessage {
     fn eq(&self, other: &Self) -> bool {
-        self.message() == other.message()
+        match (&self.0.payload, &other.0.payload) {
+            (Payload::Message(a), Payload::Message(b)) => a == b,
+            (
+                Payload::RawResponse { id: a, result: x },
+                Payload::RawResponse { id: b, result: y },
+            ) => a == b && x.get() == y.get(),
+            _ => false,
+        }
     }
 }
 
@@ -161,15 +214,11 @@ impl DeliveryQueue {
             return Err(Refused::Closed);
         }
         if state.queue.len() >= self.capacity {
-            if is_droppable(message.message()) {
+            if message.is_droppable() {
                 state.missed += 1;
                 return Ok(());
             }
-            match state
-                .queue
-                .iter()
-                .position(|queued| is_droppable(queued.message()))
-            {
+            match state.queue.iter().position(SharedMessage::is_droppable) {
                 Some(oldest) => {
                     state.queue.remove(oldest);
                     state.missed += 1;

@@ -105,6 +105,17 @@ impl Outgoing {
         }
     }
 
+    /// Answers a request with a result that is JSON text already.
+    pub(crate) async fn respond_raw(
+        &self,
+        id: RequestId,
+        result: Box<serde_json::value::RawValue>,
+    ) {
+        if !self.send(SharedMessage::raw_response(id, result)).await {
+            tracing::debug!(connection = self.id, "response dropped: connection closed");
+        }
+    }
+
     /// Sends a notification unless the client opted out of its method.
     pub(crate) async fn notify(&self, notification: ServerNotification) {
         if let Some((method, message)) = Self::notification_message(notification) {

@@ -92,7 +92,28 @@ impl ConversationManager {
         config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
-        let mut loaded = rollout::load_rollout(rollout_path).await?;
+        self.resume(config, rollout_path, |_| true).await
+    }
+
+    /// [`Self::resume_conversation`] without the transcript in `initial_messages`, for a
+    /// client that builds its own view of a long thread with [`crate::read_transcript`].
+    pub async fn resume_conversation_without_transcript(
+        &self,
+        config: Config,
+        rollout_path: &Path,
+    ) -> Result<NewConversation> {
+        let mut new = self.resume(config, rollout_path, turn_boundaries).await?;
+        new.session_configured.initial_messages = None;
+        Ok(new)
+    }
+
+    async fn resume(
+        &self,
+        config: Config,
+        rollout_path: &Path,
+        keep: fn(&keel_protocol::EventMsg) -> bool,
+    ) -> Result<NewConversation> {
+        let mut loaded = rollout::load_rollout_keeping(rollout_path, keep).await?;
         let recorder = RolloutRecorder::open_append(rollout_path).await?;
         let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
         recorder.record(&repairs).await?;
@@ -269,6 +290,20 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
 /// What a conversation stopped mid-turn (its process killed, say) left open: tool calls
 /// without outputs and a turn without an end. Closes both in `history` and `events` and
 /// returns the closing items, to record so the file says the same.
+/// The events that say where turns start and end: all a resume needs to close an
+/// interrupted turn and to apply rollbacks.
+fn turn_boundaries(msg: &keel_protocol::EventMsg) -> bool {
+    use keel_protocol::EventMsg;
+    matches!(
+        msg,
+        EventMsg::TaskStarted(_)
+            | EventMsg::TaskComplete(_)
+            | EventMsg::TurnAborted(_)
+            | EventMsg::Error(_)
+            | EventMsg::UserMessage(_)
+    )
+}
+
 fn close_interrupted_work(
     history: &mut Vec<ResponseItem>,
     events: &mut Vec<keel_protocol::EventMsg>,

@@ -64,6 +64,7 @@ pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
-    RolloutRecorder, SESSIONS_DIR, SessionMeta, archive_rollout, find_rollout_path,
-    list_conversations, list_conversations_in, load_rollout, summarise, unarchive_rollout,
+    RolloutRecorder, SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout,
+    find_rollout_path, list_conversations, list_conversations_in, load_rollout, read_transcript,
+    summarise, unarchive_rollout,
 };

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use keel_protocol::app_server::ClientRequest;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
@@ -21,7 +20,9 @@ pub(crate) type After = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A handler's result and what to do once it is sent.
 pub(crate) struct Reply {
-    pub result: Value,
+    /// Serialised once, straight from the typed result: a long thread's turns never become a
+    /// `serde_json::Value` tree.
+    pub result: Box<serde_json::value::RawValue>,
     pub after: Option<After>,
 }
 
@@ -56,8 +57,8 @@ impl Reply {
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> Result<Value> {
-    serde_json::to_value(value)
+fn to_value<T: Serialize>(value: &T) -> Result<Box<serde_json::value::RawValue>> {
+    serde_json::value::to_raw_value(value)
         .map_err(|err| AppServerError::Internal(format!("cannot serialise the result: {err}")))
 }
 

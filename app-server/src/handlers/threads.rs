@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use keel_core::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, SESSIONS_DIR,
-    archive_rollout, find_rollout_path, list_conversations_in, load_rollout, summarise,
+    archive_rollout, find_rollout_path, list_conversations_in, read_transcript, summarise,
     unarchive_rollout,
 };
 use keel_protocol::ConversationId;
@@ -22,7 +22,7 @@ use super::Reply;
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::state::{AppState, parse_thread_id};
-use crate::threads::{LoadedThread, ThreadMeta, thread_object, turns_from_events};
+use crate::threads::{LoadedThread, ThreadMeta, TurnsBuilder, thread_object, turns_from_events};
 
 fn unix_seconds(rfc3339: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(rfc3339).map_or(0, |t| t.timestamp())
@@ -131,10 +131,19 @@ pub(crate) async fn resume(
     let config = state.resolve_config(&overrides)?;
     let new = state
         .manager
-        .resume_conversation(config.clone(), &path)
+        .resume_conversation_without_transcript(config.clone(), &path)
         .await?;
+    // The turns are read from the file (with the resume's own repairs, already recorded), one
+    // entry at a time, so a long thread's transcript is never held twice.
+    let builder = TurnsBuilder::new(&new.conversation_id.to_string());
+    let turns = read_transcript(&path, builder, TurnsBuilder::push)
+        .await?
+        .finish();
     let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
-    load_recorded(state, new, &config, file_meta, outgoing).await
+    let thread = state
+        .load(new, &config, false, file_meta, turns, outgoing.clone())
+        .await;
+    started_reply(&start_response(&thread, true), outgoing)
 }
 
 /// Loads a resumed or forked conversation with the turns its rollout recorded.
@@ -152,7 +161,7 @@ async fn load_recorded(
         .initial_messages
         .take()
         .unwrap_or_default();
-    let turns = turns_from_events(&new.conversation_id.to_string(), &events);
+    let turns = turns_from_events(&new.conversation_id.to_string(), events);
     let thread = state
         .load(new, config, false, file_meta, turns, outgoing.clone())
         .await;
@@ -187,8 +196,11 @@ async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<
         AppServerError::InvalidRequest(format!("{} is not a Keel rollout file", path.display()))
     })?;
     let turns = if include_turns {
-        let loaded = load_rollout(path).await?;
-        turns_from_events(&summary.id.to_string(), &loaded.events)
+        // Streamed: only the turns being built are held, never the whole transcript.
+        let builder = TurnsBuilder::new(&summary.id.to_string());
+        read_transcript(path, builder, TurnsBuilder::push)
+            .await?
+            .finish()
     } else {
         Vec::new()
     };

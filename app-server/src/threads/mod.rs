@@ -19,7 +19,7 @@ use keel_protocol::app_server::{
 use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
 
-pub(crate) use history::turns_from_events;
+pub(crate) use history::{TurnsBuilder, turns_from_events};
 use translate::{Output, Translator, TurnBoundary};
 
 use crate::outgoing::{ConnectionId, Outgoing};

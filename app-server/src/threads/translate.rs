@@ -94,6 +94,17 @@ impl Translator {
     }
 
     /// Every turn, the running one last (in progress).
+    /// The finished turns, without copying them.
+    pub(crate) fn into_turns(self) -> Vec<Turn> {
+        self.turns
+    }
+
+    /// Forgets the latest `n` finished turns (a rollback).
+    pub(crate) fn drop_last_turns(&mut self, n: usize) {
+        let keep = self.turns.len().saturating_sub(n);
+        self.turns.truncate(keep);
+    }
+
     pub(crate) fn all_turns(&self) -> Vec<Turn> {
         let mut turns = self.turns.clone();
         if let Some(turn) = &self.turn {

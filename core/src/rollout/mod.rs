@@ -110,8 +110,17 @@ pub struct LoadedRollout {
 /// compaction (earlier history lines are not even parsed), and the transcript's command
 /// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`].
 pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
+    load_rollout_keeping(path, |_| true).await
+}
+
+/// [`load_rollout`] keeping only the events `keep` accepts: the history without the weight of
+/// a long transcript (read it with [`read_transcript`] when it is needed).
+pub(crate) async fn load_rollout_keeping(
+    path: &Path,
+    keep: fn(&EventMsg) -> bool,
+) -> Result<LoadedRollout> {
     let owned = path.to_path_buf();
-    reader_thread::on_reader_thread(move || load_rollout_blocking(&owned))
+    reader_thread::on_reader_thread(move || load_rollout_blocking(&owned, keep))
         .await
         .ok_or_else(|| CoreError::Rollout {
             path: path.to_path_buf(),
@@ -123,7 +132,7 @@ pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
 /// history is not cut.
 const TRANSCRIPT_OUTPUT_TOKENS: usize = 256;
 
-fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
+fn load_rollout_blocking(path: &Path, keep: fn(&EventMsg) -> bool) -> Result<LoadedRollout> {
     let io_error = |err: std::io::Error| CoreError::Rollout {
         path: path.to_path_buf(),
         message: err.to_string(),
@@ -147,16 +156,15 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
         number >= last_compaction || !matches!(kind, LineKind::ResponseItem | LineKind::Compacted)
     };
     while let Some((number, line)) = lines.next_line_where(needed).map_err(io_error)? {
-        match line_kind(line) {
-            LineKind::EventMsg if line.len() > HUGE_LINE_BYTES => {
-                // The transcript keeps no more than a few KB of any output: a huge command
-                // end is read without its outputs, so its text is never copied out of the line.
-                if let Some(end) = huge_exec_command_end(line) {
-                    events.push(EventMsg::ExecCommandEnd(end));
-                    continue;
-                }
+        if line_kind(line) == LineKind::EventMsg
+            && line.len() > HUGE_LINE_BYTES
+            && let Some(end) = huge_exec_command_end(line)
+        {
+            let end = EventMsg::ExecCommandEnd(end);
+            if keep(&end) {
+                events.push(end);
             }
-            _ => {}
+            continue;
         }
         match serde_json::from_slice::<RolloutLine>(line) {
             Ok(RolloutLine { item, .. }) => match item {
@@ -166,7 +174,11 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
                     }
                 }
                 RolloutItem::ResponseItem(item) => history.push(item),
-                RolloutItem::EventMsg(event) => events.push(for_transcript(event)),
+                RolloutItem::EventMsg(event) => {
+                    if keep(&event) {
+                        events.push(for_transcript(event));
+                    }
+                }
                 RolloutItem::ThreadName(found) => name = Some(found),
                 RolloutItem::Rollback(num_turns) => {
                     drop_last_turns(&mut history, &mut events, num_turns);
@@ -197,6 +209,82 @@ fn load_rollout_blocking(path: &Path) -> Result<LoadedRollout> {
         name,
         path: path.to_path_buf(),
     })
+}
+
+/// A step of a recorded transcript, as [`read_transcript`] hands them out.
+#[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "entries are handed out one at a time, never stored"
+)]
+pub enum TranscriptEntry {
+    /// A recorded event (command outputs cut as in [`load_rollout`]).
+    Event(EventMsg),
+    /// The latest `n` turns were dropped.
+    Rollback(u32),
+}
+
+/// Streams the transcript of a rollout file to `step`, on the rollout reader thread, without
+/// collecting it: for building a view of a long thread (its turns) while holding only that
+/// view. Returns the final state.
+pub async fn read_transcript<S: Send + 'static>(
+    path: &Path,
+    state: S,
+    mut step: impl FnMut(&mut S, TranscriptEntry) + Send + 'static,
+) -> Result<S> {
+    let owned = path.to_path_buf();
+    reader_thread::on_reader_thread(move || {
+        let mut state = state;
+        read_transcript_blocking(&owned, &mut |entry| step(&mut state, entry)).map(|()| state)
+    })
+    .await
+    .ok_or_else(|| CoreError::Rollout {
+        path: path.to_path_buf(),
+        message: "reading stopped before the end".to_string(),
+    })?
+}
+
+fn read_transcript_blocking(path: &Path, step: &mut dyn FnMut(TranscriptEntry)) -> Result<()> {
+    let mut lines = RolloutLines::open(path).map_err(|err| CoreError::Rollout {
+        path: path.to_path_buf(),
+        message: err.to_string(),
+    })?;
+    let wanted = |_: usize, kind: LineKind, _: &[u8]| {
+        matches!(kind, LineKind::EventMsg | LineKind::Rollback)
+    };
+    loop {
+        let line = match lines.next_line_where(wanted) {
+            Ok(Some((_, line))) => line,
+            Ok(None) => return Ok(()),
+            Err(err) => {
+                return Err(CoreError::Rollout {
+                    path: path.to_path_buf(),
+                    message: err.to_string(),
+                });
+            }
+        };
+        if line.len() > HUGE_LINE_BYTES
+            && let Some(end) = huge_exec_command_end(line)
+        {
+            step(TranscriptEntry::Event(EventMsg::ExecCommandEnd(end)));
+            continue;
+        }
+        match serde_json::from_slice::<RolloutLine>(line) {
+            Ok(RolloutLine {
+                item: RolloutItem::EventMsg(event),
+                ..
+            }) => step(TranscriptEntry::Event(for_transcript(event))),
+            Ok(RolloutLine {
+                item: RolloutItem::Rollback(n),
+                ..
+            }) => step(TranscriptEntry::Rollback(n)),
+            Ok(_) => {}
+            Err(err) => tracing::warn!(
+                "{}: skipping unreadable rollout line: {err}",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// Event lines longer than this are read without their bulk where possible.
