@@ -92,28 +92,35 @@ impl ConversationManager {
         config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
-        self.resume(config, rollout_path, |_| true).await
+        let (loaded, ()) =
+            rollout::load_rollout_streaming(rollout_path, |_| true, (), |(), _| {}).await?;
+        self.resume_loaded(config, rollout_path, loaded).await
     }
 
-    /// [`Self::resume_conversation`] without the transcript in `initial_messages`, for a
-    /// client that builds its own view of a long thread with [`crate::read_transcript`].
-    pub async fn resume_conversation_without_transcript(
+    /// [`Self::resume_conversation`] for a client that builds its own view of a long thread:
+    /// the transcript is not collected into `initial_messages` but handed to `step` entry by
+    /// entry while the file is read (once). A turn the file left open ends in the view as the
+    /// client decides (the repair recorded for it is not replayed to `step`).
+    pub async fn resume_conversation_folding<S: Send + 'static>(
         &self,
         config: Config,
         rollout_path: &Path,
-    ) -> Result<NewConversation> {
-        let mut new = self.resume(config, rollout_path, turn_boundaries).await?;
+        state: S,
+        step: impl FnMut(&mut S, rollout::TranscriptEntry) + Send + 'static,
+    ) -> Result<(NewConversation, S)> {
+        let (loaded, state) =
+            rollout::load_rollout_streaming(rollout_path, turn_boundaries, state, step).await?;
+        let mut new = self.resume_loaded(config, rollout_path, loaded).await?;
         new.session_configured.initial_messages = None;
-        Ok(new)
+        Ok((new, state))
     }
 
-    async fn resume(
+    async fn resume_loaded(
         &self,
         config: Config,
         rollout_path: &Path,
-        keep: fn(&keel_protocol::EventMsg) -> bool,
+        mut loaded: rollout::LoadedRollout,
     ) -> Result<NewConversation> {
-        let mut loaded = rollout::load_rollout_keeping(rollout_path, keep).await?;
         let recorder = RolloutRecorder::open_append(rollout_path).await?;
         let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
         recorder.record(&repairs).await?;

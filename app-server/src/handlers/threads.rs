@@ -129,16 +129,14 @@ pub(crate) async fn resume(
         overrides.cwd = summary.as_ref().map(|s| s.cwd.clone());
     }
     let config = state.resolve_config(&overrides)?;
-    let new = state
+    // The turns are built while the file is read, one entry at a time, so a long thread's
+    // transcript is never held as a whole (an open last turn ends as interrupted).
+    let builder = TurnsBuilder::new(&id.to_string());
+    let (new, builder) = state
         .manager
-        .resume_conversation_without_transcript(config.clone(), &path)
+        .resume_conversation_folding(config.clone(), &path, builder, TurnsBuilder::push)
         .await?;
-    // The turns are read from the file (with the resume's own repairs, already recorded), one
-    // entry at a time, so a long thread's transcript is never held twice.
-    let builder = TurnsBuilder::new(&new.conversation_id.to_string());
-    let turns = read_transcript(&path, builder, TurnsBuilder::push)
-        .await?
-        .finish();
+    let turns = builder.finish();
     let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
     let thread = state
         .load(new, &config, false, file_meta, turns, outgoing.clone())

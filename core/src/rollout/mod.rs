@@ -110,29 +110,42 @@ pub struct LoadedRollout {
 /// compaction (earlier history lines are not even parsed), and the transcript's command
 /// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`].
 pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
-    load_rollout_keeping(path, |_| true).await
+    load_rollout_streaming(path, |_| true, (), |(), _| {})
+        .await
+        .map(|(loaded, ())| loaded)
 }
 
-/// [`load_rollout`] keeping only the events `keep` accepts: the history without the weight of
-/// a long transcript (read it with [`read_transcript`] when it is needed).
-pub(crate) async fn load_rollout_keeping(
+/// [`load_rollout`] keeping only the events `keep` accepts, and handing every transcript entry
+/// to `step` as it is read: the history without the weight of a long transcript, which the
+/// caller folds into what it needs in the same pass.
+pub(crate) async fn load_rollout_streaming<S: Send + 'static>(
     path: &Path,
     keep: fn(&EventMsg) -> bool,
-) -> Result<LoadedRollout> {
+    state: S,
+    mut step: impl FnMut(&mut S, TranscriptEntry) + Send + 'static,
+) -> Result<(LoadedRollout, S)> {
     let owned = path.to_path_buf();
-    reader_thread::on_reader_thread(move || load_rollout_blocking(&owned, keep))
-        .await
-        .ok_or_else(|| CoreError::Rollout {
-            path: path.to_path_buf(),
-            message: "reading stopped before the end".to_string(),
-        })?
+    reader_thread::on_reader_thread(move || {
+        let mut state = state;
+        load_rollout_blocking(&owned, keep, &mut |entry| step(&mut state, entry))
+            .map(|loaded| (loaded, state))
+    })
+    .await
+    .ok_or_else(|| CoreError::Rollout {
+        path: path.to_path_buf(),
+        message: "reading stopped before the end".to_string(),
+    })?
 }
 
 /// Tokens (about 4 bytes each) of each command output a loaded transcript keeps; the live
 /// history is not cut.
 const TRANSCRIPT_OUTPUT_TOKENS: usize = 256;
 
-fn load_rollout_blocking(path: &Path, keep: fn(&EventMsg) -> bool) -> Result<LoadedRollout> {
+fn load_rollout_blocking(
+    path: &Path,
+    keep: fn(&EventMsg) -> bool,
+    step: &mut dyn FnMut(TranscriptEntry),
+) -> Result<LoadedRollout> {
     let io_error = |err: std::io::Error| CoreError::Rollout {
         path: path.to_path_buf(),
         message: err.to_string(),
@@ -162,8 +175,9 @@ fn load_rollout_blocking(path: &Path, keep: fn(&EventMsg) -> bool) -> Result<Loa
         {
             let end = EventMsg::ExecCommandEnd(end);
             if keep(&end) {
-                events.push(end);
+                events.push(end.clone());
             }
+            step(TranscriptEntry::Event(end));
             continue;
         }
         match serde_json::from_slice::<RolloutLine>(line) {
@@ -175,13 +189,16 @@ fn load_rollout_blocking(path: &Path, keep: fn(&EventMsg) -> bool) -> Result<Loa
                 }
                 RolloutItem::ResponseItem(item) => history.push(item),
                 RolloutItem::EventMsg(event) => {
+                    let event = for_transcript(event);
                     if keep(&event) {
-                        events.push(for_transcript(event));
+                        events.push(event.clone());
                     }
+                    step(TranscriptEntry::Event(event));
                 }
                 RolloutItem::ThreadName(found) => name = Some(found),
                 RolloutItem::Rollback(num_turns) => {
                     drop_last_turns(&mut history, &mut events, num_turns);
+                    step(TranscriptEntry::Rollback(num_turns));
                 }
                 RolloutItem::Compacted(compacted) => {
                     history = compacted.replacement_history.unwrap_or_else(|| {
