@@ -33,15 +33,46 @@ fn not_found(id: ConversationId) -> AppServerError {
 }
 
 /// Sends `thread/started` to the connection after the response.
-fn started_reply(response: &ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Result<Reply> {
-    Reply::then_notify(response, outgoing, started_notification(response))
+fn started_reply(response: ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Result<Reply> {
+    let (reply, _turns) = started_reply_keeping_turns(response, outgoing)?;
+    Ok(reply)
 }
 
-/// `thread/started` for the thread a start, resume or fork answered with.
-fn started_notification(response: &ThreadStartResponse) -> ServerNotification {
-    ServerNotification::ThreadStarted(ThreadStartedNotification {
-        thread: response.thread.clone(),
-    })
+/// The answer to a start, resume or fork (serialised now, turns included), followed by
+/// `thread/started` for the same thread without its turns (the answer carries them; a long
+/// thread's turns are not sent twice). Returns the turns, for the loaded thread to keep.
+fn started_reply_keeping_turns(
+    mut response: ThreadStartResponse,
+    outgoing: &Arc<Outgoing>,
+) -> Result<(Reply, Vec<keel_protocol::app_server::Turn>)> {
+    let outgoing = outgoing.clone();
+    let mut reply = Reply::now(&response)?;
+    let turns = std::mem::take(&mut response.thread.turns);
+    let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
+        thread: response.thread,
+    });
+    reply.after = Some(Box::pin(async move { outgoing.notify(notification).await }));
+    Ok((reply, turns))
+}
+
+/// Loads `new` as a thread and answers with it and `turns`, which the answer is serialised
+/// from before the thread keeps them: they are never copied.
+async fn load_and_answer(
+    state: &AppState,
+    new: keel_core::NewConversation,
+    config: &keel_core::Config,
+    file_meta: Option<(String, Option<String>, i64)>,
+    turns: Vec<keel_protocol::app_server::Turn>,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let thread = state
+        .load(new, config, false, file_meta, Vec::new(), outgoing.clone())
+        .await;
+    let mut response = start_response(&thread, false);
+    response.thread.turns = turns;
+    let (reply, turns) = started_reply_keeping_turns(response, outgoing)?;
+    thread.set_turns(turns);
+    Ok(reply)
 }
 
 fn start_response(thread: &LoadedThread, include_turns: bool) -> ThreadStartResponse {
@@ -70,7 +101,7 @@ pub(crate) async fn start(
     let thread = state
         .load(new, &config, ephemeral, None, Vec::new(), outgoing.clone())
         .await;
-    started_reply(&start_response(&thread, false), outgoing)
+    started_reply(start_response(&thread, false), outgoing)
 }
 
 /// The rollout file of a recorded thread (live sessions first, then the archive).
@@ -111,14 +142,18 @@ pub(crate) async fn resume(
     let id = parse_thread_id(&params.thread_id)?;
     if let Some(thread) = state.loaded(id).await {
         thread.subscribe(outgoing.clone());
-        let response = start_response(&thread, true);
-        let notification = started_notification(&response);
+        let (mut reply, _turns) =
+            started_reply_keeping_turns(start_response(&thread, true), outgoing)?;
+        let started = reply.after.take();
         let outgoing = outgoing.clone();
         // Approvals still waiting go to the resuming client too, after the answer.
-        return Reply::then(&response, async move {
-            outgoing.notify(notification).await;
+        reply.after = Some(Box::pin(async move {
+            if let Some(started) = started {
+                started.await;
+            }
             thread.resend_approvals(&outgoing).await;
-        });
+        }));
+        return Ok(reply);
     }
     let path = find_rollout_path(state.keel_home(), id)
         .await?
@@ -138,10 +173,7 @@ pub(crate) async fn resume(
         .await?;
     let turns = builder.finish();
     let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
-    let thread = state
-        .load(new, &config, false, file_meta, turns, outgoing.clone())
-        .await;
-    started_reply(&start_response(&thread, true), outgoing)
+    load_and_answer(state, new, &config, file_meta, turns, outgoing).await
 }
 
 /// Loads a resumed or forked conversation with the turns its rollout recorded.
@@ -160,10 +192,7 @@ async fn load_recorded(
         .take()
         .unwrap_or_default();
     let turns = turns_from_events(&new.conversation_id.to_string(), events);
-    let thread = state
-        .load(new, config, false, file_meta, turns, outgoing.clone())
-        .await;
-    started_reply(&start_response(&thread, true), outgoing)
+    load_and_answer(state, new, config, file_meta, turns, outgoing).await
 }
 
 /// `thread/fork`.
