@@ -75,14 +75,26 @@ impl ConversationManager {
 
     /// Starts a new conversation recorded under `config.keel_home`.
     pub async fn new_conversation(&self, config: Config) -> Result<NewConversation> {
-        self.spawn(config, ConversationId::new(), Vec::new(), Recording::New)
-            .await
+        self.spawn(
+            config,
+            ConversationId::new(),
+            Vec::new(),
+            None,
+            Recording::New,
+        )
+        .await
     }
 
     /// Starts a conversation that is not recorded on disk (it cannot be resumed or listed).
     pub async fn new_ephemeral_conversation(&self, config: Config) -> Result<NewConversation> {
-        self.spawn(config, ConversationId::new(), Vec::new(), Recording::Off)
-            .await
+        self.spawn(
+            config,
+            ConversationId::new(),
+            Vec::new(),
+            None,
+            Recording::Off,
+        )
+        .await
     }
 
     /// Continues a recorded conversation: same id, history rebuilt from the file, new items
@@ -129,6 +141,7 @@ impl ConversationManager {
                 config,
                 loaded.meta.id,
                 loaded.history,
+                loaded.token_info,
                 Recording::Existing(recorder),
             )
             .await?;
@@ -163,7 +176,14 @@ impl ConversationManager {
             .collect();
         recorder.record(&items).await?;
         let mut new = self
-            .spawn(config, id, loaded.history, Recording::Existing(recorder))
+            // A fork is a new thread: its usage starts from zero.
+            .spawn(
+                config,
+                id,
+                loaded.history,
+                None,
+                Recording::Existing(recorder),
+            )
             .await?;
         new.session_configured.initial_messages = Some(loaded.events);
         Ok(new)
@@ -194,6 +214,7 @@ impl ConversationManager {
         config: Config,
         id: ConversationId,
         history: Vec<ResponseItem>,
+        token_info: Option<keel_protocol::TokenUsageInfo>,
         recording: Recording,
     ) -> Result<NewConversation> {
         let recorder = match recording {
@@ -233,6 +254,9 @@ impl ConversationManager {
             tx_event,
             exec_target,
         ));
+        if let Some(info) = token_info {
+            session.restore_token_info(info);
+        }
         tokio::spawn(submission_loop(session, rx_sub));
         let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, rollout_path));
         self.conversations

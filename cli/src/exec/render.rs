@@ -10,6 +10,8 @@ use keel_protocol::app_server::{
 #[derive(Default)]
 pub struct HumanRenderer {
     in_message: bool,
+    /// Tokens of the responses of the turn in progress (the sum of each update's `last`).
+    turn_tokens: u64,
 }
 
 impl HumanRenderer {
@@ -100,8 +102,16 @@ impl HumanRenderer {
                 format!("retrying: {}", error.error.message)
             }
             ServerNotification::Error(error) => format!("keel: {}", error.error.message),
+            ServerNotification::TurnStarted(_) => {
+                self.turn_tokens = 0;
+                return;
+            }
             ServerNotification::ThreadTokenUsageUpdated(usage) => {
-                format!("tokens used: {}", usage.token_usage.total.total_tokens)
+                self.turn_tokens += usage.token_usage.last.total_tokens;
+                format!(
+                    "tokens used: {} ({} this turn)",
+                    usage.token_usage.total.total_tokens, self.turn_tokens
+                )
             }
             _ => return,
         };

@@ -131,6 +131,17 @@ async fn failed_turn_exits_non_zero_with_the_reason() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The last `tokens used: TOTAL (TURN this turn)` line: the thread's and the turn's tokens.
+fn tokens_used(stderr: &str) -> Option<(u64, u64)> {
+    let line = stderr
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("tokens used: "))?;
+    let (total, rest) = line.split_once(" (")?;
+    let turn = rest.strip_suffix(" this turn)")?;
+    Some((total.parse().ok()?, turn.parse().ok()?))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_last_continues_the_recorded_conversation() -> anyhow::Result<()> {
     let script = Script::new([
@@ -155,6 +166,11 @@ async fn resume_last_continues_the_recorded_conversation() -> anyhow::Result<()>
     .await?;
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     assert_eq!(second.stdout, "second\n");
+    // The thread's total includes the first run; the turn's own count does not.
+    let (total, turn) = tokens_used(&second.stderr).context("no token summary")?;
+    let (first_total, first_turn) = tokens_used(&first.stderr).context("no token summary")?;
+    assert_eq!(first_total, first_turn, "{}", first.stderr);
+    assert_eq!(total, first_total + turn, "{}", second.stderr);
     let sent = serde_json::to_string(mock.requests()[1].input())?;
     assert!(
         sent.contains("pineapple") && sent.contains("what was the word?"),

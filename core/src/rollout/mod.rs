@@ -99,6 +99,8 @@ pub struct LoadedRollout {
     pub events: Vec<EventMsg>,
     /// The latest name the user gave the conversation.
     pub name: Option<String>,
+    /// The token usage last recorded, so a resumed conversation keeps counting from it.
+    pub token_info: Option<keel_protocol::TokenUsageInfo>,
     /// Where it was read from.
     pub path: PathBuf,
 }
@@ -164,6 +166,7 @@ fn load_rollout_blocking(
     let mut history = Vec::new();
     let mut events = Vec::new();
     let mut name = None;
+    let mut token_info = None;
     // History before the last compaction is replaced by it: those lines are not even read.
     let needed = |number: usize, kind: LineKind, _: &[u8]| {
         number >= last_compaction || !matches!(kind, LineKind::ResponseItem | LineKind::Compacted)
@@ -189,6 +192,11 @@ fn load_rollout_blocking(
                 }
                 RolloutItem::ResponseItem(item) => history.push(item),
                 RolloutItem::EventMsg(event) => {
+                    if let EventMsg::TokenCount(count) = &event
+                        && count.info.is_some()
+                    {
+                        token_info.clone_from(&count.info);
+                    }
                     let event = for_transcript(event);
                     if keep(&event) {
                         events.push(event.clone());
@@ -224,6 +232,7 @@ fn load_rollout_blocking(
         history,
         events,
         name,
+        token_info,
         path: path.to_path_buf(),
     })
 }

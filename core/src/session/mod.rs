@@ -233,9 +233,25 @@ impl Session {
         info.total_token_usage.add(usage);
         info.last_token_usage = *usage;
         info.model_context_window = context_window;
+        info.turn_token_usage
+            .get_or_insert_with(TokenUsage::default)
+            .add(usage);
         let info = info.clone();
         state.last_response_tokens = Some(usage.total_tokens);
         info
+    }
+
+    /// Continues counting from the usage a resumed conversation had recorded.
+    pub(crate) fn restore_token_info(&self, mut info: TokenUsageInfo) {
+        info.turn_token_usage = None;
+        self.state().token_info = Some(info);
+    }
+
+    /// Starts counting a new turn's usage from zero.
+    pub(crate) fn start_turn_usage(&self) {
+        if let Some(info) = self.state().token_info.as_mut() {
+            info.turn_token_usage = Some(TokenUsage::default());
+        }
     }
 
     /// Total tokens of the latest response since the last compaction, if one reported any.

@@ -57,6 +57,7 @@ pub(crate) async fn run_turn(
         sub_id,
     };
     let context = session.turn_context();
+    session.start_turn_usage();
     session
         .send_event(
             &ids.sub_id,

@@ -38,4 +38,7 @@ pub struct TokenUsageInfo {
     pub last_token_usage: TokenUsage,
     /// The model's context window, when known.
     pub model_context_window: Option<u64>,
+    /// Sum over the turn in progress (Keel's addition; absent in files that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_token_usage: Option<TokenUsage>,
 }

@@ -234,6 +234,10 @@ fn event_msgs() -> Vec<EventMsg> {
                 },
                 last_token_usage: TokenUsage::default(),
                 model_context_window: None,
+                turn_token_usage: Some(TokenUsage {
+                    total_tokens: 7,
+                    ..TokenUsage::default()
+                }),
             }),
         }),
         EventMsg::Error(ErrorEvent {
