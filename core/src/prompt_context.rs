@@ -31,6 +31,7 @@ pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) ->
         instructions: context.base_instructions.clone(),
         input,
         tools: tools::tool_definitions(context),
+        conversation_id: None,
     }
 }
 

@@ -251,3 +251,43 @@ async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::
     mock.verify()?;
     Ok(())
 }
+
+/// Every request names the conversation for prompt caching (`prompt_cache_key` and the
+/// `session_id` header, the same across the turn), carries its own request id, and says
+/// which program sent it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_carry_the_conversation_and_client_identity() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["echo", "hi"])]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let (mock, home, ws) = setup(script).await?;
+    let out = keel_exec(home.path(), ws.path(), &["hi"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let mut request_ids = Vec::new();
+    for request in &requests {
+        let session = request.header("session_id").context("no session_id")?;
+        assert_eq!(request.body["prompt_cache_key"], session);
+        assert!(
+            session.len() == 36 && session.matches('-').count() == 4,
+            "a conversation id: {session}"
+        );
+        assert_eq!(Some(session), requests[0].header("session_id"));
+        assert_eq!(request.header("originator"), Some("keel"));
+        let agent = request.header("user-agent").unwrap_or_default();
+        assert!(
+            agent.starts_with(concat!("keel/", env!("CARGO_PKG_VERSION"), " (")),
+            "{agent}"
+        );
+        request_ids.push(
+            request
+                .header("x-client-request-id")
+                .context("no request id")?
+                .to_string(),
+        );
+    }
+    assert_ne!(request_ids[0], request_ids[1]);
+    Ok(())
+}

@@ -25,6 +25,18 @@ pub use response_event::ResponseEvent;
 use crate::config::WireApi;
 use crate::error::{CoreError, Result};
 
+/// Names Keel to providers in the `originator` header.
+const ORIGINATOR: &str = "keel";
+/// `keel/<version> (<os>; <arch>)`, for providers' logs and support.
+fn user_agent() -> String {
+    format!(
+        "keel/{} ({}; {})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
 /// Everything needed to talk to one provider, resolved from configuration.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
@@ -105,10 +117,14 @@ impl ResponseStream {
 impl ModelClient {
     /// A client for the given provider settings.
     pub fn new(settings: ClientSettings) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            settings,
-        }
+        let http = reqwest::Client::builder()
+            .user_agent(user_agent())
+            .build()
+            .unwrap_or_else(|err| {
+                tracing::warn!(%err, "default HTTP client settings used");
+                reqwest::Client::new()
+            });
+        Self { http, settings }
     }
 
     /// The same provider with another model or reasoning effort.
@@ -146,6 +162,12 @@ impl ModelClient {
             .json(&body);
         if let Some(key) = api_key {
             request = request.bearer_auth(key);
+        }
+        request = request
+            .header("originator", ORIGINATOR)
+            .header("x-client-request-id", uuid::Uuid::now_v7().to_string());
+        if let Some(id) = &prompt.conversation_id {
+            request = request.header("session_id", id);
         }
         for (name, value) in &self.settings.headers {
             request = request.header(name, value);

@@ -13,4 +13,7 @@ pub struct Prompt {
     pub input: Vec<ResponseItem>,
     /// Tool definitions in Responses API form (`{"type":"function",...}` or `{"type":"custom",...}`).
     pub tools: Vec<Value>,
+    /// The conversation the request belongs to: sent as `prompt_cache_key` and the
+    /// `session_id` header, so the provider can reuse its cache of the shared prefix.
+    pub conversation_id: Option<String>,
 }

@@ -21,6 +21,9 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
         "store": false,
         "stream": true,
     });
+    if let Some(id) = &prompt.conversation_id {
+        body["prompt_cache_key"] = json!(id);
+    }
     if let Some(effort) = settings.reasoning_effort {
         body["reasoning"] = json!({ "effort": effort, "summary": "auto" });
     }

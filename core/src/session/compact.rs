@@ -56,6 +56,7 @@ pub(crate) async fn compact(
     let mut request_history = history.clone();
     request_history.push(ResponseItem::user_text(instructions));
     let mut prompt = build_prompt(&context, request_history);
+    prompt.conversation_id = Some(session.id().to_string());
     // The summary is all that is wanted: no tool may be called.
     prompt.tools.clear();
     let summary = summarise(session, ids, &prompt, cancel).await?;

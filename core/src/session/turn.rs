@@ -154,7 +154,8 @@ async fn turn_loop(
         let mut compacted = auto_compact_if_full(session, ids, cancel).await?;
         let items = loop {
             let context = session.turn_context();
-            let prompt = build_prompt(&context, session.history());
+            let mut prompt = build_prompt(&context, session.history());
+            prompt.conversation_id = Some(session.id().to_string());
             match sample_with_retries(session, ids, &prompt, cancel).await {
                 Ok(items) => break items,
                 Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
