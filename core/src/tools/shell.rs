@@ -53,22 +53,12 @@ impl ToolRouter<'_> {
         if args.command.is_empty() {
             return Ok("shell: `command` must not be empty".to_string());
         }
-        let cwd = match &args.workdir {
-            Some(dir) => self.context.cwd.join(dir),
-            None => self.context.cwd.clone(),
-        };
-        if let Some(found) = crate::apply_patch::maybe_parse_apply_patch_from_argv(&args.command) {
-            return match found {
-                Ok(invocation) => {
-                    let cwd = match &invocation.workdir {
-                        Some(dir) => cwd.join(dir),
-                        None => cwd,
-                    };
-                    self.apply_patch(call_id, &invocation.patch_text, &cwd, diff)
-                        .await
-                }
-                Err(err) => Ok(format!("apply_patch: {err}")),
-            };
+        let cwd = self.workdir(args.workdir.as_deref());
+        if let Some(output) = self
+            .patch_in_command(call_id, &args.command, &cwd, diff)
+            .await?
+        {
+            return Ok(output);
         }
         let call = ExecCall {
             call_id: CallId::new(call_id),
@@ -110,6 +100,40 @@ impl ToolRouter<'_> {
             call.timeout,
             self.context.tool_output_token_limit,
         ))
+    }
+
+    /// The directory a command runs in: `workdir` taken from the turn's cwd, or that cwd.
+    pub(super) fn workdir(&self, workdir: Option<&std::path::Path>) -> PathBuf {
+        match workdir {
+            Some(dir) => self.context.cwd.join(dir),
+            None => self.context.cwd.clone(),
+        }
+    }
+
+    /// Applies the patch when `argv` is an `apply_patch` invocation (as models often send
+    /// one through a shell) and returns the text for the model; `None` for any other command.
+    pub(super) async fn patch_in_command(
+        &self,
+        call_id: &str,
+        argv: &[String],
+        cwd: &std::path::Path,
+        diff: &mut TurnDiffTracker,
+    ) -> Result<Option<String>, TurnStop> {
+        let Some(found) = crate::apply_patch::maybe_parse_apply_patch_from_argv(argv) else {
+            return Ok(None);
+        };
+        let output = match found {
+            Ok(invocation) => {
+                let cwd = match &invocation.workdir {
+                    Some(dir) => cwd.join(dir),
+                    None => cwd.to_path_buf(),
+                };
+                self.apply_patch(call_id, &invocation.patch_text, &cwd, diff)
+                    .await?
+            }
+            Err(err) => format!("apply_patch: {err}"),
+        };
+        Ok(Some(output))
     }
 
     /// Decides whether and how `call` may run: approval first, then the sandbox. `Err` holds

@@ -136,22 +136,9 @@ impl ToolRouter<'_> {
             "-c"
         };
         let argv = vec![shell, flag.to_string(), args.cmd.clone()];
-        let cwd = match &args.workdir {
-            Some(dir) => self.context.cwd.join(dir),
-            None => self.context.cwd.clone(),
-        };
-        if let Some(found) = crate::apply_patch::maybe_parse_apply_patch_from_argv(&argv) {
-            return match found {
-                Ok(invocation) => {
-                    let cwd = match &invocation.workdir {
-                        Some(dir) => cwd.join(dir),
-                        None => cwd,
-                    };
-                    self.apply_patch(call_id, &invocation.patch_text, &cwd, diff)
-                        .await
-                }
-                Err(err) => Ok(format!("apply_patch: {err}")),
-            };
+        let cwd = self.workdir(args.workdir.as_deref());
+        if let Some(output) = self.patch_in_command(call_id, &argv, &cwd, diff).await? {
+            return Ok(output);
         }
         let call = ExecCall {
             call_id: CallId::new(call_id),
