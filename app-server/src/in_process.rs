@@ -96,6 +96,7 @@ impl InProcessAppServerClient {
         capabilities: Option<InitializeCapabilities>,
     ) -> Result<Self, InProcessError> {
         let state = Arc::new(AppState::new(config));
+        state.follow_spawned_threads();
         let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
         let outgoing_queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
         let server = tokio::spawn(serve(

@@ -83,6 +83,7 @@ pub async fn run_main(
         cli_overrides,
         cwd,
     }));
+    state.follow_spawned_threads();
     match args.listen {
         AppServerListen::Stdio => {
             tokio::select! {

@@ -5,9 +5,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use keel_core::{Config, ConfigEnv, ConfigOverrides, ConversationManager, NewConversation};
+use keel_core::{
+    Config, ConfigEnv, ConfigOverrides, ConversationManager, NewConversation, SpawnedConversation,
+};
 use keel_protocol::ConversationId;
-use keel_protocol::app_server::{ThreadOverrides, ThreadSettings, Turn};
+use keel_protocol::app_server::{
+    ServerNotification, SessionSource, SubAgentSource, ThreadOverrides, ThreadSettings,
+    ThreadStartedNotification, Turn,
+};
 use tokio::sync::Mutex;
 
 use crate::error::{AppServerError, Result};
@@ -101,11 +106,88 @@ impl AppState {
             created_at,
             updated_at: now,
             ephemeral,
+            source: Default::default(),
         };
         let thread = LoadedThread::start(new.conversation, settings, meta, turns);
         thread.subscribe(connection);
         self.threads.lock().await.insert(thread.id, thread.clone());
         thread
+    }
+
+    /// Shows the threads agents spawn: each becomes a loaded thread followed by the
+    /// connections that follow its parent, announced with `thread/started` before its first
+    /// event, and forgotten once its conversation ends.
+    pub(crate) fn follow_spawned_threads(self: &Arc<Self>) {
+        let mut spawned = self.manager.subscribe_spawned();
+        let state = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(child) = spawned.recv().await {
+                let Some(state) = state.upgrade() else {
+                    break;
+                };
+                state.load_spawned(child).await;
+            }
+        });
+    }
+
+    async fn load_spawned(self: &Arc<Self>, child: SpawnedConversation) {
+        let config = &child.config;
+        let now = chrono::Utc::now().timestamp();
+        let settings = ThreadSettings {
+            model: config.model.clone(),
+            model_provider: config.model_provider_id.clone(),
+            cwd: config.cwd.clone(),
+            approval_policy: config.approval_policy,
+            approvals_reviewer: Default::default(),
+            sandbox: config.sandbox_policy.clone().into(),
+            reasoning_effort: config.model_reasoning_effort,
+        };
+        let meta = ThreadMeta {
+            path: child.new.session_configured.rollout_path.clone(),
+            name: None,
+            preview: String::new(),
+            cwd: config.cwd.clone(),
+            model_provider: config.model_provider_id.clone(),
+            created_at: now,
+            updated_at: now,
+            ephemeral: child.ephemeral,
+            source: SessionSource::SubAgent(Box::new(SubAgentSource::ThreadSpawn {
+                parent_thread_id: child.parent_id.to_string(),
+                depth: i32::try_from(child.depth).unwrap_or(i32::MAX),
+                agent_nickname: None,
+                agent_role: None,
+            })),
+        };
+        let thread = LoadedThread::new(child.new.conversation, settings, meta, Vec::new());
+        let followers = match self.loaded(child.parent_id).await {
+            Some(parent) => parent.subscribers(),
+            None => Vec::new(),
+        };
+        for follower in followers {
+            thread.subscribe(follower);
+        }
+        self.threads.lock().await.insert(thread.id, thread.clone());
+        thread
+            .broadcast(ServerNotification::ThreadStarted(
+                ThreadStartedNotification {
+                    thread: thread.to_thread(false),
+                },
+            ))
+            .await;
+        thread.start_pump();
+        let state = Arc::downgrade(self);
+        tokio::spawn(async move {
+            thread.finished().await;
+            if let Some(state) = state.upgrade() {
+                let mut threads = state.threads.lock().await;
+                if threads
+                    .get(&thread.id)
+                    .is_some_and(|t| Arc::ptr_eq(t, &thread))
+                {
+                    threads.remove(&thread.id);
+                }
+            }
+        });
     }
 
     pub(crate) async fn loaded(&self, id: ConversationId) -> Option<Arc<LoadedThread>> {

@@ -1,11 +1,14 @@
 //! The handle an embedder holds for one conversation: submit operations, read events.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::Stream;
-use keel_protocol::{ConversationId, Event, Op, Submission, SubmissionId};
-use tokio::sync::{Mutex, mpsc};
+use keel_protocol::{
+    CollabAgentState, CollabAgentStatus, ConversationId, Event, Op, Submission, SubmissionId,
+};
+use tokio::sync::{Mutex, mpsc, watch};
 
 use crate::error::{CoreError, Result};
 
@@ -16,6 +19,8 @@ pub struct Conversation {
     rx_event: Mutex<mpsc::Receiver<Event>>,
     next_id: AtomicU64,
     rollout_path: Option<PathBuf>,
+    /// Where it stands, kept current by its engine (what an agent waiting for it watches).
+    status: Arc<watch::Sender<CollabAgentState>>,
 }
 
 impl Conversation {
@@ -24,6 +29,7 @@ impl Conversation {
         tx_sub: mpsc::Sender<Submission>,
         rx_event: mpsc::Receiver<Event>,
         rollout_path: Option<PathBuf>,
+        status: Arc<watch::Sender<CollabAgentState>>,
     ) -> Self {
         Self {
             id,
@@ -31,7 +37,44 @@ impl Conversation {
             rx_event: Mutex::new(rx_event),
             next_id: AtomicU64::new(1),
             rollout_path,
+            status,
         }
+    }
+
+    /// Where the conversation stands: running a turn, done with its last one (and its final
+    /// message), or shut down.
+    pub fn agent_status(&self) -> CollabAgentState {
+        self.status.borrow().clone()
+    }
+
+    /// Follows [`Self::agent_status`] as it changes.
+    pub fn watch_agent_status(&self) -> watch::Receiver<CollabAgentState> {
+        self.status.subscribe()
+    }
+
+    /// Marks the conversation busy from the moment input is queued, so a waiter never reads
+    /// the previous turn's result as the answer to new input.
+    pub(crate) fn mark_running(&self) {
+        self.status.send_if_modified(|state| {
+            if state.status == CollabAgentStatus::Shutdown {
+                return false;
+            }
+            *state = CollabAgentState::new(CollabAgentStatus::Running);
+            true
+        });
+    }
+
+    /// Sets the status a resumed conversation stands at until its next turn.
+    pub(crate) fn restore_status(&self, state: CollabAgentState) {
+        self.status.send_replace(state);
+    }
+
+    /// Queues a submission without waiting (for teardown paths that cannot await).
+    pub(crate) fn try_submit(&self, op: Op) -> Result<()> {
+        let id = SubmissionId::new(self.next_id.fetch_add(1, Ordering::Relaxed).to_string());
+        self.tx_sub
+            .try_send(Submission { id, op })
+            .map_err(|_| CoreError::ConversationClosed(self.id))
     }
 
     /// The conversation's id.

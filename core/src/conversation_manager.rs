@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use keel_protocol::{ConversationId, SessionConfiguredEvent};
-use tokio::sync::{RwLock, mpsc};
+use tokio::sync::mpsc;
 
+use crate::agents::{AgentControl, Lineage};
 use crate::client::{ClientSettings, ModelClient};
 use crate::config::Config;
 use crate::conversation::Conversation;
@@ -16,7 +17,7 @@ use crate::models::ResponseItem;
 use crate::processes::ExecTarget;
 use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
 use crate::rollout::{self, RolloutRecorder};
-use crate::session::{Session, TurnContext, submission_loop};
+use crate::session::{AgentTools, Session, TurnContext, submission_loop};
 
 /// Looks up an environment variable; injectable so tests never touch the process env.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -49,8 +50,32 @@ pub struct NewConversation {
 
 /// Owns every live conversation of an embedding program.
 pub struct ConversationManager {
-    conversations: RwLock<HashMap<ConversationId, Arc<Conversation>>>,
+    shared: Arc<ManagerShared>,
+}
+
+/// What the manager and the agents its conversations spawn share.
+pub(crate) struct ManagerShared {
+    conversations: std::sync::RwLock<HashMap<ConversationId, Arc<Conversation>>>,
     env: EnvLookup,
+    /// One HTTP client (and so one connection pool) for every conversation's model requests.
+    http: std::sync::OnceLock<reqwest::Client>,
+    /// Where conversations spawned by agents are announced, when the embedder listens.
+    spawned: std::sync::Mutex<Option<mpsc::UnboundedSender<SpawnedConversation>>>,
+}
+
+/// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
+/// a thread of its own, reads its events and answers its approvals.
+pub struct SpawnedConversation {
+    /// The conversation, as a client would have started it.
+    pub new: NewConversation,
+    /// The configuration it runs with.
+    pub config: Box<Config>,
+    /// The conversation whose agent spawned it.
+    pub parent_id: ConversationId,
+    /// 1 for a child of a top-level conversation, 2 for a grandchild, ...
+    pub depth: u32,
+    /// Whether it is recorded (job workers are not).
+    pub ephemeral: bool,
 }
 
 impl Default for ConversationManager {
@@ -68,33 +93,52 @@ impl ConversationManager {
     /// A manager reading API keys and headers through `env`.
     pub fn with_env(env: EnvLookup) -> Self {
         Self {
-            conversations: RwLock::new(HashMap::new()),
-            env,
+            shared: Arc::new(ManagerShared {
+                conversations: std::sync::RwLock::new(HashMap::new()),
+                env,
+                http: std::sync::OnceLock::new(),
+                spawned: std::sync::Mutex::new(None),
+            }),
         }
+    }
+
+    /// Announces every conversation agents spawn from now on, so the embedder can show it
+    /// and answer its approvals. Without a listener (or once the receiver is dropped) their
+    /// events are read and dropped, and their approval requests are declined.
+    pub fn subscribe_spawned(&self) -> mpsc::UnboundedReceiver<SpawnedConversation> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *lock(&self.shared.spawned) = Some(tx);
+        rx
     }
 
     /// Starts a new conversation recorded under `config.keel_home`.
     pub async fn new_conversation(&self, config: Config) -> Result<NewConversation> {
-        self.spawn(
-            config,
-            ConversationId::new(),
-            Vec::new(),
-            None,
-            Recording::New,
-        )
-        .await
+        let lineage = Lineage::root(&config);
+        self.shared
+            .spawn(
+                config,
+                ConversationId::new(),
+                Vec::new(),
+                None,
+                Recording::New,
+                lineage,
+            )
+            .await
     }
 
     /// Starts a conversation that is not recorded on disk (it cannot be resumed or listed).
     pub async fn new_ephemeral_conversation(&self, config: Config) -> Result<NewConversation> {
-        self.spawn(
-            config,
-            ConversationId::new(),
-            Vec::new(),
-            None,
-            Recording::Off,
-        )
-        .await
+        let lineage = Lineage::root(&config);
+        self.shared
+            .spawn(
+                config,
+                ConversationId::new(),
+                Vec::new(),
+                None,
+                Recording::Off,
+                lineage,
+            )
+            .await
     }
 
     /// Continues a recorded conversation: same id, history rebuilt from the file, new items
@@ -104,9 +148,10 @@ impl ConversationManager {
         config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
-        let (loaded, ()) =
-            rollout::load_rollout_streaming(rollout_path, |_| true, (), |(), _| {}).await?;
-        self.resume_loaded(config, rollout_path, loaded).await
+        let lineage = Lineage::root(&config);
+        self.shared
+            .resume_conversation(config, rollout_path, lineage)
+            .await
     }
 
     /// [`Self::resume_conversation`] for a client that builds its own view of a long thread:
@@ -122,31 +167,13 @@ impl ConversationManager {
     ) -> Result<(NewConversation, S)> {
         let (loaded, state) =
             rollout::load_rollout_streaming(rollout_path, turn_boundaries, state, step).await?;
-        let mut new = self.resume_loaded(config, rollout_path, loaded).await?;
+        let lineage = Lineage::root(&config);
+        let mut new = self
+            .shared
+            .resume_loaded(config, rollout_path, loaded, lineage)
+            .await?;
         new.session_configured.initial_messages = None;
         Ok((new, state))
-    }
-
-    async fn resume_loaded(
-        &self,
-        config: Config,
-        rollout_path: &Path,
-        mut loaded: rollout::LoadedRollout,
-    ) -> Result<NewConversation> {
-        let recorder = RolloutRecorder::open_append(rollout_path).await?;
-        let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
-        recorder.record(&repairs).await?;
-        let mut new = self
-            .spawn(
-                config,
-                loaded.meta.id,
-                loaded.history,
-                loaded.token_info,
-                Recording::Existing(recorder),
-            )
-            .await?;
-        new.session_configured.initial_messages = Some(loaded.events);
-        Ok(new)
     }
 
     /// Starts a new conversation (new id, new file) with a copy of a recorded one's history.
@@ -175,7 +202,9 @@ impl ConversationManager {
             )
             .collect();
         recorder.record(&items).await?;
+        let lineage = Lineage::root(&config);
         let mut new = self
+            .shared
             // A fork is a new thread: its usage starts from zero.
             .spawn(
                 config,
@@ -183,6 +212,7 @@ impl ConversationManager {
                 loaded.history,
                 None,
                 Recording::Existing(recorder),
+                lineage,
             )
             .await?;
         new.session_configured.initial_messages = Some(loaded.events);
@@ -191,32 +221,123 @@ impl ConversationManager {
 
     /// The live conversation with this id.
     pub async fn get_conversation(&self, id: ConversationId) -> Result<Arc<Conversation>> {
-        self.conversations
-            .read()
-            .await
-            .get(&id)
-            .cloned()
+        self.shared
+            .get(id)
             .ok_or(CoreError::ConversationNotFound(id))
     }
 
     /// Forgets a conversation; it shuts down once the last handle is dropped.
     pub async fn remove_conversation(&self, id: ConversationId) -> Option<Arc<Conversation>> {
-        self.conversations.write().await.remove(&id)
+        self.shared.remove(id)
     }
 
     /// Ids of every live conversation.
     pub async fn conversation_ids(&self) -> Vec<ConversationId> {
-        self.conversations.read().await.keys().copied().collect()
+        read(&self.shared.conversations).keys().copied().collect()
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn read<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl ManagerShared {
+    pub(crate) fn get(&self, id: ConversationId) -> Option<Arc<Conversation>> {
+        read(&self.conversations).get(&id).cloned()
+    }
+
+    pub(crate) fn remove(&self, id: ConversationId) -> Option<Arc<Conversation>> {
+        write(&self.conversations).remove(&id)
+    }
+
+    /// The HTTP client every conversation's model requests share.
+    fn http(&self) -> reqwest::Client {
+        self.http.get_or_init(crate::client::http_client).clone()
+    }
+
+    /// Resumes a recorded conversation with the lineage it gets in this process.
+    pub(crate) async fn resume_conversation(
+        self: &Arc<Self>,
+        config: Config,
+        rollout_path: &Path,
+        lineage: Lineage,
+    ) -> Result<NewConversation> {
+        let (loaded, ()) =
+            rollout::load_rollout_streaming(rollout_path, |_| true, (), |(), _| {}).await?;
+        self.resume_loaded(config, rollout_path, loaded, lineage)
+            .await
+    }
+
+    async fn resume_loaded(
+        self: &Arc<Self>,
+        config: Config,
+        rollout_path: &Path,
+        mut loaded: rollout::LoadedRollout,
+        lineage: Lineage,
+    ) -> Result<NewConversation> {
+        let recorder = RolloutRecorder::open_append(rollout_path).await?;
+        let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
+        recorder.record(&repairs).await?;
+        let mut new = self
+            .spawn(
+                config,
+                loaded.meta.id,
+                loaded.history,
+                loaded.token_info,
+                Recording::Existing(recorder),
+                lineage,
+            )
+            .await?;
+        new.session_configured.initial_messages = Some(loaded.events);
+        Ok(new)
+    }
+
+    /// Starts a conversation an agent asked for, and announces it.
+    pub(crate) async fn spawn_child(
+        self: &Arc<Self>,
+        config: Config,
+        history: Vec<ResponseItem>,
+        ephemeral: bool,
+        lineage: Lineage,
+    ) -> Result<NewConversation> {
+        let recording = if ephemeral {
+            Recording::Off
+        } else {
+            Recording::New
+        };
+        self.spawn(
+            config,
+            ConversationId::new(),
+            history,
+            None,
+            recording,
+            lineage,
+        )
+        .await
     }
 
     async fn spawn(
-        &self,
+        self: &Arc<Self>,
         config: Config,
         id: ConversationId,
         history: Vec<ResponseItem>,
         token_info: Option<keel_protocol::TokenUsageInfo>,
         recording: Recording,
+        lineage: Lineage,
     ) -> Result<NewConversation> {
+        let ephemeral = matches!(recording, Recording::Off);
         let recorder = match recording {
             Recording::Existing(recorder) => Some(recorder),
             Recording::New => {
@@ -226,7 +347,13 @@ impl ConversationManager {
             Recording::Off => None,
         };
         let rollout_path = recorder.as_ref().map(|r| r.path().to_path_buf());
-        let context = turn_context(&config, &self.env);
+        let mut context = turn_context(&config, &self.env, self.http());
+        let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
+        context.agent_tools = AgentTools {
+            collab: config.multi_agent && may_spawn,
+            fanout: config.enable_fanout && may_spawn,
+            report: lineage.worker.is_some(),
+        };
         let session_configured = SessionConfiguredEvent {
             session_id: id,
             model: config.model.clone(),
@@ -246,6 +373,18 @@ impl ConversationManager {
             Some(url) => ExecTarget::Remote(url.clone()),
             None => ExecTarget::InProcess,
         };
+        let status = Arc::new(tokio::sync::watch::Sender::new(
+            keel_protocol::CollabAgentState::new(keel_protocol::CollabAgentStatus::PendingInit),
+        ));
+        let parent = lineage.parent;
+        let depth = lineage.depth;
+        let agents = AgentControl::new(
+            Arc::downgrade(self),
+            config.clone(),
+            id,
+            lineage,
+            status.clone(),
+        );
         let session = Arc::new(Session::new(
             id,
             context,
@@ -253,26 +392,56 @@ impl ConversationManager {
             recorder,
             tx_event,
             exec_target,
+            agents,
         ));
         if let Some(info) = token_info {
             session.restore_token_info(info);
         }
         tokio::spawn(submission_loop(session, rx_sub));
-        let conversation = Arc::new(Conversation::new(id, tx_sub, rx_event, rollout_path));
-        self.conversations
-            .write()
-            .await
-            .insert(id, conversation.clone());
-        Ok(NewConversation {
+        let conversation = Arc::new(Conversation::new(
+            id,
+            tx_sub,
+            rx_event,
+            rollout_path,
+            status,
+        ));
+        write(&self.conversations).insert(id, conversation.clone());
+        let new = NewConversation {
             conversation_id: id,
             conversation,
             session_configured,
-        })
+        };
+        if let Some(parent_id) = parent {
+            self.announce(SpawnedConversation {
+                new: NewConversation {
+                    conversation_id: new.conversation_id,
+                    conversation: new.conversation.clone(),
+                    session_configured: new.session_configured.clone(),
+                },
+                config: Box::new(config),
+                parent_id,
+                depth,
+                ephemeral,
+            });
+        }
+        Ok(new)
+    }
+
+    /// Hands a spawned conversation to the embedder's listener, or, with none, reads its
+    /// events itself so it never stalls on a full event queue.
+    fn announce(&self, spawned: SpawnedConversation) {
+        let unheard = match lock(&self.spawned).as_ref() {
+            Some(tx) => tx.send(spawned).err().map(|err| err.0),
+            None => Some(spawned),
+        };
+        if let Some(spawned) = unheard {
+            tokio::spawn(crate::agents::drain_unobserved(spawned.new.conversation));
+        }
     }
 }
 
 /// Resolves configuration into the settings turns run with.
-fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
+fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> TurnContext {
     let lookup = |name: &str| env(name);
     let provider = &config.model_provider;
     let context_window = config
@@ -296,7 +465,7 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
             .clone()
             .or_else(crate::sandbox::default_sandbox_executable),
         sandbox_allow_git_writes: config.sandbox_allow_git_writes,
-        client: ModelClient::new(settings),
+        client: ModelClient::with_http(http, settings),
         model_context_window: context_window,
         base_instructions: config
             .base_instructions
@@ -315,6 +484,7 @@ fn turn_context(config: &Config, env: &EnvLookup) -> TurnContext {
         tool_output_token_limit: config.tool_output_token_limit,
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),
+        agent_tools: AgentTools::default(),
     }
 }
 

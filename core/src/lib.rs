@@ -35,6 +35,8 @@
 //! # }
 //! ```
 
+mod agent_jobs;
+mod agents;
 pub mod apply_patch;
 mod approvals;
 mod client;
@@ -59,7 +61,9 @@ pub use config::{
     ShellEnvironmentPolicy, WireApi, find_keel_home, parse_cli_override,
 };
 pub use conversation::Conversation;
-pub use conversation_manager::{ConversationManager, EnvLookup, NewConversation};
+pub use conversation_manager::{
+    ConversationManager, EnvLookup, NewConversation, SpawnedConversation,
+};
 pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use rollout::{

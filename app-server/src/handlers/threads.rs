@@ -248,6 +248,7 @@ fn summary_thread(
         created_at: unix_seconds(&summary.created_at),
         updated_at: unix_seconds(&summary.updated_at),
         ephemeral: false,
+        source: Default::default(),
     };
     thread_object(summary.id, &meta, status, turns)
 }

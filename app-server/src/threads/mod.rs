@@ -35,6 +35,8 @@ pub(crate) struct ThreadMeta {
     pub created_at: i64,
     pub updated_at: i64,
     pub ephemeral: bool,
+    /// Who started it (a client, or another thread's agent).
+    pub source: keel_protocol::app_server::SessionSource,
 }
 
 /// A thread loaded in this server.
@@ -51,6 +53,8 @@ pub(crate) struct LoadedThread {
     pump: Mutex<Option<JoinHandle<()>>>,
     /// Woken whenever a turn ends.
     turn_ended: tokio::sync::Notify,
+    /// Cancelled once the conversation has ended and every event was delivered.
+    finished: tokio_util::sync::CancellationToken,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -67,8 +71,21 @@ impl LoadedThread {
         meta: ThreadMeta,
         turns: Vec<Turn>,
     ) -> Arc<Self> {
+        let thread = Self::new(conversation, settings, meta, turns);
+        thread.start_pump();
+        thread
+    }
+
+    /// Wraps a conversation without reading its events yet (so subscribers can be added and
+    /// told about the thread before its first event).
+    pub(crate) fn new(
+        conversation: Arc<Conversation>,
+        settings: ThreadSettings,
+        meta: ThreadMeta,
+        turns: Vec<Turn>,
+    ) -> Arc<Self> {
         let id = conversation.id();
-        let thread = Arc::new(Self {
+        Arc::new(Self {
             id,
             conversation,
             settings,
@@ -79,10 +96,24 @@ impl LoadedThread {
             claimed_turn: Mutex::new(None),
             pump: Mutex::new(None),
             turn_ended: tokio::sync::Notify::new(),
-        });
-        let pump = tokio::spawn(pump_events(thread.clone()));
-        *lock(&thread.pump) = Some(pump);
-        thread
+            finished: tokio_util::sync::CancellationToken::new(),
+        })
+    }
+
+    /// Starts delivering the conversation's events to subscribers.
+    pub(crate) fn start_pump(self: &Arc<Self>) {
+        let pump = tokio::spawn(pump_events(self.clone()));
+        *lock(&self.pump) = Some(pump);
+    }
+
+    /// Returns once the conversation has ended and its last event was delivered.
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await;
+    }
+
+    /// The connections following this thread.
+    pub(crate) fn subscribers(&self) -> Vec<Arc<Outgoing>> {
+        lock(&self.subscribers).values().cloned().collect()
     }
 
     pub(crate) fn meta(&self) -> ThreadMeta {
@@ -291,6 +322,7 @@ async fn pump_events(thread: Arc<LoadedThread>) {
             thread.turn_ended.notify_waiters();
         }
     }
+    thread.finished.cancel();
 }
 
 /// Builds the protocol's thread object.
@@ -311,7 +343,7 @@ pub(crate) fn thread_object(
         path: meta.path.clone(),
         cwd: meta.cwd.clone(),
         cli_version: env!("CARGO_PKG_VERSION").to_string(),
-        source: Default::default(),
+        source: meta.source.clone(),
         name: meta.name.clone(),
         git_info: None,
         agent_nickname: None,

@@ -384,6 +384,12 @@ impl Translator {
                     }),
                 ));
             }
+            EventMsg::CollabToolCallBegin(call) => {
+                out.extend(self.start_once(collab_item(call)));
+            }
+            EventMsg::CollabToolCallEnd(call) => {
+                out.extend(self.complete(collab_item(call)));
+            }
             EventMsg::ContextCompactionStarted(compaction) => {
                 out.extend(self.start_once(ThreadItem::ContextCompaction {
                     id: compaction.id.clone(),
@@ -665,3 +671,23 @@ impl Translator {
 #[cfg(test)]
 #[path = "translate_tests.rs"]
 mod tests;
+
+/// The thread item of a sub-agent tool call.
+fn collab_item(call: &keel_protocol::CollabToolCallEvent) -> ThreadItem {
+    use keel_protocol::app_server::CollabAgentToolCallItem;
+    ThreadItem::CollabAgentToolCall(Box::new(CollabAgentToolCallItem {
+        id: call.call_id.clone(),
+        tool: call.tool,
+        status: call.status,
+        sender_thread_id: call.sender_thread_id.to_string(),
+        receiver_thread_ids: call
+            .receiver_thread_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        prompt: call.prompt.clone(),
+        model: call.model.clone(),
+        reasoning_effort: call.reasoning_effort,
+        agents_states: call.agents_states.clone(),
+    }))
+}

@@ -1,7 +1,9 @@
 //! `keel exec`: run one task headless, as a client of the in-process app-server.
 //!
 //! It starts (or resumes) a thread, starts one turn, renders the notifications, and ends on
-//! `turn/completed` for its own thread and turn. No one is there to answer approval requests,
+//! `turn/completed` for its own thread and turn. Sub-agent threads' notifications are not
+//! printed (the human stream counts them); on exit the sub-agents are shut down with the
+//! in-process server. No one is there to answer approval requests,
 //! so the approval policy is `never` unless `--full-auto` says otherwise; any request that
 //! still arrives is declined.
 
@@ -321,6 +323,16 @@ async fn drive(
         };
         match event {
             InProcessEvent::Notification(notification) => {
+                // `keel exec` follows its own thread; sub-agents show only as a count.
+                if notification
+                    .thread_id()
+                    .is_some_and(|id| id != thread_id.as_str())
+                {
+                    if !json {
+                        renderer.sub_agent_notification(&notification);
+                    }
+                    continue;
+                }
                 if json {
                     let (method, params) = notification.clone().into_method_and_params()?;
                     write_line(

@@ -9,6 +9,10 @@ use keel_protocol::app_server::{
 /// Turns notifications into short human-readable lines.
 #[derive(Default)]
 pub struct HumanRenderer {
+    /// Sub-agent threads started and turns they finished, for the progress line.
+    agents_started: u64,
+    agents_finished: u64,
+    last_agents_line: Option<std::time::Instant>,
     in_message: bool,
     /// Tokens of the responses of the turn in progress (the sum of each update's `last`).
     turn_tokens: u64,
@@ -25,6 +29,26 @@ impl HumanRenderer {
             response.settings.cwd.display(),
             response.thread.id
         );
+    }
+
+    /// Counts a sub-agent thread's notification and, at most once a second, prints how many
+    /// sub-agents run and finished (their own output is not shown).
+    pub fn sub_agent_notification(&mut self, notification: &ServerNotification) {
+        match notification {
+            ServerNotification::ThreadStarted(_) => self.agents_started += 1,
+            ServerNotification::TurnCompleted(_) => self.agents_finished += 1,
+            _ => return,
+        }
+        let due = self
+            .last_agents_line
+            .is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1));
+        if due {
+            self.last_agents_line = Some(std::time::Instant::now());
+            eprintln!(
+                "agents: {} started, {} turns finished",
+                self.agents_started, self.agents_finished
+            );
+        }
     }
 
     /// Prints one notification, if it is worth showing.
@@ -80,6 +104,22 @@ impl HumanRenderer {
                     }
                 }
                 ThreadItem::Reasoning { summary, .. } => format!("thinking: {}", summary.join(" ")),
+                ThreadItem::CollabAgentToolCall(call) => {
+                    let states: Vec<String> = call
+                        .receiver_thread_ids
+                        .iter()
+                        .map(|id| match call.agents_states.get(id) {
+                            Some(state) => format!("{id} ({:?})", state.status),
+                            None => id.clone(),
+                        })
+                        .collect();
+                    format!(
+                        "agents: {:?} {:?} {}",
+                        call.tool,
+                        call.status,
+                        states.join(", ")
+                    )
+                }
                 ThreadItem::AgentMessage { .. } if self.in_message => {
                     self.in_message = false;
                     String::new()

@@ -63,6 +63,17 @@ pub struct ModelClient {
     settings: ClientSettings,
 }
 
+/// The HTTP client model requests are sent with, identifying Keel.
+pub(crate) fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent(user_agent())
+        .build()
+        .unwrap_or_else(|err| {
+            tracing::warn!(%err, "default HTTP client settings used");
+            reqwest::Client::new()
+        })
+}
+
 /// Events of one response as they stream. Dropping it stops the request.
 ///
 /// The caller's own polling reads the socket: no task or channel sits between them, so a
@@ -117,13 +128,12 @@ impl ResponseStream {
 impl ModelClient {
     /// A client for the given provider settings.
     pub fn new(settings: ClientSettings) -> Self {
-        let http = reqwest::Client::builder()
-            .user_agent(user_agent())
-            .build()
-            .unwrap_or_else(|err| {
-                tracing::warn!(%err, "default HTTP client settings used");
-                reqwest::Client::new()
-            });
+        Self::with_http(http_client(), settings)
+    }
+
+    /// A client for `settings` on an existing connection pool (conversations of one
+    /// process share one, so sub-agents reuse the parent's connections).
+    pub fn with_http(http: reqwest::Client, settings: ClientSettings) -> Self {
         Self { http, settings }
     }
 

@@ -103,6 +103,15 @@ pub struct Config {
     /// Cap on each tool output sent to the model, in tokens (about 4 bytes each); head and
     /// tail are kept.
     pub tool_output_token_limit: usize,
+    /// Offer the model the sub-agent tools (`features.multi_agent`, default on).
+    pub multi_agent: bool,
+    /// Offer the model `spawn_agents_on_csv` (`features.enable_fanout`, default on).
+    pub enable_fanout: bool,
+    /// Sub-agents and job workers alive at once in one conversation tree
+    /// (`agents.max_threads`, default 6).
+    pub agents_max_threads: usize,
+    /// How deep sub-agents nest (`agents.max_depth`, default 1: sub-agents spawn none).
+    pub agents_max_depth: u32,
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
@@ -345,6 +354,9 @@ fn describe_value(value: &toml::Value) -> String {
     }
 }
 
+/// Sub-agents alive at once when `agents.max_threads` is not set (Codex's default).
+const DEFAULT_AGENTS_MAX_THREADS: usize = 6;
+
 fn resolve(
     file: ConfigToml,
     keel_home: &Path,
@@ -372,6 +384,7 @@ fn resolve(
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit,
+        agents,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -477,6 +490,13 @@ fn resolve(
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
+        multi_agent: features.multi_agent.unwrap_or(true),
+        enable_fanout: features.enable_fanout.unwrap_or(true),
+        agents_max_threads: agents
+            .max_threads
+            .unwrap_or(DEFAULT_AGENTS_MAX_THREADS)
+            .max(1),
+        agents_max_depth: agents.max_depth.unwrap_or(1),
         warnings: Vec::new(),
     })
 }

@@ -36,6 +36,18 @@ pub(crate) struct ConfigToml {
     pub model_auto_compact_token_limit: Option<u64>,
     pub compact_prompt: Option<String>,
     pub tool_output_token_limit: Option<usize>,
+    pub agents: AgentsToml,
+}
+
+/// `[agents]`: limits on sub-agents. Other keys (Codex's agent roles) load silently.
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct AgentsToml {
+    /// Sub-agents (job workers included) alive at once in one conversation tree.
+    pub max_threads: Option<usize>,
+    /// How deep sub-agents may nest (1: only the top conversation spawns).
+    pub max_depth: Option<u32>,
 }
 
 /// `[features]`: Codex's feature switches. Keel reads the ones it implements; the others
@@ -48,6 +60,10 @@ pub(crate) struct FeaturesToml {
     pub unified_exec: Option<bool>,
     /// Capture the login shell's environment once and replay it (default on).
     pub shell_snapshot: Option<bool>,
+    /// Offer the sub-agent tools (`spawn_agent`, `wait_agent`, ...; default on).
+    pub multi_agent: Option<bool>,
+    /// Offer `spawn_agents_on_csv` (default on).
+    pub enable_fanout: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

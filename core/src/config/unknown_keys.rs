@@ -29,6 +29,7 @@ impl fmt::Display for ConfigWarning {
 
 /// Top-level keys Keel reads (the fields of the raw file model).
 pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
+    "agents",
     "approval_policy",
     "base_instructions",
     "compact_prompt",
@@ -98,7 +99,6 @@ pub(crate) const SHELL_ENVIRONMENT_POLICY_KEYS: &[&str] = &[
 /// Codex keys Keel accepts and ignores, at the top level and in profiles (a whole table when
 /// the key names one). Kept in step with the list in `docs/configuration.md`.
 pub(crate) const CODEX_KEYS_IGNORED: &[&str] = &[
-    "agents",
     "analytics",
     "chatgpt_base_url",
     "check_for_update_on_startup",

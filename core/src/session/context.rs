@@ -39,4 +39,17 @@ pub(crate) struct TurnContext {
     pub tool_output_token_limit: usize,
     pub request_max_retries: u64,
     pub stream_max_retries: u64,
+    /// Which agent tools this conversation is offered.
+    pub agent_tools: AgentTools,
+}
+
+/// The agent tools a conversation is offered, by its place in the agent tree.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AgentTools {
+    /// `spawn_agent`, `send_input`, `wait_agent`, `close_agent`, `resume_agent`.
+    pub collab: bool,
+    /// `spawn_agents_on_csv`.
+    pub fanout: bool,
+    /// `report_agent_job_result` (job workers).
+    pub report: bool,
 }

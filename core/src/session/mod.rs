@@ -21,10 +21,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use compact::compacted_summary_item;
-pub(crate) use context::TurnContext;
+pub(crate) use context::{AgentTools, TurnContext};
 pub(crate) use submission_loop::submission_loop;
 pub(crate) use turn::outputs_for_unanswered_calls;
 
+use crate::agents::AgentControl;
 use crate::models::ResponseItem;
 use crate::processes::{ExecTarget, ProcessLayer};
 use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
@@ -66,6 +67,9 @@ pub(crate) struct Session {
     unified_exec: UnifiedExecSessions,
     /// Captured login environments, replayed instead of running the profile per command.
     shell_snapshots: ShellSnapshots,
+    /// The sub-agents this conversation spawned, its place in the agent tree and its
+    /// status as its parent sees it.
+    agents: AgentControl,
 }
 
 impl Session {
@@ -76,6 +80,7 @@ impl Session {
         rollout: Option<RolloutRecorder>,
         tx_event: mpsc::Sender<Event>,
         exec_target: ExecTarget,
+        agents: AgentControl,
     ) -> Self {
         Self {
             id,
@@ -99,7 +104,13 @@ impl Session {
                     .join("keel-shell-snapshots")
                     .join(id.to_string()),
             ),
+            agents,
         }
+    }
+
+    /// The conversation's sub-agents.
+    pub(crate) fn agents(&self) -> &AgentControl {
+        &self.agents
     }
 
     /// The process layer the conversation's commands run on.
@@ -140,6 +151,7 @@ impl Session {
     /// Sends an event to the client, recording it in the rollout when it is part of the
     /// transcript. Waits when the client is slow (the channel is bounded).
     pub(crate) async fn send_event(&self, sub_id: &SubmissionId, msg: EventMsg) {
+        crate::agents::track_status(self.agents.status(), &msg);
         if is_persisted_event(&msg) {
             self.persist(&[RolloutItem::EventMsg(msg.clone())]).await;
         }

@@ -71,6 +71,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,
             Op::Shutdown => {
                 stop_turn(&session).await;
+                session.agents().close_all().await;
                 let ids = super::turn::TurnIds {
                     turn_id: keel_protocol::TurnId::new(id.as_str()),
                     sub_id: id.clone(),

@@ -1,6 +1,9 @@
 //! The tools offered to the model and the router that runs a tool call and returns the output
 //! item for history.
 
+mod agent_jobs;
+mod agent_spec;
+mod agents;
 mod patch;
 mod plan;
 mod shell;
@@ -41,6 +44,16 @@ pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
         },
         spec::update_plan_tool(),
     ]);
+    let offered = &context.agent_tools;
+    if offered.collab {
+        tools.extend(agent_spec::collab_tools());
+    }
+    if offered.fanout {
+        tools.push(agent_spec::spawn_agents_on_csv_tool());
+    }
+    if offered.report {
+        tools.push(agent_spec::report_agent_job_result_tool());
+    }
     tools
 }
 
@@ -79,6 +92,13 @@ impl ToolRouter<'_> {
                         Err(err) => format!("failed to parse apply_patch arguments: {err}"),
                     },
                     "update_plan" => self.update_plan(arguments).await,
+                    "spawn_agent" => self.spawn_agent(call_id, arguments).await,
+                    "send_input" => self.send_input(call_id, arguments).await,
+                    "wait_agent" | "wait" => self.wait_agent(call_id, arguments).await?,
+                    "close_agent" => self.close_agent(call_id, arguments).await,
+                    "resume_agent" => self.resume_agent(call_id, arguments).await,
+                    "spawn_agents_on_csv" => self.spawn_agents_on_csv(arguments).await?,
+                    "report_agent_job_result" => self.report_agent_job_result(arguments).await,
                     other => format!("unsupported tool `{other}`"),
                 };
                 Ok(ResponseItem::FunctionCallOutput {

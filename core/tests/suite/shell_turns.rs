@@ -58,10 +58,22 @@ async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
             .contains("\"exit_code\":3"),
         "{out2}"
     );
-    // Unified exec is offered by default; a `shell` call is still run.
+    // Unified exec is offered by default; a `shell` call is still run. The sub-agent and
+    // agent-job tools follow (job workers alone get `report_agent_job_result`).
     assert_eq!(
         requests[0].tool_names(),
-        vec!["exec_command", "write_stdin", "apply_patch", "update_plan"]
+        vec![
+            "exec_command",
+            "write_stdin",
+            "apply_patch",
+            "update_plan",
+            "spawn_agent",
+            "send_input",
+            "wait_agent",
+            "close_agent",
+            "resume_agent",
+            "spawn_agents_on_csv"
+        ]
     );
     env.mock.verify()?;
     Ok(())

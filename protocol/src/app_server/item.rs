@@ -259,6 +259,35 @@ pub enum ThreadItem {
         /// Item id.
         id: String,
     },
+    /// A call to a sub-agent tool (spawn, message, wait, close, resume).
+    CollabAgentToolCall(Box<CollabAgentToolCallItem>),
+}
+
+/// The fields of a `collabAgentToolCall` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CollabAgentToolCallItem {
+    /// Item id (the tool call id).
+    pub id: String,
+    /// The tool.
+    pub tool: crate::CollabAgentTool,
+    /// Progress.
+    pub status: crate::CollabAgentToolCallStatus,
+    /// The thread that made the call.
+    pub sender_thread_id: String,
+    /// The sub-agent threads it addressed.
+    pub receiver_thread_ids: Vec<String>,
+    /// The message sent, when the tool sends one.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The model a spawned agent runs.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The reasoning effort a spawned agent runs with.
+    #[serde(default)]
+    pub reasoning_effort: Option<crate::ReasoningEffort>,
+    /// Each addressed agent's state, keyed by thread id.
+    pub agents_states: std::collections::BTreeMap<String, crate::CollabAgentState>,
 }
 
 impl ThreadItem {
@@ -272,6 +301,7 @@ impl ThreadItem {
             | Self::CommandExecution { id, .. }
             | Self::FileChange { id, .. }
             | Self::ContextCompaction { id } => id,
+            Self::CollabAgentToolCall(call) => &call.id,
         }
     }
 }

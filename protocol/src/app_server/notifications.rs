@@ -215,3 +215,30 @@ pub struct ServerRequestResolvedNotification {
     /// The request that no longer needs an answer.
     pub request_id: RequestId,
 }
+
+impl super::ServerNotification {
+    /// The thread the notification is about, if it is about one (a client following several
+    /// threads routes by it).
+    pub fn thread_id(&self) -> Option<&str> {
+        use super::ServerNotification as N;
+        Some(match self {
+            N::ThreadStarted(n) => &n.thread.id,
+            N::ThreadStatusChanged(n) => &n.thread_id,
+            N::ThreadArchived(n) | N::ThreadUnarchived(n) | N::ThreadClosed(n) => &n.thread_id,
+            N::ThreadCompacted(n) => &n.thread_id,
+            N::ThreadNameUpdated(n) => &n.thread_id,
+            N::ThreadTokenUsageUpdated(n) => &n.thread_id,
+            N::TurnStarted(n) | N::TurnCompleted(n) => &n.thread_id,
+            N::TurnDiffUpdated(n) => &n.thread_id,
+            N::TurnPlanUpdated(n) => &n.thread_id,
+            N::ItemStarted(n) | N::ItemCompleted(n) => &n.thread_id,
+            N::AgentMessageDelta(n) | N::CommandExecutionOutputDelta(n) => &n.thread_id,
+            N::TerminalInteraction(n) => &n.thread_id,
+            N::ReasoningSummaryTextDelta(n) => &n.thread_id,
+            N::ServerRequestResolved(n) => &n.thread_id,
+            N::Error(n) => &n.thread_id,
+            N::Warning(n) => return n.thread_id.as_deref(),
+            N::CommandExecOutputDelta(_) => return None,
+        })
+    }
+}

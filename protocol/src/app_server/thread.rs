@@ -37,9 +37,11 @@ pub enum ThreadActiveFlag {
 }
 
 /// Where a thread came from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionSource {
+    /// Spawned by another thread's agent.
+    SubAgent(Box<SubAgentSource>),
     /// An interactive CLI.
     Cli,
     /// An editor extension.
@@ -51,6 +53,27 @@ pub enum SessionSource {
     AppServer,
     /// Unknown.
     Unknown,
+}
+
+/// Which agent spawned a sub-agent thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SubAgentSource {
+    /// Spawned by a tool call (`spawn_agent`, or a job worker of `spawn_agents_on_csv`).
+    ThreadSpawn {
+        /// The spawning thread.
+        parent_thread_id: String,
+        /// 1 for a child of a top-level thread.
+        depth: i32,
+        /// A display name, when the agent has one.
+        #[serde(default)]
+        agent_nickname: Option<String>,
+        /// Its role, when it has one.
+        #[serde(default)]
+        agent_role: Option<String>,
+    },
+    /// Another origin, named.
+    Other(String),
 }
 
 /// Git metadata of a thread's workspace.

@@ -6,10 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ApplyPatchApprovalRequestEvent, AskForApproval, ExecApprovalRequestEvent,
-    ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandOutputDeltaEvent, PatchApplyBeginEvent,
-    PatchApplyEndEvent, ReasoningEffort, SandboxPolicy, TerminalInteractionEvent, TokenUsageInfo,
-    UpdatePlanArgs,
+    AgentJobProgressEvent, ApplyPatchApprovalRequestEvent, AskForApproval, CollabToolCallEvent,
+    ExecApprovalRequestEvent, ExecCommandBeginEvent, ExecCommandEndEvent,
+    ExecCommandOutputDeltaEvent, PatchApplyBeginEvent, PatchApplyEndEvent, ReasoningEffort,
+    SandboxPolicy, TerminalInteractionEvent, TokenUsageInfo, UpdatePlanArgs,
 };
 use crate::{ConversationId, SubmissionId, TurnId};
 
@@ -81,6 +81,12 @@ pub enum EventMsg {
     ContextCompactionStarted(ContextCompactionEvent),
     /// The history was replaced by its summary.
     ContextCompacted(ContextCompactionEvent),
+    /// A sub-agent tool call started.
+    CollabToolCallBegin(CollabToolCallEvent),
+    /// A sub-agent tool call ended.
+    CollabToolCallEnd(CollabToolCallEvent),
+    /// A `spawn_agents_on_csv` job made progress.
+    AgentJobProgress(AgentJobProgressEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }

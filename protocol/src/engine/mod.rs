@@ -1,6 +1,7 @@
 //! The engine's queue protocol: clients send [`Submission`]s carrying an [`Op`] and read
 //! [`Event`]s whose [`EventMsg`] is tagged by `type` in snake_case, as Codex clients expect.
 
+mod collab;
 mod event;
 mod file_change;
 mod input;
@@ -11,6 +12,7 @@ mod policy;
 mod token_usage;
 mod tool_events;
 
+pub use collab::*;
 pub use event::*;
 pub use file_change::FileChange;
 pub use input::InputItem;

@@ -81,6 +81,10 @@ fn default_config(keel_home: &Path) -> Config {
         model_auto_compact_token_limit: None,
         compact_prompt: None,
         tool_output_token_limit: 10_000,
+        multi_agent: true,
+        enable_fanout: true,
+        agents_max_threads: 6,
+        agents_max_depth: 1,
         warnings: Vec::new(),
     }
 }
@@ -129,7 +133,12 @@ tool_output_token_limit = 2000
 
 [features]
 unified_exec = false
-enable_fanout = true                      # Codex-only: ignored
+enable_fanout = false
+multi_agent = true
+
+[agents]
+max_threads = 64
+max_depth = 2
 
 [model_providers.azure]
 name = "Azure"
@@ -243,6 +252,10 @@ fn full_codex_style_file() -> TestResult {
         model_auto_compact_token_limit: Some(150_000),
         compact_prompt: Some("Summarise tersely.".to_string()),
         tool_output_token_limit: 2_000,
+        multi_agent: true,
+        enable_fanout: false,
+        agents_max_threads: 64,
+        agents_max_depth: 2,
         warnings: Vec::new(),
     };
     assert_eq!(config, expected);

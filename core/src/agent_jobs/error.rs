@@ -1,0 +1,90 @@
+//! Why a job could not start or a report was refused; the text is what the model reads.
+
+use std::path::PathBuf;
+
+/// A job or report problem.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JobError {
+    /// The input CSV could not be read.
+    #[error("cannot read {path}: {cause}")]
+    ReadCsv {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        cause: String,
+    },
+    /// A row is malformed.
+    #[error("{path}: row {row} (line {line}): {problem}")]
+    BadRow {
+        /// The file.
+        path: PathBuf,
+        /// 1-based data row (the header is not counted).
+        row: u64,
+        /// 1-based line where the row starts.
+        line: u64,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The CSV has a header and no rows, or nothing at all.
+    #[error("{0}: no rows to process")]
+    Empty(PathBuf),
+    /// `id_column` is not a column.
+    #[error("id_column `{column}` is not a column of the CSV (columns: {columns})")]
+    NoSuchColumn {
+        /// The column asked for.
+        column: String,
+        /// The header.
+        columns: String,
+    },
+    /// `output_schema` is not a valid JSON Schema.
+    #[error("output_schema is not a valid JSON Schema: {0}")]
+    BadSchema(String),
+    /// Bad tool arguments.
+    #[error("{0}")]
+    BadArguments(String),
+    /// The job id is not the worker's job.
+    #[error("unknown job_id `{0}`; use the Job ID line of your instructions")]
+    UnknownJob(String),
+    /// The item is not in the job.
+    #[error("unknown item_id `{0}` in this job; use the Item ID line of your instructions")]
+    UnknownItem(String),
+    /// The item is another worker's.
+    #[error("item_id `{given}` is not your row; your Item ID is `{yours}`")]
+    NotYourItem {
+        /// The item given.
+        given: String,
+        /// The worker's own item.
+        yours: String,
+    },
+    /// The item has a result already.
+    #[error("item `{item_id}` already has a result (reported at {reported_at}); report once")]
+    AlreadyReported {
+        /// The item.
+        item_id: String,
+        /// When the first report arrived.
+        reported_at: String,
+    },
+    /// `result` is not an object.
+    #[error("`result` must be a JSON object")]
+    ResultNotObject,
+    /// `result` does not match the schema.
+    #[error("`result` does not match the job's output_schema: {0}")]
+    SchemaMismatch(String),
+    /// The job database failed.
+    #[error("agent job database: {0}")]
+    Store(String),
+    /// The results file could not be written.
+    #[error("cannot write {path}: {cause}")]
+    WriteCsv {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        cause: String,
+    },
+}
+
+impl From<rusqlite::Error> for JobError {
+    fn from(err: rusqlite::Error) -> Self {
+        Self::Store(err.to_string())
+    }
+}

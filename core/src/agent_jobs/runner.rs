@@ -1,0 +1,447 @@
+//! Running a job: claim rows, one worker agent each, at most N at once; record what became
+//! of every row; export the results; answer the model with a summary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use keel_protocol::{
+    AgentJobProgressEvent, CollabAgentState, CollabAgentStatus, EventMsg, InputItem,
+};
+use serde::Deserialize;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::csv_input::CsvRows;
+use super::export::export_results;
+use super::instruction::{render, row_object, worker_prompt};
+use super::store::{ClaimedItem, JobCounts, JobRecord, NewJob};
+use super::{JobError, JobStore, JobWorker};
+use crate::config::Config;
+use crate::session::turn::{TurnIds, TurnStop};
+use crate::session::{Session, TurnContext};
+
+/// Workers at once when the call does not say.
+const DEFAULT_CONCURRENCY: usize = 16;
+/// How long one worker may run when the call does not say.
+const DEFAULT_MAX_RUNTIME: Duration = Duration::from_secs(1800);
+/// Least time between two progress events.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+/// Failed rows listed in the summary.
+const FAILURES_SHOWN: usize = 5;
+
+/// Arguments of `spawn_agents_on_csv`, with Codex's names.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JobArgs {
+    csv_path: String,
+    instruction: String,
+    #[serde(default)]
+    id_column: Option<String>,
+    #[serde(default)]
+    output_csv_path: Option<String>,
+    #[serde(default)]
+    output_schema: Option<serde_json::Value>,
+    #[serde(default)]
+    max_concurrency: Option<f64>,
+    #[serde(default)]
+    max_workers: Option<f64>,
+    #[serde(default)]
+    max_runtime_seconds: Option<f64>,
+}
+
+/// What every worker of one run shares.
+struct JobRun {
+    store: JobStore,
+    job: JobRecord,
+    schema: Option<Arc<jsonschema::Validator>>,
+    config: Config,
+    max_runtime: Duration,
+    /// Workers at once.
+    concurrency: usize,
+    /// Cancelled when a worker reports `stop: true`.
+    stop: CancellationToken,
+    /// Cancelled to end every running worker (stop or interrupt).
+    halt: CancellationToken,
+}
+
+/// What became of one worker's row.
+enum WorkerEnd {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+/// Runs the job the model asked for and returns the summary for the model; an interrupt
+/// ends the turn (the job stays resumable).
+pub(crate) async fn run_job(
+    session: &Arc<Session>,
+    context: &TurnContext,
+    ids: &TurnIds,
+    cancel: &CancellationToken,
+    args: JobArgs,
+) -> Result<String, TurnStop> {
+    let run = match prepare(session, context, args).await {
+        Ok(run) => run,
+        Err(err) => return Ok(error_output(&err)),
+    };
+    match drive(session, ids, cancel, run).await {
+        Ok(summary) => Ok(summary),
+        Err(DriveEnd::Interrupted) => Err(TurnStop::Interrupted),
+        Err(DriveEnd::Failed(err)) => Ok(error_output(&err)),
+    }
+}
+
+fn error_output(err: &JobError) -> String {
+    serde_json::json!({ "error": err.to_string() }).to_string()
+}
+
+fn resolve(cwd: &Path, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+fn positive(value: Option<f64>, name: &str) -> Result<Option<f64>, JobError> {
+    match value {
+        Some(v) if !(v.is_finite() && v > 0.0) => Err(JobError::BadArguments(format!(
+            "{name} must be a positive number, got {v}"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// Checks the arguments and finds the unfinished job they describe, or creates it.
+async fn prepare(
+    session: &Arc<Session>,
+    context: &TurnContext,
+    args: JobArgs,
+) -> Result<JobRun, JobError> {
+    if args.instruction.trim().is_empty() {
+        return Err(JobError::BadArguments("instruction is empty".to_string()));
+    }
+    let agents = session.agents();
+    let csv_path = resolve(&context.cwd, &args.csv_path);
+    let output_csv_path = match &args.output_csv_path {
+        Some(path) => resolve(&context.cwd, path),
+        None => {
+            let stem = csv_path
+                .file_stem()
+                .map_or_else(|| "job".into(), |s| s.to_string_lossy().into_owned());
+            csv_path.with_file_name(format!("{stem}.results.csv"))
+        }
+    };
+    let schema = match &args.output_schema {
+        None => None,
+        Some(schema) => Some(Arc::new(
+            jsonschema::validator_for(schema)
+                .map_err(|err| JobError::BadSchema(err.to_string()))?,
+        )),
+    };
+    let requested = positive(args.max_concurrency.or(args.max_workers), "max_concurrency")?;
+    let max_runtime = positive(args.max_runtime_seconds, "max_runtime_seconds")?
+        .map_or(DEFAULT_MAX_RUNTIME, Duration::from_secs_f64);
+    let metadata = std::fs::metadata(&csv_path).map_err(|err| JobError::ReadCsv {
+        path: csv_path.clone(),
+        cause: err.to_string(),
+    })?;
+    let modified = metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let resume_key = format!(
+        "{}\n{}\n{modified}\n{}\n{}\n{}\n{}",
+        csv_path.display(),
+        metadata.len(),
+        output_csv_path.display(),
+        args.id_column.as_deref().unwrap_or_default(),
+        args.instruction,
+        args.output_schema
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    );
+    let store = JobStore::open(&agents.config().keel_home).await?;
+    let job = match store.find_resumable(resume_key.clone()).await? {
+        Some(job) => {
+            let requeued = store.requeue_running(job.id.clone()).await?;
+            tracing::info!(job = %job.id, total = job.total, requeued, "resuming agent job");
+            job
+        }
+        None => {
+            let path = csv_path.clone();
+            let id_column = args.id_column.clone();
+            let rows =
+                tokio::task::spawn_blocking(move || CsvRows::open(&path, id_column.as_deref()))
+                    .await
+                    .map_err(|err| JobError::Store(err.to_string()))??;
+            let new = NewJob {
+                id: uuid::Uuid::new_v4().to_string(),
+                resume_key,
+                csv_path,
+                output_csv_path,
+                instruction: args.instruction,
+                output_schema: args.output_schema,
+            };
+            store.create_job(new, rows).await?
+        }
+    };
+    let concurrency = requested
+        .map_or(DEFAULT_CONCURRENCY, |n| n as usize)
+        .clamp(1, agents.max_threads());
+    Ok(JobRun {
+        store,
+        job,
+        schema,
+        config: agents.child_config(context, None, None),
+        max_runtime,
+        concurrency,
+        stop: CancellationToken::new(),
+        halt: CancellationToken::new(),
+    })
+}
+
+enum DriveEnd {
+    Interrupted,
+    Failed(JobError),
+}
+
+impl From<JobError> for DriveEnd {
+    fn from(err: JobError) -> Self {
+        Self::Failed(err)
+    }
+}
+
+/// Keeps up to `concurrency` workers busy until no row is pending, a worker asks to stop,
+/// or the turn is interrupted; then exports the results.
+async fn drive(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    cancel: &CancellationToken,
+    run: JobRun,
+) -> Result<String, DriveEnd> {
+    let run = Arc::new(run);
+    let job_id = run.job.id.clone();
+    let mut counts = run.store.counts(job_id.clone()).await?;
+    let mut workers: JoinSet<WorkerEnd> = JoinSet::new();
+    let mut exhausted = false;
+    let mut interrupted = false;
+    let mut last_progress: Option<Instant> = None;
+    progress(session, ids, &job_id, &counts, &mut last_progress, true).await;
+    loop {
+        // Start workers while there is room, rows and no reason to stop.
+        while !exhausted && workers.len() < run.concurrency && !run.halt.is_cancelled() {
+            let slot = tokio::select! {
+                () = cancel.cancelled() => { interrupted = true; run.halt.cancel(); break; }
+                () = run.stop.cancelled() => { run.halt.cancel(); break; }
+                slot = session.agents().acquire_slot() => match slot {
+                    Ok(slot) => slot,
+                    Err(err) => { run.halt.cancel(); return Err(JobError::Store(err.to_string()).into()); }
+                },
+            };
+            match run.store.claim_next(job_id.clone()).await? {
+                None => exhausted = true,
+                Some(item) => {
+                    counts.pending = counts.pending.saturating_sub(1);
+                    counts.running += 1;
+                    workers.spawn(run_worker(session.clone(), run.clone(), item, slot));
+                }
+            }
+        }
+        if workers.is_empty() {
+            break;
+        }
+        tokio::select! {
+            () = cancel.cancelled(), if !interrupted => { interrupted = true; run.halt.cancel(); }
+            () = run.stop.cancelled(), if !run.halt.is_cancelled() => { run.halt.cancel(); }
+            done = workers.join_next() => {
+                counts.running = counts.running.saturating_sub(1);
+                match done {
+                    Some(Ok(WorkerEnd::Completed)) => counts.completed += 1,
+                    Some(Ok(WorkerEnd::Failed)) => counts.failed += 1,
+                    Some(Ok(WorkerEnd::Cancelled)) => counts.cancelled += 1,
+                    Some(Err(err)) => {
+                        tracing::error!(job = %job_id, "worker task failed: {err}");
+                        counts.failed += 1;
+                    }
+                    None => {}
+                }
+                progress(session, ids, &job_id, &counts, &mut last_progress, false).await;
+            }
+        }
+    }
+    if interrupted {
+        // Rows cut short go back to the queue: calling the tool again resumes the job.
+        run.store.requeue_running(job_id).await?;
+        return Err(DriveEnd::Interrupted);
+    }
+    let stopped = run.stop.is_cancelled();
+    if stopped {
+        run.store
+            .cancel_pending(
+                job_id.clone(),
+                "cancelled: a worker reported with stop=true".to_string(),
+            )
+            .await?;
+    }
+    export_results(
+        &run.store,
+        &job_id,
+        &run.job.headers,
+        &run.job.output_csv_path,
+    )
+    .await?;
+    run.store
+        .set_job_status(
+            job_id.clone(),
+            if stopped { "cancelled" } else { "completed" },
+        )
+        .await?;
+    let counts = run.store.counts(job_id.clone()).await?;
+    progress(session, ids, &job_id, &counts, &mut last_progress, true).await;
+    let failures: serde_json::Map<String, serde_json::Value> = run
+        .store
+        .failures(job_id.clone(), FAILURES_SHOWN)
+        .await?
+        .into_iter()
+        .map(|(item, error)| (item, serde_json::Value::String(error)))
+        .collect();
+    Ok(serde_json::json!({
+        "job_id": job_id,
+        "status": if stopped { "cancelled" } else { "completed" },
+        "total": counts.total,
+        "completed": counts.completed,
+        "failed": counts.failed,
+        "cancelled": counts.cancelled,
+        "output_csv_path": run.job.output_csv_path,
+        "first_failures": failures,
+    })
+    .to_string())
+}
+
+/// Reports the job's counts, at most every [`PROGRESS_INTERVAL`] unless `force`.
+async fn progress(
+    session: &Session,
+    ids: &TurnIds,
+    job_id: &str,
+    counts: &JobCounts,
+    last: &mut Option<Instant>,
+    force: bool,
+) {
+    if !force && last.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
+        return;
+    }
+    *last = Some(Instant::now());
+    session
+        .send_event(
+            &ids.sub_id,
+            EventMsg::AgentJobProgress(AgentJobProgressEvent {
+                job_id: job_id.to_string(),
+                total: counts.total,
+                completed: counts.completed,
+                failed: counts.failed,
+                running: counts.running,
+            }),
+        )
+        .await;
+}
+
+/// One row: a worker agent runs until its turn ends, it times out, or the job halts; the row
+/// is completed if the worker reported, failed (with why) if not.
+async fn run_worker(
+    session: Arc<Session>,
+    run: Arc<JobRun>,
+    item: ClaimedItem,
+    _slot: OwnedSemaphorePermit,
+) -> WorkerEnd {
+    let job = &run.job;
+    let task = render(&job.instruction, &job.headers, &item.fields);
+    let row = row_object(&job.headers, &item.fields);
+    let prompt = worker_prompt(
+        &job.id,
+        &item.item_id,
+        &task,
+        &row,
+        job.output_schema.as_ref(),
+    );
+    let worker = Arc::new(JobWorker {
+        store: run.store.clone(),
+        job_id: job.id.clone(),
+        item_id: item.item_id.clone(),
+        schema: run.schema.clone(),
+        stop: run.stop.clone(),
+    });
+    let agents = session.agents();
+    let (status, why) = match agents
+        .spawn_worker(
+            run.config.clone(),
+            vec![InputItem::Text { text: prompt }],
+            worker,
+        )
+        .await
+    {
+        Err(err) => ("failed", format!("the worker could not start: {err}")),
+        Ok(conversation) => {
+            let mut status = conversation.watch_agent_status();
+            let ended = tokio::select! {
+                () = run.halt.cancelled() => None,
+                waited = tokio::time::timeout(
+                    run.max_runtime,
+                    status.wait_for(|state| state.status.is_final()),
+                ) => Some(match waited {
+                    Ok(Ok(state)) => Ok(state.clone()),
+                    Ok(Err(_)) => Ok(CollabAgentState::new(CollabAgentStatus::Shutdown)),
+                    Err(_) => Err(()),
+                }),
+            };
+            agents.shut_down(&conversation).await;
+            match ended {
+                None if run.stop.is_cancelled() => (
+                    "cancelled",
+                    "cancelled: a worker reported with stop=true".to_string(),
+                ),
+                // Interrupted: the row goes back to the queue (requeued by the runner).
+                None => return WorkerEnd::Cancelled,
+                Some(Err(())) => (
+                    "failed",
+                    format!(
+                        "the worker ran longer than max_runtime_seconds ({} s)",
+                        run.max_runtime.as_secs_f64()
+                    ),
+                ),
+                Some(Ok(state)) => ("failed", unreported_reason(&state)),
+            }
+        }
+    };
+    match run
+        .store
+        .finish_unreported(job.id.clone(), item.item_id.clone(), status, why)
+        .await
+    {
+        Ok(true) => WorkerEnd::Completed,
+        Ok(false) if status == "cancelled" => WorkerEnd::Cancelled,
+        Ok(false) => WorkerEnd::Failed,
+        Err(err) => {
+            tracing::error!(job = %job.id, item = %item.item_id, "recording the row: {err}");
+            WorkerEnd::Failed
+        }
+    }
+}
+
+/// Why a worker whose turn ended has no result.
+fn unreported_reason(state: &CollabAgentState) -> String {
+    match state.status {
+        CollabAgentStatus::Errored => format!(
+            "the worker failed: {}",
+            state.message.as_deref().unwrap_or("unknown error")
+        ),
+        CollabAgentStatus::Interrupted => "the worker's turn was interrupted".to_string(),
+        CollabAgentStatus::Shutdown => "the worker stopped before reporting".to_string(),
+        _ => "the worker finished without calling report_agent_job_result".to_string(),
+    }
+}

@@ -1,0 +1,412 @@
+//! What one conversation does with its sub-agents: spawn them, send them input, close and
+//! resume them. Every sub-agent takes one of the tree's thread slots while it is alive.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use keel_protocol::{
+    CollabAgentState, CollabAgentStatus, ConversationId, InputItem, Op, ReasoningEffort,
+};
+use tokio::sync::{OwnedSemaphorePermit, watch};
+
+use super::Lineage;
+use crate::agent_jobs::JobWorker;
+use crate::config::Config;
+use crate::conversation::Conversation;
+use crate::conversation_manager::ManagerShared;
+use crate::models::ResponseItem;
+use crate::session::TurnContext;
+
+/// How long closing waits for a sub-agent to confirm it has shut down.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a sub-agent operation was refused; the text is what the model reads.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentError {
+    /// All thread slots are taken.
+    #[error(
+        "agent limit reached: {0} agents are alive (agents.max_threads); close one with close_agent first"
+    )]
+    LimitReached(usize),
+    /// Sub-agents may not spawn agents of their own.
+    #[error("this agent cannot spawn agents (agents.max_depth = {0})")]
+    TooDeep(u32),
+    /// No agent of this conversation has the id.
+    #[error("no agent with id `{0}` (ids are the agent_id spawn_agent returned)")]
+    NotFound(String),
+    /// The agent was closed.
+    #[error("agent `{0}` is closed; resume_agent reopens it")]
+    Closed(ConversationId),
+    /// The agent is running already.
+    #[error("agent `{0}` is already open")]
+    AlreadyOpen(ConversationId),
+    /// The input given is unusable.
+    #[error("{0}")]
+    BadInput(String),
+    /// The engine is shutting down.
+    #[error("the engine is shutting down")]
+    ShuttingDown,
+    /// Starting or driving the agent's conversation failed.
+    #[error("{0}")]
+    Engine(#[from] crate::error::CoreError),
+}
+
+/// A sub-agent this conversation spawned.
+struct Child {
+    /// Set while it is open.
+    live: Option<LiveChild>,
+    rollout_path: Option<PathBuf>,
+    /// Its state when it was closed.
+    last_state: CollabAgentState,
+}
+
+struct LiveChild {
+    conversation: Arc<Conversation>,
+    /// The tree's thread slot it holds until closed.
+    _slot: OwnedSemaphorePermit,
+}
+
+/// One conversation's view of the agents it spawned.
+pub(crate) struct AgentControl {
+    manager: Weak<ManagerShared>,
+    /// The configuration the conversation started with; sub-agents start from it.
+    config: Config,
+    own_id: ConversationId,
+    lineage: Lineage,
+    children: Mutex<HashMap<ConversationId, Child>>,
+    /// Where the conversation stands, derived from the events it sends.
+    status: Arc<watch::Sender<CollabAgentState>>,
+}
+
+impl AgentControl {
+    pub(crate) fn new(
+        manager: Weak<ManagerShared>,
+        config: Config,
+        own_id: ConversationId,
+        lineage: Lineage,
+        status: Arc<watch::Sender<CollabAgentState>>,
+    ) -> Self {
+        Self {
+            manager,
+            config,
+            own_id,
+            lineage,
+            children: Mutex::new(HashMap::new()),
+            status,
+        }
+    }
+
+    /// The conversation's own status, as its parent sees it.
+    pub(crate) fn status(&self) -> &watch::Sender<CollabAgentState> {
+        &self.status
+    }
+
+    fn children(&self) -> MutexGuard<'_, HashMap<ConversationId, Child>> {
+        self.children
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn manager(&self) -> Result<Arc<ManagerShared>, AgentError> {
+        self.manager.upgrade().ok_or(AgentError::ShuttingDown)
+    }
+
+    /// The configuration this conversation started with.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The job row this conversation works on, when it is a job worker.
+    pub(crate) fn worker(&self) -> Option<&Arc<JobWorker>> {
+        self.lineage.worker.as_ref()
+    }
+
+    /// Whether this conversation is offered the tools that spawn sub-agents.
+    pub(crate) fn may_spawn(&self) -> bool {
+        self.lineage.depth < self.config.agents_max_depth && self.lineage.worker.is_none()
+    }
+
+    /// The most sub-agents alive at once in this tree.
+    pub(crate) fn max_threads(&self) -> usize {
+        self.config.agents_max_threads
+    }
+
+    /// A sub-agent's configuration: this conversation's, with the settings its turns run
+    /// with now (a client may have changed them) and the model the caller asks for.
+    pub(crate) fn child_config(
+        &self,
+        context: &TurnContext,
+        model: Option<String>,
+        effort: Option<ReasoningEffort>,
+    ) -> Config {
+        let mut config = self.config.clone();
+        config.cwd = context.cwd.clone();
+        config.approval_policy = context.approval_policy;
+        config.sandbox_policy = context.sandbox_policy.clone();
+        let settings = context.client.settings();
+        config.model = model.unwrap_or_else(|| settings.model.clone());
+        config.model_reasoning_effort = effort.or(settings.reasoning_effort);
+        config
+    }
+
+    /// Waits for one of the tree's thread slots (job workers queue for them).
+    pub(crate) async fn acquire_slot(&self) -> Result<OwnedSemaphorePermit, AgentError> {
+        self.lineage
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| AgentError::ShuttingDown)
+    }
+
+    fn try_slot(&self) -> Result<OwnedSemaphorePermit, AgentError> {
+        self.lineage
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| AgentError::LimitReached(self.config.agents_max_threads))
+    }
+
+    /// Spawns a recorded sub-agent that starts working on `input` at once.
+    pub(crate) async fn spawn(
+        &self,
+        config: Config,
+        history: Vec<ResponseItem>,
+        input: Vec<InputItem>,
+    ) -> Result<ConversationId, AgentError> {
+        if !self.may_spawn() {
+            return Err(AgentError::TooDeep(self.config.agents_max_depth));
+        }
+        let slot = self.try_slot()?;
+        let manager = self.manager()?;
+        let new = manager
+            .spawn_child(
+                config,
+                history,
+                false,
+                self.lineage.child(self.own_id, None),
+            )
+            .await?;
+        let conversation = new.conversation;
+        conversation.mark_running();
+        conversation.submit(Op::UserInput { items: input }).await?;
+        self.children().insert(
+            new.conversation_id,
+            Child {
+                live: Some(LiveChild {
+                    conversation: conversation.clone(),
+                    _slot: slot,
+                }),
+                rollout_path: conversation.rollout_path().map(PathBuf::from),
+                last_state: CollabAgentState::new(CollabAgentStatus::PendingInit),
+            },
+        );
+        Ok(new.conversation_id)
+    }
+
+    /// Spawns an unrecorded job worker holding `slot`; the caller owns it and shuts it down.
+    pub(crate) async fn spawn_worker(
+        &self,
+        config: Config,
+        input: Vec<InputItem>,
+        worker: Arc<JobWorker>,
+    ) -> Result<Arc<Conversation>, AgentError> {
+        let manager = self.manager()?;
+        let new = manager
+            .spawn_child(
+                config,
+                Vec::new(),
+                true,
+                self.lineage.child(self.own_id, Some(worker)),
+            )
+            .await?;
+        new.conversation.mark_running();
+        new.conversation
+            .submit(Op::UserInput { items: input })
+            .await?;
+        Ok(new.conversation)
+    }
+
+    /// Shuts a conversation this one owns down and forgets it in the manager; waits (a
+    /// bounded time) until it has stopped its commands.
+    pub(crate) async fn shut_down(&self, conversation: &Conversation) {
+        let mut status = conversation.watch_agent_status();
+        if conversation.submit(Op::Shutdown).await.is_ok() {
+            let stopped = status.wait_for(|s| s.status == CollabAgentStatus::Shutdown);
+            if tokio::time::timeout(CLOSE_TIMEOUT, stopped).await.is_err() {
+                tracing::warn!(agent = %conversation.id(), "sub-agent did not confirm its shutdown");
+            }
+        }
+        if let Ok(manager) = self.manager() {
+            manager.remove(conversation.id());
+        }
+    }
+
+    /// Parses an agent id the model gave.
+    pub(crate) fn parse_id(id: &str) -> Result<ConversationId, AgentError> {
+        id.trim()
+            .parse()
+            .map_err(|_| AgentError::NotFound(id.to_string()))
+    }
+
+    /// The open sub-agent with this id.
+    pub(crate) fn live(&self, id: ConversationId) -> Result<Arc<Conversation>, AgentError> {
+        match self.children().get(&id) {
+            None => Err(AgentError::NotFound(id.to_string())),
+            Some(Child { live: None, .. }) => Err(AgentError::Closed(id)),
+            Some(Child {
+                live: Some(live), ..
+            }) => Ok(live.conversation.clone()),
+        }
+    }
+
+    /// Sends input to an open sub-agent, interrupting what it does first if asked.
+    pub(crate) async fn send_input(
+        &self,
+        id: ConversationId,
+        input: Vec<InputItem>,
+        interrupt: bool,
+    ) -> Result<(), AgentError> {
+        let conversation = self.live(id)?;
+        if interrupt {
+            conversation.submit(Op::Interrupt).await?;
+        }
+        conversation.mark_running();
+        conversation.submit(Op::UserInput { items: input }).await?;
+        Ok(())
+    }
+
+    /// Each agent's state, keyed by the id as given (unknown ids are `notFound`).
+    pub(crate) fn states(&self, ids: &[String]) -> BTreeMap<String, CollabAgentState> {
+        let children = self.children();
+        ids.iter()
+            .map(|raw| {
+                let state = Self::parse_id(raw)
+                    .ok()
+                    .and_then(|id| children.get(&id))
+                    .map(|child| match &child.live {
+                        Some(live) => live.conversation.agent_status(),
+                        None => child.last_state.clone(),
+                    })
+                    .unwrap_or_else(|| CollabAgentState::new(CollabAgentStatus::NotFound));
+                (raw.clone(), state)
+            })
+            .collect()
+    }
+
+    /// Status receivers of the open agents among `ids`.
+    pub(crate) fn watchers(&self, ids: &[String]) -> Vec<watch::Receiver<CollabAgentState>> {
+        let children = self.children();
+        ids.iter()
+            .filter_map(|raw| Self::parse_id(raw).ok())
+            .filter_map(|id| children.get(&id)?.live.as_ref())
+            .map(|live| live.conversation.watch_agent_status())
+            .collect()
+    }
+
+    /// Closes an open sub-agent (its commands are killed) and frees its slot; returns its
+    /// state before closing.
+    pub(crate) async fn close(&self, id: ConversationId) -> Result<CollabAgentState, AgentError> {
+        let live = {
+            let mut children = self.children();
+            let child = children
+                .get_mut(&id)
+                .ok_or_else(|| AgentError::NotFound(id.to_string()))?;
+            child.live.take().ok_or(AgentError::Closed(id))?
+        };
+        let before = live.conversation.agent_status();
+        self.shut_down(&live.conversation).await;
+        if let Some(child) = self.children().get_mut(&id) {
+            child.last_state = before.clone();
+        }
+        Ok(before)
+    }
+
+    /// Reopens a closed sub-agent from its rollout (one of this conversation's, or any
+    /// recorded conversation with that id); it waits for input.
+    pub(crate) async fn resume(
+        &self,
+        id: ConversationId,
+        context: &TurnContext,
+    ) -> Result<CollabAgentState, AgentError> {
+        if !self.may_spawn() {
+            return Err(AgentError::TooDeep(self.config.agents_max_depth));
+        }
+        let known = self.children().get(&id).map(|child| {
+            (
+                child.live.is_some(),
+                child.rollout_path.clone(),
+                child.last_state.clone(),
+            )
+        });
+        let (path, state) = match known {
+            Some((true, _, _)) => return Err(AgentError::AlreadyOpen(id)),
+            Some((false, Some(path), state)) => (path, state),
+            _ => {
+                let path = crate::rollout::find_rollout_path(&self.config.keel_home, id)
+                    .await?
+                    .ok_or_else(|| AgentError::NotFound(id.to_string()))?;
+                (path, CollabAgentState::new(CollabAgentStatus::Completed))
+            }
+        };
+        let slot = self.try_slot()?;
+        let manager = self.manager()?;
+        let config = self.child_config(context, None, None);
+        let new = manager
+            .resume_conversation(config, &path, self.lineage.child(self.own_id, None))
+            .await?;
+        // It runs no turn until it gets input: it stands where it stood when closed.
+        let state = if state.status.is_final() {
+            state
+        } else {
+            CollabAgentState::new(CollabAgentStatus::Interrupted)
+        };
+        new.conversation.restore_status(state.clone());
+        self.children().insert(
+            id,
+            Child {
+                live: Some(LiveChild {
+                    conversation: new.conversation,
+                    _slot: slot,
+                }),
+                rollout_path: Some(path),
+                last_state: state.clone(),
+            },
+        );
+        Ok(state)
+    }
+
+    /// Closes every open sub-agent (when this conversation shuts down).
+    pub(crate) async fn close_all(&self) {
+        let open: Vec<ConversationId> = self
+            .children()
+            .iter()
+            .filter(|(_, child)| child.live.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in open {
+            if let Err(err) = self.close(id).await {
+                tracing::debug!(agent = %id, "closing sub-agent: {err}");
+            }
+        }
+    }
+}
+
+impl Drop for AgentControl {
+    /// A conversation that goes away takes its sub-agents with it.
+    fn drop(&mut self) {
+        let manager = self.manager.upgrade();
+        for (id, child) in self.children().drain() {
+            if let Some(live) = child.live {
+                if let Err(err) = live.conversation.try_submit(Op::Shutdown) {
+                    tracing::debug!(agent = %id, "sub-agent already stopped: {err}");
+                }
+                if let Some(manager) = &manager {
+                    manager.remove(id);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! A conversation's place in its agent tree: who spawned it, how deep it is, and the thread
+//! slots the whole tree shares.
+
+use std::sync::Arc;
+
+use keel_protocol::ConversationId;
+use tokio::sync::Semaphore;
+
+use crate::agent_jobs::JobWorker;
+use crate::config::Config;
+
+/// Where a conversation sits among the agents of one top-level conversation.
+#[derive(Clone)]
+pub(crate) struct Lineage {
+    /// The conversation that spawned it; `None` for one a client started.
+    pub parent: Option<ConversationId>,
+    /// 0 for a client's conversation, 1 for its sub-agents, ...
+    pub depth: u32,
+    /// One permit per sub-agent alive, shared by the whole tree (`agents.max_threads`).
+    pub slots: Arc<Semaphore>,
+    /// The job row this conversation works on, when it is a job worker.
+    pub worker: Option<Arc<JobWorker>>,
+}
+
+impl Lineage {
+    /// The lineage of a conversation a client starts: the root of a new tree.
+    pub(crate) fn root(config: &Config) -> Self {
+        Self {
+            parent: None,
+            depth: 0,
+            slots: Arc::new(Semaphore::new(config.agents_max_threads)),
+            worker: None,
+        }
+    }
+
+    /// The lineage of a conversation `parent` spawns.
+    pub(crate) fn child(&self, parent: ConversationId, worker: Option<Arc<JobWorker>>) -> Self {
+        Self {
+            parent: Some(parent),
+            depth: self.depth + 1,
+            slots: self.slots.clone(),
+            worker,
+        }
+    }
+}

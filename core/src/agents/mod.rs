@@ -1,0 +1,12 @@
+//! Sub-agents: conversations a conversation spawns, messages, waits for and closes, all
+//! limited by `agents.max_threads` across one tree of conversations.
+
+mod control;
+mod drain;
+mod lineage;
+mod status;
+
+pub(crate) use control::{AgentControl, AgentError};
+pub(crate) use drain::drain_unobserved;
+pub(crate) use lineage::Lineage;
+pub(crate) use status::{track_status, wait_any_final};

@@ -1,0 +1,65 @@
+//! The agent-job tools: `spawn_agents_on_csv` (one worker per row, blocking until all are
+//! done) and, for workers, `report_agent_job_result`.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ToolRouter;
+use crate::agent_jobs::{JobArgs, run_job};
+use crate::session::turn::TurnStop;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportArgs {
+    job_id: String,
+    item_id: String,
+    result: serde_json::Value,
+    #[serde(default)]
+    stop: Option<bool>,
+}
+
+impl ToolRouter<'_> {
+    /// `spawn_agents_on_csv`: runs the job and answers with its summary.
+    pub(super) async fn spawn_agents_on_csv(&self, arguments: &str) -> Result<String, TurnStop> {
+        let args: JobArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => {
+                return Ok(json!({
+                    "error": format!("bad spawn_agents_on_csv arguments: {err}")
+                })
+                .to_string());
+            }
+        };
+        run_job(self.session, self.context, self.ids, self.cancel, args).await
+    }
+
+    /// `report_agent_job_result`: records a worker's result for its row.
+    pub(super) async fn report_agent_job_result(&self, arguments: &str) -> String {
+        let Some(worker) = self.session.agents().worker() else {
+            return json!({"error": "only agent-job workers can report results"}).to_string();
+        };
+        let args: ReportArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => {
+                return json!({
+                    "error": format!("bad report_agent_job_result arguments: {err}")
+                })
+                .to_string();
+            }
+        };
+        let stop = args.stop.unwrap_or(false);
+        match worker
+            .report(&args.job_id, &args.item_id, args.result, stop)
+            .await
+        {
+            Ok(outcome) => json!({
+                "status": "recorded",
+                "item_id": args.item_id,
+                "reported_at": outcome.reported_at,
+                "job_stop_requested": stop,
+            })
+            .to_string(),
+            Err(err) => json!({ "error": err.to_string() }).to_string(),
+        }
+    }
+}

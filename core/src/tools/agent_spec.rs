@@ -1,0 +1,155 @@
+//! Definitions of the sub-agent and agent-job tools, with Codex's parameter names.
+
+use serde_json::{Value, json};
+
+/// The `items` parameter: typed pieces of input.
+fn input_items_schema() -> Value {
+    json!({
+        "type": "array",
+        "description": "Input pieces, instead of or after `message`.",
+        "items": {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "description": "`text`, `image` or `local_image`."},
+                "text": {"type": "string"},
+                "image_url": {"type": "string"},
+                "path": {"type": "string"},
+                "name": {"type": "string"}
+            },
+            "additionalProperties": false
+        }
+    })
+}
+
+fn function(name: &str, description: &str, parameters: Value) -> Value {
+    json!({
+        "type": "function",
+        "name": name,
+        "description": description,
+        "strict": false,
+        "parameters": parameters,
+    })
+}
+
+/// The five sub-agent tools.
+pub(crate) fn collab_tools() -> Vec<Value> {
+    vec![
+        function(
+            "spawn_agent",
+            "Start a sub-agent on a self-contained task. It runs in parallel with you, in the \
+             same workspace and under the same sandbox and approval policy, and answers with \
+             its final message. Returns its `agent_id`; use wait_agent to collect the result.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The task, stated completely."},
+                    "items": input_items_schema(),
+                    "agent_type": {"type": "string", "description": "A role name (accepted; every agent gets the same instructions)."},
+                    "fork_context": {"type": "boolean", "description": "Start from a copy of this conversation (default false)."},
+                    "model": {"type": "string", "description": "Model for the sub-agent; defaults to yours."},
+                    "reasoning_effort": {"type": "string", "description": "Reasoning effort for the sub-agent."}
+                },
+                "additionalProperties": false
+            }),
+        ),
+        function(
+            "send_input",
+            "Send more input to an open sub-agent. With `interrupt` true its current work is \
+             stopped first; otherwise the input joins its current turn or starts a new one.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "The agent_id spawn_agent returned."},
+                    "message": {"type": "string"},
+                    "items": input_items_schema(),
+                    "interrupt": {"type": "boolean"}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        ),
+        function(
+            "wait_agent",
+            "Wait until at least one of the given sub-agents has finished its work (or the \
+             timeout passes), then return each one's status and final message.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "ids": {"type": "array", "items": {"type": "string"}, "description": "Agent ids to wait for."},
+                    "timeout_ms": {"type": "number", "description": "Longest wait in ms (default 30000, 1000 to 3600000)."}
+                },
+                "required": ["ids"],
+                "additionalProperties": false
+            }),
+        ),
+        function(
+            "close_agent",
+            "Close a sub-agent you no longer need: its work and commands stop and its slot is \
+             freed. Returns the status it had.",
+            json!({
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "The agent to close."}},
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        ),
+        function(
+            "resume_agent",
+            "Reopen a closed sub-agent with its history; send it input with send_input.",
+            json!({
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "The agent to reopen."}},
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        ),
+    ]
+}
+
+/// `spawn_agents_on_csv`.
+pub(crate) fn spawn_agents_on_csv_tool() -> Value {
+    function(
+        "spawn_agents_on_csv",
+        "Process a CSV file with one worker agent per row, several at once, and wait until \
+         every row is done. Each worker gets `instruction` with `{column}` placeholders \
+         filled from its row and reports its result with report_agent_job_result. Writes a \
+         results CSV (the input columns plus status, result_json, last_error, ...) and \
+         returns counts per status and its path. Calling it again with the same arguments \
+         after an interruption resumes the job.",
+        json!({
+            "type": "object",
+            "properties": {
+                "csv_path": {"type": "string", "description": "The input CSV (header row first)."},
+                "instruction": {"type": "string", "description": "The task for each row; `{column}` is replaced by the row's value."},
+                "id_column": {"type": "string", "description": "A column identifying rows (copied to source_id)."},
+                "output_csv_path": {"type": "string", "description": "Where to write results (default: <input>.results.csv)."},
+                "output_schema": {"type": "object", "description": "JSON Schema each result must match.", "properties": {}},
+                "max_concurrency": {"type": "number", "description": "Workers at once (default 16, at most agents.max_threads)."},
+                "max_workers": {"type": "number", "description": "Same as max_concurrency."},
+                "max_runtime_seconds": {"type": "number", "description": "Time limit per worker (default 1800)."}
+            },
+            "required": ["csv_path", "instruction"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+/// `report_agent_job_result`, offered to job workers only.
+pub(crate) fn report_agent_job_result_tool() -> Value {
+    function(
+        "report_agent_job_result",
+        "Record the result for your row of the agent job. Call it exactly once, with the \
+         Job ID and Item ID from your instructions; `stop` true cancels the rest of the job.",
+        json!({
+            "type": "object",
+            "properties": {
+                "job_id": {"type": "string"},
+                "item_id": {"type": "string"},
+                "result": {"type": "object", "description": "Your result, matching the job's result schema.", "properties": {}},
+                "stop": {"type": "boolean", "description": "Cancel the rows not yet done."}
+            },
+            "required": ["job_id", "item_id", "result"],
+            "additionalProperties": false
+        }),
+    )
+}

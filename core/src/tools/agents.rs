@@ -1,0 +1,413 @@
+//! The sub-agent tools: `spawn_agent`, `send_input`, `wait_agent`, `close_agent` and
+//! `resume_agent`. Each answers the model with JSON (agent id, status, last message) and is
+//! announced to clients as a collab tool call.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use keel_protocol::{
+    CollabAgentState, CollabAgentTool, CollabAgentToolCallStatus, CollabToolCallEvent,
+    ConversationId, EventMsg, InputItem, ReasoningEffort,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ToolRouter;
+use crate::agents::{AgentControl, AgentError, wait_any_final};
+use crate::session::turn::TurnStop;
+
+/// How long `wait_agent` waits when the model does not say.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+/// Bounds of `timeout_ms`: a waiter never spins, and never parks a turn for hours.
+const MIN_WAIT: Duration = Duration::from_secs(1);
+const MAX_WAIT: Duration = Duration::from_secs(3600);
+
+/// One piece of input in `items`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputArg {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    image_url: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnArgs {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    items: Option<Vec<InputArg>>,
+    /// Codex's agent roles; Keel runs every agent with the same instructions.
+    #[serde(default)]
+    #[allow(dead_code)]
+    agent_type: Option<String>,
+    #[serde(default)]
+    fork_context: Option<bool>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    reasoning_effort: Option<ReasoningEffort>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendInputArgs {
+    id: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    items: Option<Vec<InputArg>>,
+    #[serde(default)]
+    interrupt: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitArgs {
+    ids: Vec<String>,
+    #[serde(default)]
+    timeout_ms: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+}
+
+/// The input a message and/or items describe; an error names what is wrong.
+fn input_items(
+    message: Option<String>,
+    items: Option<Vec<InputArg>>,
+) -> Result<Vec<InputItem>, String> {
+    let mut input = Vec::new();
+    if let Some(text) = message.filter(|m| !m.trim().is_empty()) {
+        input.push(InputItem::Text { text });
+    }
+    for (i, item) in items.into_iter().flatten().enumerate() {
+        let kind = item.kind.clone().unwrap_or_else(|| "text".to_string());
+        input.push(match (kind.as_str(), item) {
+            ("text", InputArg { text: Some(text), .. }) => InputItem::Text { text },
+            ("image", InputArg { image_url: Some(image_url), .. }) => InputItem::Image { image_url },
+            ("local_image", InputArg { path: Some(path), .. }) => InputItem::LocalImage {
+                path: path.into(),
+            },
+            (kind, _) => {
+                return Err(format!(
+                    "items[{i}]: type `{kind}` needs `text` (text), `image_url` (image) or `path` (local_image)"
+                ));
+            }
+        });
+    }
+    if input.is_empty() {
+        return Err("give the agent a `message` or `items`".to_string());
+    }
+    Ok(input)
+}
+
+fn prompt_text(input: &[InputItem]) -> Option<String> {
+    let text: Vec<&str> = input
+        .iter()
+        .filter_map(|item| match item {
+            InputItem::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!text.is_empty()).then(|| text.join("\n"))
+}
+
+fn refused(err: impl std::fmt::Display) -> String {
+    json!({ "error": err.to_string() }).to_string()
+}
+
+/// What a collab event says beyond the tool and its receivers.
+#[derive(Default)]
+struct CallDetails {
+    prompt: Option<String>,
+    model: Option<String>,
+    reasoning_effort: Option<ReasoningEffort>,
+}
+
+impl ToolRouter<'_> {
+    async fn collab_event(
+        &self,
+        call_id: &str,
+        tool: CollabAgentTool,
+        receivers: &[ConversationId],
+        details: &CallDetails,
+        status: CollabAgentToolCallStatus,
+    ) {
+        let ids: Vec<String> = receivers.iter().map(ToString::to_string).collect();
+        let agents_states: BTreeMap<String, CollabAgentState> = if ids.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.session.agents().states(&ids)
+        };
+        let event = CollabToolCallEvent {
+            call_id: call_id.to_string(),
+            tool,
+            sender_thread_id: self.session.id(),
+            receiver_thread_ids: receivers.to_vec(),
+            prompt: details.prompt.clone(),
+            model: details.model.clone(),
+            reasoning_effort: details.reasoning_effort,
+            agents_states,
+            status,
+        };
+        let msg = if status == CollabAgentToolCallStatus::InProgress {
+            EventMsg::CollabToolCallBegin(event)
+        } else {
+            EventMsg::CollabToolCallEnd(event)
+        };
+        self.session.send_event(&self.ids.sub_id, msg).await;
+    }
+
+    async fn collab_end(
+        &self,
+        call_id: &str,
+        tool: CollabAgentTool,
+        receivers: &[ConversationId],
+        details: &CallDetails,
+        ok: bool,
+    ) {
+        let status = if ok {
+            CollabAgentToolCallStatus::Completed
+        } else {
+            CollabAgentToolCallStatus::Failed
+        };
+        self.collab_event(call_id, tool, receivers, details, status)
+            .await;
+    }
+
+    /// `spawn_agent`: a new agent with this conversation's settings starts on the message.
+    pub(super) async fn spawn_agent(&self, call_id: &str, arguments: &str) -> String {
+        let args: SpawnArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => return refused(format!("bad spawn_agent arguments: {err}")),
+        };
+        let agents = self.session.agents();
+        let config = agents.child_config(self.context, args.model, args.reasoning_effort);
+        let input = input_items(args.message, args.items);
+        let details = CallDetails {
+            prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
+            model: Some(config.model.clone()),
+            reasoning_effort: config.model_reasoning_effort,
+        };
+        let tool = CollabAgentTool::SpawnAgent;
+        self.collab_event(
+            call_id,
+            tool,
+            &[],
+            &details,
+            CollabAgentToolCallStatus::InProgress,
+        )
+        .await;
+        let input = match input {
+            Ok(input) => input,
+            Err(err) => {
+                self.collab_end(call_id, tool, &[], &details, false).await;
+                return refused(err);
+            }
+        };
+        let history = if args.fork_context.unwrap_or(false) {
+            let mut history = self.session.history();
+            let closing = crate::session::outputs_for_unanswered_calls(
+                &history,
+                "this call is being answered by the parent agent",
+            );
+            history.extend(closing);
+            history
+        } else {
+            Vec::new()
+        };
+        match agents.spawn(config, history, input).await {
+            Ok(id) => {
+                self.collab_end(call_id, tool, &[id], &details, true).await;
+                json!({ "agent_id": id.to_string(), "status": "running" }).to_string()
+            }
+            Err(err) => {
+                self.collab_end(call_id, tool, &[], &details, false).await;
+                refused(err)
+            }
+        }
+    }
+
+    /// `send_input`: more input for an open agent (optionally interrupting it first).
+    pub(super) async fn send_input(&self, call_id: &str, arguments: &str) -> String {
+        let args: SendInputArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => return refused(format!("bad send_input arguments: {err}")),
+        };
+        let tool = CollabAgentTool::SendInput;
+        let input = input_items(args.message, args.items);
+        let details = CallDetails {
+            prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
+            ..CallDetails::default()
+        };
+        let target = AgentControl::parse_id(&args.id);
+        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
+        self.collab_event(
+            call_id,
+            tool,
+            &receivers,
+            &details,
+            CollabAgentToolCallStatus::InProgress,
+        )
+        .await;
+        let sent = async {
+            let id = target?;
+            let input = input.map_err(AgentError::BadInput)?;
+            self.session
+                .agents()
+                .send_input(id, input, args.interrupt.unwrap_or(false))
+                .await?;
+            Ok::<_, AgentError>(id)
+        }
+        .await;
+        self.collab_end(call_id, tool, &receivers, &details, sent.is_ok())
+            .await;
+        match sent {
+            Ok(id) => json!({ "agent_id": id.to_string(), "status": "running" }).to_string(),
+            Err(err) => refused(err),
+        }
+    }
+
+    /// `wait_agent`: blocks until one of the agents is done with its input (or the timeout);
+    /// answers with every agent's state.
+    pub(super) async fn wait_agent(
+        &self,
+        call_id: &str,
+        arguments: &str,
+    ) -> Result<String, TurnStop> {
+        let args: WaitArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => return Ok(refused(format!("bad wait_agent arguments: {err}"))),
+        };
+        if args.ids.is_empty() {
+            return Ok(refused("`ids` is empty: name the agents to wait for"));
+        }
+        let timeout = args
+            .timeout_ms
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map_or(DEFAULT_WAIT, |ms| Duration::from_millis(ms as u64))
+            .clamp(MIN_WAIT, MAX_WAIT);
+        let tool = CollabAgentTool::Wait;
+        let receivers: Vec<ConversationId> = args
+            .ids
+            .iter()
+            .filter_map(|id| AgentControl::parse_id(id).ok())
+            .collect();
+        let details = CallDetails::default();
+        self.collab_event(
+            call_id,
+            tool,
+            &receivers,
+            &details,
+            CollabAgentToolCallStatus::InProgress,
+        )
+        .await;
+        let agents = self.session.agents();
+        let states = agents.states(&args.ids);
+        let ready = states.values().any(|state| state.status.is_final());
+        let timed_out = if ready {
+            false
+        } else {
+            let waiting = wait_any_final(agents.watchers(&args.ids));
+            tokio::select! {
+                () = self.cancel.cancelled() => {
+                    self.collab_end(call_id, tool, &receivers, &details, false).await;
+                    return Err(TurnStop::Interrupted);
+                }
+                waited = tokio::time::timeout(timeout, waiting) => waited.is_err(),
+            }
+        };
+        self.collab_end(call_id, tool, &receivers, &details, true)
+            .await;
+        let states = agents.states(&args.ids);
+        Ok(json!({ "status": states, "timed_out": timed_out }).to_string())
+    }
+
+    /// `close_agent`: stops an agent (and its commands) and frees its slot.
+    pub(super) async fn close_agent(&self, call_id: &str, arguments: &str) -> String {
+        let args: IdArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => return refused(format!("bad close_agent arguments: {err}")),
+        };
+        let tool = CollabAgentTool::CloseAgent;
+        let target = AgentControl::parse_id(&args.id);
+        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
+        let details = CallDetails::default();
+        self.collab_event(
+            call_id,
+            tool,
+            &receivers,
+            &details,
+            CollabAgentToolCallStatus::InProgress,
+        )
+        .await;
+        let closed = match target {
+            Ok(id) => self
+                .session
+                .agents()
+                .close(id)
+                .await
+                .map(|state| (id, state)),
+            Err(err) => Err(err),
+        };
+        self.collab_end(call_id, tool, &receivers, &details, closed.is_ok())
+            .await;
+        match closed {
+            Ok((id, before)) => json!({
+                "agent_id": id.to_string(),
+                "status": "shutdown",
+                "previous_status": before,
+            })
+            .to_string(),
+            Err(err) => refused(err),
+        }
+    }
+
+    /// `resume_agent`: reopens a closed agent from its recording; it waits for input.
+    pub(super) async fn resume_agent(&self, call_id: &str, arguments: &str) -> String {
+        let args: IdArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(err) => return refused(format!("bad resume_agent arguments: {err}")),
+        };
+        let tool = CollabAgentTool::ResumeAgent;
+        let target = AgentControl::parse_id(&args.id);
+        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
+        let details = CallDetails::default();
+        self.collab_event(
+            call_id,
+            tool,
+            &receivers,
+            &details,
+            CollabAgentToolCallStatus::InProgress,
+        )
+        .await;
+        let resumed = match target {
+            Ok(id) => self
+                .session
+                .agents()
+                .resume(id, self.context)
+                .await
+                .map(|state| (id, state)),
+            Err(err) => Err(err),
+        };
+        self.collab_end(call_id, tool, &receivers, &details, resumed.is_ok())
+            .await;
+        match resumed {
+            Ok((id, state)) => json!({ "agent_id": id.to_string(), "status": state }).to_string(),
+            Err(err) => refused(err),
+        }
+    }
+}
