@@ -19,9 +19,20 @@ fn reference() -> anyhow::Result<Value> {
 /// Property names and required names of an object schema (following `$ref`s and `allOf`
 /// produced by flattening).
 fn object_shape(schema: &Value, defs: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
-    let schema = resolve(schema, defs);
     let mut props = BTreeSet::new();
     let mut required = BTreeSet::new();
+    // A `$ref` with sibling keys (a boxed enum variant: its tag next to the struct it holds)
+    // contributes both.
+    if schema.get("$ref").is_some() && schema.get("properties").is_some() {
+        let (p, r) = object_shape(resolve(schema, defs), defs);
+        props.extend(p);
+        required.extend(r);
+    }
+    let schema = if schema.get("properties").is_some() {
+        schema
+    } else {
+        resolve(schema, defs)
+    };
     if let Some(map) = schema.get("properties").and_then(Value::as_object) {
         props.extend(map.keys().cloned());
     }
@@ -114,7 +125,11 @@ fn variants(schema: &Value, defs: &Value) -> Vec<(String, BTreeSet<String>, BTre
     let schema = resolve(schema, defs);
     let mut out = Vec::new();
     for variant in schema["oneOf"].as_array().into_iter().flatten() {
-        let variant = resolve(variant, defs);
+        let variant = if variant.get("properties").is_some() {
+            variant
+        } else {
+            resolve(variant, defs)
+        };
         let tag = variant["properties"]["type"]["const"]
             .as_str()
             .or_else(|| variant["properties"]["type"]["enum"][0].as_str())

@@ -1,3 +1,4 @@
+mod agents;
 mod app_server;
 mod compaction;
 mod exec;

@@ -1,7 +1,7 @@
 //! `keel app-server` over stdio and websocket, against the mock model.
 
 mod approvals;
-mod common;
+pub(crate) mod common;
 mod compaction;
 mod protocol;
 mod threads;

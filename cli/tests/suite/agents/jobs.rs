@@ -1,0 +1,272 @@
+//! `spawn_agents_on_csv` end to end through `keel exec`: the fan-out, rows that never report,
+//! time out or report badly, `stop`, and malformed CSVs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_test_support::{Turn, assistant_message, write_config};
+use serde_json::json;
+
+use super::{job_mock, read_csv, report_call, reporting_worker};
+use crate::suite::exec::keel_exec;
+
+/// The columns the results CSV adds after the input's.
+const RESULT_COLUMNS: [&str; 10] = [
+    "job_id",
+    "item_id",
+    "row_index",
+    "source_id",
+    "status",
+    "attempt_count",
+    "last_error",
+    "result_json",
+    "reported_at",
+    "completed_at",
+];
+
+fn column(header: &[String], name: &str) -> anyhow::Result<usize> {
+    header
+        .iter()
+        .position(|h| h == name)
+        .ok_or_else(|| anyhow::anyhow!("no column {name} in {header:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_rows_fan_out_64_at_once_and_keel_exec_ends_on_its_own_turn() -> anyhow::Result<()>
+{
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    // A BOM, quoted fields with commas, quotes and a newline: the names must come back whole.
+    let mut csv = String::from("\u{feff}id,name\n");
+    let mut names = Vec::new();
+    for i in 1..=100 {
+        let name = match i {
+            3 => "Smith, \"Jr\"\nII".to_string(),
+            7 => "comma, inside".to_string(),
+            _ => format!("name{i}"),
+        };
+        csv.push_str(&format!("id{i},\"{}\"\n", name.replace('"', "\"\"")));
+        names.push(name);
+    }
+    std::fs::write(ws.path().join("people.csv"), csv)?;
+    let args = json!({
+        "csv_path": "people.csv",
+        "instruction": "Upper-case {name}",
+        "id_column": "id",
+        "output_csv_path": "out/results.csv",
+        "max_concurrency": 64,
+    });
+    let (mock, stats) = job_mock(
+        vec![("job", "spawn_agents_on_csv", args)],
+        reporting_worker(),
+    )
+    .await?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [("agents.max_threads", toml::Value::Integer(64))],
+    )?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["-c", "features.enable_fanout=true", "run the job"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.starts_with("FINAL "), "{}", out.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(out.stdout.trim_start_matches("FINAL ").trim())?;
+    assert_eq!(summary["total"], 100, "{summary}");
+    assert_eq!(summary["completed"], 100, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+
+    let (header, rows) = read_csv(&ws.path().join("out/results.csv"))?;
+    let mut expected_header = vec!["id".to_string(), "name".to_string()];
+    expected_header.extend(RESULT_COLUMNS.iter().map(|c| c.to_string()));
+    assert_eq!(header, expected_header);
+    assert_eq!(rows.len(), 100);
+    let (status, result, source, index) = (
+        column(&header, "status")?,
+        column(&header, "result_json")?,
+        column(&header, "source_id")?,
+        column(&header, "row_index")?,
+    );
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row[1], names[i], "row {i} in input order, whole");
+        assert_eq!(row[status], "completed", "{row:?}");
+        assert_eq!(row[source], format!("id{}", i + 1));
+        assert_eq!(row[index], i.to_string());
+        let result: serde_json::Value = serde_json::from_str(&row[result])?;
+        assert_eq!(result["upper"], names[i].to_uppercase());
+    }
+    // Each worker ran once; never more than the cap at once, and truly in parallel.
+    let starts = stats.first_requests();
+    assert_eq!(starts.len(), 100);
+    assert!(starts.values().all(|n| *n == 1), "{starts:?}");
+    let max = stats.max_alive();
+    assert!((2..=64).contains(&max), "max workers at once: {max}");
+    mock.verify()?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_that_do_not_report_time_out_or_report_badly_are_recorded_and_bad_csvs_are_named()
+-> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("ragged.csv"), "a,b\n1,2\n3,4,5\n")?;
+    std::fs::write(
+        ws.path().join("rows.csv"),
+        "name\nsilent\nslow\nbad\ngood\n",
+    )?;
+    let schema = json!({
+        "type": "object",
+        "required": ["ok"],
+        "properties": {"ok": {"type": "boolean"}}
+    });
+    let worker: super::WorkerScript = Arc::new(|worker, request| {
+        let name = worker.row["name"].as_str().unwrap_or_default();
+        let outputs = request.tool_output_call_ids();
+        match (name, outputs.len()) {
+            ("silent", _) => (Turn::new([assistant_message("I forgot to report")]), true),
+            // Longer than max_runtime_seconds: the worker is stopped while it streams.
+            ("slow", _) => (
+                Turn::new([assistant_message("too late")])
+                    .with_event_delay(Duration::from_secs(20)),
+                true,
+            ),
+            ("bad", 0) => (report_call(worker, "1", json!({"ok": "yes"}), false), false),
+            ("bad", 1) => (report_call(worker, "2", json!({"ok": true}), false), false),
+            (_, 0) => (report_call(worker, "1", json!({"ok": true}), false), false),
+            _ => (Turn::new([assistant_message("done")]), true),
+        }
+    });
+    let calls = vec![
+        (
+            "ragged",
+            "spawn_agents_on_csv",
+            json!({"csv_path": "ragged.csv", "instruction": "x {a}"}),
+        ),
+        (
+            "job",
+            "spawn_agents_on_csv",
+            json!({
+                "csv_path": "rows.csv",
+                "instruction": "Check {name}",
+                "output_schema": schema,
+                "max_runtime_seconds": 2,
+            }),
+        ),
+    ];
+    let (mock, _stats) = job_mock(calls, worker).await?;
+    write_config(home.path(), &mock.uri(), [("agents.max_threads", 4)])?;
+    let out = keel_exec(home.path(), ws.path(), &["run the job"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+
+    // The malformed CSV is an error for the model naming the row, not a crash.
+    let requests = mock.requests();
+    let ragged = requests
+        .iter()
+        .find_map(|r| r.tool_output("ragged"))
+        .and_then(|o| o.as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        ragged.contains("row 2 (line 3)") && ragged.contains("has 3 fields but the header has 2"),
+        "{ragged}"
+    );
+    // A result that does not match the schema is refused with the reason; the retry counts.
+    let refused = requests
+        .iter()
+        .find_map(|r| {
+            r.tool_output_call_ids()
+                .into_iter()
+                .find(|id| id.ends_with("-1"))
+                .and_then(|id| {
+                    let text = r.tool_output(&id)?.as_str()?.to_string();
+                    text.contains("output_schema").then_some(text)
+                })
+        })
+        .unwrap_or_default();
+    assert!(
+        refused.contains("does not match the job's output_schema"),
+        "{refused}"
+    );
+
+    let (header, rows) = read_csv(&ws.path().join("rows.results.csv"))?;
+    let (status, error, result) = (
+        column(&header, "status")?,
+        column(&header, "last_error")?,
+        column(&header, "result_json")?,
+    );
+    let by_name = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let silent = by_name("silent");
+    assert_eq!(silent[status], "failed");
+    assert!(
+        silent[error].contains("without calling report_agent_job_result"),
+        "{silent:?}"
+    );
+    let slow = by_name("slow");
+    assert_eq!(slow[status], "failed");
+    assert!(slow[error].contains("max_runtime_seconds"), "{slow:?}");
+    let bad = by_name("bad");
+    assert_eq!(bad[status], "completed", "{bad:?}");
+    assert_eq!(bad[result], r#"{"ok":true}"#);
+    assert_eq!(by_name("good")[status], "completed");
+    assert!(out.stdout.contains(r#""failed":2"#), "{}", out.stdout);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_with_stop_cancels_the_rest_of_the_job() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    let mut csv = String::from("name\n");
+    for i in 1..=20 {
+        csv.push_str(&format!("n{i}\n"));
+    }
+    std::fs::write(ws.path().join("rows.csv"), csv)?;
+    let worker: super::WorkerScript = Arc::new(|worker, request| {
+        let stop = worker.row["name"] == "n3";
+        if request.tool_output_call_ids().is_empty() {
+            (report_call(worker, "1", json!({"seen": true}), stop), false)
+        } else {
+            (Turn::new([assistant_message("done")]), true)
+        }
+    });
+    let calls = vec![(
+        "job",
+        "spawn_agents_on_csv",
+        json!({"csv_path": "rows.csv", "instruction": "Look at {name}", "max_concurrency": 1}),
+    )];
+    let (mock, stats) = job_mock(calls, worker).await?;
+    write_config(home.path(), &mock.uri(), [("agents.max_threads", 4)])?;
+    let out = keel_exec(home.path(), ws.path(), &["run the job"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let (header, rows) = read_csv(&ws.path().join("rows.results.csv"))?;
+    let status = column(&header, "status")?;
+    let statuses: Vec<&str> = rows.iter().map(|r| r[status].as_str()).collect();
+    assert_eq!(statuses[..3], ["completed", "completed", "completed"]);
+    assert!(
+        statuses[3..].iter().all(|s| *s == "cancelled"),
+        "{statuses:?}"
+    );
+    assert_eq!(rows.len(), 20);
+    assert_eq!(
+        stats.first_requests().len(),
+        3,
+        "no worker started after the stop"
+    );
+    assert!(
+        out.stdout.contains(r#""status":"cancelled""#),
+        "{}",
+        out.stdout
+    );
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The sub-agent tools round trip on `keel app-server`: spawn → wait → send_input → wait →
+//! close → resume → send_input → wait; the sub-agent is a thread of its own and each call
+//! is a `collabAgentToolCall` item with the reference schema's fields.
+
+use std::collections::BTreeSet;
+
+use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, function_call};
+use serde_json::{Value, json};
+
+use super::input_text;
+use crate::suite::app_server::common::{World, methods, until_turn_completed};
+
+/// The reference fields of a `collabAgentToolCall` item (vendored Codex 0.115 shapes).
+fn reference_fields() -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../app-server/tests/fixtures/codex_0115_app_server_shapes.json"
+    );
+    let shapes: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let variant = &shapes["types"]["ThreadItem"]["variants"]["collabAgentToolCall"];
+    let names = |key: &str| -> BTreeSet<String> {
+        variant[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    Ok((names("properties"), names("required")))
+}
+
+/// The agent id in `spawn_agent`'s output.
+fn spawned_id(request: &CapturedRequest) -> String {
+    request
+        .tool_output("s1")
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|v| v["agent_id"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The parent makes the calls in order; the child answers by what it was last told.
+fn responder(request: &CapturedRequest) -> Option<Turn> {
+    let text = input_text(request);
+    if text.contains("CHILD-TASK") {
+        let reply = if text.contains("AGAIN") {
+            "child: again"
+        } else if text.contains("FOLLOW-UP") {
+            "child: follow-up done"
+        } else {
+            "child: hello"
+        };
+        return Some(Turn::new([assistant_message(reply)]));
+    }
+    let id = spawned_id(request);
+    let steps: [(&str, &str, Value); 8] = [
+        (
+            "s1",
+            "spawn_agent",
+            json!({"message": "CHILD-TASK: say hello"}),
+        ),
+        (
+            "w1",
+            "wait_agent",
+            json!({"ids": [id], "timeout_ms": 30000}),
+        ),
+        (
+            "i1",
+            "send_input",
+            json!({"id": id, "message": "FOLLOW-UP"}),
+        ),
+        ("w2", "wait_agent", json!({"ids": [id]})),
+        ("c1", "close_agent", json!({"id": id})),
+        ("r1", "resume_agent", json!({"id": id})),
+        ("i2", "send_input", json!({"id": id, "message": "AGAIN"})),
+        ("w3", "wait_agent", json!({"ids": [id]})),
+    ];
+    for (call_id, tool, args) in steps {
+        if request.tool_output(call_id).is_none() {
+            return Some(Turn::new([function_call(call_id, tool, args.to_string())]));
+        }
+    }
+    Some(Turn::new([assistant_message("PARENT DONE")]))
+}
+
+fn output(mock: &MockModelServer, call_id: &str) -> anyhow::Result<Value> {
+    let text = mock
+        .requests()
+        .iter()
+        .find_map(|r| {
+            r.tool_output(call_id)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .ok_or_else(|| anyhow::anyhow!("no output for {call_id}"))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_wait_send_close_resume_round_trip_on_the_app_server() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(responder)
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    keel_test_support::write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let world = World {
+        mock,
+        home,
+        workspace,
+    };
+    let mut server = world.server().await?;
+    let parent = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&parent, "delegate").await?;
+    let messages = until_turn_completed(&mut server, &turn).await?;
+    let mock = &world.mock;
+
+    let w1 = output(mock, "w1")?;
+    let child = spawned_id(
+        mock.requests()
+            .iter()
+            .find(|r| r.tool_output("s1").is_some())
+            .ok_or_else(|| anyhow::anyhow!("no spawn output"))?,
+    );
+    assert!(!child.is_empty());
+    assert_eq!(w1["timed_out"], false, "{w1}");
+    assert_eq!(w1["status"][&child]["status"], "completed", "{w1}");
+    assert_eq!(w1["status"][&child]["message"], "child: hello", "{w1}");
+    let w2 = output(mock, "w2")?;
+    assert_eq!(
+        w2["status"][&child]["message"], "child: follow-up done",
+        "{w2}"
+    );
+    let c1 = output(mock, "c1")?;
+    assert_eq!(c1["previous_status"]["status"], "completed", "{c1}");
+    let r1 = output(mock, "r1")?;
+    assert_eq!(r1["agent_id"], child.as_str(), "{r1}");
+    let w3 = output(mock, "w3")?;
+    assert_eq!(w3["status"][&child]["message"], "child: again", "{w3}");
+    // The resumed child kept its history.
+    let again = mock
+        .requests()
+        .into_iter()
+        .find(|r| input_text(r).contains("AGAIN"))
+        .ok_or_else(|| anyhow::anyhow!("no request after resume"))?;
+    assert!(input_text(&again).contains("FOLLOW-UP"));
+
+    // The child is a thread of its own, announced with its parent.
+    let started: Vec<&Value> = messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "thread/started" && m["params"]["thread"]["id"] == child.as_str()
+        })
+        .collect();
+    assert_eq!(
+        started.len(),
+        2,
+        "spawned and resumed: {:?}",
+        methods(&messages)
+    );
+    assert_eq!(
+        started[0]["params"]["thread"]["source"],
+        json!({"subAgent": {"thread_spawn": {
+            "parent_thread_id": parent, "depth": 1, "agent_nickname": null, "agent_role": null
+        }}})
+    );
+    // Its events carry its own thread id.
+    assert!(messages.iter().any(|m| {
+        m["method"] == "item/completed"
+            && m["params"]["threadId"] == child.as_str()
+            && m["params"]["item"]["text"] == "child: hello"
+    }));
+
+    // Each call is a collabAgentToolCall item with the reference fields.
+    let (properties, required) = reference_fields()?;
+    let items: Vec<&Value> = messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "item/completed"
+                && m["params"]["threadId"] == parent.as_str()
+                && m["params"]["item"]["type"] == "collabAgentToolCall"
+        })
+        .map(|m| &m["params"]["item"])
+        .collect();
+    let tools: Vec<&str> = items.iter().filter_map(|i| i["tool"].as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "spawnAgent",
+            "wait",
+            "sendInput",
+            "wait",
+            "closeAgent",
+            "resumeAgent",
+            "sendInput",
+            "wait"
+        ]
+    );
+    for item in &items {
+        let keys: BTreeSet<String> = item
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        assert!(keys.is_subset(&properties), "{keys:?} vs {properties:?}");
+        assert!(
+            required.is_subset(&keys),
+            "{keys:?} lacks some of {required:?}"
+        );
+        assert_eq!(item["status"], "completed", "{item}");
+        assert_eq!(item["senderThreadId"], parent.as_str());
+        assert_eq!(item["receiverThreadIds"], json!([child]), "{item}");
+    }
+    assert_eq!(items[0]["prompt"], "CHILD-TASK: say hello");
+    assert_eq!(items[1]["agentsStates"][&child]["status"], "completed");
+    assert!(
+        messages.iter().any(
+            |m| m["method"] == "item/completed" && m["params"]["item"]["text"] == "PARENT DONE"
+        )
+    );
+    world.mock.verify()?;
+    Ok(())
+}
