@@ -122,6 +122,8 @@ pub(crate) struct ServerContext {
     busy_threads: Mutex<HashSet<ConversationId>>,
     /// Conversations driven by the streaming tools, which own their event loops.
     pub(crate) streams: tokio::sync::Mutex<HashMap<ConversationId, StreamedConversation>>,
+    /// The `tools/call` each live sub-agent's events go out under.
+    pub(crate) sub_agents: crate::sub_agents::SubAgentCalls,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -139,7 +141,20 @@ impl ServerContext {
             calls: Mutex::new(HashMap::new()),
             busy_threads: Mutex::new(HashSet::new()),
             streams: tokio::sync::Mutex::new(HashMap::new()),
+            sub_agents: crate::sub_agents::SubAgentCalls::default(),
         }
+    }
+
+    /// The `codex`/`codex-reply` call running a turn of thread `id`, if one is.
+    pub(crate) fn call_running_thread(&self, id: ConversationId) -> Option<RequestId> {
+        lock(&self.calls)
+            .iter()
+            .find_map(|(call, state)| match state {
+                CallState::Running(RunningCall::Turn(conversation)) if conversation.id() == id => {
+                    Some(call.clone())
+                }
+                _ => None,
+            })
     }
 
     /// Records what the client declared in `initialize`.

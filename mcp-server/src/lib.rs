@@ -41,6 +41,7 @@ mod error;
 mod outgoing;
 mod processor;
 mod streaming;
+mod sub_agents;
 mod tools;
 mod transport;
 
@@ -112,6 +113,7 @@ where
         OutgoingSender::new(outgoing_tx),
         settings,
     ));
+    sub_agents::forward_spawned(&context);
 
     let reader =
         AbortOnDropHandle::new(tokio::spawn(read_loop(reader, max_line_bytes, incoming_tx)));

@@ -221,3 +221,220 @@ async fn spawn_wait_send_close_resume_round_trip_on_the_app_server() -> anyhow::
     world.mock.verify()?;
     Ok(())
 }
+
+/// A sub-agent that leaves a running process: `keel exec` ends on its own turn and takes
+/// the sub-agent and its processes down with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keel_exec_exits_on_its_own_turn_and_leaves_no_sub_agent_process() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    let sleeper = keel_test_support::MarkedSleeper::new(ws.path(), "subagent-left")?;
+    let command = sleeper.nested_command(60);
+    let mock = MockModelServer::builder()
+        .responder(move |request| {
+            let text = input_text(request);
+            if text.contains("CHILD-TASK") {
+                return Some(if request.tool_output("x1").is_none() {
+                    Turn::new([keel_test_support::exec_command_call(
+                        "x1",
+                        json!({"cmd": command, "yield_time_ms": 500}),
+                    )])
+                } else {
+                    Turn::new([assistant_message("child: server started")])
+                });
+            }
+            let id = spawned_id(request);
+            Some(if request.tool_output("s1").is_none() {
+                Turn::new([function_call(
+                    "s1",
+                    "spawn_agent",
+                    json!({"message": "CHILD-TASK: start a server"}).to_string(),
+                )])
+            } else if request.tool_output("w1").is_none() {
+                Turn::new([function_call(
+                    "w1",
+                    "wait_agent",
+                    json!({"ids": [id]}).to_string(),
+                )])
+            } else {
+                Turn::new([assistant_message("PARENT DONE")])
+            })
+        })
+        .start()
+        .await?;
+    keel_test_support::write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let out = crate::suite::exec::keel_exec(home.path(), ws.path(), &["delegate"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "PARENT DONE\n");
+    let waited = output(&mock, "w1")?;
+    assert!(
+        waited.to_string().contains("child: server started"),
+        "{waited}"
+    );
+    // The child's process was running when its turn ended; it is gone with keel exec.
+    let started = mock
+        .requests()
+        .iter()
+        .find_map(|r| {
+            r.tool_output("x1")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    assert!(
+        started.contains("Process running with session ID"),
+        "{started}"
+    );
+    sleeper
+        .wait_until_gone(std::time::Duration::from_secs(15))
+        .await?;
+    Ok(())
+}
+
+/// A command a sub-agent wants approved is asked of the client on the sub-agent's thread,
+/// and the answer goes back to that sub-agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_approval_reaches_the_client_with_its_thread_id() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            let text = input_text(request);
+            if text.contains("CHILD-TASK") {
+                return Some(if request.tool_output("t1").is_none() {
+                    Turn::new([keel_test_support::shell_call("t1", ["touch", "child.txt"])])
+                } else {
+                    Turn::new([assistant_message("child: touched")])
+                });
+            }
+            let id = spawned_id(request);
+            Some(if request.tool_output("s1").is_none() {
+                Turn::new([function_call(
+                    "s1",
+                    "spawn_agent",
+                    json!({"message": "CHILD-TASK: touch a file"}).to_string(),
+                )])
+            } else if request.tool_output("w1").is_none() {
+                Turn::new([function_call(
+                    "w1",
+                    "wait_agent",
+                    json!({"ids": [id], "timeout_ms": 60000}).to_string(),
+                )])
+            } else {
+                Turn::new([assistant_message("PARENT DONE")])
+            })
+        })
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    keel_test_support::write_config(home.path(), &mock.uri(), [("approval_policy", "untrusted")])?;
+    let world = World {
+        mock,
+        home,
+        workspace,
+    };
+    let mut server = world.server().await?;
+    let parent = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&parent, "delegate").await?;
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/commandExecution/requestApproval");
+    let child_thread = request["params"]["threadId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !child_thread.is_empty() && child_thread != parent,
+        "{request}"
+    );
+    server
+        .respond(request["id"].clone(), json!({"decision": "accept"}))
+        .await?;
+    let messages = until_turn_completed(&mut server, &turn).await?;
+    assert!(world.ws_file("child.txt").exists());
+    let waited = output(&world.mock, "w1")?;
+    assert_eq!(
+        waited["status"][&child_thread]["message"], "child: touched",
+        "{waited}"
+    );
+    assert!(messages.iter().any(|m| {
+        m["method"] == "item/completed" && m["params"]["item"]["text"] == "PARENT DONE"
+    }));
+    Ok(())
+}
+
+/// The MCP server forwards a sub-agent's events as `codex/event` with the sub-agent's
+/// thread id, under the `tools/call` that runs its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_server_forwards_sub_agent_events() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            if input_text(request).contains("CHILD-TASK") {
+                return Some(Turn::new([assistant_message("child: hello")]));
+            }
+            let id = spawned_id(request);
+            Some(if request.tool_output("s1").is_none() {
+                Turn::new([function_call(
+                    "s1",
+                    "spawn_agent",
+                    json!({"message": "CHILD-TASK: say hello"}).to_string(),
+                )])
+            } else if request.tool_output("w1").is_none() {
+                Turn::new([function_call(
+                    "w1",
+                    "wait_agent",
+                    json!({"ids": [id]}).to_string(),
+                )])
+            } else {
+                Turn::new([assistant_message("PARENT DONE")])
+            })
+        })
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    keel_test_support::write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let mut mcp = keel_test_support::McpProcess::spawn(
+        keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("mcp-server")
+            .home_path(home.path())
+            .home_var("KEEL_HOME")
+            .cwd(ws.path())
+            .env_remove("RUST_LOG"),
+    )?;
+    mcp.initialize().await?;
+    let id = mcp
+        .send_tool_call("codex", json!({"prompt": "delegate", "cwd": ws.path()}))
+        .await?;
+    let mut events = Vec::new();
+    let result = loop {
+        let message = mcp.read_message().await?;
+        if message["id"] == id {
+            break message;
+        }
+        if message["method"] == "codex/event" {
+            events.push(message["params"].clone());
+        }
+    };
+    assert_eq!(
+        result["result"]["structuredContent"]["content"], "PARENT DONE",
+        "{result}"
+    );
+    let parent = result["result"]["structuredContent"]["threadId"].clone();
+    let child_message = events
+        .iter()
+        .find(|e| e["msg"]["type"] == "agent_message" && e["msg"]["message"] == "child: hello")
+        .ok_or_else(|| anyhow::anyhow!("no child agent_message among {} events", events.len()))?;
+    assert_eq!(child_message["_meta"]["requestId"], id);
+    assert!(
+        child_message["_meta"]["threadId"].is_string()
+            && child_message["_meta"]["threadId"] != parent,
+        "{child_message}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["msg"]["type"] == "collab_tool_call_end"
+                && e["_meta"]["threadId"] == parent
+                && e["msg"]["tool"] == "spawnAgent")
+    );
+    Ok(())
+}
