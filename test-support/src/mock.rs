@@ -1,5 +1,6 @@
 //! The scripted mock model server.
 
+mod agent_job;
 mod capture;
 mod chat;
 mod duration_ms;
@@ -12,6 +13,7 @@ mod server;
 mod sse;
 mod state;
 
+pub use agent_job::{agent_job_responder, job_worker_ids};
 pub use capture::{CapturedRequest, Endpoint};
 pub use fault::Fault;
 pub use invariants::Violation;

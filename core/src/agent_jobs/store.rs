@@ -94,8 +94,9 @@ pub(crate) struct ReportOutcome {
     pub reported_at: String,
 }
 
+/// Timestamps as Codex writes them in results (`2026-11-23T22:24:21+00:00`).
 fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
 }
 
 impl JobStore {
@@ -198,14 +199,26 @@ impl JobStore {
                 while let Some(row) = rows.next_row()? {
                     let fields = serde_json::to_string(&row.fields)
                         .map_err(|err| JobError::Store(err.to_string()))?;
-                    let item_id = format!("row-{}", row.row_index + 1);
-                    insert.execute(params![
-                        job.id,
-                        item_id,
-                        i64::try_from(row.row_index).unwrap_or(i64::MAX),
-                        row.source_id,
-                        fields
-                    ])?;
+                    let index = i64::try_from(row.row_index).unwrap_or(i64::MAX);
+                    let fallback = format!("row-{}", row.row_index + 1);
+                    // The row's id column names the item, as in Codex; an empty or repeated
+                    // value falls back to the row number.
+                    let preferred = row.source_id.as_deref().filter(|id| !id.trim().is_empty());
+                    let inserted = match preferred {
+                        Some(id) => insert.execute(params![job.id, id, index, row.source_id, fields]),
+                        None => insert.execute(params![job.id, fallback, index, row.source_id, fields]),
+                    };
+                    match inserted {
+                        Err(rusqlite::Error::SqliteFailure(err, _))
+                            if preferred.is_some()
+                                && err.code == rusqlite::ErrorCode::ConstraintViolation =>
+                        {
+                            insert.execute(params![job.id, fallback, index, row.source_id, fields])?;
+                        }
+                        other => {
+                            other?;
+                        }
+                    }
                     total += 1;
                 }
             }

@@ -47,8 +47,14 @@ EXAMPLE
 #[command(name = "keel-mock-model", version, after_long_help = FORMAT_HELP)]
 struct Args {
     /// The JSON script to serve (see --help for the format).
-    #[arg(long, short)]
-    script: PathBuf,
+    #[arg(long, short, required_unless_present = "agent_job")]
+    script: Option<PathBuf>,
+    /// Instead of a script, run one agent job: answer the main agent with a
+    /// `spawn_agents_on_csv` call with the arguments in this JSON file, and every worker
+    /// (recognised by its `Job ID:`/`Item ID:` lines) with a report of its row. Requests are
+    /// not logged in this mode (a job makes thousands).
+    #[arg(long, conflicts_with = "script")]
+    agent_job: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:0")]
     bind: String,
@@ -85,11 +91,21 @@ fn main() -> ExitCode {
 
 /// Serves until interrupted; `Ok(false)` when violations were recorded.
 async fn run(args: Args) -> anyhow::Result<bool> {
-    let script = Script::load(&args.script)?;
     let mut builder = MockModelServer::builder()
         .bind(args.bind)
-        .script(script)
         .repeat(args.repeat);
+    let quiet = args.agent_job.is_some();
+    match (&args.script, &args.agent_job) {
+        (_, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let job: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", path.display()))?;
+            builder = builder.responder(keel_test_support::agent_job_responder(job));
+        }
+        (Some(path), None) => builder = builder.script(Script::load(path)?),
+        (None, None) => anyhow::bail!("give --script or --agent-job"),
+    }
     if let Some(model) = args.model {
         builder = builder.model(model);
     }
@@ -119,7 +135,13 @@ async fn run(args: Args) -> anyhow::Result<bool> {
     let mut written = 0;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot listen for SIGTERM")?;
-    loop {
+    if quiet {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = sigterm.recv() => {}
+        }
+    }
+    while !quiet {
         let next = server.wait_for_requests(
             server.requests().len() + 1,
             std::time::Duration::from_millis(200),

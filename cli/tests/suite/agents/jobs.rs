@@ -61,15 +61,18 @@ async fn a_hundred_rows_fan_out_64_at_once_and_keel_exec_ends_on_its_own_turn() 
         reporting_worker(),
     )
     .await?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [("agents.max_threads", toml::Value::Integer(64))],
-    )?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    // The flags a Codex user passes are accepted as they are.
     let out = keel_exec(
         home.path(),
         ws.path(),
-        &["-c", "features.enable_fanout=true", "run the job"],
+        &[
+            "-c",
+            "features.enable_fanout=true",
+            "-c",
+            "agents.max_threads=64",
+            "run the job",
+        ],
         None,
     )
     .await?;
