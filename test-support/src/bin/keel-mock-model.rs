@@ -132,7 +132,6 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         ),
         None => None,
     };
-    let mut written = 0;
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot listen for SIGTERM")?;
     if quiet {
@@ -140,22 +139,8 @@ async fn run(args: Args) -> anyhow::Result<bool> {
             _ = tokio::signal::ctrl_c() => {}
             _ = sigterm.recv() => {}
         }
-    }
-    while !quiet {
-        let next = server.wait_for_requests(
-            server.requests().len() + 1,
-            std::time::Duration::from_millis(200),
-        );
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            _ = sigterm.recv() => break,
-            _ = next => {}
-        }
-        let all = server.all_requests();
-        for request in all.iter().skip(written) {
-            log_request(request, capture.as_mut())?;
-        }
-        written = all.len();
+    } else {
+        log_until_stopped(&server, capture.as_mut(), &mut sigterm).await?;
     }
     let violations = server.violations();
     for violation in &violations {
@@ -167,6 +152,32 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         server.remaining_turns()
     );
     Ok(violations.is_empty())
+}
+
+/// Logs every request as it arrives until Ctrl-C or SIGTERM.
+async fn log_until_stopped(
+    server: &MockModelServer,
+    mut capture: Option<&mut std::fs::File>,
+    sigterm: &mut tokio::signal::unix::Signal,
+) -> anyhow::Result<()> {
+    let mut written = 0;
+    loop {
+        let next = server.wait_for_requests(
+            server.requests().len() + 1,
+            std::time::Duration::from_millis(200),
+        );
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = sigterm.recv() => break,
+            _ = next => {}
+        }
+        let all = server.all_requests();
+        for request in all.iter().skip(written) {
+            log_request(request, capture.as_deref_mut())?;
+        }
+        written = all.len();
+    }
+    Ok(())
 }
 
 fn log_request(
