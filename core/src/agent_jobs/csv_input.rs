@@ -115,3 +115,99 @@ impl CsvRows {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any text a spreadsheet cell may hold: commas, quotes, newlines, non-ASCII.
+    fn cell() -> impl Strategy<Value = String> {
+        proptest::string::string_regex("[a-zA-Z0-9 ,\"\n\r\té€😀]{0,12}")
+            .unwrap_or_else(|_| unreachable!("the pattern is valid"))
+    }
+
+    fn write_csv(
+        dir: &Path,
+        header: &[String],
+        rows: &[Vec<String>],
+        bom: bool,
+    ) -> anyhow::Result<PathBuf> {
+        let path = dir.join("input.csv");
+        let mut bytes = Vec::new();
+        if bom {
+            bytes.extend_from_slice("\u{feff}".as_bytes());
+        }
+        {
+            let mut writer = csv::WriterBuilder::new()
+                .flexible(true)
+                .from_writer(&mut bytes);
+            writer.write_record(header)?;
+            for row in rows {
+                writer.write_record(row)?;
+            }
+            writer.flush()?;
+        }
+        std::fs::write(&path, bytes)?;
+        Ok(path)
+    }
+
+    fn read_all(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), JobError> {
+        let mut rows = CsvRows::open(path, None)?;
+        let header = rows.headers().to_vec();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next_row()? {
+            out.push(row.fields);
+        }
+        Ok((header, out))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Whatever a CSV writer produces reads back field for field, in order, BOM or not.
+        #[test]
+        fn written_rows_read_back_whole(
+            columns in 1usize..5,
+            cells in proptest::collection::vec(cell(), 0..40),
+            bom in any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let header: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
+            let rows: Vec<Vec<String>> = cells
+                .chunks(columns)
+                .filter(|chunk| chunk.len() == columns)
+                // A row of one empty field is written as an empty line, which readers skip.
+                .filter(|chunk| !(columns == 1 && chunk[0].is_empty()))
+                .map(<[String]>::to_vec)
+                .collect();
+            let path = write_csv(dir.path(), &header, &rows, bom)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let (read_header, read_rows) =
+                read_all(&path).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(read_header, header);
+            prop_assert_eq!(read_rows, rows);
+        }
+
+        /// A row with the wrong number of fields is named by its position.
+        #[test]
+        fn a_ragged_row_is_named(good in 0usize..20, extra in 1usize..3) {
+            let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let header = vec!["a".to_string(), "b".to_string()];
+            let mut rows: Vec<Vec<String>> =
+                (0..good).map(|i| vec![i.to_string(), "x".to_string()]).collect();
+            rows.push((0..2 + extra).map(|i| i.to_string()).collect());
+            let path = write_csv(dir.path(), &header, &rows, false)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            match read_all(&path) {
+                Err(JobError::BadRow { row, line, problem, .. }) => {
+                    prop_assert_eq!(row, good as u64 + 1);
+                    prop_assert_eq!(line, good as u64 + 2);
+                    prop_assert!(problem.contains("but the header has 2"), "{}", problem);
+                }
+                other => prop_assert!(false, "expected a bad row, got {:?}", other.map(|r| r.1.len())),
+            }
+        }
+    }
+}

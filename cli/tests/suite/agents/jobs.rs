@@ -141,6 +141,14 @@ async fn rows_that_do_not_report_time_out_or_report_badly_are_recorded_and_bad_c
             ),
             ("bad", 0) => (report_call(worker, "1", json!({"ok": "yes"}), false), false),
             ("bad", 1) => (report_call(worker, "2", json!({"ok": true}), false), false),
+            // A report naming another job, then the right one, then a second report.
+            ("good", 0) => {
+                let mut wrong = worker.clone();
+                wrong.job_id = "no-such-job".to_string();
+                (report_call(&wrong, "1", json!({"ok": true}), false), false)
+            }
+            ("good", 1) => (report_call(worker, "2", json!({"ok": true}), false), false),
+            ("good", 2) => (report_call(worker, "3", json!({"ok": false}), false), false),
             (_, 0) => (report_call(worker, "1", json!({"ok": true}), false), false),
             _ => (Turn::new([assistant_message("done")]), true),
         }
@@ -221,7 +229,34 @@ async fn rows_that_do_not_report_time_out_or_report_badly_are_recorded_and_bad_c
     let bad = by_name("bad");
     assert_eq!(bad[status], "completed", "{bad:?}");
     assert_eq!(bad[result], r#"{"ok":true}"#);
-    assert_eq!(by_name("good")[status], "completed");
+    let good = by_name("good");
+    assert_eq!(good[status], "completed");
+    assert_eq!(
+        good[result], r#"{"ok":true}"#,
+        "the second report changed nothing"
+    );
+    let answer = |suffix: &str| {
+        requests
+            .iter()
+            .find_map(|r| {
+                r.tool_output_call_ids()
+                    .into_iter()
+                    .find(|id| id.contains("row-4") && id.ends_with(suffix))
+                    .and_then(|id| r.tool_output(&id)?.as_str().map(str::to_string))
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        answer("-1").contains("unknown job_id `no-such-job`"),
+        "{}",
+        answer("-1")
+    );
+    assert!(answer("-2").contains("recorded"), "{}", answer("-2"));
+    assert!(
+        answer("-3").contains("already has a result"),
+        "{}",
+        answer("-3")
+    );
     assert!(out.stdout.contains(r#""failed":2"#), "{}", out.stdout);
     Ok(())
 }
