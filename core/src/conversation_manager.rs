@@ -454,6 +454,9 @@ fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> Turn
         api_key: provider.api_key(&lookup).map_err(|err| err.to_string()),
         model: config.model.clone(),
         reasoning_effort: config.model_reasoning_effort,
+        reasoning_summary: config.model_reasoning_summary,
+        verbosity: config.model_verbosity,
+        reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
     };
     TurnContext {

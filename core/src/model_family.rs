@@ -1,22 +1,114 @@
-//! What Keel knows about model families without being told: the published context window of
-//! the models people commonly run. Configuration (`model_context_window`) wins over this table.
+//! What Keel knows about model families without being told, in one table: the published
+//! context window, whether the model reasons (and so takes `reasoning` and returns encrypted
+//! reasoning to send back), whether it takes `text.verbosity`, and which `apply_patch` form it
+//! was trained on. Configuration (`model_context_window`, `model_supports_reasoning_summaries`)
+//! wins over this table.
 
-/// Context windows in tokens, by model-name prefix; the first match wins.
-const CONTEXT_WINDOWS: &[(&str, u64)] = &[
-    ("gpt-5", 272_000),
-    ("gpt-4.1", 1_047_576),
-    ("gpt-4o", 128_000),
-    ("o4-mini", 200_000),
-    ("o3", 200_000),
-    ("codex-mini", 200_000),
+use keel_protocol::ReasoningEffort;
+
+/// The facts of one family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ModelFamily {
+    /// Context window in tokens.
+    pub context_window: Option<u64>,
+    /// Takes `reasoning` and returns reasoning items (with `encrypted_content` on request).
+    pub reasoning: bool,
+    /// The effort sent when the configuration names none.
+    pub default_effort: Option<ReasoningEffort>,
+    /// Takes `text.verbosity`.
+    pub verbosity: bool,
+    /// Trained on the freeform (custom tool) `apply_patch`.
+    pub freeform_apply_patch: bool,
+}
+
+const UNKNOWN: ModelFamily = ModelFamily {
+    context_window: None,
+    reasoning: false,
+    default_effort: None,
+    verbosity: false,
+    freeform_apply_patch: false,
+};
+
+/// Families by model-name prefix; the first match wins, so longer prefixes come first.
+const FAMILIES: &[(&str, ModelFamily)] = &[
+    (
+        "gpt-5-codex",
+        ModelFamily {
+            context_window: Some(272_000),
+            reasoning: true,
+            default_effort: Some(ReasoningEffort::Medium),
+            verbosity: false,
+            freeform_apply_patch: true,
+        },
+    ),
+    (
+        "gpt-5",
+        ModelFamily {
+            context_window: Some(272_000),
+            reasoning: true,
+            default_effort: Some(ReasoningEffort::Medium),
+            verbosity: true,
+            freeform_apply_patch: true,
+        },
+    ),
+    (
+        "codex-mini",
+        ModelFamily {
+            context_window: Some(200_000),
+            reasoning: true,
+            default_effort: Some(ReasoningEffort::Medium),
+            verbosity: false,
+            freeform_apply_patch: true,
+        },
+    ),
+    (
+        "o3",
+        ModelFamily {
+            context_window: Some(200_000),
+            reasoning: true,
+            default_effort: Some(ReasoningEffort::Medium),
+            verbosity: false,
+            freeform_apply_patch: false,
+        },
+    ),
+    (
+        "o4-mini",
+        ModelFamily {
+            context_window: Some(200_000),
+            reasoning: true,
+            default_effort: Some(ReasoningEffort::Medium),
+            verbosity: false,
+            freeform_apply_patch: false,
+        },
+    ),
+    (
+        "gpt-4.1",
+        ModelFamily {
+            context_window: Some(1_047_576),
+            ..UNKNOWN
+        },
+    ),
+    (
+        "gpt-4o",
+        ModelFamily {
+            context_window: Some(128_000),
+            ..UNKNOWN
+        },
+    ),
 ];
+
+/// The family of `model` (an unknown model gets no reasoning, no verbosity, the JSON
+/// `apply_patch`).
+pub(crate) fn family(model: &str) -> ModelFamily {
+    FAMILIES
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map_or(UNKNOWN, |(_, family)| *family)
+}
 
 /// The published context window of `model`, when its family is known.
 pub(crate) fn known_context_window(model: &str) -> Option<u64> {
-    CONTEXT_WINDOWS
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, window)| *window)
+    family(model).context_window
 }
 
 /// The token count at which history is compacted: `configured`, else 90% of the context
@@ -37,6 +129,10 @@ mod tests {
         assert_eq!(known_context_window("gpt-5-codex"), Some(272_000));
         assert_eq!(known_context_window("o3-pro"), Some(200_000));
         assert_eq!(known_context_window("mock-model"), None);
+        assert!(family("gpt-5-codex").reasoning && !family("gpt-5-codex").verbosity);
+        assert!(family("gpt-5").verbosity);
+        assert!(!family("gpt-4o").reasoning);
+        assert!(family("o3").reasoning && !family("o3").freeform_apply_patch);
         assert_eq!(auto_compact_limit(Some(12), Some(272_000)), Some(12));
         assert_eq!(auto_compact_limit(None, Some(200_000)), Some(180_000));
         assert_eq!(auto_compact_limit(None, None), None);

@@ -7,9 +7,9 @@ use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
     ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
     FileUpdateChange, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
-    ReasoningSummaryTextDeltaNotification, ServerNotification, ServerRequest,
-    TerminalInteractionNotification, ThreadIdNotification, ThreadItem,
-    ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
+    ReasoningSummaryPartAddedNotification, ReasoningSummaryTextDeltaNotification,
+    ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
+    ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
     TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
     UserInput,
 };
@@ -40,6 +40,8 @@ struct TurnInProgress {
     items: Vec<ThreadItem>,
     agent_item: Option<String>,
     reasoning_item: Option<String>,
+    /// The summary part the reasoning deltas belong to.
+    reasoning_summary_index: u32,
     error: Option<TurnError>,
 }
 
@@ -282,8 +284,33 @@ impl Translator {
                     self.item_notification(&turn_id, item),
                 )));
             }
+            EventMsg::AgentReasoningSectionBreak(part) => {
+                let (turn_id, item_id, started) = self.ensure_reasoning_item();
+                if let Some(item) = started {
+                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                        self.item_notification(&turn_id, item),
+                    )));
+                }
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.reasoning_summary_index = part.summary_index;
+                }
+                out.push(Output::Notify(
+                    ServerNotification::ReasoningSummaryPartAdded(
+                        ReasoningSummaryPartAddedNotification {
+                            thread_id,
+                            turn_id,
+                            item_id,
+                            summary_index: part.summary_index,
+                        },
+                    ),
+                ));
+            }
             EventMsg::AgentReasoningDelta(delta) => {
                 let (turn_id, item_id, started) = self.ensure_reasoning_item();
+                let summary_index = self
+                    .turn
+                    .as_ref()
+                    .map_or(0, |turn| turn.reasoning_summary_index);
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
                         self.item_notification(&turn_id, item),
@@ -296,7 +323,7 @@ impl Translator {
                             turn_id,
                             item_id,
                             delta: delta.delta.clone(),
-                            summary_index: 0,
+                            summary_index,
                         },
                     ),
                 ));
@@ -316,6 +343,7 @@ impl Translator {
                 if let Some(turn) = self.turn.as_mut() {
                     turn.upsert(item.clone());
                     turn.reasoning_item = None;
+                    turn.reasoning_summary_index = 0;
                 }
                 out.push(Output::Notify(ServerNotification::ItemCompleted(
                     self.item_notification(&turn_id, item),

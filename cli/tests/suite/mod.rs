@@ -7,6 +7,7 @@ mod first_run;
 mod fuzz;
 mod mcp_server;
 mod quickstart;
+mod reasoning;
 mod sandbox;
 mod teardown;
 mod unified_exec;

@@ -52,6 +52,12 @@ pub struct ClientSettings {
     pub model: String,
     /// Reasoning effort, for models that reason.
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// How much reasoning summary to ask for.
+    pub reasoning_summary: crate::config::ReasoningSummaryMode,
+    /// Answer length, for models that take it.
+    pub verbosity: Option<crate::config::Verbosity>,
+    /// Whether the model reasons, whatever the family table says.
+    pub reasoning_override: Option<bool>,
     /// How long the stream may stay silent before it counts as broken.
     pub stream_idle_timeout: Duration,
 }

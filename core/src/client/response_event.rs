@@ -13,6 +13,11 @@ pub enum ResponseEvent {
     OutputTextDelta(String),
     /// A piece of reasoning summary text.
     ReasoningSummaryDelta(String),
+    /// A new part of the reasoning summary starts (a new section of what the model thinks).
+    ReasoningSummaryPartAdded {
+        /// Its position among the item's summary parts.
+        summary_index: u32,
+    },
     /// A finished output item (message, reasoning, tool call).
     OutputItemDone(ResponseItem),
     /// The response is complete.

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::sse::Frame;
 use super::{ClientSettings, Prompt, ResponseEvent};
+use crate::config::ReasoningSummaryMode;
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 
@@ -24,8 +25,28 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     if let Some(id) = &prompt.conversation_id {
         body["prompt_cache_key"] = json!(id);
     }
-    if let Some(effort) = settings.reasoning_effort {
-        body["reasoning"] = json!({ "effort": effort, "summary": "auto" });
+    let family = crate::model_family::family(&settings.model);
+    // A model reasons if the table or the configuration says so, or if the user asked for an
+    // effort (an unknown model named with an effort is taken at its word).
+    let reasons = settings
+        .reasoning_override
+        .unwrap_or(family.reasoning || settings.reasoning_effort.is_some());
+    if reasons {
+        let mut reasoning = serde_json::Map::new();
+        if let Some(effort) = settings.reasoning_effort.or(family.default_effort) {
+            reasoning.insert("effort".into(), json!(effort));
+        }
+        if settings.reasoning_summary != ReasoningSummaryMode::None {
+            reasoning.insert("summary".into(), json!(settings.reasoning_summary));
+        }
+        body["reasoning"] = Value::Object(reasoning);
+        // With `store: false` the provider keeps nothing: the reasoning comes back encrypted
+        // and is sent again with the next request, so the model keeps its chain of thought
+        // across the tool rounds of a turn.
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
+    if let Some(verbosity) = settings.verbosity.filter(|_| family.verbosity) {
+        body["text"] = json!({ "verbosity": verbosity });
     }
     body
 }
@@ -40,6 +61,8 @@ struct EventEnvelope {
     item: Option<Value>,
     #[serde(default)]
     response: Option<Value>,
+    #[serde(default)]
+    summary_index: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -106,6 +129,9 @@ pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
             .map(ResponseEvent::ReasoningSummaryDelta)
             .into_iter()
             .collect(),
+        "response.reasoning_summary_part.added" => vec![ResponseEvent::ReasoningSummaryPartAdded {
+            summary_index: envelope.summary_index.unwrap_or_default(),
+        }],
         "response.output_item.done" => {
             let item = envelope
                 .item

@@ -20,6 +20,7 @@
 mod error;
 mod overrides;
 mod provider;
+mod reasoning;
 mod resolve;
 mod shell_env;
 mod toml_model;
@@ -39,6 +40,7 @@ pub use provider::{
     OLLAMA_PROVIDER_ID, OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, WireApi,
     built_in_model_providers, process_env,
 };
+pub use reasoning::{ReasoningSummaryMode, Verbosity};
 pub use resolve::{
     CONFIG_FILE_NAME, Config, ConfigEnv, DEFAULT_MODEL, DEFAULT_PROJECT_DOC_MAX_BYTES,
 };

@@ -9,6 +9,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode, SandboxPolicy};
+
+use super::reasoning::{ReasoningSummaryMode, Verbosity};
 use serde_path_to_error::Segment;
 
 use super::error::{ConfigError, ConfigOrigin, Result};
@@ -103,6 +105,13 @@ pub struct Config {
     /// Cap on each tool output sent to the model, in tokens (about 4 bytes each); head and
     /// tail are kept.
     pub tool_output_token_limit: usize,
+    /// How much reasoning summary to ask reasoning models for (`model_reasoning_summary`).
+    pub model_reasoning_summary: ReasoningSummaryMode,
+    /// Answer length for models that take it (`model_verbosity`); `None` leaves the model's.
+    pub model_verbosity: Option<Verbosity>,
+    /// Treat the model as a reasoning model (or not) whatever Keel's family table says
+    /// (`model_supports_reasoning_summaries`).
+    pub model_supports_reasoning_summaries: Option<bool>,
     /// Offer the model the sub-agent tools (`features.multi_agent`, default on).
     pub multi_agent: bool,
     /// Offer the model `spawn_agents_on_csv` (`features.enable_fanout`, default on).
@@ -385,6 +394,9 @@ fn resolve(
         compact_prompt,
         tool_output_token_limit,
         agents,
+        model_reasoning_summary,
+        model_verbosity,
+        model_supports_reasoning_summaries,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -490,6 +502,12 @@ fn resolve(
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
+        model_reasoning_summary: profile
+            .model_reasoning_summary
+            .or(model_reasoning_summary)
+            .unwrap_or_default(),
+        model_verbosity: profile.model_verbosity.or(model_verbosity),
+        model_supports_reasoning_summaries,
         multi_agent: features.multi_agent.unwrap_or(true),
         enable_fanout: features.enable_fanout.unwrap_or(true),
         agents_max_threads: agents

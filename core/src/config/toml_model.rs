@@ -10,6 +10,7 @@ use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode};
 use serde::Deserialize;
 
 use super::provider::ModelProviderInfo;
+use super::reasoning::{ReasoningSummaryMode, Verbosity};
 use super::shell_env::{ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit};
 
 /// The whole file.
@@ -37,6 +38,9 @@ pub(crate) struct ConfigToml {
     pub compact_prompt: Option<String>,
     pub tool_output_token_limit: Option<usize>,
     pub agents: AgentsToml,
+    pub model_reasoning_summary: Option<ReasoningSummaryMode>,
+    pub model_verbosity: Option<Verbosity>,
+    pub model_supports_reasoning_summaries: Option<bool>,
 }
 
 /// `[agents]`: limits on sub-agents. Other keys (Codex's agent roles) load silently.
@@ -79,6 +83,8 @@ pub(crate) struct ConfigProfileToml {
     pub base_instructions: Option<String>,
     pub developer_instructions: Option<String>,
     pub model_context_window: Option<u64>,
+    pub model_reasoning_summary: Option<ReasoningSummaryMode>,
+    pub model_verbosity: Option<Verbosity>,
 }
 
 /// `[sandbox_workspace_write]`: parameters of the `workspace-write` sandbox mode.

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use keel_protocol::{
     AgentMessageDeltaEvent, AgentMessageEvent, AgentReasoningDeltaEvent, AgentReasoningEvent,
-    ErrorEvent, EventMsg, InputItem, StreamErrorEvent, SubmissionId, TaskCompleteEvent,
-    TaskStartedEvent, TokenCountEvent, TurnAbortReason, TurnAbortedEvent, TurnId, UserMessageEvent,
+    AgentReasoningSectionBreakEvent, ErrorEvent, EventMsg, InputItem, StreamErrorEvent,
+    SubmissionId, TaskCompleteEvent, TaskStartedEvent, TokenCountEvent, TurnAbortReason,
+    TurnAbortedEvent, TurnId, UserMessageEvent,
 };
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -397,6 +398,16 @@ async fn sample_once(
                     .send_event(
                         &ids.sub_id,
                         EventMsg::AgentMessageDelta(AgentMessageDeltaEvent { delta }),
+                    )
+                    .await;
+            }
+            ResponseEvent::ReasoningSummaryPartAdded { summary_index } => {
+                session
+                    .send_event(
+                        &ids.sub_id,
+                        EventMsg::AgentReasoningSectionBreak(AgentReasoningSectionBreakEvent {
+                            summary_index,
+                        }),
                     )
                     .await;
             }

@@ -30,7 +30,7 @@ use crate::session::{Session, TurnContext};
 pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
     let settings = context.client.settings();
     let freeform = settings.wire_api == WireApi::Responses
-        && (settings.model.starts_with("gpt-5") || settings.model.contains("codex"));
+        && crate::model_family::family(&settings.model).freeform_apply_patch;
     let mut tools = if context.unified_exec {
         vec![spec::exec_command_tool(), spec::write_stdin_tool()]
     } else {

@@ -139,6 +139,8 @@ crate::notification_table! {
         TerminalInteraction("item/commandExecution/terminalInteraction", TerminalInteractionNotification),
         /// Reasoning summary text streamed.
         ReasoningSummaryTextDelta("item/reasoning/summaryTextDelta", ReasoningSummaryTextDeltaNotification),
+        /// A new part of a reasoning summary started.
+        ReasoningSummaryPartAdded("item/reasoning/summaryPartAdded", ReasoningSummaryPartAddedNotification),
         /// A server request was settled without the client.
         ServerRequestResolved("serverRequest/resolved", ServerRequestResolvedNotification),
         /// Output of a standalone command streamed.

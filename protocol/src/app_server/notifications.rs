@@ -180,6 +180,20 @@ pub struct ReasoningSummaryTextDeltaNotification {
     pub summary_index: u32,
 }
 
+/// `item/reasoning/summaryPartAdded`: a new part of a reasoning item's summary starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningSummaryPartAddedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The reasoning item.
+    pub item_id: String,
+    /// The new part's position.
+    pub summary_index: u32,
+}
+
 /// `error`: a turn failed, or a retry is under way (`willRetry`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -235,6 +249,7 @@ impl super::ServerNotification {
             N::AgentMessageDelta(n) | N::CommandExecutionOutputDelta(n) => &n.thread_id,
             N::TerminalInteraction(n) => &n.thread_id,
             N::ReasoningSummaryTextDelta(n) => &n.thread_id,
+            N::ReasoningSummaryPartAdded(n) => &n.thread_id,
             N::ServerRequestResolved(n) => &n.thread_id,
             N::Error(n) => &n.thread_id,
             N::Warning(n) => return n.thread_id.as_deref(),

@@ -43,6 +43,8 @@ pub enum EventMsg {
     AgentReasoning(AgentReasoningEvent),
     /// A piece of a reasoning summary as it streams.
     AgentReasoningDelta(AgentReasoningDeltaEvent),
+    /// A new part of the reasoning summary starts.
+    AgentReasoningSectionBreak(AgentReasoningSectionBreakEvent),
     /// A command is about to run.
     ExecCommandBegin(ExecCommandBeginEvent),
     /// A chunk of a running command's output.
@@ -178,6 +180,13 @@ pub struct AgentMessageDeltaEvent {
 pub struct AgentReasoningEvent {
     /// The whole reasoning summary.
     pub text: String,
+}
+
+/// Payload of `agent_reasoning_section_break`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentReasoningSectionBreakEvent {
+    /// Its position among the reasoning item's summary parts.
+    pub summary_index: u32,
 }
 
 /// Payload of `agent_reasoning_delta`.

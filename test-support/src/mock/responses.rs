@@ -172,11 +172,11 @@ fn reasoning(item_id: &str, output_index: usize, text: &str) -> ItemEvents {
         with(&at, json!({"text": text})),
     ));
     let item = |summary: Value| json!({"type": "reasoning", "id": item_id, "summary": summary});
-    (
-        item(json!([])),
-        events,
-        item(json!([{"type": "summary_text", "text": text}])),
-    )
+    let mut done = item(json!([{"type": "summary_text", "text": text}]));
+    // Opaque state a stateless (`store: false`) client must send back, derived from the id so
+    // a test can recognise it.
+    done["encrypted_content"] = json!(format!("encrypted-{item_id}"));
+    (item(json!([])), events, done)
 }
 
 fn tool_call(item_id: &str, output_index: usize, call: &ToolCall<'_>) -> ItemEvents {

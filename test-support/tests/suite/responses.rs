@@ -47,7 +47,14 @@ async fn responses_stream_yields_the_scripted_items() -> anyhow::Result<()> {
         .filter(|e| e.event == "response.output_item.done")
         .map(|e| {
             let mut item = e.json()["item"].clone();
-            item.as_object_mut().map(|item| item.remove("id"));
+            let id = item["id"].as_str().unwrap_or_default().to_string();
+            if let Some(object) = item.as_object_mut() {
+                object.remove("id");
+                // Reasoning carries opaque state named after its item.
+                if let Some(encrypted) = object.remove("encrypted_content") {
+                    assert_eq!(encrypted, json!(format!("encrypted-{id}")));
+                }
+            }
             item
         })
         .collect();

@@ -81,6 +81,9 @@ fn default_config(keel_home: &Path) -> Config {
         model_auto_compact_token_limit: None,
         compact_prompt: None,
         tool_output_token_limit: 10_000,
+        model_reasoning_summary: ReasoningSummaryMode::Auto,
+        model_verbosity: None,
+        model_supports_reasoning_summaries: None,
         multi_agent: true,
         enable_fanout: true,
         agents_max_threads: 6,
@@ -118,8 +121,8 @@ model_provider = "azure"
 approval_policy = "untrusted"
 sandbox_mode = "workspace-write"
 model_reasoning_effort = "high"
-model_reasoning_summary = "detailed"      # Codex-only: ignored
-model_verbosity = "low"                   # Codex-only: ignored
+model_reasoning_summary = "detailed"
+model_verbosity = "low"
 hide_agent_reasoning = true               # Codex-only: ignored
 notify = ["notify-send", "Codex"]         # Codex-only: ignored
 developer_instructions = "Prefer small diffs."
@@ -130,6 +133,7 @@ exec_server_url = "ws://10.0.0.5:4500"
 model_auto_compact_token_limit = 150000
 compact_prompt = "Summarise tersely."
 tool_output_token_limit = 2000
+model_supports_reasoning_summaries = true
 
 [features]
 unified_exec = false
@@ -252,6 +256,9 @@ fn full_codex_style_file() -> TestResult {
         model_auto_compact_token_limit: Some(150_000),
         compact_prompt: Some("Summarise tersely.".to_string()),
         tool_output_token_limit: 2_000,
+        model_reasoning_summary: ReasoningSummaryMode::Detailed,
+        model_verbosity: Some(Verbosity::Low),
+        model_supports_reasoning_summaries: Some(true),
         multi_agent: true,
         enable_fanout: false,
         agents_max_threads: 64,
