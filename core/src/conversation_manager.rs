@@ -347,6 +347,12 @@ impl ManagerShared {
             Recording::Off => None,
         };
         let rollout_path = recorder.as_ref().map(|r| r.path().to_path_buf());
+        tracing::debug!(
+            conversation = %id,
+            prompt_version = crate::prompt_context::BASE_INSTRUCTIONS_VERSION,
+            own_instructions = config.base_instructions.is_some(),
+            "starting conversation"
+        );
         let mut context = turn_context(&config, &self.env, self.http());
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.agent_tools = AgentTools {

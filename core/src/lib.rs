@@ -46,6 +46,7 @@ mod conversation_manager;
 mod error;
 mod model_family;
 mod models;
+mod permissions_message;
 mod processes;
 mod prompt_context;
 mod rollout;
@@ -66,6 +67,7 @@ pub use conversation_manager::{
 };
 pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
+pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
     RolloutRecorder, SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout,

@@ -1,5 +1,6 @@
-//! Builds the prompt of each model request: base instructions, developer instructions,
-//! `AGENTS.md` project docs, an environment context, the history, and the tool definitions.
+//! Builds the prompt of each model request: base instructions, the permissions in force,
+//! developer instructions, `AGENTS.md` project docs, an environment context, the history, and
+//! the tool definitions.
 
 use std::path::{Path, PathBuf};
 
@@ -13,9 +14,17 @@ use crate::tools;
 /// The instructions Keel gives the model unless configuration replaces them.
 pub(crate) const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
 
+/// The version of [`BASE_INSTRUCTIONS`]; raise it with every change of the file, so a
+/// behaviour change can be traced to the prompt that caused it (logged when a conversation
+/// starts).
+pub const BASE_INSTRUCTIONS_VERSION: u32 = 2;
+
 /// The prompt for the next request of a turn.
 pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) -> Prompt {
-    let mut input = Vec::with_capacity(history.len() + 3);
+    let mut input = Vec::with_capacity(history.len() + 4);
+    input.push(ResponseItem::developer_text(
+        crate::permissions_message::permissions_message(context),
+    ));
     if let Some(developer) = &context.developer_instructions {
         input.push(ResponseItem::developer_text(developer.clone()));
     }

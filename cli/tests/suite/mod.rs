@@ -6,6 +6,7 @@ mod faults;
 mod first_run;
 mod fuzz;
 mod mcp_server;
+mod prompt;
 mod quickstart;
 mod reasoning;
 mod sandbox;
