@@ -67,6 +67,7 @@ impl AppState {
         let env = ConfigEnv {
             process_cwd: self.config.cwd.clone(),
             openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+            oss_base_url: keel_core::config::oss_base_url_from(|name| std::env::var(name).ok()),
         };
         Ok(Config::load_with_env(
             &self.config.keel_home,

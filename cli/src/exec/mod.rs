@@ -29,6 +29,9 @@ use crate::failure::usage;
 use outcome::{TurnOutcome, turn_outcome};
 use render::HumanRenderer;
 
+/// The model `--oss` runs when `-m` names none (Codex's default).
+const DEFAULT_OSS_MODEL: &str = "gpt-oss:20b";
+
 /// Arguments of `keel exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -59,6 +62,12 @@ pub struct ExecArgs {
     /// Low-friction automation: workspace-write sandbox, approvals only on request.
     #[arg(long)]
     full_auto: bool,
+
+    /// Use the local open-source model provider (`model_provider = "oss"`: an
+    /// Ollama-compatible server at `CODEX_OSS_BASE_URL`, or localhost port `CODEX_OSS_PORT`,
+    /// default 11434), with model `gpt-oss:20b` unless `-m` names another.
+    #[arg(long)]
+    oss: bool,
 
     /// Print every event as JSON Lines on stdout instead of the readable stream.
     #[arg(long)]
@@ -104,13 +113,21 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if let Some(profile) = &args.profile {
         cli_overrides.push(("profile".to_string(), toml::Value::String(profile.clone())));
     }
+    let mut model = args.model.clone();
+    if args.oss {
+        cli_overrides.push((
+            "model_provider".to_string(),
+            toml::Value::String(keel_core::config::OSS_PROVIDER_ID.to_string()),
+        ));
+        model.get_or_insert_with(|| DEFAULT_OSS_MODEL.to_string());
+    }
     let process_cwd = std::env::current_dir().context("reading the current directory")?;
     let cwd = match &args.cwd {
         Some(dir) => checked_cwd(dir)?,
         None => process_cwd.clone(),
     };
     let mut overrides = ThreadOverrides {
-        model: args.model.clone(),
+        model,
         cwd: Some(cwd.clone()),
         sandbox: args.sandbox.map(|s| match s {
             SandboxArg::ReadOnly => SandboxMode::ReadOnly,
@@ -231,7 +248,7 @@ fn check_config(
              Ways to give Keel a model:\n  \
              - OpenAI: export OPENAI_API_KEY=... (keys: https://platform.openai.com/api-keys)\n  \
              - a local Ollama-compatible server on localhost:11434: \
-             keel exec -c model_provider=ollama -m <model> ...\n  \
+             keel exec --oss [-m <model>] ...\n  \
              - no model at all: the mock model of the quick start in README.md\n\
              Providers are configured in {}",
             config.config_file().display()

@@ -291,3 +291,59 @@ async fn requests_carry_the_conversation_and_client_identity() -> anyhow::Result
     assert_ne!(request_ids[0], request_ids[1]);
     Ok(())
 }
+
+/// `--oss` talks to the local provider at `CODEX_OSS_BASE_URL` with `gpt-oss:20b` over the Chat
+/// API, needs no key, and names the URL when nothing listens there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oss_uses_the_local_provider_and_names_its_url_when_nothing_listens() -> anyhow::Result<()>
+{
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("local hi")])])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let run = |url: String| {
+        let home = home.path().to_path_buf();
+        let ws = ws.path().to_path_buf();
+        async move {
+            let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+                .args(["exec", "--oss", "hello"])
+                .current_dir(&ws)
+                .env("KEEL_HOME", &home)
+                .env("CODEX_OSS_BASE_URL", url)
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("RUST_LOG")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output();
+            let output = tokio::time::timeout(WAIT, output).await??;
+            anyhow::Ok((
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            ))
+        }
+    };
+    let (code, stdout, stderr) = run(mock.uri()).await?;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "local hi\n");
+    let request = &mock.requests()[0];
+    assert!(
+        request.path.ends_with("/chat/completions"),
+        "{}",
+        request.path
+    );
+    assert_eq!(request.body["model"], "gpt-oss:20b");
+
+    // Nothing listens on this port (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let (code, _, stderr) = run(url.clone()).await?;
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains(&format!("could not reach the model provider at {url}")),
+        "{stderr}"
+    );
+    Ok(())
+}

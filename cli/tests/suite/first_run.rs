@@ -177,7 +177,7 @@ async fn a_missing_api_key_names_both_ways_to_a_model() -> anyhow::Result<()> {
     );
     assert!(
         out.stderr.contains("export OPENAI_API_KEY=")
-            && out.stderr.contains("-c model_provider=ollama")
+            && out.stderr.contains("keel exec --oss")
             && out.stderr.contains("quick start in README.md"),
         "{}",
         out.stderr

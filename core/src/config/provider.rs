@@ -16,6 +16,9 @@ pub const OLLAMA_PROVIDER_ID: &str = "ollama";
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Base URL of the built-in Ollama provider.
 pub const OLLAMA_DEFAULT_BASE_URL: &str = "http://localhost:11434/v1";
+
+/// Id of the built-in local provider Codex calls `oss` (`--oss`): an Ollama-compatible server.
+pub const OSS_PROVIDER_ID: &str = "oss";
 /// Retries of a failed request when the provider does not say.
 pub const DEFAULT_REQUEST_MAX_RETRIES: u64 = 4;
 /// Reconnections of a dropped stream when the provider does not say.
@@ -175,6 +178,14 @@ impl ModelProviderInfo {
 pub fn built_in_model_providers(
     openai_base_url: Option<&str>,
 ) -> BTreeMap<String, ModelProviderInfo> {
+    built_in_model_providers_with(openai_base_url, None)
+}
+
+/// The built-in providers, with `oss` at `oss_base_url` (else the local Ollama port).
+pub fn built_in_model_providers_with(
+    openai_base_url: Option<&str>,
+    oss_base_url: Option<&str>,
+) -> BTreeMap<String, ModelProviderInfo> {
     let openai_base_url = openai_base_url
         .map(str::trim)
         .filter(|url| !url.is_empty())
@@ -202,9 +213,21 @@ pub fn built_in_model_providers(
         wire_api: WireApi::Chat,
         ..ModelProviderInfo::default()
     };
+    let oss = ModelProviderInfo {
+        name: "gpt-oss (local)".to_string(),
+        base_url: Some(
+            oss_base_url
+                .map(str::trim)
+                .filter(|url| !url.is_empty())
+                .unwrap_or(OLLAMA_DEFAULT_BASE_URL)
+                .to_string(),
+        ),
+        ..ollama.clone()
+    };
     BTreeMap::from([
         (OPENAI_PROVIDER_ID.to_string(), openai),
         (OLLAMA_PROVIDER_ID.to_string(), ollama),
+        (OSS_PROVIDER_ID.to_string(), oss),
     ])
 }
 

@@ -15,7 +15,7 @@ use serde_path_to_error::Segment;
 
 use super::error::{ConfigError, ConfigOrigin, Result};
 use super::overrides::{ConfigOverrides, apply_cli_override, key_segments};
-use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers};
+use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers_with};
 use super::shell_env::ShellEnvironmentPolicy;
 use super::toml_model::{ConfigProfileToml, ConfigToml};
 use super::unknown_keys::{self, ConfigWarning};
@@ -36,6 +36,9 @@ pub struct ConfigEnv {
     pub process_cwd: PathBuf,
     /// The `OPENAI_BASE_URL` variable, replacing the built-in OpenAI base URL when non-blank.
     pub openai_base_url: Option<String>,
+    /// Where the built-in `oss` provider listens: `CODEX_OSS_BASE_URL`, else
+    /// `http://localhost:$CODEX_OSS_PORT/v1` (port 11434 by default), as Codex reads them.
+    pub oss_base_url: Option<String>,
 }
 
 impl ConfigEnv {
@@ -44,8 +47,17 @@ impl ConfigEnv {
         Ok(Self {
             process_cwd: std::env::current_dir().map_err(ConfigError::CurrentDir)?,
             openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+            oss_base_url: oss_base_url_from(|name| std::env::var(name).ok()),
         })
     }
+}
+
+/// The `oss` provider's base URL from `CODEX_OSS_BASE_URL` / `CODEX_OSS_PORT`, if either is set.
+pub fn oss_base_url_from(env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let non_blank = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    non_blank("CODEX_OSS_BASE_URL").or_else(|| {
+        non_blank("CODEX_OSS_PORT").map(|port| format!("http://localhost:{}/v1", port.trim()))
+    })
 }
 
 /// The effective configuration of a conversation.
@@ -411,7 +423,8 @@ fn resolve(
             })?,
     };
 
-    let mut model_providers = built_in_model_providers(env.openai_base_url.as_deref());
+    let mut model_providers =
+        built_in_model_providers_with(env.openai_base_url.as_deref(), env.oss_base_url.as_deref());
     for (id, mut provider) in file_providers {
         if provider.name.trim().is_empty() {
             provider.name = id.clone();

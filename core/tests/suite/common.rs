@@ -53,6 +53,7 @@ impl TestEnv {
         let env = ConfigEnv {
             process_cwd: self.workspace.path().to_path_buf(),
             openai_base_url: None,
+            oss_base_url: None,
         };
         let overrides = ConfigOverrides {
             sandbox_executable: Some(sandbox_helper()),

@@ -19,6 +19,7 @@ fn test_env() -> ConfigEnv {
     ConfigEnv {
         process_cwd: PathBuf::from("/work/project"),
         openai_base_url: None,
+        oss_base_url: None,
     }
 }
 
