@@ -1,5 +1,6 @@
 mod agents;
 mod app_server;
+mod chat_streams;
 mod compaction;
 mod exec;
 mod faults;

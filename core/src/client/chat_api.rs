@@ -95,13 +95,22 @@ struct PendingToolCall {
     arguments: String,
 }
 
-/// Accumulates chat chunks: text deltas pass through, tool-call fragments are joined by index.
+/// Accumulates chat chunks: text and reasoning deltas pass through, tool-call fragments are
+/// joined by index. Written for what local servers (Ollama, vLLM, llama.cpp, LM Studio) really
+/// send: arguments split over many chunks, several calls interleaved by index (or a call
+/// without an index that starts with a new id), an id only on a call's first chunk or none at
+/// all, arguments as a JSON object instead of a string, `reasoning_content` / `reasoning`
+/// deltas, usage only in the last chunk or missing, no `finish_reason`, no `[DONE]`.
 #[derive(Default)]
 pub(super) struct ChatAccumulator {
     text: String,
+    reasoning: String,
     tool_calls: BTreeMap<u64, PendingToolCall>,
+    /// The key the last fragment without an index went to.
+    last_call_key: Option<u64>,
     usage: Option<TokenUsage>,
     response_id: String,
+    finish_reason_seen: bool,
 }
 
 impl ChatAccumulator {
@@ -147,7 +156,18 @@ impl ChatAccumulator {
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         for choice in choices.into_iter().flatten() {
+            if choice.get("finish_reason").is_some_and(|r| !r.is_null()) {
+                self.finish_reason_seen = true;
+            }
             let delta = choice.get("delta").unwrap_or(&Value::Null);
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(text) = delta.get(key).and_then(Value::as_str)
+                    && !text.is_empty()
+                {
+                    self.reasoning.push_str(text);
+                    events.push(ResponseEvent::ReasoningSummaryDelta(text.to_string()));
+                }
+            }
             if let Some(text) = delta.get("content").and_then(Value::as_str)
                 && !text.is_empty()
             {
@@ -156,25 +176,64 @@ impl ChatAccumulator {
             }
             let calls = delta.get("tool_calls").and_then(Value::as_array);
             for call in calls.into_iter().flatten() {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let pending = self.tool_calls.entry(index).or_default();
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    pending.id = id.to_string();
-                }
-                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                    pending.name.push_str(name);
-                }
-                if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
-                    pending.arguments.push_str(args);
-                }
+                self.add_call_fragment(call);
             }
         }
         Ok(events)
     }
 
+    /// Joins one tool-call fragment to the call it belongs to.
+    fn add_call_fragment(&mut self, call: &Value) {
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
+        let key = match call.get("index").and_then(Value::as_u64) {
+            Some(index) => index,
+            // No index: a fragment with a new id starts a call, others continue the last one.
+            None => match (self.last_call_key, id) {
+                (Some(last), Some(id))
+                    if self.tool_calls.get(&last).is_some_and(|c| c.id != id) =>
+                {
+                    self.tool_calls.keys().next_back().map_or(0, |k| k + 1)
+                }
+                (Some(last), _) => last,
+                (None, _) => self.tool_calls.keys().next_back().map_or(0, |k| k + 1),
+            },
+        };
+        self.last_call_key = Some(key);
+        let pending = self.tool_calls.entry(key).or_default();
+        if let Some(id) = id {
+            pending.id = id.to_string();
+        }
+        if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+            pending.name.push_str(name);
+        }
+        match call.pointer("/function/arguments") {
+            Some(Value::String(args)) => pending.arguments.push_str(args),
+            Some(Value::Null) | None => {}
+            // Some servers send the arguments as a JSON object.
+            Some(args) => pending.arguments.push_str(&args.to_string()),
+        }
+    }
+
+    /// Whether a chunk gave a `finish_reason` (the answer is over even if `[DONE]` never comes).
+    pub(super) fn saw_finish_reason(&self) -> bool {
+        self.finish_reason_seen
+    }
+
     /// Emits the accumulated items and the completion, once.
-    fn finish(&mut self) -> Vec<ResponseEvent> {
+    pub(super) fn finish(&mut self) -> Vec<ResponseEvent> {
         let mut events = Vec::new();
+        if !self.reasoning.is_empty() {
+            events.push(ResponseEvent::OutputItemDone(ResponseItem::Reasoning {
+                id: None,
+                summary: vec![crate::models::ReasoningSummary::SummaryText {
+                    text: std::mem::take(&mut self.reasoning),
+                }],
+                encrypted_content: None,
+            }));
+        }
         if !self.text.is_empty() {
             events.push(ResponseEvent::OutputItemDone(ResponseItem::Message {
                 id: None,
@@ -184,14 +243,27 @@ impl ChatAccumulator {
                 }],
             }));
         }
-        for (_, call) in std::mem::take(&mut self.tool_calls) {
+        for (key, call) in std::mem::take(&mut self.tool_calls) {
+            // A server that gives no id still needs one the tool output can name.
+            let call_id = if call.id.is_empty() {
+                format!("call_{}_{key}", uuid::Uuid::new_v4().simple())
+            } else {
+                call.id
+            };
+            let arguments = if call.arguments.trim().is_empty() {
+                "{}".to_string()
+            } else {
+                call.arguments
+            };
             events.push(ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
                 id: None,
                 name: call.name,
-                arguments: call.arguments,
-                call_id: call.id,
+                arguments,
+                call_id,
             }));
         }
+        self.last_call_key = None;
+        self.finish_reason_seen = false;
         events.push(ResponseEvent::Completed {
             response_id: std::mem::take(&mut self.response_id),
             token_usage: self.usage.take(),

@@ -107,6 +107,12 @@ impl ResponseStream {
             }
             let Some(frame) = self.frames.next().await else {
                 self.finished = true;
+                // A Chat server that said why it stopped (`finish_reason`) and closed the
+                // stream without `[DONE]` has finished its answer; anything else is broken.
+                if self.wire_api == WireApi::Chat && self.chat.saw_finish_reason() {
+                    self.ready.extend(self.chat.finish());
+                    continue;
+                }
                 return Some(Err(CoreError::Stream(
                     "stream closed before response.completed".to_string(),
                 )));

@@ -113,6 +113,19 @@ fn capture(
 
 /// Streams `turn` in the request's wire format, or fails it with its HTTP fault.
 fn stream(model: &str, request: &CapturedRequest, turn: &Turn, body_len: usize) -> Response {
+    if !turn.raw_frames.is_empty() {
+        let body: String = turn
+            .raw_frames
+            .iter()
+            .map(|data| format!("data: {data}\n\n"))
+            .collect();
+        let mut response = Response::new(Body::from(body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        return response;
+    }
     if let Some(Fault::HttpStatus {
         status,
         body,

@@ -194,6 +194,10 @@ pub struct Turn {
     /// The usage to report; estimated from the sizes of request and reply when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// A reply recorded from a real server: each entry is sent verbatim as one SSE frame's
+    /// `data:` (`[DONE]` included only if listed), instead of rendering `items`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raw_frames: Vec<String>,
 }
 
 impl Turn {
@@ -220,6 +224,15 @@ impl Turn {
     pub fn with_event_delay(mut self, delay: Duration) -> Self {
         self.event_delay = Some(delay);
         self
+    }
+
+    /// A reply sent as these SSE `data:` payloads, verbatim and in order (a stream recorded
+    /// from a real server, quirks included).
+    pub fn raw(frames: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            raw_frames: frames.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
     }
 
     /// Reports `usage` instead of the estimate.
