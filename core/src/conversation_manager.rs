@@ -494,6 +494,8 @@ fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> Turn
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),
         agent_tools: AgentTools::default(),
+        web_search: config.web_search,
+        view_image: config.view_image,
     }
 }
 

@@ -44,6 +44,7 @@ pub mod config;
 mod conversation;
 mod conversation_manager;
 mod error;
+mod images;
 mod model_family;
 mod models;
 mod permissions_message;

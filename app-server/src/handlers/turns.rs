@@ -24,6 +24,31 @@ async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> 
 
 /// `turn/start`: answers with the new turn, then hands the input to the engine so
 /// `turn/started` always follows the response.
+/// A `localImage` input must name an absolute path to a file that exists, so a typo is an
+/// error for the client, not a note to the model.
+fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &str) -> Result<()> {
+    for item in input {
+        if let keel_protocol::app_server::UserInput::LocalImage { path } = item {
+            let problem = if !path.is_absolute() {
+                Some("is not an absolute path".to_string())
+            } else {
+                match std::fs::metadata(path) {
+                    Ok(meta) if meta.is_file() => None,
+                    Ok(_) => Some("is not a file".to_string()),
+                    Err(err) => Some(err.to_string()),
+                }
+            };
+            if let Some(problem) = problem {
+                return Err(AppServerError::InvalidParams {
+                    method: method.into(),
+                    message: format!("localImage `{}`: {problem}", path.display()),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<Reply> {
     let thread = loaded(state, &params.thread_id).await?;
     if params.input.is_empty() {
@@ -32,6 +57,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
             message: "`input` must not be empty".into(),
         });
     }
+    check_local_images(&params.input, "turn/start")?;
     let turn_id = uuid::Uuid::now_v7().to_string();
     thread.claim_turn(&turn_id).map_err(|running| {
         AppServerError::InvalidRequest(format!(

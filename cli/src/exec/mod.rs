@@ -69,6 +69,10 @@ pub struct ExecArgs {
     #[arg(long)]
     oss: bool,
 
+    /// An image to attach to the prompt (PNG, JPEG, GIF or WebP). Repeatable.
+    #[arg(short = 'i', long = "image", value_name = "FILE")]
+    images: Vec<PathBuf>,
+
     /// Print every event as JSON Lines on stdout instead of the readable stream.
     #[arg(long)]
     json: bool,
@@ -202,7 +206,19 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let prompt = read_prompt(prompt_arg)?;
-    drive(&client, thread, prompt, args.json).await
+    let mut input = vec![UserInput::Text {
+        text: prompt,
+        text_elements: Vec::new(),
+    }];
+    for image in &args.images {
+        let path =
+            std::path::absolute(image).with_context(|| format!("resolving {}", image.display()))?;
+        if !path.is_file() {
+            return Err(usage(format!("-i {}: no such file", image.display())));
+        }
+        input.push(UserInput::LocalImage { path });
+    }
+    drive(&client, thread, input, args.json).await
 }
 
 /// The `-C` directory, absolute; a usage error when it is not an existing directory.
@@ -288,7 +304,7 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
 async fn drive(
     client: &InProcessAppServerClient,
     thread: ThreadStartResponse,
-    prompt: String,
+    input: Vec<UserInput>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut renderer = HumanRenderer::default();
@@ -304,10 +320,7 @@ async fn drive(
     let turn = client
         .request::<client_request::TurnStart>(TurnStartParams {
             thread_id: thread_id.clone(),
-            input: vec![UserInput::Text {
-                text: prompt,
-                text_elements: Vec::new(),
-            }],
+            input,
             cwd: None,
             approval_policy: None,
             sandbox_policy: None,

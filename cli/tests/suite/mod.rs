@@ -6,6 +6,7 @@ mod exec;
 mod faults;
 mod first_run;
 mod fuzz;
+mod images;
 mod mcp_server;
 mod prompt;
 mod quickstart;

@@ -17,9 +17,28 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     for item in &prompt.input {
         match item {
             ResponseItem::Message { role, content, .. } => {
-                let text: String = content.iter().filter_map(|c| c.text()).collect();
                 let role = if role == "developer" { "system" } else { role };
-                messages.push(json!({"role": role, "content": text}));
+                let has_image = content
+                    .iter()
+                    .any(|c| matches!(c, crate::models::ContentItem::InputImage { .. }));
+                if has_image {
+                    // Images go as content parts, which every vision-capable server takes.
+                    let parts: Vec<Value> = content
+                        .iter()
+                        .map(|c| match c {
+                            crate::models::ContentItem::InputImage { image_url } => {
+                                json!({"type": "image_url", "image_url": {"url": image_url}})
+                            }
+                            other => {
+                                json!({"type": "text", "text": other.text().unwrap_or_default()})
+                            }
+                        })
+                        .collect();
+                    messages.push(json!({"role": role, "content": parts}));
+                } else {
+                    let text: String = content.iter().filter_map(|c| c.text()).collect();
+                    messages.push(json!({"role": role, "content": text}));
+                }
             }
             ResponseItem::FunctionCall {
                 name,

@@ -124,6 +124,10 @@ pub struct Config {
     /// Treat the model as a reasoning model (or not) whatever Keel's family table says
     /// (`model_supports_reasoning_summaries`).
     pub model_supports_reasoning_summaries: Option<bool>,
+    /// Offer the provider's built-in `web_search` tool (`tools.web_search`, default off).
+    pub web_search: bool,
+    /// Offer `view_image` (`tools.view_image`, default on).
+    pub view_image: bool,
     /// Offer the model the sub-agent tools (`features.multi_agent`, default on).
     pub multi_agent: bool,
     /// Offer the model `spawn_agents_on_csv` (`features.enable_fanout`, default on).
@@ -406,6 +410,7 @@ fn resolve(
         compact_prompt,
         tool_output_token_limit,
         agents,
+        tools,
         model_reasoning_summary,
         model_verbosity,
         model_supports_reasoning_summaries,
@@ -521,6 +526,8 @@ fn resolve(
             .unwrap_or_default(),
         model_verbosity: profile.model_verbosity.or(model_verbosity),
         model_supports_reasoning_summaries,
+        web_search: tools.web_search.unwrap_or(false),
+        view_image: tools.view_image.unwrap_or(true),
         multi_agent: features.multi_agent.unwrap_or(true),
         enable_fanout: features.enable_fanout.unwrap_or(true),
         agents_max_threads: agents

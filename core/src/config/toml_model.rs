@@ -38,9 +38,21 @@ pub(crate) struct ConfigToml {
     pub compact_prompt: Option<String>,
     pub tool_output_token_limit: Option<usize>,
     pub agents: AgentsToml,
+    pub tools: ToolsToml,
     pub model_reasoning_summary: Option<ReasoningSummaryMode>,
     pub model_verbosity: Option<Verbosity>,
     pub model_supports_reasoning_summaries: Option<bool>,
+}
+
+/// `[tools]`: optional tools. Other keys load silently.
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ToolsToml {
+    /// Offer the provider's built-in `web_search` (Responses API; default off).
+    pub web_search: Option<bool>,
+    /// Offer `view_image` (default on).
+    pub view_image: Option<bool>,
 }
 
 /// `[agents]`: limits on sub-agents. Other keys (Codex's agent roles) load silently.

@@ -52,6 +52,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "sandbox_workspace_write",
     "shell_environment_policy",
     "tool_output_token_limit",
+    "tools",
 ];
 
 /// Keys Keel reads inside `[profiles.<name>]`.
@@ -140,7 +141,6 @@ pub(crate) const CODEX_KEYS_IGNORED: &[&str] = &[
     "sandbox",
     "show_raw_agent_reasoning",
     "skills",
-    "tools",
     "tools_view_image",
     "tools_web_search",
     "trust_level",

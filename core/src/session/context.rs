@@ -41,6 +41,10 @@ pub(crate) struct TurnContext {
     pub stream_max_retries: u64,
     /// Which agent tools this conversation is offered.
     pub agent_tools: AgentTools,
+    /// Offer the provider's built-in `web_search`.
+    pub web_search: bool,
+    /// Offer `view_image`.
+    pub view_image: bool,
 }
 
 /// The agent tools a conversation is offered, by its place in the agent tree.

@@ -198,6 +198,12 @@ impl Session {
         any
     }
 
+    /// Adds an item to send with the next request of the running turn (an image a tool
+    /// attached, say).
+    pub(crate) fn queue_input(&self, item: ResponseItem) {
+        self.state().pending_input.push(item);
+    }
+
     /// Ends the turn unless input is waiting; returns `true` if the turn must continue.
     pub(crate) fn finish_turn_unless_pending(&self, sub_id: &SubmissionId) -> bool {
         let mut state = self.state();

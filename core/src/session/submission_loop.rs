@@ -92,7 +92,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
 }
 
 /// Converts user input to a history item.
-pub(crate) fn user_input_item(items: &[InputItem]) -> ResponseItem {
+pub(crate) fn user_input_item(cwd: &std::path::Path, items: &[InputItem]) -> ResponseItem {
     let content = items
         .iter()
         .map(|item| match item {
@@ -100,9 +100,16 @@ pub(crate) fn user_input_item(items: &[InputItem]) -> ResponseItem {
             InputItem::Image { image_url } => ContentItem::InputImage {
                 image_url: image_url.clone(),
             },
-            InputItem::LocalImage { path } => ContentItem::InputText {
-                text: format!("[local image: {}]", path.display()),
-            },
+            // Read when the input arrives; a file that cannot be sent is named to the model
+            // in its place (clients check paths before they submit).
+            InputItem::LocalImage { path } => {
+                match crate::images::local_image_data_url(cwd, path) {
+                    Ok(image_url) => ContentItem::InputImage { image_url },
+                    Err(err) => ContentItem::InputText {
+                        text: format!("[image not attached: {err}]"),
+                    },
+                }
+            }
         })
         .collect();
     ResponseItem::Message {
@@ -117,7 +124,8 @@ fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<I
         let mut state = session.state();
         if state.active_turn.is_some() {
             // Input while a turn runs joins that turn: it is sent with the next model request.
-            state.pending_input.push(user_input_item(&items));
+            let cwd = state.turn_context.cwd.clone();
+            state.pending_input.push(user_input_item(&cwd, &items));
             return;
         }
     }

@@ -75,7 +75,9 @@ pub(crate) async fn run_turn(
             match auto_compact_if_full(&session, &ids, &cancel).await {
                 Err(stop) => Err(stop),
                 Ok(_) => {
-                    session.record_items(&[user_input_item(&input)]).await;
+                    session
+                        .record_items(&[user_input_item(&context.cwd, &input)])
+                        .await;
                     session
                         .send_event(
                             &ids.sub_id,

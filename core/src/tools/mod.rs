@@ -10,6 +10,7 @@ mod shell;
 mod spec;
 mod turn_diff;
 mod unified_exec;
+mod view_image;
 
 use std::sync::Arc;
 
@@ -44,6 +45,12 @@ pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
         },
         spec::update_plan_tool(),
     ]);
+    if context.view_image {
+        tools.push(spec::view_image_tool());
+    }
+    if context.web_search && settings.wire_api == WireApi::Responses {
+        tools.push(serde_json::json!({"type": "web_search"}));
+    }
     let offered = &context.agent_tools;
     if offered.collab {
         tools.extend(agent_spec::collab_tools());
@@ -92,6 +99,7 @@ impl ToolRouter<'_> {
                         Err(err) => format!("failed to parse apply_patch arguments: {err}"),
                     },
                     "update_plan" => self.update_plan(arguments).await,
+                    "view_image" => self.view_image(arguments),
                     "spawn_agent" => self.spawn_agent(call_id, arguments).await,
                     "send_input" => self.send_input(call_id, arguments).await,
                     "wait_agent" | "wait" => self.wait_agent(call_id, arguments).await?,
