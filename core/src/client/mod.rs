@@ -165,6 +165,15 @@ impl ModelClient {
         &self.settings
     }
 
+    /// The request body `prompt` becomes on this provider's wire API, as sent.
+    pub fn request_bytes(&self, prompt: &Prompt) -> Result<Vec<u8>> {
+        match self.settings.wire_api {
+            WireApi::Responses => responses_api::request_bytes(&self.settings, prompt),
+            WireApi::Chat => serde_json::to_vec(&chat_api::request_body(&self.settings, prompt))
+                .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}"))),
+        }
+    }
+
     /// Sends one streaming request. Errors before the first byte (connection, HTTP status,
     /// missing key) are returned here; errors mid-stream arrive on the stream.
     pub async fn stream(&self, prompt: &Prompt) -> Result<ResponseStream> {
@@ -173,15 +182,13 @@ impl ModelClient {
             .api_key
             .clone()
             .map_err(CoreError::MissingApiKey)?;
-        let body = match self.settings.wire_api {
-            WireApi::Responses => responses_api::request_body(&self.settings, prompt),
-            WireApi::Chat => chat_api::request_body(&self.settings, prompt),
-        };
+        let body = self.request_bytes(prompt)?;
         let mut request = self
             .http
             .post(&self.settings.url)
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(&body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = api_key {
             request = request.bearer_auth(key);
         }

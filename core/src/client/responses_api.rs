@@ -1,7 +1,7 @@
 //! The OpenAI Responses API: request body and SSE event mapping.
 
 use keel_protocol::TokenUsage;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::sse::Frame;
@@ -10,28 +10,53 @@ use crate::config::ReasoningSummaryMode;
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 
-/// The JSON body of `POST /responses`.
-pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
-    let mut body = json!({
-        "model": settings.model,
-        "instructions": prompt.instructions,
-        "input": prompt.input.iter().filter(|item| !matches!(item, ResponseItem::Other)).collect::<Vec<_>>(),
-        "tools": prompt.tools,
-        "tool_choice": "auto",
-        "parallel_tool_calls": false,
-        "store": false,
-        "stream": true,
-    });
-    if let Some(id) = &prompt.conversation_id {
-        body["prompt_cache_key"] = json!(id);
+/// The body of `POST /responses`, borrowing the prompt: serialised straight to bytes, with no
+/// intermediate JSON tree of the (possibly megabytes of) history.
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    instructions: &'a str,
+    input: InputItems<'a>,
+    tools: &'a [Value],
+    tool_choice: &'static str,
+    parallel_tool_calls: bool,
+    store: bool,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    include: Option<[&'static str; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Value>,
+}
+
+/// The history as sent: every item but the ones Keel does not model.
+struct InputItems<'a>(&'a [ResponseItem]);
+
+impl Serialize for InputItems<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(
+            self.0
+                .iter()
+                .filter(|item| !matches!(item, ResponseItem::Other)),
+        )
     }
+}
+
+/// The JSON body of `POST /responses`, as bytes.
+pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
     let family = crate::model_family::family(&settings.model);
     // A model reasons if the table or the configuration says so, or if the user asked for an
     // effort (an unknown model named with an effort is taken at its word).
     let reasons = settings
         .reasoning_override
         .unwrap_or(family.reasoning || settings.reasoning_effort.is_some());
-    if reasons {
+    let reasoning = reasons.then(|| {
         let mut reasoning = serde_json::Map::new();
         if let Some(effort) = settings.reasoning_effort.or(family.default_effort) {
             reasoning.insert("effort".into(), json!(effort));
@@ -39,16 +64,30 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
         if settings.reasoning_summary != ReasoningSummaryMode::None {
             reasoning.insert("summary".into(), json!(settings.reasoning_summary));
         }
-        body["reasoning"] = Value::Object(reasoning);
+        Value::Object(reasoning)
+    });
+    let body = RequestBody {
+        model: &settings.model,
+        instructions: &prompt.instructions,
+        input: InputItems(&prompt.input),
+        tools: &prompt.tools,
+        tool_choice: "auto",
+        parallel_tool_calls: false,
+        store: false,
+        stream: true,
+        prompt_cache_key: prompt.conversation_id.as_deref(),
+        reasoning,
         // With `store: false` the provider keeps nothing: the reasoning comes back encrypted
         // and is sent again with the next request, so the model keeps its chain of thought
         // across the tool rounds of a turn.
-        body["include"] = json!(["reasoning.encrypted_content"]);
-    }
-    if let Some(verbosity) = settings.verbosity.filter(|_| family.verbosity) {
-        body["text"] = json!({ "verbosity": verbosity });
-    }
-    body
+        include: reasons.then_some(["reasoning.encrypted_content"]),
+        text: settings
+            .verbosity
+            .filter(|_| family.verbosity)
+            .map(|verbosity| json!({ "verbosity": verbosity })),
+    };
+    serde_json::to_vec(&body)
+        .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}")))
 }
 
 #[derive(Deserialize)]
