@@ -182,3 +182,16 @@ async fn submit(conversation: &Conversation, op: Op) {
         tracing::debug!(conversation = %conversation.id(), %err, "cannot deliver an approval answer");
     }
 }
+
+/// MCP has no way to put the model's questions to the user: the model is told nobody
+/// answered, so it decides itself (the questions went out with the `codex/event`).
+pub(crate) async fn answer_user_input_unasked(conversation: &Conversation, call_id: CallId) {
+    submit(
+        conversation,
+        Op::UserInputAnswer {
+            id: call_id,
+            response: keel_protocol::UserInputResponse::default(),
+        },
+    )
+    .await;
+}

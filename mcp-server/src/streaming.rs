@@ -360,6 +360,9 @@ async fn event_loop(
 ) {
     let id = conversation.id();
     while let Ok(event) = conversation.next_event().await {
+        if let EventMsg::RequestUserInput(request) = &event.msg {
+            approval::answer_user_input_unasked(&conversation, request.call_id.clone()).await;
+        }
         let mut state = state.lock().await;
         let state = &mut *state;
         match &state.subscriber {

@@ -109,6 +109,9 @@ async fn forward(context: Weak<ServerContext>, child: SpawnedConversation) {
                 )
                 .await;
             }
+            (EventMsg::RequestUserInput(request), _) => {
+                approval::answer_user_input_unasked(&conversation, request.call_id).await;
+            }
             (EventMsg::ShutdownComplete, _) => break,
             _ => {}
         }

@@ -5,6 +5,7 @@ mod approvals;
 mod history;
 mod items;
 mod translate;
+mod user_input;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -271,6 +272,9 @@ impl LoadedThread {
                     request,
                 } => {
                     self.ask(call_id, is_patch, request).await;
+                }
+                Output::UserInput { call_id, request } => {
+                    self.ask_user(call_id, request).await;
                 }
             }
         }

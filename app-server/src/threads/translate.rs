@@ -31,6 +31,13 @@ pub(crate) enum Output {
         /// The request to send.
         request: ServerRequest,
     },
+    /// Put the model's questions to the clients, then give the engine the first answers.
+    UserInput {
+        /// The engine call the answers are for.
+        call_id: CallId,
+        /// The request to send.
+        request: ServerRequest,
+    },
 }
 
 /// The running turn's items, in order, by id.
@@ -411,6 +418,19 @@ impl Translator {
                             .decode(delta.chunk.as_bytes()),
                     }),
                 ));
+            }
+            EventMsg::RequestUserInput(request) => {
+                out.push(Output::UserInput {
+                    call_id: request.call_id.clone(),
+                    request: ServerRequest::ToolRequestUserInput(
+                        keel_protocol::app_server::ToolRequestUserInputParams {
+                            thread_id,
+                            turn_id: request.turn_id.to_string(),
+                            item_id: request.call_id.to_string(),
+                            questions: request.questions.clone(),
+                        },
+                    ),
+                });
             }
             EventMsg::CollabToolCallBegin(call) => {
                 out.extend(self.start_once(collab_item(call)));

@@ -25,7 +25,7 @@ fn notifications(outputs: Vec<Output>) -> Vec<ServerNotification> {
         .into_iter()
         .filter_map(|o| match o {
             Output::Notify(n) => Some(n),
-            Output::Approval { .. } => None,
+            Output::Approval { .. } | Output::UserInput { .. } => None,
         })
         .collect()
 }

@@ -383,12 +383,31 @@ async fn drive(
                     return Ok(ExitCode::from(outcome.exit_code()));
                 }
             }
+            InProcessEvent::ServerRequest {
+                id,
+                request: ServerRequest::ToolRequestUserInput(asked),
+            } => {
+                let questions: Vec<&str> = asked
+                    .questions
+                    .iter()
+                    .map(|q| q.question.as_str())
+                    .collect();
+                eprintln!(
+                    "the model asked: {}; keel exec has no user to ask, so it was told nobody \
+                     answered",
+                    questions.join(" / ")
+                );
+                client
+                    .respond(id, serde_json::json!({"answers": {}}))
+                    .await?;
+            }
             InProcessEvent::ServerRequest { id, request } => {
                 let what = match &request {
                     ServerRequest::CommandExecutionRequestApproval(p) => {
                         format!("command `{}`", p.command.clone().unwrap_or_default())
                     }
                     ServerRequest::FileChangeRequestApproval(_) => "a patch".to_string(),
+                    ServerRequest::ToolRequestUserInput(_) => "questions".to_string(),
                 };
                 eprintln!("approval needed for {what}; declined (keel exec cannot ask)");
                 client

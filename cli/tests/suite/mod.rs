@@ -14,3 +14,4 @@ mod reasoning;
 mod sandbox;
 mod teardown;
 mod unified_exec;
+mod user_input;

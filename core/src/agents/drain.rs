@@ -20,6 +20,10 @@ pub(crate) async fn drain_unobserved(conversation: Arc<Conversation>) {
                 id: request.call_id,
                 decision: ReviewDecision::Denied,
             },
+            EventMsg::RequestUserInput(request) => Op::UserInputAnswer {
+                id: request.call_id,
+                response: keel_protocol::UserInputResponse::default(),
+            },
             EventMsg::ShutdownComplete => break,
             _ => continue,
         };

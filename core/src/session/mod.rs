@@ -60,6 +60,8 @@ pub(crate) struct Session {
     tx_event: mpsc::Sender<Event>,
     state: Mutex<SessionState>,
     approvals: Mutex<HashMap<CallId, oneshot::Sender<ReviewDecision>>>,
+    /// `request_user_input` calls waiting for the user's answers.
+    user_inputs: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::UserInputResponse>>>,
     rollout: Option<RolloutRecorder>,
     /// Where the conversation's commands run; dropping it kills them all.
     processes: ProcessLayer,
@@ -96,6 +98,7 @@ impl Session {
                 last_turn: None,
             }),
             approvals: Mutex::new(HashMap::new()),
+            user_inputs: Mutex::new(HashMap::new()),
             rollout,
             processes: ProcessLayer::new(exec_target),
             unified_exec: UnifiedExecSessions::default(),
@@ -294,6 +297,45 @@ impl Session {
 
     pub(crate) fn token_info(&self) -> Option<TokenUsageInfo> {
         self.state().token_info.clone()
+    }
+
+    /// Registers a pending `request_user_input` and returns where its answers arrive.
+    pub(crate) fn register_user_input(
+        &self,
+        call_id: CallId,
+    ) -> oneshot::Receiver<keel_protocol::UserInputResponse> {
+        let (tx, rx) = oneshot::channel();
+        self.user_inputs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(call_id, tx);
+        rx
+    }
+
+    /// Forgets a `request_user_input` that ended without answers (an interrupt).
+    pub(crate) fn forget_user_input(&self, call_id: &CallId) {
+        self.user_inputs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+    }
+
+    /// Delivers the user's answers; unknown call ids are logged and ignored.
+    pub(crate) fn resolve_user_input(
+        &self,
+        call_id: &CallId,
+        response: keel_protocol::UserInputResponse,
+    ) {
+        let sender = self
+            .user_inputs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+        match sender.map(|tx| tx.send(response)) {
+            Some(Ok(())) => {}
+            Some(Err(_)) => tracing::debug!(%call_id, "answers arrived after their turn ended"),
+            None => tracing::warn!(%call_id, "answers for an unknown or settled request"),
+        }
     }
 
     /// Registers a pending approval and returns the receiver its answer arrives on.

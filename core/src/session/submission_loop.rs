@@ -68,6 +68,12 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             } => {
                 session.resolve_approval(&call_id, decision);
             }
+            Op::UserInputAnswer {
+                id: call_id,
+                response,
+            } => {
+                session.resolve_user_input(&call_id, response);
+            }
             Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,
             Op::Shutdown => {
                 stop_turn(&session).await;

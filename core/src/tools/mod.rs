@@ -10,6 +10,7 @@ mod shell;
 mod spec;
 mod turn_diff;
 mod unified_exec;
+mod user_input;
 mod view_image;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
             crate::apply_patch::apply_patch_function_tool()
         },
         spec::update_plan_tool(),
+        spec::request_user_input_tool(),
     ]);
     if context.view_image {
         tools.push(spec::view_image_tool());
@@ -100,6 +102,7 @@ impl ToolRouter<'_> {
                     },
                     "update_plan" => self.update_plan(arguments).await,
                     "view_image" => self.view_image(arguments),
+                    "request_user_input" => self.request_user_input(call_id, arguments).await?,
                     "spawn_agent" => self.spawn_agent(call_id, arguments).await,
                     "send_input" => self.send_input(call_id, arguments).await,
                     "wait_agent" | "wait" => self.wait_agent(call_id, arguments).await?,

@@ -133,3 +133,48 @@ pub(crate) fn view_image_tool() -> Value {
         }
     })
 }
+
+/// The `request_user_input` tool: ask the user questions and wait for the answers.
+pub(crate) fn request_user_input_tool() -> Value {
+    json!({
+        "type": "function",
+        "name": "request_user_input",
+        "description": "Ask the user one or more short questions when you cannot go on \
+            without their decision (a choice between approaches, a missing fact). Offer \
+            options where you can. Returns the answers by question id; an empty result means \
+            nobody could answer, so decide yourself and say what you assumed.",
+        "strict": false,
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "description": "Your id for the question."},
+                            "header": {"type": "string", "description": "A heading of a few words."},
+                            "question": {"type": "string"},
+                            "options": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "label": {"type": "string"},
+                                        "description": {"type": "string"}
+                                    },
+                                    "required": ["label", "description"],
+                                    "additionalProperties": false
+                                }
+                            }
+                        },
+                        "required": ["id", "header", "question", "options"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["questions"],
+            "additionalProperties": false
+        }
+    })
+}

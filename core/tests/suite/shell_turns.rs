@@ -67,6 +67,7 @@ async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
             "write_stdin",
             "apply_patch",
             "update_plan",
+            "request_user_input",
             "view_image",
             "spawn_agent",
             "send_input",

@@ -84,3 +84,24 @@ pub struct FileChangeRequestApprovalResponse {
     /// The answer (same values as for commands).
     pub decision: CommandExecutionApprovalDecision,
 }
+
+/// Params of `item/tool/requestUserInput`: the model's questions for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolRequestUserInputParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The tool call asking.
+    pub item_id: String,
+    /// The questions.
+    pub questions: Vec<crate::UserInputQuestion>,
+}
+
+/// Result of `item/tool/requestUserInput`: answers keyed by question id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolRequestUserInputResponse {
+    /// Answers by question id.
+    pub answers: std::collections::BTreeMap<String, crate::UserInputAnswer>,
+}

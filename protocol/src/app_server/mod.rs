@@ -157,5 +157,7 @@ crate::request_table! {
         CommandExecutionRequestApproval("item/commandExecution/requestApproval", CommandExecutionRequestApprovalParams) -> CommandExecutionRequestApprovalResponse,
         /// Asks to apply a patch.
         FileChangeRequestApproval("item/fileChange/requestApproval", FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse,
+        /// Asks the user the model's questions.
+        ToolRequestUserInput("item/tool/requestUserInput", ToolRequestUserInputParams) -> ToolRequestUserInputResponse,
     }
 }

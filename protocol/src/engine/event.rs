@@ -83,6 +83,8 @@ pub enum EventMsg {
     ContextCompactionStarted(ContextCompactionEvent),
     /// The history was replaced by its summary.
     ContextCompacted(ContextCompactionEvent),
+    /// The model asks the user questions and waits for the answers.
+    RequestUserInput(crate::RequestUserInputEvent),
     /// A sub-agent tool call started.
     CollabToolCallBegin(CollabToolCallEvent),
     /// A sub-agent tool call ended.

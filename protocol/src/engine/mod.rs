@@ -11,6 +11,7 @@ mod plan;
 mod policy;
 mod token_usage;
 mod tool_events;
+mod user_input_request;
 
 pub use collab::*;
 pub use event::*;
@@ -22,3 +23,4 @@ pub use plan::{PlanItem, StepStatus, UpdatePlanArgs};
 pub use policy::{AskForApproval, ReasoningEffort, ReviewDecision, SandboxMode, SandboxPolicy};
 pub use token_usage::{TokenUsage, TokenUsageInfo};
 pub use tool_events::*;
+pub use user_input_request::*;

@@ -63,6 +63,13 @@ pub enum Op {
     },
     /// Stops the running turn: the model stream ends and running commands are killed.
     Interrupt,
+    /// Answers a `request_user_input` (empty answers: the user could not or would not).
+    UserInputAnswer {
+        /// The `call_id` of the request being answered.
+        id: CallId,
+        /// The answers.
+        response: crate::UserInputResponse,
+    },
     /// Answers an `exec_approval_request`.
     ExecApproval {
         /// The `call_id` of the request being answered.
