@@ -419,6 +419,15 @@ impl Translator {
                     }),
                 ));
             }
+            EventMsg::RateLimits(limits) => {
+                out.push(Output::Notify(
+                    ServerNotification::AccountRateLimitsUpdated(
+                        keel_protocol::app_server::AccountRateLimitsUpdatedNotification {
+                            rate_limits: limits.clone(),
+                        },
+                    ),
+                ));
+            }
             EventMsg::RequestUserInput(request) => {
                 out.push(Output::UserInput {
                     call_id: request.call_id.clone(),

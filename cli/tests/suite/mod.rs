@@ -10,6 +10,7 @@ mod images;
 mod mcp_server;
 mod prompt;
 mod quickstart;
+mod rate_limits;
 mod reasoning;
 mod sandbox;
 mod teardown;

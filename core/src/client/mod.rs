@@ -7,6 +7,7 @@
 
 mod chat_api;
 mod prompt;
+mod rate_limits;
 mod response_event;
 mod responses_api;
 mod sse;
@@ -92,9 +93,16 @@ pub struct ResponseStream {
     ready: VecDeque<ResponseEvent>,
     /// Set once the response completed or failed: nothing more is read.
     finished: bool,
+    /// The rate limits the response's headers stated.
+    rate_limits: Option<keel_protocol::RateLimitSnapshot>,
 }
 
 impl ResponseStream {
+    /// The provider's rate limits as the response's headers stated them, if they did.
+    pub fn rate_limits(&self) -> Option<&keel_protocol::RateLimitSnapshot> {
+        self.rate_limits.as_ref()
+    }
+
     /// The next event, or `None` when the stream is over. Cancel-safe: state changes only
     /// once a frame has been read whole.
     pub async fn next(&mut self) -> Option<Result<ResponseEvent>> {
@@ -223,7 +231,8 @@ impl ModelClient {
                 retry_after,
             });
         }
-
+        let rate_limits =
+            rate_limits::from_headers(response.headers(), chrono::Utc::now().timestamp());
         Ok(ResponseStream {
             frames: Box::pin(sse::frames(
                 response.bytes_stream(),
@@ -233,6 +242,7 @@ impl ModelClient {
             chat: chat_api::ChatAccumulator::default(),
             ready: VecDeque::new(),
             finished: false,
+            rate_limits,
         })
     }
 }

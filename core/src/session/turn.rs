@@ -378,6 +378,11 @@ async fn sample_once(
         () = cancel.cancelled() => return Err(TurnStop::Interrupted),
         stream = context.client.stream(prompt) => stream.map_err(TurnStop::Failed)?,
     };
+    if let Some(limits) = stream.rate_limits() {
+        session
+            .send_event(&ids.sub_id, EventMsg::RateLimits(limits.clone()))
+            .await;
+    }
     let mut items = Vec::new();
     loop {
         let event = tokio::select! {

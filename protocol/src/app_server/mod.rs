@@ -145,6 +145,8 @@ crate::notification_table! {
         ServerRequestResolved("serverRequest/resolved", ServerRequestResolvedNotification),
         /// Output of a standalone command streamed.
         CommandExecOutputDelta("command/exec/outputDelta", CommandExecOutputDeltaNotification),
+        /// The provider's rate limits changed.
+        AccountRateLimitsUpdated("account/rateLimits/updated", AccountRateLimitsUpdatedNotification),
         /// Something the user should know that is not an error of a turn.
         Warning("warning", WarningNotification),
     }

@@ -194,6 +194,14 @@ pub struct ReasoningSummaryPartAddedNotification {
     pub summary_index: u32,
 }
 
+/// `account/rateLimits/updated`: how much of the provider's rate limits is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountRateLimitsUpdatedNotification {
+    /// The limits as of the latest response.
+    pub rate_limits: crate::RateLimitSnapshot,
+}
+
 /// `error`: a turn failed, or a retry is under way (`willRetry`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -253,7 +261,7 @@ impl super::ServerNotification {
             N::ServerRequestResolved(n) => &n.thread_id,
             N::Error(n) => &n.thread_id,
             N::Warning(n) => return n.thread_id.as_deref(),
-            N::CommandExecOutputDelta(_) => return None,
+            N::CommandExecOutputDelta(_) | N::AccountRateLimitsUpdated(_) => return None,
         })
     }
 }

@@ -83,6 +83,8 @@ pub enum EventMsg {
     ContextCompactionStarted(ContextCompactionEvent),
     /// The history was replaced by its summary.
     ContextCompacted(ContextCompactionEvent),
+    /// The provider's rate limits, from its latest response's headers.
+    RateLimits(crate::RateLimitSnapshot),
     /// The model asks the user questions and waits for the answers.
     RequestUserInput(crate::RequestUserInputEvent),
     /// A sub-agent tool call started.

@@ -113,6 +113,19 @@ fn capture(
 
 /// Streams `turn` in the request's wire format, or fails it with its HTTP fault.
 fn stream(model: &str, request: &CapturedRequest, turn: &Turn, body_len: usize) -> Response {
+    let mut response = stream_body(model, request, turn, body_len);
+    for (name, value) in &turn.headers {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+fn stream_body(model: &str, request: &CapturedRequest, turn: &Turn, body_len: usize) -> Response {
     if !turn.raw_frames.is_empty() {
         let body: String = turn
             .raw_frames

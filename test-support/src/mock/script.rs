@@ -198,6 +198,9 @@ pub struct Turn {
     /// `data:` (`[DONE]` included only if listed), instead of rendering `items`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub raw_frames: Vec<String>,
+    /// Extra HTTP headers on the reply (rate-limit headers, say).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
 }
 
 impl Turn {
@@ -233,6 +236,12 @@ impl Turn {
             raw_frames: frames.into_iter().map(Into::into).collect(),
             ..Self::default()
         }
+    }
+
+    /// Adds an HTTP header to the reply.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
     }
 
     /// Reports `usage` instead of the estimate.
