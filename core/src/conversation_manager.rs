@@ -483,7 +483,9 @@ fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> Turn
         developer_instructions: config.developer_instructions.clone(),
         user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
         shell_env: config.shell_environment_policy.create_env_from_process(),
-        unified_exec: config.unified_exec,
+        unified_exec: config
+            .unified_exec
+            .unwrap_or(crate::model_family::family(&config.model).unified_exec),
         shell_snapshot: config.shell_snapshot,
         auto_compact_token_limit: crate::model_family::auto_compact_limit(
             config.model_auto_compact_token_limit,

@@ -1,7 +1,7 @@
 //! What Keel knows about model families without being told, in one table: the published
 //! context window, whether the model reasons (and so takes `reasoning` and returns encrypted
-//! reasoning to send back), whether it takes `text.verbosity`, and which `apply_patch` form it
-//! was trained on. Configuration (`model_context_window`, `model_supports_reasoning_summaries`)
+//! reasoning to send back), whether it takes `text.verbosity`, which `apply_patch` form it
+//! was trained on, and which command tools it gets by default. Configuration (`model_context_window`, `model_supports_reasoning_summaries`)
 //! wins over this table.
 
 use keel_protocol::ReasoningEffort;
@@ -19,6 +19,9 @@ pub(crate) struct ModelFamily {
     pub verbosity: bool,
     /// Trained on the freeform (custom tool) `apply_patch`.
     pub freeform_apply_patch: bool,
+    /// The command tools offered by default: `exec_command`/`write_stdin` when true, `shell`
+    /// when false (`features.unified_exec` overrides).
+    pub unified_exec: bool,
 }
 
 const UNKNOWN: ModelFamily = ModelFamily {
@@ -27,6 +30,7 @@ const UNKNOWN: ModelFamily = ModelFamily {
     default_effort: None,
     verbosity: false,
     freeform_apply_patch: false,
+    unified_exec: true,
 };
 
 /// Families by model-name prefix; the first match wins, so longer prefixes come first.
@@ -39,6 +43,7 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
             default_effort: Some(ReasoningEffort::Medium),
             verbosity: false,
             freeform_apply_patch: true,
+            unified_exec: true,
         },
     ),
     (
@@ -49,6 +54,7 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
             default_effort: Some(ReasoningEffort::Medium),
             verbosity: true,
             freeform_apply_patch: true,
+            unified_exec: true,
         },
     ),
     (
@@ -59,6 +65,7 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
             default_effort: Some(ReasoningEffort::Medium),
             verbosity: false,
             freeform_apply_patch: true,
+            unified_exec: true,
         },
     ),
     (
@@ -69,6 +76,7 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
             default_effort: Some(ReasoningEffort::Medium),
             verbosity: false,
             freeform_apply_patch: false,
+            unified_exec: true,
         },
     ),
     (
@@ -79,12 +87,14 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
             default_effort: Some(ReasoningEffort::Medium),
             verbosity: false,
             freeform_apply_patch: false,
+            unified_exec: true,
         },
     ),
     (
         "gpt-4.1",
         ModelFamily {
             context_window: Some(1_047_576),
+            unified_exec: false,
             ..UNKNOWN
         },
     ),
@@ -92,6 +102,7 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
         "gpt-4o",
         ModelFamily {
             context_window: Some(128_000),
+            unified_exec: false,
             ..UNKNOWN
         },
     ),
@@ -131,7 +142,8 @@ mod tests {
         assert_eq!(known_context_window("mock-model"), None);
         assert!(family("gpt-5-codex").reasoning && !family("gpt-5-codex").verbosity);
         assert!(family("gpt-5").verbosity);
-        assert!(!family("gpt-4o").reasoning);
+        assert!(!family("gpt-4o").reasoning && !family("gpt-4o").unified_exec);
+        assert!(family("mock-model").unified_exec);
         assert!(family("o3").reasoning && !family("o3").freeform_apply_patch);
         assert_eq!(auto_compact_limit(Some(12), Some(272_000)), Some(12));
         assert_eq!(auto_compact_limit(None, Some(200_000)), Some(180_000));

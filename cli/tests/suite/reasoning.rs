@@ -70,6 +70,12 @@ async fn a_reasoning_model_gets_reasoning_and_its_encrypted_state_back() -> anyh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_does_not_reason_gets_no_reasoning_fields() -> anyhow::Result<()> {
     let (mock, _) = run("gpt-4o", &[("model_verbosity", "low".into())]).await?;
+    // The family's default command tool is `shell`.
+    let tools = mock.requests()[0].tool_names();
+    assert!(
+        tools.contains(&"shell".to_string()) && !tools.contains(&"exec_command".to_string()),
+        "{tools:?}"
+    );
     for request in mock.requests() {
         for field in ["reasoning", "include", "text"] {
             assert!(

@@ -100,8 +100,9 @@ pub struct Config {
     /// program when a command needs it.
     pub sandbox_executable: Option<PathBuf>,
     /// Offer the model `exec_command`/`write_stdin` (interactive processes) instead of
-    /// `shell` (`features.unified_exec`, default on). `shell` calls are accepted either way.
-    pub unified_exec: bool,
+    /// `shell` (`features.unified_exec`); `None` leaves it to the model family (on for all but
+    /// `gpt-4o`/`gpt-4.1`). `shell` calls are accepted either way.
+    pub unified_exec: Option<bool>,
     /// Capture the login shell's environment once per conversation and replay it, so
     /// `bash -lc` commands skip the profile (`features.shell_snapshot`, default on).
     pub shell_snapshot: bool,
@@ -514,7 +515,7 @@ fn resolve(
         model_context_window: profile.model_context_window.or(model_context_window),
         sandbox_allow_git_writes,
         sandbox_executable: overrides.sandbox_executable,
-        unified_exec: features.unified_exec.unwrap_or(true),
+        unified_exec: features.unified_exec,
         shell_snapshot: features.shell_snapshot.unwrap_or(true),
         exec_server_url,
         model_auto_compact_token_limit,
