@@ -40,3 +40,23 @@ pub(crate) fn display_command(argv: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The thread item of a sub-agent tool call.
+pub(crate) fn collab_item(call: &keel_protocol::CollabToolCallEvent) -> ThreadItem {
+    use keel_protocol::app_server::CollabAgentToolCallItem;
+    ThreadItem::CollabAgentToolCall(Box::new(CollabAgentToolCallItem {
+        id: call.call_id.clone(),
+        tool: call.tool,
+        status: call.status,
+        sender_thread_id: call.sender_thread_id.to_string(),
+        receiver_thread_ids: call
+            .receiver_thread_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        prompt: call.prompt.clone(),
+        model: call.model.clone(),
+        reasoning_effort: call.reasoning_effort,
+        agents_states: call.agents_states.clone(),
+    }))
+}

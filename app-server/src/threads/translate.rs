@@ -7,7 +7,6 @@ use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
     ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
     FileUpdateChange, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
-    ReasoningSummaryPartAddedNotification, ReasoningSummaryTextDeltaNotification,
     ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
     ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
     TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
@@ -16,6 +15,8 @@ use keel_protocol::app_server::{
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
 use super::items::{command_item, display_command};
+
+mod reasoning;
 
 /// Something the thread's pump must do for an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -291,71 +292,9 @@ impl Translator {
                     self.item_notification(&turn_id, item),
                 )));
             }
-            EventMsg::AgentReasoningSectionBreak(part) => {
-                let (turn_id, item_id, started) = self.ensure_reasoning_item();
-                if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
-                    )));
-                }
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.reasoning_summary_index = part.summary_index;
-                }
-                out.push(Output::Notify(
-                    ServerNotification::ReasoningSummaryPartAdded(
-                        ReasoningSummaryPartAddedNotification {
-                            thread_id,
-                            turn_id,
-                            item_id,
-                            summary_index: part.summary_index,
-                        },
-                    ),
-                ));
-            }
-            EventMsg::AgentReasoningDelta(delta) => {
-                let (turn_id, item_id, started) = self.ensure_reasoning_item();
-                let summary_index = self
-                    .turn
-                    .as_ref()
-                    .map_or(0, |turn| turn.reasoning_summary_index);
-                if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
-                    )));
-                }
-                out.push(Output::Notify(
-                    ServerNotification::ReasoningSummaryTextDelta(
-                        ReasoningSummaryTextDeltaNotification {
-                            thread_id,
-                            turn_id,
-                            item_id,
-                            delta: delta.delta.clone(),
-                            summary_index,
-                        },
-                    ),
-                ));
-            }
-            EventMsg::AgentReasoning(reasoning) => {
-                let (turn_id, item_id, started) = self.ensure_reasoning_item();
-                if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
-                    )));
-                }
-                let item = ThreadItem::Reasoning {
-                    id: item_id,
-                    summary: vec![reasoning.text.clone()],
-                    content: Vec::new(),
-                };
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.upsert(item.clone());
-                    turn.reasoning_item = None;
-                    turn.reasoning_summary_index = 0;
-                }
-                out.push(Output::Notify(ServerNotification::ItemCompleted(
-                    self.item_notification(&turn_id, item),
-                )));
-            }
+            EventMsg::AgentReasoningSectionBreak(_)
+            | EventMsg::AgentReasoningDelta(_)
+            | EventMsg::AgentReasoning(_) => out.extend(self.reasoning(&event.msg)),
             EventMsg::ExecApprovalRequest(request) => {
                 let item = command_item(
                     request.call_id.as_str(),
@@ -442,10 +381,10 @@ impl Translator {
                 });
             }
             EventMsg::CollabToolCallBegin(call) => {
-                out.extend(self.start_once(collab_item(call)));
+                out.extend(self.start_once(super::items::collab_item(call)));
             }
             EventMsg::CollabToolCallEnd(call) => {
-                out.extend(self.complete(collab_item(call)));
+                out.extend(self.complete(super::items::collab_item(call)));
             }
             EventMsg::ContextCompactionStarted(compaction) => {
                 out.extend(self.start_once(ThreadItem::ContextCompaction {
@@ -650,24 +589,6 @@ impl Translator {
         (turn.id.clone(), fresh, Some(item))
     }
 
-    fn ensure_reasoning_item(&mut self) -> (String, String, Option<ThreadItem>) {
-        let fresh = self.item_id("rs");
-        let Some(turn) = self.turn.as_mut() else {
-            return (String::new(), fresh, None);
-        };
-        if let Some(id) = &turn.reasoning_item {
-            return (turn.id.clone(), id.clone(), None);
-        }
-        let item = ThreadItem::Reasoning {
-            id: fresh.clone(),
-            summary: Vec::new(),
-            content: Vec::new(),
-        };
-        turn.reasoning_item = Some(fresh.clone());
-        turn.upsert(item.clone());
-        (turn.id.clone(), fresh, Some(item))
-    }
-
     /// `item/started` unless the item already started (an approval starts it early).
     fn start_once(&mut self, item: ThreadItem) -> Vec<Output> {
         let Some(turn) = self.turn.as_mut() else {
@@ -728,23 +649,3 @@ impl Translator {
 #[cfg(test)]
 #[path = "translate_tests.rs"]
 mod tests;
-
-/// The thread item of a sub-agent tool call.
-fn collab_item(call: &keel_protocol::CollabToolCallEvent) -> ThreadItem {
-    use keel_protocol::app_server::CollabAgentToolCallItem;
-    ThreadItem::CollabAgentToolCall(Box::new(CollabAgentToolCallItem {
-        id: call.call_id.clone(),
-        tool: call.tool,
-        status: call.status,
-        sender_thread_id: call.sender_thread_id.to_string(),
-        receiver_thread_ids: call
-            .receiver_thread_ids
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
-        prompt: call.prompt.clone(),
-        model: call.model.clone(),
-        reasoning_effort: call.reasoning_effort,
-        agents_states: call.agents_states.clone(),
-    }))
-}
