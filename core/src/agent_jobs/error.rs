@@ -70,6 +70,11 @@ pub(crate) enum JobError {
     /// `result` does not match the schema.
     #[error("`result` does not match the job's output_schema: {0}")]
     SchemaMismatch(String),
+    /// Every thread slot is held by the caller's open sub-agents.
+    #[error(
+        "all {0} agent slots (agents.max_threads) are held by open sub-agents; close some with close_agent, then call spawn_agents_on_csv again to run (or resume) the job"
+    )]
+    NoFreeSlot(usize),
     /// The job database failed.
     #[error("agent job database: {0}")]
     Store(String),

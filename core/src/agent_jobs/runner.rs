@@ -236,6 +236,12 @@ async fn drive(
     loop {
         // Start workers while there is room, rows and no reason to stop.
         while !exhausted && workers.len() < run.concurrency && !run.halt.is_cancelled() {
+            // With no worker of ours running, only the parent's own open sub-agents hold the
+            // slots, and they free none while the parent waits in this call: say so instead of
+            // waiting forever.
+            if workers.is_empty() && session.agents().free_slots() == 0 {
+                return Err(JobError::NoFreeSlot(session.agents().max_threads()).into());
+            }
             let slot = tokio::select! {
                 () = cancel.cancelled() => { interrupted = true; run.halt.cancel(); break; }
                 () = run.stop.cancelled() => { run.halt.cancel(); break; }

@@ -161,6 +161,11 @@ impl AgentControl {
             .map_err(|_| AgentError::ShuttingDown)
     }
 
+    /// Thread slots free in this tree right now.
+    pub(crate) fn free_slots(&self) -> usize {
+        self.lineage.slots.available_permits()
+    }
+
     fn try_slot(&self) -> Result<OwnedSemaphorePermit, AgentError> {
         self.lineage
             .slots

@@ -308,3 +308,72 @@ async fn a_report_with_stop_cancels_the_rest_of_the_job() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+/// A job started while the caller's open sub-agents hold every slot is refused with what to
+/// do, not left waiting forever; after `close_agent` the same call runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_every_slot_held_is_refused_until_an_agent_is_closed() -> anyhow::Result<()> {
+    use keel_test_support::{MockModelServer, function_call};
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("rows.csv"), "name\nonly\n")?;
+    let job = json!({"csv_path": "rows.csv", "instruction": "Do {name}"}).to_string();
+    let worker = reporting_worker();
+    let mock = MockModelServer::builder()
+        .responder(move |request| {
+            if let Some(w) = super::worker_of(request) {
+                return Some(worker(&w, request).0);
+            }
+            if super::input_text(request).contains("HELPER") {
+                return Some(Turn::new([assistant_message("helper done")]));
+            }
+            let id = request
+                .tool_output("s1")
+                .and_then(|o| o.as_str())
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                .and_then(|v| v["agent_id"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let steps = [
+                (
+                    "s1",
+                    "spawn_agent",
+                    json!({"message": "HELPER: wait"}).to_string(),
+                ),
+                ("j1", "spawn_agents_on_csv", job.clone()),
+                ("c1", "close_agent", json!({"id": id}).to_string()),
+                ("j2", "spawn_agents_on_csv", job.clone()),
+            ];
+            for (call_id, tool, args) in steps {
+                if request.tool_output(call_id).is_none() {
+                    return Some(Turn::new([function_call(call_id, tool, args)]));
+                }
+            }
+            Some(Turn::new([assistant_message("FINAL")]))
+        })
+        .start()
+        .await?;
+    write_config(home.path(), &mock.uri(), [("agents.max_threads", 1)])?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let output = |id: &str| {
+        mock.requests()
+            .iter()
+            .find_map(|r| {
+                r.tool_output(id)
+                    .and_then(|o| o.as_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        output("j1").contains("held by open sub-agents"),
+        "{}",
+        output("j1")
+    );
+    assert!(
+        output("j2").contains(r#""completed":1"#),
+        "{}",
+        output("j2")
+    );
+    Ok(())
+}
