@@ -288,6 +288,7 @@ impl LoadedThread {
         self.abort_approvals();
         // Nothing will end a turn any more: release whoever waits for one.
         self.turn_ended.notify_waiters();
+        self.finished.cancel();
     }
 }
 

@@ -26,6 +26,8 @@ use crate::session::{Session, TurnContext};
 const DEFAULT_CONCURRENCY: usize = 16;
 /// How long one worker may run when the call does not say.
 const DEFAULT_MAX_RUNTIME: Duration = Duration::from_secs(1800);
+/// The longest `max_runtime_seconds` taken.
+const MAX_RUNTIME_CAP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Least time between two progress events.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 /// Failed rows listed in the summary.
@@ -143,8 +145,14 @@ async fn prepare(
         )),
     };
     let requested = positive(args.max_concurrency.or(args.max_workers), "max_concurrency")?;
-    let max_runtime = positive(args.max_runtime_seconds, "max_runtime_seconds")?
-        .map_or(DEFAULT_MAX_RUNTIME, Duration::from_secs_f64);
+    // Capped at a week: anything longer means "no limit", and a huge value must not overflow.
+    let max_runtime = positive(args.max_runtime_seconds, "max_runtime_seconds")?.map_or(
+        DEFAULT_MAX_RUNTIME,
+        |secs| {
+            Duration::try_from_secs_f64(secs.min(MAX_RUNTIME_CAP.as_secs_f64()))
+                .unwrap_or(MAX_RUNTIME_CAP)
+        },
+    );
     let metadata = std::fs::metadata(&csv_path).map_err(|err| JobError::ReadCsv {
         path: csv_path.clone(),
         cause: err.to_string(),
@@ -250,7 +258,19 @@ async fn drive(
                     Err(err) => { run.halt.cancel(); return Err(JobError::Store(err.to_string()).into()); }
                 },
             };
-            match run.store.claim_next(job_id.clone()).await? {
+            let claimed = match run.store.claim_next(job_id.clone()).await {
+                Ok(claimed) => claimed,
+                Err(err) => {
+                    // Stop the running workers before giving up, so none is left behind.
+                    run.halt.cancel();
+                    while workers.join_next().await.is_some() {}
+                    if let Err(requeue) = run.store.requeue_running(job_id.clone()).await {
+                        tracing::warn!(job = %job_id, "could not requeue rows: {requeue}");
+                    }
+                    return Err(err.into());
+                }
+            };
+            match claimed {
                 None => exhausted = true,
                 Some(item) => {
                     counts.pending = counts.pending.saturating_sub(1);

@@ -196,7 +196,10 @@ impl AgentControl {
             .await?;
         let conversation = new.conversation;
         conversation.mark_running();
-        conversation.submit(Op::UserInput { items: input }).await?;
+        if let Err(err) = conversation.submit(Op::UserInput { items: input }).await {
+            manager.remove(new.conversation_id);
+            return Err(err.into());
+        }
         self.children().insert(
             new.conversation_id,
             Child {
@@ -228,9 +231,14 @@ impl AgentControl {
             )
             .await?;
         new.conversation.mark_running();
-        new.conversation
+        if let Err(err) = new
+            .conversation
             .submit(Op::UserInput { items: input })
-            .await?;
+            .await
+        {
+            manager.remove(new.conversation_id);
+            return Err(err.into());
+        }
         Ok(new.conversation)
     }
 
@@ -276,7 +284,14 @@ impl AgentControl {
     ) -> Result<(), AgentError> {
         let conversation = self.live(id)?;
         if interrupt {
+            // Input sent while the interrupted turn winds down would join that turn and be
+            // lost with it: wait (bounded) until it has ended, so the input starts a new one.
+            let mut status = conversation.watch_agent_status();
             conversation.submit(Op::Interrupt).await?;
+            let ended = status.wait_for(|s| s.status != CollabAgentStatus::Running);
+            if tokio::time::timeout(CLOSE_TIMEOUT, ended).await.is_err() {
+                tracing::warn!(agent = %id, "sub-agent still running after an interrupt");
+            }
         }
         conversation.mark_running();
         conversation.submit(Op::UserInput { items: input }).await?;
@@ -356,8 +371,13 @@ impl AgentControl {
                 (path, CollabAgentState::new(CollabAgentStatus::Completed))
             }
         };
-        let slot = self.try_slot()?;
         let manager = self.manager()?;
+        // A conversation open anywhere in this process (this one, its parent, a thread a
+        // client resumed) must not get a second engine writing the same rollout.
+        if manager.get(id).is_some() {
+            return Err(AgentError::AlreadyOpen(id));
+        }
+        let slot = self.try_slot()?;
         let config = self.child_config(context, None, None);
         let new = manager
             .resume_conversation(config, &path, self.lineage.child(self.own_id, None))

@@ -41,7 +41,8 @@ fn duration_seconds(text: &str) -> Option<f64> {
 fn codex_window(headers: &HeaderMap, which: &str, now: i64) -> Option<RateLimitWindow> {
     let used: f64 = header(headers, &format!("x-codex-{which}-used-percent"))?;
     let resets_at = header::<i64>(headers, &format!("x-codex-{which}-reset-at")).or_else(|| {
-        header::<i64>(headers, &format!("x-codex-{which}-reset-after-seconds")).map(|s| now + s)
+        header::<i64>(headers, &format!("x-codex-{which}-reset-after-seconds"))
+            .map(|s| now.saturating_add(s))
     });
     Some(RateLimitWindow {
         used_percent: used.round().clamp(0.0, 100.0) as i32,
@@ -63,7 +64,7 @@ fn openai_window(headers: &HeaderMap, unit: &str, now: i64) -> Option<RateLimitW
         .get(format!("x-ratelimit-reset-{unit}"))
         .and_then(|v| v.to_str().ok())
         .and_then(duration_seconds)
-        .map(|secs| now + secs.ceil() as i64);
+        .map(|secs| now.saturating_add(secs.ceil() as i64));
     Some(RateLimitWindow {
         used_percent: used,
         window_duration_mins: None,

@@ -89,6 +89,23 @@ impl ToolRouter<'_> {
                 call_id,
                 ..
             } => {
+                let offered = &self.context.agent_tools;
+                let refused_tool = match name.as_str() {
+                    "spawn_agent" | "send_input" | "wait_agent" | "wait" | "close_agent"
+                    | "resume_agent" => !offered.collab,
+                    "spawn_agents_on_csv" => !offered.fanout,
+                    "report_agent_job_result" => !offered.report,
+                    _ => false,
+                };
+                if refused_tool {
+                    return Ok(ResponseItem::FunctionCallOutput {
+                        call_id: call_id.clone(),
+                        output: serde_json::json!({
+                            "error": format!("`{name}` is not available to this agent")
+                        })
+                        .to_string(),
+                    });
+                }
                 let raw = match name.as_str() {
                     "shell" | "container.exec" => self.shell(call_id, arguments, diff).await?,
                     "exec_command" => self.exec_command(call_id, arguments, diff).await?,

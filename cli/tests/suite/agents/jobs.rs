@@ -377,3 +377,61 @@ async fn a_job_with_every_slot_held_is_refused_until_an_agent_is_closed() -> any
     );
     Ok(())
 }
+
+/// A job worker is not offered the job and sub-agent tools, and a call to one anyway is
+/// refused (it cannot restart its own job under its siblings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_cannot_start_jobs_or_agents() -> anyhow::Result<()> {
+    use keel_test_support::function_call;
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("rows.csv"), "name\nonly\n")?;
+    let job = json!({"csv_path": "rows.csv", "instruction": "Do {name}"});
+    let nested = job.to_string();
+    let worker: super::WorkerScript =
+        Arc::new(
+            move |worker, request| match request.tool_output_call_ids().len() {
+                0 => (
+                    Turn::new([function_call(
+                        "nested",
+                        "spawn_agents_on_csv",
+                        nested.clone(),
+                    )]),
+                    false,
+                ),
+                1 => (report_call(worker, "1", json!({"ok": true}), false), false),
+                _ => (Turn::new([assistant_message("done")]), true),
+            },
+        );
+    let (mock, stats) = job_mock(vec![("job", "spawn_agents_on_csv", job)], worker).await?;
+    write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains(r#""completed":1"#), "{}", out.stdout);
+    let requests = mock.requests();
+    let refused = requests
+        .iter()
+        .find_map(|r| {
+            r.tool_output("nested")
+                .and_then(|o| o.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    assert!(refused.contains("not available to this agent"), "{refused}");
+    let worker_tools = requests
+        .iter()
+        .find(|r| super::worker_of(r).is_some())
+        .map(|r| r.tool_names())
+        .unwrap_or_default();
+    assert!(worker_tools.contains(&"report_agent_job_result".to_string()));
+    assert!(
+        !worker_tools.contains(&"spawn_agents_on_csv".to_string()),
+        "{worker_tools:?}"
+    );
+    assert!(
+        !worker_tools.contains(&"spawn_agent".to_string()),
+        "{worker_tools:?}"
+    );
+    assert_eq!(stats.first_requests().len(), 1, "the row ran once");
+    Ok(())
+}

@@ -438,3 +438,61 @@ async fn the_mcp_server_forwards_sub_agent_events() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// `send_input` with `interrupt: true` stops the sub-agent's current work and the new
+/// message starts a turn of its own (it is not lost with the interrupted one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_input_with_interrupt_starts_the_new_message() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            let text = input_text(request);
+            if text.contains("CHILD-TASK") {
+                return Some(if text.contains("NEW-TASK") {
+                    Turn::new([assistant_message("child: new task done")])
+                } else {
+                    // The first task streams for a minute: it is interrupted long before.
+                    Turn::new([assistant_message("child: slow")])
+                        .with_event_delay(std::time::Duration::from_secs(60))
+                });
+            }
+            let id = spawned_id(request);
+            let steps: [(&str, &str, Value); 3] = [
+                ("s1", "spawn_agent", json!({"message": "CHILD-TASK: slow"})),
+                (
+                    "i1",
+                    "send_input",
+                    json!({"id": id, "message": "NEW-TASK", "interrupt": true}),
+                ),
+                (
+                    "w1",
+                    "wait_agent",
+                    json!({"ids": [id], "timeout_ms": 30000}),
+                ),
+            ];
+            for (call_id, tool, args) in steps {
+                if request.tool_output(call_id).is_none() {
+                    return Some(Turn::new([function_call(call_id, tool, args.to_string())]));
+                }
+            }
+            Some(Turn::new([assistant_message("PARENT DONE")]))
+        })
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    keel_test_support::write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let out = crate::suite::exec::keel_exec(home.path(), ws.path(), &["delegate"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let waited = output(&mock, "w1")?;
+    let child = spawned_id(
+        mock.requests()
+            .iter()
+            .find(|r| r.tool_output("s1").is_some())
+            .ok_or_else(|| anyhow::anyhow!("no spawn output"))?,
+    );
+    assert_eq!(
+        waited["status"][&child]["message"], "child: new task done",
+        "{waited}"
+    );
+    Ok(())
+}
