@@ -77,7 +77,7 @@ pub(crate) struct AgentControl {
     lineage: Lineage,
     children: Mutex<HashMap<ConversationId, Child>>,
     /// Where the conversation stands, derived from the events it sends.
-    status: Arc<watch::Sender<CollabAgentState>>,
+    status: super::StatusTracker,
 }
 
 impl AgentControl {
@@ -94,13 +94,17 @@ impl AgentControl {
             own_id,
             lineage,
             children: Mutex::new(HashMap::new()),
-            status,
+            status: super::StatusTracker::new(status),
         }
     }
 
-    /// The conversation's own status, as its parent sees it.
-    pub(crate) fn status(&self) -> &watch::Sender<CollabAgentState> {
-        &self.status
+    /// Moves the conversation's own status on for an event it is sending.
+    pub(crate) fn track_status(
+        &self,
+        sub_id: &keel_protocol::SubmissionId,
+        msg: &keel_protocol::EventMsg,
+    ) {
+        self.status.track(sub_id, msg);
     }
 
     fn children(&self) -> MutexGuard<'_, HashMap<ConversationId, Child>> {

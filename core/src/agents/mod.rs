@@ -9,4 +9,4 @@ mod status;
 pub(crate) use control::{AgentControl, AgentError};
 pub(crate) use drain::drain_unobserved;
 pub(crate) use lineage::Lineage;
-pub(crate) use status::{track_status, wait_any_final};
+pub(crate) use status::{StatusTracker, wait_any_final};

@@ -154,7 +154,7 @@ impl Session {
     /// Sends an event to the client, recording it in the rollout when it is part of the
     /// transcript. Waits when the client is slow (the channel is bounded).
     pub(crate) async fn send_event(&self, sub_id: &SubmissionId, msg: EventMsg) {
-        crate::agents::track_status(self.agents.status(), &msg);
+        self.agents.track_status(sub_id, &msg);
         if is_persisted_event(&msg) {
             self.persist(&[RolloutItem::EventMsg(msg.clone())]).await;
         }
