@@ -89,15 +89,7 @@ impl AppState {
     ) -> Arc<LoadedThread> {
         let now = chrono::Utc::now().timestamp();
         let (preview, name, created_at) = meta_from_file.unwrap_or((String::new(), None, now));
-        let settings = ThreadSettings {
-            model: config.model.clone(),
-            model_provider: config.model_provider_id.clone(),
-            cwd: config.cwd.clone(),
-            approval_policy: config.approval_policy,
-            approvals_reviewer: Default::default(),
-            sandbox: config.sandbox_policy.clone().into(),
-            reasoning_effort: config.model_reasoning_effort,
-        };
+        let settings = thread_settings(config);
         let meta = ThreadMeta {
             path: new.session_configured.rollout_path.clone(),
             name,
@@ -134,15 +126,7 @@ impl AppState {
     async fn load_spawned(self: &Arc<Self>, child: SpawnedConversation) {
         let config = &child.config;
         let now = chrono::Utc::now().timestamp();
-        let settings = ThreadSettings {
-            model: config.model.clone(),
-            model_provider: config.model_provider_id.clone(),
-            cwd: config.cwd.clone(),
-            approval_policy: config.approval_policy,
-            approvals_reviewer: Default::default(),
-            sandbox: config.sandbox_policy.clone().into(),
-            reasoning_effort: config.model_reasoning_effort,
-        };
+        let settings = thread_settings(config);
         let meta = ThreadMeta {
             path: child.new.session_configured.rollout_path.clone(),
             name: None,
@@ -284,6 +268,19 @@ impl Drop for AppState {
         for thread in self.threads.get_mut().values() {
             thread.close();
         }
+    }
+}
+
+/// The settings a thread reports, from the configuration it runs with.
+fn thread_settings(config: &Config) -> ThreadSettings {
+    ThreadSettings {
+        model: config.model.clone(),
+        model_provider: config.model_provider_id.clone(),
+        cwd: config.cwd.clone(),
+        approval_policy: config.approval_policy,
+        approvals_reviewer: Default::default(),
+        sandbox: config.sandbox_policy.clone().into(),
+        reasoning_effort: config.model_reasoning_effort,
     }
 }
 

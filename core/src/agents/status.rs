@@ -23,6 +23,17 @@ impl StatusTracker {
 
     /// Moves the status on for an event the conversation is sending for submission `sub_id`.
     pub(crate) fn track(&self, sub_id: &SubmissionId, msg: &EventMsg) {
+        // Called for every event: the ones that cannot move the status cost no lock.
+        if !matches!(
+            msg,
+            EventMsg::TaskStarted(_)
+                | EventMsg::TaskComplete(_)
+                | EventMsg::TurnAborted(_)
+                | EventMsg::Error(_)
+                | EventMsg::ShutdownComplete
+        ) {
+            return;
+        }
         let mut running = self
             .running
             .lock()

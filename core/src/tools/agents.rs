@@ -338,51 +338,56 @@ impl ToolRouter<'_> {
 
     /// `close_agent`: stops an agent (and its commands) and frees its slot.
     pub(super) async fn close_agent(&self, call_id: &str, arguments: &str) -> String {
-        let args: IdArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return refused(format!("bad close_agent arguments: {err}")),
-        };
-        let tool = CollabAgentTool::CloseAgent;
-        let target = AgentControl::parse_id(&args.id);
-        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
-        let details = CallDetails::default();
-        self.collab_event(
+        let agents = self.session.agents();
+        self.one_agent_call(
             call_id,
-            tool,
-            &receivers,
-            &details,
-            CollabAgentToolCallStatus::InProgress,
+            arguments,
+            CollabAgentTool::CloseAgent,
+            |id| async move {
+                let before = agents.close(id).await?;
+                Ok(json!({
+                    "agent_id": id.to_string(),
+                    "status": "shutdown",
+                    "previous_status": before,
+                }))
+            },
         )
-        .await;
-        let closed = match target {
-            Ok(id) => self
-                .session
-                .agents()
-                .close(id)
-                .await
-                .map(|state| (id, state)),
-            Err(err) => Err(err),
-        };
-        self.collab_end(call_id, tool, &receivers, &details, closed.is_ok())
-            .await;
-        match closed {
-            Ok((id, before)) => json!({
-                "agent_id": id.to_string(),
-                "status": "shutdown",
-                "previous_status": before,
-            })
-            .to_string(),
-            Err(err) => refused(err),
-        }
+        .await
     }
 
     /// `resume_agent`: reopens a closed agent from its recording; it waits for input.
     pub(super) async fn resume_agent(&self, call_id: &str, arguments: &str) -> String {
+        let agents = self.session.agents();
+        let context = self.context;
+        self.one_agent_call(
+            call_id,
+            arguments,
+            CollabAgentTool::ResumeAgent,
+            |id| async move {
+                let state = agents.resume(id, context).await?;
+                Ok(json!({ "agent_id": id.to_string(), "status": state }))
+            },
+        )
+        .await
+    }
+
+    /// A tool that acts on the one agent named by `id`: parses the arguments, announces the
+    /// call around `act`, and answers with its JSON or the refusal.
+    async fn one_agent_call<F, Fut>(
+        &self,
+        call_id: &str,
+        arguments: &str,
+        tool: CollabAgentTool,
+        act: F,
+    ) -> String
+    where
+        F: FnOnce(ConversationId) -> Fut,
+        Fut: std::future::Future<Output = Result<serde_json::Value, AgentError>>,
+    {
         let args: IdArgs = match serde_json::from_str(arguments) {
             Ok(args) => args,
-            Err(err) => return refused(format!("bad resume_agent arguments: {err}")),
+            Err(err) => return refused(format!("bad {} arguments: {err}", tool_name(tool))),
         };
-        let tool = CollabAgentTool::ResumeAgent;
         let target = AgentControl::parse_id(&args.id);
         let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
         let details = CallDetails::default();
@@ -394,20 +399,26 @@ impl ToolRouter<'_> {
             CollabAgentToolCallStatus::InProgress,
         )
         .await;
-        let resumed = match target {
-            Ok(id) => self
-                .session
-                .agents()
-                .resume(id, self.context)
-                .await
-                .map(|state| (id, state)),
+        let answer = match target {
+            Ok(id) => act(id).await,
             Err(err) => Err(err),
         };
-        self.collab_end(call_id, tool, &receivers, &details, resumed.is_ok())
+        self.collab_end(call_id, tool, &receivers, &details, answer.is_ok())
             .await;
-        match resumed {
-            Ok((id, state)) => json!({ "agent_id": id.to_string(), "status": state }).to_string(),
+        match answer {
+            Ok(answer) => answer.to_string(),
             Err(err) => refused(err),
         }
+    }
+}
+
+/// The tool's name as the model calls it.
+fn tool_name(tool: CollabAgentTool) -> &'static str {
+    match tool {
+        CollabAgentTool::SpawnAgent => "spawn_agent",
+        CollabAgentTool::SendInput => "send_input",
+        CollabAgentTool::ResumeAgent => "resume_agent",
+        CollabAgentTool::Wait => "wait_agent",
+        CollabAgentTool::CloseAgent => "close_agent",
     }
 }
