@@ -54,6 +54,7 @@ mod rollout;
 pub mod sandbox;
 mod session;
 mod shell_snapshot;
+mod tls;
 mod tools;
 mod unified_exec;
 
@@ -69,6 +70,7 @@ pub use conversation_manager::{
 pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
+pub use tls::install_tls_provider;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
     RolloutRecorder, SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout,

@@ -72,6 +72,7 @@ pub struct ModelClient {
 
 /// The HTTP client model requests are sent with, identifying Keel.
 pub(crate) fn http_client() -> reqwest::Client {
+    crate::tls::install_tls_provider();
     reqwest::Client::builder()
         .user_agent(user_agent())
         .build()

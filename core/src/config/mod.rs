@@ -18,6 +18,7 @@
 //! project docs.
 
 mod error;
+mod mcp_servers;
 mod overrides;
 mod provider;
 mod reasoning;
@@ -33,6 +34,9 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 pub use error::{ConfigError, ConfigOrigin, Result};
+pub use mcp_servers::{
+    DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
+};
 pub use overrides::{ConfigOverrides, parse_cli_override};
 pub use provider::{
     DEFAULT_REQUEST_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, DEFAULT_STREAM_MAX_RETRIES,

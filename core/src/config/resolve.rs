@@ -14,6 +14,7 @@ use super::reasoning::{ReasoningSummaryMode, Verbosity};
 use serde_path_to_error::Segment;
 
 use super::error::{ConfigError, ConfigOrigin, Result};
+use super::mcp_servers::{McpServerConfig, resolve_mcp_servers};
 use super::overrides::{ConfigOverrides, apply_cli_override, key_segments};
 use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers_with};
 use super::shell_env::ShellEnvironmentPolicy;
@@ -138,6 +139,8 @@ pub struct Config {
     pub agents_max_threads: usize,
     /// How deep sub-agents nest (`agents.max_depth`, default 1: sub-agents spawn none).
     pub agents_max_depth: u32,
+    /// External MCP servers whose tools the model is offered (`[mcp_servers.NAME]`), by name.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
@@ -188,9 +191,13 @@ impl Config {
         for (key, value) in &cli_overrides {
             apply_cli_override(&mut table, key, value.clone());
         }
-        let (file, warnings) = deserialize(table, &path, &cli_overrides)?;
+        let (mut file, warnings) = deserialize(table, &path, &cli_overrides)?;
         validate_base_urls(&file, &path, &cli_overrides)?;
+        let mcp_servers = resolve_mcp_servers(std::mem::take(&mut file.mcp_servers), |keys| {
+            origin_of(keys, &path, &cli_overrides)
+        })?;
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
+        config.mcp_servers = mcp_servers;
         config.warnings = warnings;
         Ok(config)
     }
@@ -415,6 +422,7 @@ fn resolve(
         model_reasoning_summary,
         model_verbosity,
         model_supports_reasoning_summaries,
+        mcp_servers: _,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -536,6 +544,7 @@ fn resolve(
             .unwrap_or(DEFAULT_AGENTS_MAX_THREADS)
             .max(1),
         agents_max_depth: agents.max_depth.unwrap_or(1),
+        mcp_servers: BTreeMap::new(),
         warnings: Vec::new(),
     })
 }

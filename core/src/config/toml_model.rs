@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode};
 use serde::Deserialize;
 
+use super::mcp_servers::McpServerToml;
 use super::provider::ModelProviderInfo;
 use super::reasoning::{ReasoningSummaryMode, Verbosity};
 use super::shell_env::{ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit};
@@ -42,6 +43,7 @@ pub(crate) struct ConfigToml {
     pub model_reasoning_summary: Option<ReasoningSummaryMode>,
     pub model_verbosity: Option<Verbosity>,
     pub model_supports_reasoning_summaries: Option<bool>,
+    pub mcp_servers: BTreeMap<String, McpServerToml>,
 }
 
 /// `[tools]`: optional tools. Other keys load silently.

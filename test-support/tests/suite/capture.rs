@@ -121,7 +121,7 @@ async fn exhausted_script_answers_500_and_is_recorded() -> anyhow::Result<()> {
     stream(&server.uri(), "/responses", &responses_body("one")).await?;
     let response = tokio::time::timeout(
         WAIT,
-        reqwest::Client::new()
+        super::common::http()
             .post(format!("{}/responses", server.uri()))
             .json(&responses_body("two"))
             .send(),
@@ -176,7 +176,7 @@ async fn responder_chooses_and_falls_back_to_the_queue() -> anyhow::Result<()> {
 #[tokio::test]
 async fn unknown_paths_and_invalid_json_are_violations() -> anyhow::Result<()> {
     let server = MockModelServer::builder().start().await?;
-    let client = reqwest::Client::new();
+    let client = super::common::http();
     let missing =
         tokio::time::timeout(WAIT, client.get(format!("{}/nowhere", server.uri())).send())
             .await??;

@@ -33,6 +33,13 @@ pub struct StreamOutcome {
     pub error: Option<String>,
 }
 
+/// An HTTP client for the mock (reqwest is built without a default TLS provider; tests
+/// install `ring`, as Keel does).
+pub fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// A minimal Responses request body.
 pub fn responses_body(text: &str) -> Value {
     json!({
@@ -44,7 +51,7 @@ pub fn responses_body(text: &str) -> Value {
 
 /// POSTs `body` to `{base}{path}` and reads the SSE stream to its end.
 pub async fn stream(base: &str, path: &str, body: &Value) -> anyhow::Result<StreamOutcome> {
-    let response = reqwest::Client::new()
+    let response = http()
         .post(format!("{base}{path}"))
         .bearer_auth("test-key")
         .json(body)

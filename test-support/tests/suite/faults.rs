@@ -32,7 +32,7 @@ const NORMAL: [&str; 9] = [
 async fn post(server: &MockModelServer) -> anyhow::Result<reqwest::Response> {
     let response = tokio::time::timeout(
         WAIT,
-        reqwest::Client::new()
+        super::common::http()
             .post(format!("{}/responses", server.uri()))
             .json(&responses_body("hi"))
             .send(),
@@ -206,7 +206,7 @@ async fn faults_apply_to_chat_completions_too() -> anyhow::Result<()> {
     ]))
     .await?;
     let body = json!({"model": "mock-model", "stream": true, "messages": []});
-    let client = reqwest::Client::new();
+    let client = super::common::http();
     let url = format!("{}/chat/completions", server.uri());
     let failed = tokio::time::timeout(WAIT, client.post(&url).json(&body).send()).await??;
     assert_eq!(failed.status().as_u16(), 503);

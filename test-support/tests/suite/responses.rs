@@ -141,7 +141,9 @@ async fn models_lists_the_scripted_model() -> anyhow::Result<()> {
         .start()
         .await?;
     let listed: Value = tokio::time::timeout(WAIT, async {
-        reqwest::get(format!("{}/models", server.uri()))
+        super::common::http()
+            .get(format!("{}/models", server.uri()))
+            .send()
             .await?
             .json()
             .await

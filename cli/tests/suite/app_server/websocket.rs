@@ -57,6 +57,7 @@ async fn websocket_serves_a_full_turn_health_checks_and_refuses_browsers() -> an
     let (_server, addr) = listen(&world).await?;
 
     for path in ["readyz", "healthz"] {
+        keel_core::install_tls_provider();
         let response = reqwest::get(format!("http://{addr}/{path}")).await?;
         assert_eq!(response.status().as_u16(), 200);
     }

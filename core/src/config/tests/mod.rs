@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode, SandboxPolicy};
 use pretty_assertions::assert_eq;
@@ -11,6 +12,7 @@ use tempfile::TempDir;
 use super::*;
 
 mod errors;
+mod mcp_servers;
 mod unknown_keys;
 
 pub(super) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
@@ -91,6 +93,7 @@ fn default_config(keel_home: &Path) -> Config {
         enable_fanout: true,
         agents_max_threads: 6,
         agents_max_depth: 1,
+        mcp_servers: BTreeMap::new(),
         warnings: Vec::new(),
     }
 }
@@ -177,9 +180,11 @@ set = { CI = "1" }
 include_only = ["PATH", "HOME", "CI"]
 experimental_use_profile = false          # Codex-only: ignored
 
-[mcp_servers.docs]                        # Codex-only: ignored
+[mcp_servers.docs]
 command = "npx"
 args = ["-y", "docs-mcp"]
+startup_timeout_sec = 20
+enabled_tools = ["search"]
 
 [projects."/work/project"]                # Codex-only: ignored
 trust_level = "trusted"
@@ -268,6 +273,24 @@ fn full_codex_style_file() -> TestResult {
         enable_fanout: false,
         agents_max_threads: 64,
         agents_max_depth: 2,
+        mcp_servers: BTreeMap::from([(
+            "docs".to_string(),
+            McpServerConfig {
+                transport: McpServerTransport::Stdio {
+                    command: "npx".to_string(),
+                    args: vec!["-y".to_string(), "docs-mcp".to_string()],
+                    env: BTreeMap::new(),
+                    env_vars: Vec::new(),
+                    cwd: None,
+                },
+                enabled: true,
+                required: false,
+                startup_timeout: Duration::from_secs(20),
+                tool_timeout: DEFAULT_MCP_TOOL_TIMEOUT,
+                enabled_tools: Some(vec!["search".to_string()]),
+                disabled_tools: Vec::new(),
+            },
+        )]),
         warnings: Vec::new(),
     };
     assert_eq!(config, expected);

@@ -1,0 +1,138 @@
+//! `[mcp_servers.NAME]`: both transports resolve, and every mistake names the server and key.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+
+use super::{TestResult, load_err, load_str};
+use crate::config::{DEFAULT_MCP_STARTUP_TIMEOUT, McpServerTransport};
+
+#[test]
+fn stdio_and_http_servers_resolve_with_codex_keys() -> TestResult {
+    let config = load_str(
+        r#"
+[mcp_servers.everything]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-everything"]
+env = { DEBUG = "1" }
+env_vars = ["GITHUB_TOKEN"]
+cwd = "/srv"
+tool_timeout_sec = 2.5
+disabled_tools = ["longRunningOperation"]
+
+[mcp_servers.remote]
+url = "http://127.0.0.1:3001/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+http_headers = { "X-Team" = "keel" }
+enabled = false
+startup_timeout_ms = 1500
+"#,
+        &["mcp_servers.remote.enabled_tools=[\"echo\"]"],
+    )?;
+    let everything = &config.mcp_servers["everything"];
+    assert_eq!(
+        everything.transport,
+        McpServerTransport::Stdio {
+            command: "npx".to_string(),
+            args: vec![
+                "-y".to_string(),
+                "@modelcontextprotocol/server-everything".to_string()
+            ],
+            env: BTreeMap::from([("DEBUG".to_string(), "1".to_string())]),
+            env_vars: vec!["GITHUB_TOKEN".to_string()],
+            cwd: Some("/srv".into()),
+        }
+    );
+    assert_eq!(everything.tool_timeout, Duration::from_millis(2500));
+    assert_eq!(everything.startup_timeout, DEFAULT_MCP_STARTUP_TIMEOUT);
+    assert!(everything.offers_tool("echo"));
+    assert!(!everything.offers_tool("longRunningOperation"));
+
+    let remote = &config.mcp_servers["remote"];
+    assert_eq!(
+        remote.transport,
+        McpServerTransport::StreamableHttp {
+            url: "http://127.0.0.1:3001/mcp".to_string(),
+            bearer_token_env_var: Some("REMOTE_TOKEN".to_string()),
+            http_headers: BTreeMap::from([("X-Team".to_string(), "keel".to_string())]),
+            env_http_headers: BTreeMap::new(),
+        }
+    );
+    assert!(!remote.enabled);
+    assert_eq!(remote.startup_timeout, Duration::from_millis(1500));
+    assert!(remote.offers_tool("echo"));
+    assert!(!remote.offers_tool("add"));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    Ok(())
+}
+
+#[test]
+fn an_unknown_key_is_an_error_naming_the_server_and_key() {
+    let message = load_err("[mcp_servers.docs]\ncommand = \"docs\"\ncomand = \"x\"\n", &[]);
+    assert!(
+        message.starts_with(
+            "/home/u/.keel/config.toml: mcp_servers.docs.comand: unknown field `comand`, expected one of `command`,"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_values_name_the_server_and_key() {
+    let file = "/home/u/.keel/config.toml";
+    let cases = [
+        (
+            "[mcp_servers.docs]\ncommand = \"docs\"\nstartup_timeout_sec = \"soon\"\n",
+            "mcp_servers.docs.startup_timeout_sec: invalid type: string \"soon\", expected f64",
+        ),
+        (
+            "[mcp_servers.docs]\ncommand = \"docs\"\ntool_timeout_sec = -1\n",
+            "mcp_servers.docs.tool_timeout_sec: `-1` is not a positive number of seconds",
+        ),
+        (
+            "[mcp_servers.docs]\ncommand = \"docs\"\nurl = \"http://x/mcp\"\n",
+            "mcp_servers.docs: set either `command` (a stdio server) or `url` (Streamable HTTP), not both",
+        ),
+        (
+            "[mcp_servers.docs]\nenabled = true\n",
+            "mcp_servers.docs: no transport: set `command` (a stdio server) or `url` (Streamable HTTP)",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\nargs = [\"a\"]\n",
+            "mcp_servers.docs.args: applies to stdio servers (`command`), not to a `url`",
+        ),
+        (
+            "[mcp_servers.docs]\ncommand = \"docs\"\nbearer_token_env_var = \"T\"\n",
+            "mcp_servers.docs.bearer_token_env_var: applies to Streamable HTTP servers (`url`), not to a stdio `command`",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"ftp://x/mcp\"\n",
+            "mcp_servers.docs.url: `ftp://x/mcp` has scheme `ftp`; expected `http` or `https`",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\nbearer_token = \"secret\"\n",
+            "mcp_servers.docs.bearer_token: inline tokens are not accepted; put the token in an \
+             environment variable and name it in `bearer_token_env_var`",
+        ),
+        (
+            "[mcp_servers.\"my docs\"]\ncommand = \"docs\"\n",
+            "mcp_servers.my docs: server name `my docs` may only hold ASCII letters, digits, `_` and `-`",
+        ),
+    ];
+    for (toml, expected) in cases {
+        assert_eq!(load_err(toml, &[]), format!("{file}: {expected}"), "for {toml}");
+    }
+}
+
+#[test]
+fn a_bad_override_names_the_override() {
+    assert_eq!(
+        load_err(
+            "[mcp_servers.docs]\ncommand = \"docs\"\n",
+            &["mcp_servers.docs.tool_timeout_sec=0"]
+        ),
+        "-c mcp_servers.docs.tool_timeout_sec=0: mcp_servers.docs.tool_timeout_sec: `0` is not \
+         a positive number of seconds"
+    );
+}
