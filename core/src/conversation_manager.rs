@@ -59,6 +59,8 @@ pub(crate) struct ManagerShared {
     env: EnvLookup,
     /// One HTTP client (and so one connection pool) for every conversation's model requests.
     http: std::sync::OnceLock<reqwest::Client>,
+    /// External MCP servers, shared by conversations that configure them identically.
+    mcp: crate::mcp::McpRegistry,
     /// Where conversations spawned by agents are announced, when the embedder listens.
     spawned: std::sync::Mutex<Option<mpsc::UnboundedSender<SpawnedConversation>>>,
 }
@@ -97,6 +99,7 @@ impl ConversationManager {
                 conversations: std::sync::RwLock::new(HashMap::new()),
                 env,
                 http: std::sync::OnceLock::new(),
+                mcp: crate::mcp::McpRegistry::default(),
                 spawned: std::sync::Mutex::new(None),
             }),
         }
@@ -229,6 +232,17 @@ impl ConversationManager {
     /// Forgets a conversation; it shuts down once the last handle is dropped.
     pub async fn remove_conversation(&self, id: ConversationId) -> Option<Arc<Conversation>> {
         self.shared.remove(id)
+    }
+
+    /// The state and tools of each MCP server `config` names, starting those not running
+    /// (each bounded by its `startup_timeout_sec`).
+    pub async fn mcp_server_states(&self, config: &Config) -> Vec<crate::McpServerState> {
+        crate::mcp::server_states(
+            &self.shared.mcp,
+            &config.mcp_servers,
+            &self.shared.http(),
+        )
+        .await
     }
 
     /// Ids of every live conversation.
@@ -399,9 +413,17 @@ impl ManagerShared {
             tx_event,
             exec_target,
             agents,
+            crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
         ));
         if let Some(info) = token_info {
             session.restore_token_info(info);
+        }
+        if !session.mcp().is_empty() {
+            // Report start-up as it happens, not only when the first turn waits for it.
+            let reporter = session.clone();
+            tokio::spawn(async move {
+                reporter.mcp_catalog().await;
+            });
         }
         tokio::spawn(submission_loop(session, rx_sub));
         let conversation = Arc::new(Conversation::new(

@@ -69,6 +69,10 @@ pub enum CoreError {
     )]
     ContextWindowExceeded(String),
 
+    /// An MCP server marked `required` could not start, so no turn runs without it.
+    #[error("required MCP servers failed to start: {0}")]
+    McpRequired(String),
+
     /// No conversation has this id.
     #[error("no conversation with id {0}")]
     ConversationNotFound(ConversationId),
@@ -111,6 +115,7 @@ impl CoreError {
             | Self::Interrupted
             | Self::Compaction(_)
             | Self::ContextWindowExceeded(_)
+            | Self::McpRequired(_)
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }

@@ -45,6 +45,8 @@ mod conversation;
 mod conversation_manager;
 mod error;
 mod images;
+mod mcp;
+pub use mcp::{McpError, McpServerState};
 mod model_family;
 mod models;
 mod permissions_message;

@@ -112,5 +112,8 @@ pub(crate) async fn dispatch(
         ClientRequest::FsCopy(p) => Reply::now(&utilities::fs_copy(p).await?),
         ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),
         ClientRequest::ConfigRead(p) => Reply::now(&utilities::config_read(state, p)?),
+        ClientRequest::McpServerStatusList(p) => {
+            Reply::now(&utilities::mcp_server_status_list(state, p).await?)
+        }
     }
 }

@@ -60,3 +60,61 @@ pub(crate) fn collab_item(call: &keel_protocol::CollabToolCallEvent) -> ThreadIt
         agents_states: call.agents_states.clone(),
     }))
 }
+
+/// The `mcpToolCall` item of a call that started.
+pub(crate) fn mcp_item_started(begin: &keel_protocol::McpToolCallBeginEvent) -> ThreadItem {
+    use keel_protocol::app_server::{McpToolCallItem, McpToolCallStatus};
+    ThreadItem::McpToolCall(Box::new(McpToolCallItem {
+        id: begin.call_id.to_string(),
+        server: begin.invocation.server.clone(),
+        tool: begin.invocation.tool.clone(),
+        status: McpToolCallStatus::InProgress,
+        arguments: begin
+            .invocation
+            .arguments
+            .clone()
+            .unwrap_or(serde_json::Value::Null),
+        result: None,
+        error: None,
+        duration_ms: None,
+    }))
+}
+
+/// The `mcpToolCall` item of a call that ended: completed with the server's answer, or
+/// failed with why there is none.
+pub(crate) fn mcp_item_ended(end: &keel_protocol::McpToolCallEndEvent) -> ThreadItem {
+    use keel_protocol::app_server::{
+        McpToolCallError, McpToolCallItem, McpToolCallResult, McpToolCallStatus,
+    };
+    let (status, result, error) = match &end.result {
+        Ok(result) => (
+            McpToolCallStatus::Completed,
+            Some(McpToolCallResult {
+                content: result.content.clone(),
+                structured_content: result.structured_content.clone(),
+            }),
+            None,
+        ),
+        Err(message) => (
+            McpToolCallStatus::Failed,
+            None,
+            Some(McpToolCallError {
+                message: message.clone(),
+            }),
+        ),
+    };
+    ThreadItem::McpToolCall(Box::new(McpToolCallItem {
+        id: end.call_id.to_string(),
+        server: end.invocation.server.clone(),
+        tool: end.invocation.tool.clone(),
+        status,
+        arguments: end
+            .invocation
+            .arguments
+            .clone()
+            .unwrap_or(serde_json::Value::Null),
+        result,
+        error,
+        duration_ms: Some(i64::try_from(end.duration.as_millis()).unwrap_or(i64::MAX)),
+    }))
+}

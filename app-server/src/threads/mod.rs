@@ -6,6 +6,7 @@ mod history;
 mod items;
 mod translate;
 mod user_input;
+mod elicitation;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -275,6 +276,13 @@ impl LoadedThread {
                 }
                 Output::UserInput { call_id, request } => {
                     self.ask_user(call_id, request).await;
+                }
+                Output::Elicitation {
+                    server_name,
+                    request_id,
+                    request,
+                } => {
+                    self.ask_elicitation(server_name, request_id, request).await;
                 }
             }
         }

@@ -16,6 +16,7 @@ use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
 use super::items::{command_item, display_command};
 
+mod mcp;
 mod reasoning;
 
 /// Something the thread's pump must do for an event.
@@ -36,6 +37,15 @@ pub(crate) enum Output {
     UserInput {
         /// The engine call the answers are for.
         call_id: CallId,
+        /// The request to send.
+        request: ServerRequest,
+    },
+    /// Put an MCP server's question to the clients, then give the engine the first answer.
+    Elicitation {
+        /// The server asking.
+        server_name: String,
+        /// The server's request id.
+        request_id: serde_json::Value,
         /// The request to send.
         request: ServerRequest,
     },
@@ -380,6 +390,11 @@ impl Translator {
                     ),
                 });
             }
+            EventMsg::McpToolCallBegin(_)
+            | EventMsg::McpToolCallEnd(_)
+            | EventMsg::McpToolCallProgress(_)
+            | EventMsg::McpStartupUpdate(_)
+            | EventMsg::ElicitationRequest(_) => out.extend(self.mcp(&event.msg)),
             EventMsg::CollabToolCallBegin(call) => {
                 out.extend(self.start_once(super::items::collab_item(call)));
             }

@@ -25,7 +25,7 @@ fn notifications(outputs: Vec<Output>) -> Vec<ServerNotification> {
         .into_iter()
         .filter_map(|o| match o {
             Output::Notify(n) => Some(n),
-            Output::Approval { .. } | Output::UserInput { .. } => None,
+            Output::Approval { .. } | Output::UserInput { .. } | Output::Elicitation { .. } => None,
         })
         .collect()
 }

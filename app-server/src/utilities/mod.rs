@@ -1,13 +1,15 @@
 //! Utility methods that do not involve threads: `fs/*`, `command/exec*`, `model/list`,
-//! `config/read`.
+//! `config/read`, `mcpServerStatus/list`.
 
 mod command_exec;
 mod fs;
 mod info;
+mod mcp_status;
 
 pub(crate) use command_exec::CommandExecs;
 pub(crate) use fs::*;
 pub(crate) use info::{config_read, model_list};
+pub(crate) use mcp_status::mcp_server_status_list;
 
 use std::path::Path;
 

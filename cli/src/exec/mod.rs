@@ -401,8 +401,21 @@ async fn drive(
                     .respond(id, serde_json::json!({"answers": {}}))
                     .await?;
             }
+            InProcessEvent::ServerRequest {
+                id,
+                request: ServerRequest::McpServerElicitation(asked),
+            } => {
+                eprintln!(
+                    "MCP server `{}` asked: {}; keel exec has no user to ask, so it declined",
+                    asked.server_name, asked.message
+                );
+                client
+                    .respond(id, serde_json::json!({"action": "decline"}))
+                    .await?;
+            }
             InProcessEvent::ServerRequest { id, request } => {
                 let what = match &request {
+                    ServerRequest::McpServerElicitation(_) => "an MCP question".to_string(),
                     ServerRequest::CommandExecutionRequestApproval(p) => {
                         format!("command `{}`", p.command.clone().unwrap_or_default())
                     }

@@ -26,6 +26,7 @@ pub(crate) use submission_loop::submission_loop;
 pub(crate) use turn::outputs_for_unanswered_calls;
 
 use crate::agents::AgentControl;
+use crate::mcp::{McpServers, McpToolCatalog};
 use crate::models::ResponseItem;
 use crate::processes::{ExecTarget, ProcessLayer};
 use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
@@ -72,6 +73,10 @@ pub(crate) struct Session {
     /// The sub-agents this conversation spawned, its place in the agent tree and its
     /// status as its parent sees it.
     agents: AgentControl,
+    /// The external MCP servers whose tools the model is offered.
+    mcp: McpServers,
+    /// Questions MCP servers asked the user, by server and request id, waiting for answers.
+    elicitations: Mutex<HashMap<(String, String), oneshot::Sender<rmcp::model::ElicitResult>>>,
 }
 
 impl Session {
@@ -83,6 +88,7 @@ impl Session {
         tx_event: mpsc::Sender<Event>,
         exec_target: ExecTarget,
         agents: AgentControl,
+        mcp: McpServers,
     ) -> Self {
         Self {
             id,
@@ -108,6 +114,68 @@ impl Session {
                     .join(id.to_string()),
             ),
             agents,
+            mcp,
+            elicitations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The conversation's MCP servers.
+    pub(crate) fn mcp(&self) -> &McpServers {
+        &self.mcp
+    }
+
+    /// The MCP tools to offer, once every server has started or failed (reported as
+    /// `mcp_startup_update`/`mcp_startup_complete` events by whoever waits first).
+    pub(crate) async fn mcp_catalog(&self) -> Arc<McpToolCatalog> {
+        if let Some(catalog) = self.mcp.catalog_if_ready() {
+            return catalog;
+        }
+        let no_submission = SubmissionId::new("");
+        let (report, mut reports) = mpsc::unbounded_channel();
+        let forward = async {
+            while let Some(msg) = reports.recv().await {
+                self.send_event(&no_submission, msg).await;
+            }
+        };
+        let (catalog, ()) = tokio::join!(self.mcp.catalog(report), forward);
+        catalog
+    }
+
+    /// The MCP tool offered to the model under `name`, once start-up has finished.
+    pub(crate) fn mcp_tool(&self, name: &str) -> Option<crate::mcp::McpToolEntry> {
+        self.mcp.catalog_if_ready()?.by_name.get(name).cloned()
+    }
+
+    /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
+    pub(crate) fn register_elicitation(
+        &self,
+        server: &str,
+        request_id: &serde_json::Value,
+    ) -> oneshot::Receiver<rmcp::model::ElicitResult> {
+        let (tx, rx) = oneshot::channel();
+        self.elicitations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((server.to_string(), request_id.to_string()), tx);
+        rx
+    }
+
+    /// Delivers the user's answer to an MCP server's question; unknown ones are logged.
+    pub(crate) fn resolve_elicitation(
+        &self,
+        server: &str,
+        request_id: &serde_json::Value,
+        result: rmcp::model::ElicitResult,
+    ) {
+        let sender = self
+            .elicitations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&(server.to_string(), request_id.to_string()));
+        match sender.map(|tx| tx.send(result)) {
+            Some(Ok(())) => {}
+            Some(Err(_)) => tracing::debug!(server, %request_id, "answer arrived after the call ended"),
+            None => tracing::warn!(server, %request_id, "answer to an unknown or settled elicitation"),
         }
     }
 

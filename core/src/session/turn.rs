@@ -150,6 +150,7 @@ async fn turn_loop(
 ) -> Result<Option<String>, TurnStop> {
     let mut last_agent_message = None;
     let mut diff = TurnDiffTracker::default();
+    let mcp_tools = mcp_tools(session, cancel).await?;
     loop {
         session.drain_pending_input().await;
         // Before a new turn's first request, or after a tool round: compact when the last
@@ -159,6 +160,9 @@ async fn turn_loop(
             let context = session.turn_context();
             let mut prompt = build_prompt(&context, session.history());
             prompt.conversation_id = Some(session.id().to_string());
+            if let Some(catalog) = &mcp_tools {
+                prompt.tools.extend(catalog.definitions.iter().cloned());
+            }
             match sample_with_retries(session, ids, &prompt, cancel).await {
                 Ok(items) => break items,
                 Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
@@ -203,6 +207,31 @@ async fn turn_loop(
             session.record_items(&[output]).await;
         }
     }
+}
+
+/// The MCP tools to offer, once the configured servers have started (the first turn waits
+/// for the slowest, bounded by its `startup_timeout_sec`); `None` without servers. A failed
+/// `required` server fails the turn.
+async fn mcp_tools(
+    session: &Session,
+    cancel: &CancellationToken,
+) -> Result<Option<Arc<crate::mcp::McpToolCatalog>>, TurnStop> {
+    if session.mcp().is_empty() {
+        return Ok(None);
+    }
+    let catalog = tokio::select! {
+        catalog = session.mcp_catalog() => catalog,
+        () = cancel.cancelled() => return Err(TurnStop::Interrupted),
+    };
+    if !catalog.required_failures.is_empty() {
+        let failures: Vec<String> = catalog
+            .required_failures
+            .iter()
+            .map(|failure| failure.error.clone())
+            .collect();
+        return Err(TurnStop::Failed(CoreError::McpRequired(failures.join("; "))));
+    }
+    Ok(Some(catalog))
 }
 
 /// Compacts the history when the latest response's token count reached the limit; at most

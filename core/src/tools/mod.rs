@@ -4,6 +4,7 @@
 mod agent_jobs;
 mod agent_spec;
 mod agents;
+mod mcp;
 mod patch;
 mod plan;
 mod shell;
@@ -127,7 +128,10 @@ impl ToolRouter<'_> {
                     "resume_agent" => self.resume_agent(call_id, arguments).await,
                     "spawn_agents_on_csv" => self.spawn_agents_on_csv(arguments).await?,
                     "report_agent_job_result" => self.report_agent_job_result(arguments).await,
-                    other => format!("unsupported tool `{other}`"),
+                    other => match self.session.mcp_tool(other) {
+                        Some(entry) => self.mcp_tool(call_id, &entry, arguments).await?,
+                        None => format!("unsupported tool `{other}`"),
+                    },
                 };
                 Ok(ResponseItem::FunctionCallOutput {
                     call_id: call_id.clone(),

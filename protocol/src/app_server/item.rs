@@ -261,6 +261,8 @@ pub enum ThreadItem {
     },
     /// A call to a sub-agent tool (spawn, message, wait, close, resume).
     CollabAgentToolCall(Box<CollabAgentToolCallItem>),
+    /// A call to a tool of an external MCP server.
+    McpToolCall(Box<super::McpToolCallItem>),
 }
 
 /// The fields of a `collabAgentToolCall` item.
@@ -302,6 +304,7 @@ impl ThreadItem {
             | Self::FileChange { id, .. }
             | Self::ContextCompaction { id } => id,
             Self::CollabAgentToolCall(call) => &call.id,
+            Self::McpToolCall(call) => &call.id,
         }
     }
 }

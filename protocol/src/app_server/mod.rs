@@ -10,6 +10,7 @@ mod common;
 mod fs;
 mod initialize;
 mod item;
+mod mcp;
 mod model;
 mod notifications;
 mod thread;
@@ -21,6 +22,7 @@ pub use common::*;
 pub use fs::*;
 pub use initialize::*;
 pub use item::*;
+pub use mcp::*;
 pub use model::*;
 pub use notifications::*;
 pub use thread::*;
@@ -87,6 +89,8 @@ crate::request_table! {
         ModelList("model/list", ModelListParams) -> ModelListResponse,
         /// Reads the effective configuration.
         ConfigRead("config/read", ConfigReadParams) -> ConfigReadResponse,
+        /// Lists the configured MCP servers with their state and tools.
+        McpServerStatusList("mcpServerStatus/list", ListMcpServerStatusParams) -> ListMcpServerStatusResponse,
     }
 }
 
@@ -149,6 +153,10 @@ crate::notification_table! {
         AccountRateLimitsUpdated("account/rateLimits/updated", AccountRateLimitsUpdatedNotification),
         /// Something the user should know that is not an error of a turn.
         Warning("warning", WarningNotification),
+        /// An MCP server reported progress on a running tool call.
+        McpToolCallProgress("item/mcpToolCall/progress", McpToolCallProgressNotification),
+        /// An MCP server's start-up state changed.
+        McpServerStatusUpdated("mcpServer/startupStatus/updated", McpServerStatusUpdatedNotification),
     }
 }
 
@@ -161,5 +169,7 @@ crate::request_table! {
         FileChangeRequestApproval("item/fileChange/requestApproval", FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse,
         /// Asks the user the model's questions.
         ToolRequestUserInput("item/tool/requestUserInput", ToolRequestUserInputParams) -> ToolRequestUserInputResponse,
+        /// Asks the user what an MCP server wants to know.
+        McpServerElicitation("mcpServer/elicitation/request", McpServerElicitationRequestParams) -> McpServerElicitationRequestResponse,
     }
 }

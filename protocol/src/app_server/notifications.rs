@@ -261,6 +261,8 @@ impl super::ServerNotification {
             N::ServerRequestResolved(n) => &n.thread_id,
             N::Error(n) => &n.thread_id,
             N::Warning(n) => return n.thread_id.as_deref(),
+            N::McpToolCallProgress(n) => &n.thread_id,
+            N::McpServerStatusUpdated(n) => return n.thread_id.as_deref(),
             N::CommandExecOutputDelta(_) | N::AccountRateLimitsUpdated(_) => return None,
         })
     }

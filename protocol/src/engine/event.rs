@@ -93,6 +93,18 @@ pub enum EventMsg {
     CollabToolCallEnd(CollabToolCallEvent),
     /// A `spawn_agents_on_csv` job made progress.
     AgentJobProgress(AgentJobProgressEvent),
+    /// An MCP server changed state while starting.
+    McpStartupUpdate(super::McpStartupUpdateEvent),
+    /// Every configured MCP server has started or failed.
+    McpStartupComplete(super::McpStartupCompleteEvent),
+    /// The model called a tool of an MCP server.
+    McpToolCallBegin(super::McpToolCallBeginEvent),
+    /// An MCP server reported progress on a running call.
+    McpToolCallProgress(super::McpToolCallProgressEvent),
+    /// An MCP tool call ended.
+    McpToolCallEnd(super::McpToolCallEndEvent),
+    /// An MCP server asks the user for input.
+    ElicitationRequest(super::ElicitationRequestEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }

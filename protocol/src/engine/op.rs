@@ -70,6 +70,18 @@ pub enum Op {
         /// The answers.
         response: crate::UserInputResponse,
     },
+    /// Answers an `elicitation_request` from an MCP server.
+    ResolveElicitation {
+        /// The server that asked.
+        server_name: String,
+        /// The `id` of the request being answered.
+        request_id: serde_json::Value,
+        /// The user's choice.
+        decision: crate::ElicitationAction,
+        /// The answer, shaped by the request's schema, when accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Value>,
+    },
     /// Answers an `exec_approval_request`.
     ExecApproval {
         /// The `call_id` of the request being answered.

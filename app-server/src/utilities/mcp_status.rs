@@ -1,0 +1,71 @@
+//! `mcpServerStatus/list`: each configured MCP server with its start-up state and tools.
+
+use keel_protocol::app_server::{
+    ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus, McpServerStartupState,
+    McpServerStatus, ThreadOverrides,
+};
+
+use crate::error::{AppServerError, Result};
+use crate::state::AppState;
+
+/// Lists the servers in name order, a page at a time (`cursor` is the last name returned).
+/// Servers not running yet are started, each bounded by its `startup_timeout_sec`.
+pub(crate) async fn mcp_server_status_list(
+    state: &AppState,
+    params: ListMcpServerStatusParams,
+) -> Result<ListMcpServerStatusResponse> {
+    if params.limit == Some(0) {
+        return Err(AppServerError::InvalidParams {
+            method: "mcpServerStatus/list".to_string(),
+            message: "`limit` must be at least 1".to_string(),
+        });
+    }
+    let config = state.resolve_config(&ThreadOverrides::default())?;
+    let mut servers = config.mcp_servers.clone();
+    if let Some(cursor) = &params.cursor {
+        servers.retain(|name, _| name > cursor);
+    }
+    let limit = params.limit.map_or(usize::MAX, |limit| limit as usize);
+    let more = servers.len() > limit;
+    let page: std::collections::BTreeMap<_, _> = servers.into_iter().take(limit).collect();
+    let mut page_config = config;
+    page_config.mcp_servers = page;
+    let states = state.manager.mcp_server_states(&page_config).await;
+    let next_cursor = more
+        .then(|| states.last().map(|state| state.name.clone()))
+        .flatten();
+    let data = states
+        .into_iter()
+        .map(|server| {
+            let (startup_status, startup_error, tools) = match server.tools {
+                Ok(tools) if server.enabled => (McpServerStartupState::Ready, None, tools),
+                Ok(_) => (
+                    McpServerStartupState::Cancelled,
+                    Some("disabled in the configuration (`enabled = false`)".to_string()),
+                    Vec::new(),
+                ),
+                Err(error) => (McpServerStartupState::Failed, Some(error), Vec::new()),
+            };
+            McpServerStatus {
+                name: server.name,
+                auth_status: if server.bearer_token {
+                    McpAuthStatus::BearerToken
+                } else {
+                    McpAuthStatus::Unsupported
+                },
+                tools: tools
+                    .into_iter()
+                    .filter_map(|tool| {
+                        let name = tool.get("name")?.as_str()?.to_string();
+                        Some((name, tool))
+                    })
+                    .collect(),
+                resources: Vec::new(),
+                resource_templates: Vec::new(),
+                startup_status,
+                startup_error,
+            }
+        })
+        .collect();
+    Ok(ListMcpServerStatusResponse { data, next_cursor })
+}

@@ -1,0 +1,60 @@
+//! The state of the configured MCP servers, for clients that list them (the app-server's
+//! `mcpServerStatus/list`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::registry::McpRegistry;
+use crate::config::{McpServerConfig, McpServerTransport};
+
+/// One configured server as a client sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerState {
+    /// The server's configured name.
+    pub name: String,
+    /// `false` for a server configured with `enabled = false` (never started).
+    pub enabled: bool,
+    /// Whether it is reached with a bearer token.
+    pub bearer_token: bool,
+    /// Its tools as it lists them (JSON `Tool` objects), or why it did not start.
+    pub tools: Result<Vec<Value>, String>,
+}
+
+/// Starts (or joins the running start of) every enabled server and reports each.
+pub(crate) async fn server_states(
+    registry: &McpRegistry,
+    servers: &BTreeMap<String, McpServerConfig>,
+    http: &reqwest::Client,
+) -> Vec<McpServerState> {
+    let states = servers.iter().map(|(name, config)| async move {
+        let bearer_token = matches!(
+            &config.transport,
+            McpServerTransport::StreamableHttp {
+                bearer_token_env_var: Some(_),
+                ..
+            }
+        );
+        let tools = if config.enabled {
+            let entry = registry.entry(name, config);
+            match entry.connect(http).await {
+                Ok(connection) => Ok(connection
+                    .tools()
+                    .iter()
+                    .filter(|tool| config.offers_tool(&tool.name))
+                    .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null))
+                    .collect()),
+                Err(err) => Err(err.to_string()),
+            }
+        } else {
+            Ok(Vec::new())
+        };
+        McpServerState {
+            name: name.clone(),
+            enabled: config.enabled,
+            bearer_token,
+            tools,
+        }
+    });
+    futures::future::join_all(states).await
+}

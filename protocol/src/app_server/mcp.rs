@@ -1,0 +1,206 @@
+//! App-server messages about external MCP servers: their tool-call items, progress, start-up
+//! status, their questions for the user (elicitation) and `mcpServerStatus/list`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where an `mcpToolCall` item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpToolCallStatus {
+    /// Running (or waiting for approval).
+    InProgress,
+    /// The server answered (possibly with `isError`).
+    Completed,
+    /// Declined, timed out, cancelled, or the server failed.
+    Failed,
+}
+
+/// A tool's answer in an `mcpToolCall` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallResult {
+    /// The content blocks, as the server sent them.
+    pub content: Vec<Value>,
+    /// The structured result, when the tool declares one.
+    #[serde(default)]
+    pub structured_content: Option<Value>,
+}
+
+/// Why an `mcpToolCall` item has no result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpToolCallError {
+    /// What went wrong.
+    pub message: String,
+}
+
+/// The fields of an `mcpToolCall` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallItem {
+    /// Item id (the model's call id).
+    pub id: String,
+    /// The server's configured name.
+    pub server: String,
+    /// The tool's name as the server lists it.
+    pub tool: String,
+    /// Progress.
+    pub status: McpToolCallStatus,
+    /// The arguments the model passed.
+    pub arguments: Value,
+    /// The answer, once completed.
+    #[serde(default)]
+    pub result: Option<McpToolCallResult>,
+    /// Why there is no answer, once failed.
+    #[serde(default)]
+    pub error: Option<McpToolCallError>,
+    /// How long the call took, once ended.
+    #[serde(default)]
+    pub duration_ms: Option<i64>,
+}
+
+/// Params of `item/mcpToolCall/progress`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpToolCallProgressNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The `mcpToolCall` item.
+    pub item_id: String,
+    /// The server's progress message.
+    pub message: String,
+}
+
+/// A server's start-up state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerStartupState {
+    /// Being started.
+    Starting,
+    /// Started; its tools are offered.
+    Ready,
+    /// Could not start.
+    Failed,
+    /// Its start was abandoned.
+    Cancelled,
+}
+
+/// Params of `mcpServer/startupStatus/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatusUpdatedNotification {
+    /// The server's configured name.
+    pub name: String,
+    /// Its new state.
+    pub status: McpServerStartupState,
+    /// Why it failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The thread whose start started it.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Params of `mcpServer/elicitation/request`: an MCP server asks the user for input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerElicitationRequestParams {
+    /// The thread whose tool call the server was serving.
+    pub thread_id: String,
+    /// The turn, when known.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// The server asking.
+    pub server_name: String,
+    /// Always `form`: Keel forwards form elicitations (URL ones are declined).
+    pub mode: String,
+    /// What the server asks.
+    pub message: String,
+    /// The answer's shape (a flat JSON Schema object).
+    pub requested_schema: Value,
+}
+
+/// The user's choice on an elicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerElicitationAction {
+    /// Answered with `content`.
+    Accept,
+    /// Refused.
+    Decline,
+    /// Dismissed.
+    Cancel,
+}
+
+/// Result of `mcpServer/elicitation/request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerElicitationRequestResponse {
+    /// The choice.
+    pub action: McpServerElicitationAction,
+    /// The answer, for `accept`.
+    #[serde(default)]
+    pub content: Option<Value>,
+}
+
+/// Params of `mcpServerStatus/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMcpServerStatusParams {
+    /// Where a previous page ended.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Page size.
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// How a server authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpAuthStatus {
+    /// No authentication (stdio servers).
+    Unsupported,
+    /// OAuth would be needed; Keel does not log in.
+    NotLoggedIn,
+    /// A bearer token from the environment.
+    BearerToken,
+    /// OAuth.
+    OAuth,
+}
+
+/// One configured server in `mcpServerStatus/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatus {
+    /// The server's configured name.
+    pub name: String,
+    /// How it authenticates.
+    pub auth_status: McpAuthStatus,
+    /// Its tools by name, as it lists them.
+    pub tools: BTreeMap<String, Value>,
+    /// Its resources (Keel does not list them yet: empty).
+    pub resources: Vec<Value>,
+    /// Its resource templates (empty, as `resources`).
+    pub resource_templates: Vec<Value>,
+    /// Keel's addition: whether it started.
+    pub startup_status: McpServerStartupState,
+    /// Keel's addition: why it did not start (or `null`).
+    #[serde(default)]
+    pub startup_error: Option<String>,
+}
+
+/// Result of `mcpServerStatus/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMcpServerStatusResponse {
+    /// The servers, by name.
+    pub data: Vec<McpServerStatus>,
+    /// Where the next page starts, if any.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
