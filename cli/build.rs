@@ -1,15 +1,26 @@
-//! Decides at build time whether the zsh snapshot test runs: it does when `zsh` is on `PATH`
-//! or when `CI` is set (where a missing zsh must fail, not pass; `.ci/run` installs it);
-//! elsewhere it is reported as ignored, with the reason, instead of passing without running.
+//! Decides at build time which tests needing outside programs run. Each runs when its program
+//! is present or when `CI` is set (where a missing program must fail, not pass; `.ci/run`
+//! installs them); elsewhere it is reported as ignored, with the reason, instead of passing
+//! without running:
+//! - the zsh snapshot test needs `zsh` on `PATH`;
+//! - the MCP client tests need the reference MCP server `@modelcontextprotocol/server-everything`
+//!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
+//!   `target/npm` and sets the variable).
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(keel_zsh)");
+    println!("cargo::rustc-check-cfg=cfg(keel_mcp_everything)");
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=CI");
+    println!("cargo::rerun-if-env-changed=KEEL_MCP_EVERYTHING");
     let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     let has_zsh = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("zsh").is_file()));
     if has_zsh || in_ci {
         println!("cargo::rustc-cfg=keel_zsh");
+    }
+    let has_everything = std::env::var_os("KEEL_MCP_EVERYTHING").is_some_and(|v| !v.is_empty());
+    if has_everything || in_ci {
+        println!("cargo::rustc-cfg=keel_mcp_everything");
     }
 }

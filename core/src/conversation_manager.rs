@@ -237,12 +237,7 @@ impl ConversationManager {
     /// The state and tools of each MCP server `config` names, starting those not running
     /// (each bounded by its `startup_timeout_sec`).
     pub async fn mcp_server_states(&self, config: &Config) -> Vec<crate::McpServerState> {
-        crate::mcp::server_states(
-            &self.shared.mcp,
-            &config.mcp_servers,
-            &self.shared.http(),
-        )
-        .await
+        crate::mcp::server_states(&self.shared.mcp, &config.mcp_servers, &self.shared.http()).await
     }
 
     /// Ids of every live conversation.
@@ -411,9 +406,11 @@ impl ManagerShared {
             history,
             recorder,
             tx_event,
-            exec_target,
-            agents,
-            crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
+            crate::session::SessionLinks {
+                exec_target,
+                agents,
+                mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
+            },
         ));
         if let Some(info) = token_info {
             session.restore_token_info(info);

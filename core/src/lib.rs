@@ -72,10 +72,10 @@ pub use conversation_manager::{
 pub use error::{CoreError, Result};
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
-pub use tls::install_tls_provider;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
     RolloutRecorder, SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout,
     find_rollout_path, list_conversations, list_conversations_in, load_rollout, read_transcript,
     summarise, unarchive_rollout,
 };
+pub use tls::install_tls_provider;

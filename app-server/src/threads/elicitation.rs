@@ -49,7 +49,9 @@ impl LoadedThread {
                             McpServerElicitationAction::Cancel => (ElicitationAction::Cancel, None),
                         },
                         Err(err) => {
-                            tracing::warn!("unreadable answer to an MCP elicitation ({err}); declined");
+                            tracing::warn!(
+                                "unreadable answer to an MCP elicitation ({err}); declined"
+                            );
                             declined
                         }
                     }

@@ -2,11 +2,11 @@
 //! translator to every subscribed connection, and carries approvals out as server requests.
 
 mod approvals;
+mod elicitation;
 mod history;
 mod items;
 mod translate;
 mod user_input;
-mod elicitation;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,8 +1,8 @@
 //! `mcpServerStatus/list`: each configured MCP server with its start-up state and tools.
 
 use keel_protocol::app_server::{
-    ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus, McpServerStartupState,
-    McpServerStatus, ThreadOverrides,
+    ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus,
+    McpServerConnectionStatus, McpServerStatus, ThreadOverrides,
 };
 
 use crate::error::{AppServerError, Result};
@@ -37,14 +37,10 @@ pub(crate) async fn mcp_server_status_list(
     let data = states
         .into_iter()
         .map(|server| {
-            let (startup_status, startup_error, tools) = match server.tools {
-                Ok(tools) if server.enabled => (McpServerStartupState::Ready, None, tools),
-                Ok(_) => (
-                    McpServerStartupState::Cancelled,
-                    Some("disabled in the configuration (`enabled = false`)".to_string()),
-                    Vec::new(),
-                ),
-                Err(error) => (McpServerStartupState::Failed, Some(error), Vec::new()),
+            let (runtime_status, tools_error, tools) = match server.tools {
+                Ok(tools) if server.enabled => (McpServerConnectionStatus::Connected, None, tools),
+                Ok(_) => (McpServerConnectionStatus::Disabled, None, Vec::new()),
+                Err(error) => (McpServerConnectionStatus::Failed, Some(error), Vec::new()),
             };
             McpServerStatus {
                 name: server.name,
@@ -62,8 +58,8 @@ pub(crate) async fn mcp_server_status_list(
                     .collect(),
                 resources: Vec::new(),
                 resource_templates: Vec::new(),
-                startup_status,
-                startup_error,
+                runtime_status: Some(runtime_status),
+                tools_error,
             }
         })
         .collect();

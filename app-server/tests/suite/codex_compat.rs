@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 29);
+    assert_eq!(implemented.len(), 30);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -212,6 +212,10 @@ fn results_match_codex() -> anyhow::Result<()> {
     );
     result("model/list", root_schema::<v2::ModelListResponse>());
     result("config/read", root_schema::<v2::ConfigReadResponse>());
+    result(
+        "mcpServerStatus/list",
+        root_schema::<v2::ListMcpServerStatusResponse>(),
+    );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -274,6 +278,7 @@ fn nested_types_match_codex() -> anyhow::Result<()> {
     object("FileUpdateChange", root_schema::<v2::FileUpdateChange>());
     object("Model", root_schema::<v2::Model>());
     object("TurnPlanStep", root_schema::<v2::TurnPlanStep>());
+    object("McpServerStatus", root_schema::<v2::McpServerStatus>());
     object(
         "FsReadDirectoryEntry",
         root_schema::<v2::FsReadDirectoryEntry>(),

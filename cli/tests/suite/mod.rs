@@ -7,6 +7,7 @@ mod faults;
 mod first_run;
 mod fuzz;
 mod images;
+mod mcp_client;
 mod mcp_server;
 mod prompt;
 mod quickstart;

@@ -208,7 +208,9 @@ fn resolve_one(table: McpServerToml) -> std::result::Result<McpServerConfig, Pro
                 Err(err) => {
                     return Err((
                         Some("url"),
-                        format!("`{url}` is not a URL ({err}); expected e.g. `http://127.0.0.1:3001/mcp`"),
+                        format!(
+                            "`{url}` is not a URL ({err}); expected e.g. `http://127.0.0.1:3001/mcp`"
+                        ),
                     ));
                 }
             }

@@ -12,10 +12,10 @@ use rmcp::model::{
     ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -95,56 +95,58 @@ impl McpConnection {
             reason,
             stderr: None,
         };
-        let (service, group) = match &config.transport {
-            McpServerTransport::Stdio {
-                command,
-                args,
-                env,
-                env_vars,
-                cwd,
-            } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .envs(env_vars.iter().filter_map(|var| {
-                        std::env::var_os(var).map(|value| (var.clone(), value))
-                    }))
-                    .envs(env)
-                    .process_group(0)
-                    .kill_on_drop(true);
-                if let Some(cwd) = cwd {
-                    cmd.current_dir(cwd);
+        let (service, group) =
+            match &config.transport {
+                McpServerTransport::Stdio {
+                    command,
+                    args,
+                    env,
+                    env_vars,
+                    cwd,
+                } => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args)
+                        .envs(env_vars.iter().filter_map(|var| {
+                            std::env::var_os(var).map(|value| (var.clone(), value))
+                        }))
+                        .envs(env)
+                        .process_group(0)
+                        .kill_on_drop(true);
+                    if let Some(cwd) = cwd {
+                        cmd.current_dir(cwd);
+                    }
+                    let (transport, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|err| McpError::Spawn {
+                            server: name.to_string(),
+                            command: command.clone(),
+                            reason: err.to_string(),
+                        })?;
+                    let group = transport
+                        .id()
+                        .and_then(|pid| i32::try_from(pid).ok())
+                        .map(OwnedProcessGroup::register);
+                    if let Some(stderr) = stderr {
+                        tokio::spawn(log_stderr(name.to_string(), stderr, stderr_tail));
+                    }
+                    let service = router
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|err| failed(err.to_string()))?;
+                    (service, group)
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|err| McpError::Spawn {
-                        server: name.to_string(),
-                        command: command.clone(),
-                        reason: err.to_string(),
-                    })?;
-                let group = transport
-                    .id()
-                    .and_then(|pid| i32::try_from(pid).ok())
-                    .map(OwnedProcessGroup::register);
-                if let Some(stderr) = stderr {
-                    tokio::spawn(log_stderr(name.to_string(), stderr, stderr_tail));
-                }
-                let service = router
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|err| failed(err.to_string()))?;
-                (service, group)
-            }
-            McpServerTransport::StreamableHttp {
-                url,
-                bearer_token_env_var,
-                http_headers,
-                env_http_headers,
-            } => {
-                let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                if let Some(var) = bearer_token_env_var {
-                    let token = std::env::var(var)
+                McpServerTransport::StreamableHttp {
+                    url,
+                    bearer_token_env_var,
+                    http_headers,
+                    env_http_headers,
+                } => {
+                    let mut transport_config =
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(var) = bearer_token_env_var {
+                        let token = std::env::var(var)
                         .ok()
                         .filter(|token| !token.is_empty())
                         .ok_or_else(|| McpError::Setup {
@@ -153,44 +155,44 @@ impl McpConnection {
                                 "the environment variable `{var}` (bearer_token_env_var) is not set"
                             ),
                         })?;
-                    transport_config = transport_config.auth_header(token);
-                }
-                let mut headers = HashMap::new();
-                let env_headers = env_http_headers
-                    .iter()
-                    .filter_map(|(header, var)| Some((header, std::env::var(var).ok()?)));
-                for (header, value) in http_headers
-                    .iter()
-                    .map(|(header, value)| (header, value.clone()))
-                    .chain(env_headers)
-                {
-                    let parsed = (
-                        reqwest::header::HeaderName::from_bytes(header.as_bytes()),
-                        reqwest::header::HeaderValue::from_str(&value),
-                    );
-                    match parsed {
-                        (Ok(header), Ok(value)) => {
-                            headers.insert(header, value);
-                        }
-                        _ => {
-                            return Err(McpError::Setup {
-                                server: name.to_string(),
-                                reason: format!("`{header}` is not a valid HTTP header"),
-                            });
+                        transport_config = transport_config.auth_header(token);
+                    }
+                    let mut headers = HashMap::new();
+                    let env_headers = env_http_headers
+                        .iter()
+                        .filter_map(|(header, var)| Some((header, std::env::var(var).ok()?)));
+                    for (header, value) in http_headers
+                        .iter()
+                        .map(|(header, value)| (header, value.clone()))
+                        .chain(env_headers)
+                    {
+                        let parsed = (
+                            reqwest::header::HeaderName::from_bytes(header.as_bytes()),
+                            reqwest::header::HeaderValue::from_str(&value),
+                        );
+                        match parsed {
+                            (Ok(header), Ok(value)) => {
+                                headers.insert(header, value);
+                            }
+                            _ => {
+                                return Err(McpError::Setup {
+                                    server: name.to_string(),
+                                    reason: format!("`{header}` is not a valid HTTP header"),
+                                });
+                            }
                         }
                     }
+                    transport_config = transport_config.custom_headers(headers);
+                    let transport =
+                        StreamableHttpClientTransport::with_client(http.clone(), transport_config);
+                    let service = router
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|err| failed(err.to_string()))?;
+                    (service, None)
                 }
-                transport_config = transport_config.custom_headers(headers);
-                let transport =
-                    StreamableHttpClientTransport::with_client(http.clone(), transport_config);
-                let service = router
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|err| failed(err.to_string()))?;
-                (service, None)
-            }
-        };
+            };
         let tools = service
             .peer()
             .list_all_tools()
@@ -263,7 +265,9 @@ impl McpConnection {
         drop(route);
         match outcome {
             None => {
-                let _ = handle.cancel(Some("interrupted by the user".to_string())).await;
+                let _ = handle
+                    .cancel(Some("interrupted by the user".to_string()))
+                    .await;
                 Err(McpError::Cancelled {
                     server: self.name.clone(),
                     tool: tool.to_string(),
@@ -287,7 +291,9 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, tail: S
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!(server = %server, "mcp server stderr: {line}");
         if !line.trim().is_empty() {
-            let mut last = tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut last = tail
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             *last = Some(line.chars().take(500).collect());
         }
     }

@@ -87,7 +87,11 @@ fn sanitize(schema: &Value) -> Value {
             },
             "required" => match value {
                 Value::Array(names) => Value::Array(
-                    names.iter().filter(|name| name.is_string()).cloned().collect(),
+                    names
+                        .iter()
+                        .filter(|name| name.is_string())
+                        .cloned()
+                        .collect(),
                 ),
                 _ => continue,
             },
@@ -95,10 +99,12 @@ fn sanitize(schema: &Value) -> Value {
         };
         out.insert(key.clone(), cleaned);
     }
-    if !out.contains_key("type") && !has_combinator(&out) && !out.contains_key("$ref") {
-        if let Some(inferred) = infer_type(&out) {
-            out.insert("type".to_string(), Value::from(inferred));
-        }
+    if !out.contains_key("type")
+        && !has_combinator(&out)
+        && !out.contains_key("$ref")
+        && let Some(inferred) = infer_type(&out)
+    {
+        out.insert("type".to_string(), Value::from(inferred));
     }
     if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
         out.insert("items".to_string(), Value::Object(Map::new()));

@@ -33,7 +33,9 @@ pub(crate) struct McpToolEntry {
 impl McpToolEntry {
     /// The live connection to the tool's server.
     pub(crate) fn connection(&self) -> Option<&McpConnection> {
-        self.entry.outcome().and_then(|outcome| outcome.as_ref().ok())
+        self.entry
+            .outcome()
+            .and_then(|outcome| outcome.as_ref().ok())
     }
 }
 
@@ -175,11 +177,10 @@ impl McpServers {
                 .iter()
                 .map(|(entry, _, tool)| (entry.name(), tool.name.as_ref())),
         );
-        let by_pair: HashMap<(&str, &str), &(&Arc<ServerEntry>, &McpServerConfig, &Tool)> =
-            offered
-                .iter()
-                .map(|offer| ((offer.0.name(), offer.2.name.as_ref()), offer))
-                .collect();
+        let by_pair: HashMap<(&str, &str), &(&Arc<ServerEntry>, &McpServerConfig, &Tool)> = offered
+            .iter()
+            .map(|offer| ((offer.0.name(), offer.2.name.as_ref()), offer))
+            .collect();
         for named in names {
             let Some((entry, _, tool)) = by_pair.get(&(named.server.as_str(), named.tool.as_str()))
             else {

@@ -55,6 +55,14 @@ struct SessionState {
     last_turn: Option<JoinHandle<()>>,
 }
 
+/// What a session works with outside itself: where commands run, its place in the agent
+/// tree, and its MCP servers.
+pub(crate) struct SessionLinks {
+    pub exec_target: ExecTarget,
+    pub agents: AgentControl,
+    pub mcp: McpServers,
+}
+
 /// The engine side of one conversation.
 pub(crate) struct Session {
     id: ConversationId,
@@ -86,10 +94,13 @@ impl Session {
         history: Vec<ResponseItem>,
         rollout: Option<RolloutRecorder>,
         tx_event: mpsc::Sender<Event>,
-        exec_target: ExecTarget,
-        agents: AgentControl,
-        mcp: McpServers,
+        links: SessionLinks,
     ) -> Self {
+        let SessionLinks {
+            exec_target,
+            agents,
+            mcp,
+        } = links;
         Self {
             id,
             tx_event,
@@ -174,8 +185,12 @@ impl Session {
             .remove(&(server.to_string(), request_id.to_string()));
         match sender.map(|tx| tx.send(result)) {
             Some(Ok(())) => {}
-            Some(Err(_)) => tracing::debug!(server, %request_id, "answer arrived after the call ended"),
-            None => tracing::warn!(server, %request_id, "answer to an unknown or settled elicitation"),
+            Some(Err(_)) => {
+                tracing::debug!(server, %request_id, "answer arrived after the call ended")
+            }
+            None => {
+                tracing::warn!(server, %request_id, "answer to an unknown or settled elicitation")
+            }
         }
     }
 

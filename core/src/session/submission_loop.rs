@@ -81,14 +81,19 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 content,
             } => {
                 let action = match decision {
-                    keel_protocol::ElicitationAction::Accept => rmcp::model::ElicitationAction::Accept,
+                    keel_protocol::ElicitationAction::Accept => {
+                        rmcp::model::ElicitationAction::Accept
+                    }
                     keel_protocol::ElicitationAction::Decline => {
                         rmcp::model::ElicitationAction::Decline
                     }
-                    keel_protocol::ElicitationAction::Cancel => rmcp::model::ElicitationAction::Cancel,
+                    keel_protocol::ElicitationAction::Cancel => {
+                        rmcp::model::ElicitationAction::Cancel
+                    }
                 };
                 let mut result = rmcp::model::ElicitResult::new(action);
-                result.content = content.filter(|_| decision == keel_protocol::ElicitationAction::Accept);
+                result.content =
+                    content.filter(|_| decision == keel_protocol::ElicitationAction::Accept);
                 session.resolve_elicitation(&server_name, &request_id, result);
             }
             Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,

@@ -229,7 +229,9 @@ async fn mcp_tools(
             .iter()
             .map(|failure| failure.error.clone())
             .collect();
-        return Err(TurnStop::Failed(CoreError::McpRequired(failures.join("; "))));
+        return Err(TurnStop::Failed(CoreError::McpRequired(
+            failures.join("; "),
+        )));
     }
     Ok(Some(catalog))
 }

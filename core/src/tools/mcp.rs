@@ -151,11 +151,7 @@ impl ToolRouter<'_> {
         call_id: &CallId,
         entry: &McpToolEntry,
     ) -> Result<bool, TurnStop> {
-        let session_key = vec![
-            "mcp".to_string(),
-            entry.server.clone(),
-            entry.tool.clone(),
-        ];
+        let session_key = vec!["mcp".to_string(), entry.server.clone(), entry.tool.clone()];
         if entry.read_only
             || self.context.approval_policy == keel_protocol::AskForApproval::Never
             || self.session.is_approved_for_session(&session_key)
@@ -224,12 +220,14 @@ impl ToolRouter<'_> {
         while let Some(ask) = asks.recv().await {
             match ask {
                 ServerAsk::Progress(progress) => {
-                    let message = progress.message.clone().unwrap_or_else(|| {
-                        match progress.total {
-                            Some(total) => format!("{}/{}", progress.progress, total),
-                            None => progress.progress.to_string(),
-                        }
-                    });
+                    let message =
+                        progress
+                            .message
+                            .clone()
+                            .unwrap_or_else(|| match progress.total {
+                                Some(total) => format!("{}/{}", progress.progress, total),
+                                None => progress.progress.to_string(),
+                            });
                     self.session
                         .send_event(
                             &self.ids.sub_id,
@@ -248,10 +246,7 @@ impl ToolRouter<'_> {
                             message,
                             requested_schema,
                             ..
-                        } => (
-                            message.clone(),
-                            serde_json::to_value(requested_schema).ok(),
-                        ),
+                        } => (message.clone(), serde_json::to_value(requested_schema).ok()),
                         _ => {
                             // Keel's clients answer forms only; a URL flow is declined.
                             tracing::info!(server = %entry.server, "URL elicitation declined");

@@ -187,11 +187,32 @@ pub struct McpServerStatus {
     pub resources: Vec<Value>,
     /// Its resource templates (empty, as `resources`).
     pub resource_templates: Vec<Value>,
-    /// Keel's addition: whether it started.
-    pub startup_status: McpServerStartupState,
-    /// Keel's addition: why it did not start (or `null`).
+    /// Whether it is connected (Codex 0.169's field).
     #[serde(default)]
-    pub startup_error: Option<String>,
+    pub runtime_status: Option<McpServerConnectionStatus>,
+    /// Why its tools could not be listed: it did not start (Codex 0.169's field).
+    #[serde(default)]
+    pub tools_error: Option<String>,
+}
+
+/// A server's connection state in `mcpServerStatus/list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpServerConnectionStatus {
+    /// Not started yet.
+    NotStarted,
+    /// Starting.
+    Starting,
+    /// Started; its tools are listed.
+    Connected,
+    /// It needs a login Keel cannot do.
+    AuthenticationRequired,
+    /// It could not start.
+    Failed,
+    /// Its start was abandoned.
+    Cancelled,
+    /// `enabled = false` in the configuration.
+    Disabled,
 }
 
 /// Result of `mcpServerStatus/list`.

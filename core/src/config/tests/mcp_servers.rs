@@ -69,7 +69,10 @@ startup_timeout_ms = 1500
 
 #[test]
 fn an_unknown_key_is_an_error_naming_the_server_and_key() {
-    let message = load_err("[mcp_servers.docs]\ncommand = \"docs\"\ncomand = \"x\"\n", &[]);
+    let message = load_err(
+        "[mcp_servers.docs]\ncommand = \"docs\"\ncomand = \"x\"\n",
+        &[],
+    );
     assert!(
         message.starts_with(
             "/home/u/.keel/config.toml: mcp_servers.docs.comand: unknown field `comand`, expected one of `command`,"
@@ -121,7 +124,11 @@ fn bad_values_name_the_server_and_key() {
         ),
     ];
     for (toml, expected) in cases {
-        assert_eq!(load_err(toml, &[]), format!("{file}: {expected}"), "for {toml}");
+        assert_eq!(
+            load_err(toml, &[]),
+            format!("{file}: {expected}"),
+            "for {toml}"
+        );
     }
 }
 

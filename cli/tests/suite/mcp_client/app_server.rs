@@ -1,0 +1,430 @@
+//! The app-server with MCP servers: `mcpToolCall` items in the reference shape, progress,
+//! start-up status, `mcpServerStatus/list`, approvals under `on-request`, elicitation, a server
+//! that exits mid-call, and an interrupt that cancels a running call.
+
+use std::collections::BTreeSet;
+
+use keel_test_support::{AppServerProcess, Script, Turn, assistant_message, function_call};
+use serde_json::{Value, json};
+
+use super::{process_with, stdio_server};
+use crate::suite::app_server::common::World;
+
+const SKIP: &str =
+    "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)";
+
+/// The reference fields of an `mcpToolCall` item (vendored Codex 0.115 shapes).
+fn reference_fields() -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../app-server/tests/fixtures/codex_0115_app_server_shapes.json"
+    );
+    let shapes: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let variant = &shapes["types"]["ThreadItem"]["variants"]["mcpToolCall"];
+    let names = |key: &str| -> BTreeSet<String> {
+        variant[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    Ok((names("properties"), names("required")))
+}
+
+fn assert_reference_shape(item: &Value) -> anyhow::Result<()> {
+    let (properties, required) = reference_fields()?;
+    let keys: BTreeSet<String> = item
+        .as_object()
+        .map(|object| object.keys().cloned().collect())
+        .unwrap_or_default();
+    assert!(keys.is_subset(&properties), "{keys:?} vs {properties:?}");
+    assert!(
+        required.is_subset(&keys),
+        "{required:?} missing from {item}"
+    );
+    Ok(())
+}
+
+async fn read_item(server: &mut AppServerProcess, method: &str, id: &str) -> anyhow::Result<Value> {
+    let message = server
+        .read_until(&format!("{method} for {id}"), |m| {
+            m["method"] == method && m["params"]["item"]["id"] == id
+        })
+        .await?;
+    Ok(message["params"]["item"].clone())
+}
+
+fn config(
+    name: &str,
+    marker: &str,
+    extra: &[(&str, toml::Value)],
+) -> anyhow::Result<Vec<(String, toml::Value)>> {
+    let mut config = stdio_server(name, marker)?;
+    config.extend(extra.iter().map(|(k, v)| ((*k).to_string(), v.clone())));
+    Ok(config)
+}
+
+async fn world(script: Script, config: Vec<(String, toml::Value)>) -> anyhow::Result<World> {
+    let overrides: Vec<(&str, toml::Value)> = config
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    World::new(script, &overrides).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Result<()> {
+    let _ = SKIP;
+    let marker = format!("keel-mcp-items-{}", std::process::id());
+    let script = Script::new([
+        Turn::new([function_call(
+            "p1",
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 1, "steps": 2}).to_string(),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let mut config = config("everything", &marker, &[])?;
+    config.push((
+        "mcp_servers.broken.command".to_string(),
+        "/nonexistent/keel-mcp".into(),
+    ));
+    let world = world(script, config).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+
+    let started = read_item(&mut server, "item/started", "p1").await?;
+    assert_eq!(started["type"], "mcpToolCall");
+    assert_eq!(started["status"], "inProgress");
+    assert_eq!(started["server"], "everything");
+    assert_eq!(started["tool"], "trigger-long-running-operation");
+    assert_eq!(started["arguments"], json!({"duration": 1, "steps": 2}));
+    assert_reference_shape(&started)?;
+    let progress = server
+        .read_notification("item/mcpToolCall/progress")
+        .await?;
+    assert_eq!(progress["params"]["itemId"], "p1");
+    assert_eq!(progress["params"]["turnId"], turn.as_str());
+    assert_eq!(progress["params"]["message"], "1/2");
+    let completed = read_item(&mut server, "item/completed", "p1").await?;
+    assert_eq!(completed["status"], "completed");
+    assert!(
+        completed["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("Long running operation completed"))
+    );
+    assert!(completed["durationMs"].as_i64().is_some_and(|ms| ms >= 900));
+    assert_reference_shape(&completed)?;
+    let done = server.read_turn_completed(&turn).await?;
+    assert_eq!(done["turn"]["status"], "completed");
+
+    let ready = server
+        .read_until("everything ready", |m| {
+            m["method"] == "mcpServer/startupStatus/updated"
+                && m["params"]["name"] == "everything"
+                && m["params"]["status"] == "ready"
+        })
+        .await?;
+    assert_eq!(ready["params"]["threadId"], thread.as_str());
+    let failed = server
+        .read_until("broken failed", |m| {
+            m["method"] == "mcpServer/startupStatus/updated"
+                && m["params"]["name"] == "broken"
+                && m["params"]["status"] == "failed"
+        })
+        .await?;
+    assert!(
+        failed["params"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("/nonexistent/keel-mcp"))
+    );
+
+    let listed = server.request("mcpServerStatus/list", json!({})).await?;
+    let data = listed["data"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = data.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["broken", "everything"]);
+    assert_eq!(data[0]["runtimeStatus"], "failed");
+    assert!(
+        data[0]["toolsError"]
+            .as_str()
+            .is_some_and(|e| e.contains("could not start"))
+    );
+    assert_eq!(data[1]["runtimeStatus"], "connected");
+    assert_eq!(data[1]["authStatus"], "unsupported");
+    assert_eq!(data[1]["tools"]["echo"]["name"], "echo");
+    let page = server
+        .request("mcpServerStatus/list", json!({"limit": 1}))
+        .await?;
+    assert_eq!(page["nextCursor"], "broken");
+    let rest = server
+        .request(
+            "mcpServerStatus/list",
+            json!({"cursor": "broken", "limit": 1}),
+        )
+        .await?;
+    assert_eq!(rest["data"][0]["name"], "everything");
+    assert_eq!(rest["nextCursor"], Value::Null);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn on_request_asks_before_a_tool_that_is_not_read_only() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-approve-{}", std::process::id());
+    let script = Script::new([
+        Turn::new([function_call(
+            "a1",
+            "mcp__everything__toggle-simulated-logging",
+            "{}".to_string(),
+        )]),
+        Turn::new([function_call(
+            "a2",
+            "mcp__everything__toggle-simulated-logging",
+            "{}".to_string(),
+        )]),
+        Turn::new([function_call(
+            "a3",
+            "mcp__everything__echo",
+            json!({"message": "no question"}).to_string(),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let world = world(
+        script,
+        config(
+            "everything",
+            &marker,
+            &[("approval_policy", "on-request".into())],
+        )?,
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+
+    let asked = server.read_server_request().await?;
+    assert_eq!(asked["method"], "item/tool/requestUserInput");
+    let question = &asked["params"]["questions"][0];
+    assert_eq!(question["id"], "mcp_tool_call_approval");
+    assert!(
+        question["question"]
+            .as_str()
+            .is_some_and(|q| q.contains("toggle-simulated-logging"))
+    );
+    let labels: Vec<&str> = question["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["label"].as_str())
+        .collect();
+    assert_eq!(labels.len(), 3);
+    server
+        .respond(
+            asked["id"].clone(),
+            json!({"answers": {"mcp_tool_call_approval": {"answers": [labels[0]]}}}),
+        )
+        .await?;
+    let ran = read_item(&mut server, "item/completed", "a1").await?;
+    assert_eq!(ran["status"], "completed", "{ran}");
+
+    let asked = server.read_server_request().await?;
+    assert_eq!(asked["params"]["itemId"], "a2");
+    server
+        .respond(
+            asked["id"].clone(),
+            json!({"answers": {"mcp_tool_call_approval": {"answers": [labels[2]]}}}),
+        )
+        .await?;
+    let declined = read_item(&mut server, "item/completed", "a2").await?;
+    assert_eq!(declined["status"], "failed");
+    assert!(
+        declined["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("declined"))
+    );
+
+    // echo is annotated read-only: no question.
+    let echoed = read_item(&mut server, "item/completed", "a3").await?;
+    assert_eq!(echoed["status"], "completed");
+    let done = server.read_turn_completed(&turn).await?;
+    assert_eq!(done["turn"]["status"], "completed");
+    let told = world.mock.requests()[2]
+        .tool_output("a2")
+        .cloned()
+        .unwrap_or_default();
+    assert!(told.to_string().contains("declined"), "{told}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn an_elicitation_reaches_the_client_and_its_answer_the_server() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-elicit-{}", std::process::id());
+    let script = Script::new([
+        Turn::new([function_call(
+            "e1",
+            "mcp__everything__trigger-elicitation-request",
+            "{}".to_string(),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let world = world(
+        script,
+        config(
+            "everything",
+            &marker,
+            &[("approval_policy", "never".into())],
+        )?,
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+    let asked = server.read_server_request().await?;
+    assert_eq!(asked["method"], "mcpServer/elicitation/request");
+    let params = &asked["params"];
+    assert_eq!(params["threadId"], thread.as_str());
+    assert_eq!(params["turnId"], turn.as_str());
+    assert_eq!(params["serverName"], "everything");
+    assert_eq!(params["mode"], "form");
+    assert_eq!(
+        params["requestedSchema"]["properties"]["name"]["type"],
+        "string"
+    );
+    server
+        .respond(
+            asked["id"].clone(),
+            json!({"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}),
+        )
+        .await?;
+    let completed = read_item(&mut server, "item/completed", "e1").await?;
+    assert_eq!(completed["status"], "completed");
+    assert!(
+        completed.to_string().contains("Ada Lovelace"),
+        "{completed}"
+    );
+    server.read_turn_completed(&turn).await?;
+    let told = world.mock.requests()[1]
+        .tool_output("e1")
+        .cloned()
+        .unwrap_or_default();
+    assert!(told.to_string().contains("Ada Lovelace"), "{told}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn an_interrupt_cancels_a_running_call() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-interrupt-{}", std::process::id());
+    let script = Script::new([
+        Turn::new([function_call(
+            "l1",
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 60, "steps": 60}).to_string(),
+        )]),
+        Turn::new([assistant_message("unused")]),
+    ]);
+    let world = world(script, config("everything", &marker, &[])?).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+    server
+        .read_notification("item/mcpToolCall/progress")
+        .await?;
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread, "turnId": turn}),
+        )
+        .await?;
+    let ended = read_item(&mut server, "item/completed", "l1").await?;
+    assert_eq!(ended["status"], "failed");
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cancelled"))
+    );
+    let done = server.read_turn_completed(&turn).await?;
+    assert_eq!(done["turn"]["status"], "interrupted");
+    assert_eq!(
+        world.mock.requests().len(),
+        1,
+        "the model is not asked again"
+    );
+    // The server is still usable: the thread's next turn can call it.
+    assert!(process_with(&marker));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn a_server_that_exits_mid_call_fails_the_call_not_the_turn() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-dies-{}", std::process::id());
+    let script = Script::new([
+        Turn::new([function_call(
+            "d1",
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 60, "steps": 60}).to_string(),
+        )]),
+        Turn::new([assistant_message("the server died")]),
+    ]);
+    let world = world(script, config("everything", &marker, &[])?).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+    server
+        .read_notification("item/mcpToolCall/progress")
+        .await?;
+    kill_processes_with(&marker);
+    let ended = read_item(&mut server, "item/completed", "d1").await?;
+    assert_eq!(ended["status"], "failed");
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("failed")),
+        "{ended}"
+    );
+    let done = server.read_turn_completed(&turn).await?;
+    assert_eq!(done["turn"]["status"], "completed");
+    let told = world.mock.requests()[1]
+        .tool_output("d1")
+        .cloned()
+        .unwrap_or_default();
+    assert!(told.to_string().contains("everything"), "{told}");
+    Ok(())
+}
+
+/// SIGKILLs every process whose command line holds `marker`.
+fn kill_processes_with(marker: &str) {
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}

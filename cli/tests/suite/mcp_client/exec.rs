@@ -1,0 +1,208 @@
+//! `keel exec` with MCP servers: the model calls their tools and gets the results (text,
+//! structured, images); a server that cannot start is reported and the turn goes on; a slow
+//! call is cut at `tool_timeout_sec`; the servers end with `keel exec`.
+
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, function_call, write_config,
+};
+use serde_json::{Value, json};
+
+use super::{process_with, stdio_server};
+use crate::suite::exec::keel_exec;
+
+fn output_text(mock: &MockModelServer, request: usize, call_id: &str) -> String {
+    mock.requests()
+        .get(request)
+        .and_then(|r| r.tool_output(call_id).cloned())
+        .map(|output| match output {
+            Value::String(text) => text,
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn the_model_calls_stdio_server_tools_and_gets_their_results() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-exec-{}", std::process::id());
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([
+            function_call(
+                "m1",
+                "mcp__everything__echo",
+                json!({"message": "hello mcp"}).to_string(),
+            ),
+            function_call(
+                "m2",
+                "mcp__everything__get-sum",
+                json!({"a": 2, "b": 3}).to_string(),
+            ),
+            function_call(
+                "m3",
+                "mcp__everything__get-structured-content",
+                json!({"location": "Chicago"}).to_string(),
+            ),
+            function_call("m4", "mcp__everything__get-tiny-image", "{}".to_string()),
+        ]),
+        Turn::new([assistant_message("used the tools")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        stdio_server("everything", &marker)?,
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["--json", "use the tools"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+
+    let first = &mock.requests()[0];
+    let mcp_tools: Vec<String> = first
+        .tool_names()
+        .into_iter()
+        .filter(|name| name.starts_with("mcp__"))
+        .collect();
+    for expected in [
+        "mcp__everything__echo",
+        "mcp__everything__get-sum",
+        "mcp__everything__trigger-long-running-operation",
+    ] {
+        assert!(
+            mcp_tools.iter().any(|name| name == expected),
+            "{mcp_tools:?}"
+        );
+    }
+    for name in &mcp_tools {
+        assert!(
+            name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+    }
+    let echo = first.body["tools"]
+        .as_array()
+        .and_then(|tools| {
+            tools
+                .iter()
+                .find(|tool| tool["name"] == "mcp__everything__echo")
+        })
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(echo["parameters"]["type"], "object");
+    assert_eq!(
+        echo["parameters"]["properties"]["message"]["type"],
+        "string"
+    );
+
+    assert!(
+        output_text(&mock, 1, "m1").contains("Echo: hello mcp"),
+        "{}",
+        output_text(&mock, 1, "m1")
+    );
+    assert!(
+        output_text(&mock, 1, "m2").contains('5'),
+        "{}",
+        output_text(&mock, 1, "m2")
+    );
+    let structured = output_text(&mock, 1, "m3");
+    assert!(structured.contains("temperature"), "{structured}");
+    assert!(output_text(&mock, 1, "m4").contains("[image image/png attached]"));
+    let second = mock.requests()[1].body.to_string();
+    assert!(
+        second.contains("data:image/png;base64,"),
+        "the image reaches the model"
+    );
+
+    let items: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .collect();
+    let completed_calls = items
+        .iter()
+        .filter(|event| {
+            event.to_string().contains("\"mcpToolCall\"")
+                || event.to_string().contains("mcp_tool_call")
+        })
+        .count();
+    assert!(completed_calls >= 4, "stdout: {}", out.stdout);
+    assert!(!process_with(&marker), "the server outlived keel exec");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn a_server_that_cannot_start_is_reported_and_the_others_work() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-broken-{}", std::process::id());
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call(
+            "m1",
+            "mcp__everything__echo",
+            json!({"message": "still here"}).to_string(),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let mut config = stdio_server("everything", &marker)?;
+    config.push((
+        "mcp_servers.broken.command".to_string(),
+        "/nonexistent/keel-mcp-server".into(),
+    ));
+    write_config(home.path(), &mock.uri(), config)?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "done\n");
+    assert!(
+        out.stderr.contains("MCP server `broken`")
+            && out.stderr.contains("/nonexistent/keel-mcp-server"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(output_text(&mock, 1, "m1").contains("Echo: still here"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn a_call_slower_than_tool_timeout_sec_is_cut_and_the_model_told() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-slow-{}", std::process::id());
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call(
+            "m1",
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 30, "steps": 30}).to_string(),
+        )]),
+        Turn::new([assistant_message("gave up")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let mut config = stdio_server("everything", &marker)?;
+    config.push((
+        "mcp_servers.everything.tool_timeout_sec".to_string(),
+        1.into(),
+    ));
+    write_config(home.path(), &mock.uri(), config)?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let told = output_text(&mock, 1, "m1");
+    assert!(
+        told.contains("did not answer within 1 s") && told.contains("tool_timeout_sec"),
+        "{told}"
+    );
+    Ok(())
+}
