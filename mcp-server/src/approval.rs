@@ -185,6 +185,25 @@ async fn submit(conversation: &Conversation, op: Op) {
 
 /// MCP has no way to put the model's questions to the user: the model is told nobody
 /// answered, so it decides itself (the questions went out with the `codex/event`).
+/// Declines a question an external MCP server asked during a tool call: keel mcp-server does
+/// not relay such questions to its own client, so the server is told no rather than left
+/// waiting until the call times out.
+pub(crate) async fn decline_elicitation(
+    conversation: &Conversation,
+    request: &keel_protocol::ElicitationRequestEvent,
+) {
+    submit(
+        conversation,
+        Op::ResolveElicitation {
+            server_name: request.server_name.clone(),
+            request_id: request.id.clone(),
+            decision: keel_protocol::ElicitationAction::Decline,
+            content: None,
+        },
+    )
+    .await;
+}
+
 pub(crate) async fn answer_user_input_unasked(conversation: &Conversation, call_id: CallId) {
     submit(
         conversation,

@@ -154,6 +154,9 @@ async fn run_turn(
             EventMsg::RequestUserInput(request) => {
                 approval::answer_user_input_unasked(&conversation, request.call_id).await;
             }
+            EventMsg::ElicitationRequest(request) => {
+                approval::decline_elicitation(&conversation, &request).await;
+            }
             EventMsg::TaskComplete(done) => {
                 let content = done.last_agent_message.unwrap_or_default();
                 return result(thread_id, content, false);

@@ -363,6 +363,9 @@ async fn event_loop(
         if let EventMsg::RequestUserInput(request) = &event.msg {
             approval::answer_user_input_unasked(&conversation, request.call_id.clone()).await;
         }
+        if let EventMsg::ElicitationRequest(request) = &event.msg {
+            approval::decline_elicitation(&conversation, request).await;
+        }
         let mut state = state.lock().await;
         let state = &mut *state;
         match &state.subscriber {

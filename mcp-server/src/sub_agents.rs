@@ -112,6 +112,9 @@ async fn forward(context: Weak<ServerContext>, child: SpawnedConversation) {
             (EventMsg::RequestUserInput(request), _) => {
                 approval::answer_user_input_unasked(&conversation, request.call_id).await;
             }
+            (EventMsg::ElicitationRequest(request), _) => {
+                approval::decline_elicitation(&conversation, &request).await;
+            }
             (EventMsg::ShutdownComplete, _) => break,
             _ => {}
         }

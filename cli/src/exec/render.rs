@@ -67,6 +67,7 @@ impl HumanRenderer {
                     ..
                 } => format!("$ {command}   [session {process_id}]"),
                 ThreadItem::CommandExecution { command, .. } => format!("$ {command}"),
+                ThreadItem::McpToolCall(call) => format!("mcp: {}/{}", call.server, call.tool),
                 _ => return,
             },
             ServerNotification::TerminalInteraction(interaction) => format!(
@@ -120,6 +121,13 @@ impl HumanRenderer {
                         states.join(", ")
                     )
                 }
+                ThreadItem::McpToolCall(call) => match &call.error {
+                    Some(error) => format!("  mcp call failed: {}", error.message),
+                    None => format!(
+                        "  mcp call done in {:.1}s",
+                        call.duration_ms.unwrap_or_default() as f64 / 1000.0
+                    ),
+                },
                 ThreadItem::AgentMessage { .. } if self.in_message => {
                     self.in_message = false;
                     String::new()
@@ -138,6 +146,10 @@ impl HumanRenderer {
                 }
                 text
             }
+            ServerNotification::McpServerStatusUpdated(update) => match &update.error {
+                Some(error) => format!("keel: {error}"),
+                None => return,
+            },
             ServerNotification::Error(error) if error.will_retry => {
                 format!("retrying: {}", error.error.message)
             }

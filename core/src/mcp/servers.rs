@@ -152,7 +152,7 @@ impl McpServers {
                         server: entry.name().to_string(),
                         error: err.to_string(),
                     };
-                    tracing::warn!(server = entry.name(), "{err}");
+                    tracing::info!(server = entry.name(), "{err}");
                     if config.required {
                         catalog.required_failures.push(failure.clone());
                     }

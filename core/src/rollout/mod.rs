@@ -439,5 +439,6 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::PlanUpdate(_)
             | EventMsg::ThreadRolledBack(_)
             | EventMsg::ContextCompacted(_)
+            | EventMsg::McpToolCallEnd(_)
     )
 }

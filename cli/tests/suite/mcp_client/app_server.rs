@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use keel_test_support::{AppServerProcess, Script, Turn, assistant_message, function_call};
 use serde_json::{Value, json};
 
-use super::{process_with, stdio_server};
+use super::{processes_with, stdio_server, wait_gone};
 use crate::suite::app_server::common::World;
 
 const SKIP: &str =
@@ -367,7 +367,7 @@ async fn an_interrupt_cancels_a_running_call() -> anyhow::Result<()> {
         "the model is not asked again"
     );
     // The server is still usable: the thread's next turn can call it.
-    assert!(process_with(&marker));
+    assert_eq!(processes_with(&marker), 1);
     Ok(())
 }
 
@@ -414,17 +414,58 @@ async fn a_server_that_exits_mid_call_fails_the_call_not_the_turn() -> anyhow::R
 
 /// SIGKILLs every process whose command line holds `marker`.
 fn kill_processes_with(marker: &str) {
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if std::fs::read(entry.path().join("cmdline"))
-            .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-        {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
+    for pid in keel_test_support::processes_whose_cmdline_contains(marker) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn threads_share_one_server_which_stops_when_the_last_is_closed() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-shared-{}", std::process::id());
+    let call = || {
+        Turn::new([function_call(
+            "s1",
+            "mcp__everything__echo",
+            json!({"message": "x"}).to_string(),
+        )])
+    };
+    let script = Script::new([
+        call(),
+        Turn::new([assistant_message("one")]),
+        call(),
+        Turn::new([assistant_message("two")]),
+    ]);
+    let world = world(script, config("everything", &marker, &[])?).await?;
+    let mut server = world.server().await?;
+    let first = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&first, "go").await?;
+    server.read_turn_completed(&turn).await?;
+    let second = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&second, "go").await?;
+    server.read_turn_completed(&turn).await?;
+    assert_eq!(
+        processes_with(&marker),
+        1,
+        "both threads use one server process"
+    );
+
+    for thread in [&first, &second] {
+        server
+            .request("thread/unsubscribe", json!({"threadId": thread}))
+            .await?;
+        server
+            .read_until("thread/closed", |m| {
+                m["method"] == "thread/closed" && m["params"]["threadId"] == thread.as_str()
+            })
+            .await?;
+    }
+    wait_gone(&marker, std::time::Duration::from_secs(20)).await?;
+    Ok(())
 }

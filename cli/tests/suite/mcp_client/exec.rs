@@ -7,7 +7,7 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
-use super::{process_with, stdio_server};
+use super::{stdio_server, wait_gone};
 use crate::suite::exec::keel_exec;
 
 fn output_text(mock: &MockModelServer, request: usize, call_id: &str) -> String {
@@ -132,7 +132,7 @@ async fn the_model_calls_stdio_server_tools_and_gets_their_results() -> anyhow::
         })
         .count();
     assert!(completed_calls >= 4, "stdout: {}", out.stdout);
-    assert!(!process_with(&marker), "the server outlived keel exec");
+    wait_gone(&marker, std::time::Duration::from_secs(20)).await?;
     Ok(())
 }
 
@@ -204,5 +204,160 @@ async fn a_call_slower_than_tool_timeout_sec_is_cut_and_the_model_told() -> anyh
         told.contains("did not answer within 1 s") && told.contains("tool_timeout_sec"),
         "{told}"
     );
+    Ok(())
+}
+
+/// The reference server listening on Streamable HTTP at `http://127.0.0.1:PORT/mcp`, killed
+/// when dropped.
+struct HttpServer {
+    _child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    async fn start() -> anyhow::Result<Self> {
+        use tokio::io::AsyncBufReadExt;
+        let script = super::everything_script()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let mut child = tokio::process::Command::new("node")
+            .arg(&script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stderr"))?;
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let listening = async {
+            while let Some(line) = lines.next_line().await? {
+                if line.contains("listening on port") {
+                    return Ok(());
+                }
+            }
+            anyhow::bail!("the HTTP server exited before listening")
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), listening).await??;
+        // Keep draining its log so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Self {
+            _child: child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn a_streamable_http_server_works_like_a_stdio_one() -> anyhow::Result<()> {
+    let http = HttpServer::start().await?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([
+            function_call(
+                "h1",
+                "mcp__remote__echo",
+                json!({"message": "over http"}).to_string(),
+            ),
+            function_call(
+                "h2",
+                "mcp__remote__trigger-long-running-operation",
+                json!({"duration": 1, "steps": 2}).to_string(),
+            ),
+        ]),
+        Turn::new([assistant_message("http done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            (
+                "mcp_servers.remote.url",
+                toml::Value::from(http.url.clone()),
+            ),
+            (
+                "mcp_servers.remote.http_headers",
+                toml::Value::Table(toml::map::Map::from_iter([(
+                    "X-Keel-Test".to_string(),
+                    toml::Value::from("1"),
+                )])),
+            ),
+        ],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "http done\n");
+    assert!(output_text(&mock, 1, "h1").contains("Echo: over http"));
+    assert!(output_text(&mock, 1, "h2").contains("Long running operation completed"));
+    assert!(
+        out.stderr.contains("mcp: remote/echo"),
+        "stderr: {}",
+        out.stderr
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unset_bearer_token_variable_is_reported_by_name() -> anyhow::Result<()> {
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("fine")])])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            (
+                "mcp_servers.remote.url",
+                toml::Value::from("http://127.0.0.1:9/mcp"),
+            ),
+            (
+                "mcp_servers.remote.bearer_token_env_var",
+                toml::Value::from("KEEL_TEST_UNSET_TOKEN"),
+            ),
+        ],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "fine\n");
+    assert!(
+        out.stderr.contains("MCP server `remote`: the environment variable `KEEL_TEST_UNSET_TOKEN` (bearer_token_env_var) is not set"),
+        "stderr: {}",
+        out.stderr
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_mcp_server_table_stops_keel_exec_naming_the_key() -> anyhow::Result<()> {
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("unused")])])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [("mcp_servers.docs.comand", toml::Value::from("docs-mcp"))],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(2), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("mcp_servers.docs.comand: unknown field `comand`"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(mock.requests().is_empty());
     Ok(())
 }

@@ -48,14 +48,20 @@ pub(crate) fn stdio_server(name: &str, marker: &str) -> anyhow::Result<Vec<(Stri
     ])
 }
 
-/// Whether a process whose command line holds `marker` is alive.
-pub(crate) fn process_with(marker: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|entry| {
-            std::fs::read(entry.path().join("cmdline"))
-                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(marker))
-        })
+/// Live (not zombie) processes whose command line holds `marker`.
+pub(crate) fn processes_with(marker: &str) -> usize {
+    keel_test_support::processes_whose_cmdline_contains(marker).len()
+}
+
+/// Waits until no live process holds `marker`, or fails after `within`.
+pub(crate) async fn wait_gone(marker: &str, within: std::time::Duration) -> anyhow::Result<()> {
+    let gone = async {
+        while processes_with(marker) > 0 {
+            // The process table has no change notification; look again shortly.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(within, gone)
+        .await
+        .map_err(|_| anyhow::anyhow!("a process holding {marker} outlived its owner"))
 }
