@@ -123,6 +123,16 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
     assert_reference_shape(&completed)?;
     let done = server.read_turn_completed(&turn).await?;
     assert_eq!(done["turn"]["status"], "completed");
+    let read = server
+        .request("thread/read", json!({"threadId": thread, "includeTurns": true}))
+        .await?;
+    let recorded = read["thread"]["turns"][0]["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|item| item["type"] == "mcpToolCall"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(recorded["status"], "completed", "{read}");
+    assert_eq!(recorded["id"], "p1");
 
     let ready = server
         .read_until("everything ready", |m| {
@@ -467,5 +477,87 @@ async fn threads_share_one_server_which_stops_when_the_last_is_closed() -> anyho
             .await?;
     }
     wait_gone(&marker, std::time::Duration::from_secs(20)).await?;
+    Ok(())
+}
+
+/// Every message the recording server received, once `wanted` holds for one of them.
+async fn recorded_until(
+    log: &std::path::Path,
+    wanted: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Value>> {
+    let read = async {
+        loop {
+            let messages: Vec<Value> = std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            if messages.iter().any(&wanted) {
+                return messages;
+            }
+            // The server appends to a file; look again shortly.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), read)
+        .await
+        .map_err(|_| anyhow::anyhow!("the server never received the awaited message"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_sends_the_server_a_cancellation_for_the_call() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("received.jsonl");
+    let script = Script::new([
+        Turn::new([function_call("h1", "mcp__recorder__hang", "{}".to_string())]),
+        Turn::new([assistant_message("unused")]),
+    ]);
+    let server_script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mcp_recording_server.py"
+    );
+    let config = vec![
+        (
+            "mcp_servers.recorder.command".to_string(),
+            toml::Value::from("python3"),
+        ),
+        (
+            "mcp_servers.recorder.args".to_string(),
+            toml::Value::Array(vec![server_script.into(), log.display().to_string().into()]),
+        ),
+    ];
+    let world = world(script, config).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "go").await?;
+    read_item(&mut server, "item/started", "h1").await?;
+    let received = recorded_until(&log, |m| m["method"] == "tools/call").await?;
+    let call_id = received
+        .iter()
+        .find(|m| m["method"] == "tools/call")
+        .map(|m| m["id"].clone())
+        .unwrap_or_default();
+    assert_eq!(
+        received
+            .iter()
+            .find(|m| m["method"] == "tools/call")
+            .map(|m| m["params"]["name"].clone()),
+        Some(json!("hang"))
+    );
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread, "turnId": turn}),
+        )
+        .await?;
+    let done = server.read_turn_completed(&turn).await?;
+    assert_eq!(done["turn"]["status"], "interrupted");
+    let received = recorded_until(&log, |m| m["method"] == "notifications/cancelled").await?;
+    let cancelled = received
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(cancelled["params"]["requestId"], call_id);
     Ok(())
 }
