@@ -124,7 +124,10 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
     let done = server.read_turn_completed(&turn).await?;
     assert_eq!(done["turn"]["status"], "completed");
     let read = server
-        .request("thread/read", json!({"threadId": thread, "includeTurns": true}))
+        .request(
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": true}),
+        )
         .await?;
     let recorded = read["thread"]["turns"][0]["items"]
         .as_array()

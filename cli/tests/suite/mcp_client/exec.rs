@@ -361,3 +361,34 @@ async fn a_bad_mcp_server_table_stops_keel_exec_naming_the_key() -> anyhow::Resu
     assert!(mock.requests().is_empty());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_server_that_cannot_start_fails_the_turn_naming_it() -> anyhow::Result<()> {
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("unused")])])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            (
+                "mcp_servers.needed.command",
+                toml::Value::from("/nonexistent/needed-mcp"),
+            ),
+            ("mcp_servers.needed.required", toml::Value::from(true)),
+        ],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_ne!(out.code, Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stderr.contains("required MCP servers failed to start: MCP server `needed`: could not start `/nonexistent/needed-mcp`"),
+        "stderr: {}",
+        out.stderr
+    );
+    assert!(
+        mock.requests().is_empty(),
+        "no request without a required server"
+    );
+    Ok(())
+}
