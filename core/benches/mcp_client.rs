@@ -173,7 +173,7 @@ async fn keel_calls(script: &str) -> anyhow::Result<Duration> {
     let calls: Vec<_> = (0..CALLS)
         .map(|i| {
             function_call(
-                &format!("c{i}"),
+                format!("c{i}"),
                 "mcp__s0__echo",
                 json!({"message": "hello"}).to_string(),
             )

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use keel_core::Conversation;
 use keel_protocol::mcp::{
     ApprovalElicitation, ElicitRequestParams, ElicitResult, ExecApprovalElicitation,
-    PatchApprovalElicitation, mcp_server_request,
+    PatchApprovalElicitation,
 };
 use keel_protocol::{
     ApplyPatchApprovalRequestEvent, CallId, ConversationId, ExecApprovalRequestEvent, InputItem,
@@ -17,6 +17,7 @@ use keel_protocol::{
 };
 use serde_json::json;
 
+use crate::methods::mcp_server_request;
 use crate::outgoing::OutgoingSender;
 
 /// Everything an approval needs to reach the client and correlate the answer.

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use keel_core::Conversation;
 use keel_protocol::mcp::{
-    CallToolResult, CodexEventMeta, CodexToolCallParam, CodexToolCallReplyParam,
-    CodexToolCallResult,
+    CodexEventMeta, CodexToolCallParam, CodexToolCallReplyParam, CodexToolCallResult,
 };
 use keel_protocol::{
     ConversationId, Event, EventMsg, InputItem, Op, RequestId, Submission, SubmissionId,
@@ -15,7 +14,10 @@ use keel_protocol::{
 use tokio::task::JoinSet;
 
 use crate::approval::{self, ApprovalRoute};
+use rmcp::model::CallToolResult;
+
 use crate::context::{RunningCall, ServerContext};
+use crate::results;
 
 /// Runs the `codex` tool: starts a conversation and runs its first turn.
 pub(crate) async fn run_codex(
@@ -25,11 +27,11 @@ pub(crate) async fn run_codex(
 ) -> CallToolResult {
     let config = match context.settings.load_config(&args.settings) {
         Ok(config) => config,
-        Err(err) => return CallToolResult::error(format!("cannot configure the session: {err}")),
+        Err(err) => return results::error(format!("cannot configure the session: {err}")),
     };
     let new = match context.manager.new_conversation(config).await {
         Ok(new) => new,
-        Err(err) => return CallToolResult::error(format!("cannot start the session: {err}")),
+        Err(err) => return results::error(format!("cannot start the session: {err}")),
     };
     let meta = event_meta(&request_id, new.conversation_id);
     // The engine returns `session_configured` instead of queueing it; clients expect it as
@@ -49,22 +51,20 @@ pub(crate) async fn run_codex_reply(
     args: CodexToolCallReplyParam,
 ) -> CallToolResult {
     let Some(raw) = args.thread_id.or(args.conversation_id) else {
-        return CallToolResult::error(
-            "codex-reply needs `threadId`: the id the `codex` tool returned",
-        );
+        return results::error("codex-reply needs `threadId`: the id the `codex` tool returned");
     };
     let thread_id = match ConversationId::from_str(&raw) {
         Ok(id) => id,
-        Err(err) => return CallToolResult::error(format!("invalid threadId `{raw}`: {err}")),
+        Err(err) => return results::error(format!("invalid threadId `{raw}`: {err}")),
     };
     if context.streams.lock().await.contains_key(&thread_id) {
-        return CallToolResult::error(format!(
+        return results::error(format!(
             "thread {thread_id} is driven by the conversation tools; use conversationSendMessage"
         ));
     }
     let conversation = match context.manager.get_conversation(thread_id).await {
         Ok(conversation) => conversation,
-        Err(_) => return CallToolResult::error(format!("no thread with id {thread_id}")),
+        Err(_) => return results::error(format!("no thread with id {thread_id}")),
     };
     run_turn(context, request_id, conversation, args.prompt).await
 }
@@ -89,7 +89,7 @@ async fn run_turn(
 ) -> CallToolResult {
     let thread_id = conversation.id();
     let Some(_thread) = context.claim_thread(thread_id) else {
-        return CallToolResult::error(format!(
+        return results::error(format!(
             "thread {thread_id} is already running a call; wait for it to finish"
         ));
     };
@@ -104,7 +104,7 @@ async fn run_turn(
         },
     };
     if let Err(err) = conversation.submit_with_id(submission).await {
-        return CallToolResult::error(format!("cannot start the turn: {err}"));
+        return results::error(format!("cannot start the turn: {err}"));
     }
     // Marked running only once the turn is queued, so the processor's interrupt for a later
     // cancellation always lands after the turn's input, never before it.
@@ -183,12 +183,12 @@ fn result(thread_id: ConversationId, content: String, is_error: bool) -> CallToo
     };
     match serde_json::to_value(&structured) {
         Ok(structured) => {
-            let mut result = CallToolResult::success(content, structured);
+            let mut result = results::success(content, structured);
             if is_error {
                 result.is_error = Some(true);
             }
             result
         }
-        Err(err) => CallToolResult::error(format!("cannot encode the result: {err}")),
+        Err(err) => results::error(format!("cannot encode the result: {err}")),
     }
 }

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use keel_core::{Config, ConfigOverrides, Conversation, ConversationManager};
-use keel_protocol::mcp::mcp_server_notification;
 use keel_protocol::mcp::{CodexEventMeta, CodexEventNotificationParams, CodexSessionSettings};
+
+use crate::methods::mcp_server_notification;
 use keel_protocol::{ConversationId, Event, RequestId};
 use serde_json::Value;
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use keel_protocol::mcp::{CancelledNotificationParams, mcp_server_notification};
+use crate::methods::mcp_server_notification;
 use keel_protocol::{
     INTERNAL_ERROR, JsonRpcError, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification,
     JsonRpcRequest, JsonRpcResponse, RequestId, RpcNotification, RpcRequest,
@@ -141,10 +141,13 @@ impl OutgoingSender {
             return;
         }
         tracing::debug!(%id, "request abandoned unanswered; telling the client");
-        let params = CancelledNotificationParams {
-            request_id: id.clone(),
-            reason: Some("the tool call that asked has ended".to_string()),
-        };
+        let request_id = serde_json::to_value(&id)
+            .ok()
+            .and_then(|value| serde_json::from_value(value).ok());
+        let params = rmcp::model::CancelledNotificationParam::new(
+            request_id,
+            Some("the tool call that asked has ended".to_string()),
+        );
         let Some(message) = notification::<mcp_server_notification::Cancelled>(&params) else {
             return;
         };
@@ -219,7 +222,8 @@ impl Drop for PendingReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keel_protocol::mcp::{ElicitRequestParams, mcp_server_request};
+    use crate::methods::mcp_server_request;
+    use keel_protocol::mcp::ElicitRequestParams;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 

@@ -4,21 +4,23 @@
 
 use std::sync::Arc;
 
-use keel_protocol::mcp::{
-    EmptyObject, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, MCP_LATEST_PROTOCOL_VERSION,
-    MCP_SUPPORTED_PROTOCOL_VERSIONS, McpClientNotification, McpClientRequest, ServerCapabilities,
-    ToolsCapability,
-};
 use keel_protocol::{
     INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification,
     JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, RequestId,
+};
+use rmcp::model::{
+    EmptyObject, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ProtocolVersion, ServerCapabilities,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{CancelTarget, RunningCall, ServerContext};
+use crate::methods::{
+    MCP_LATEST_PROTOCOL_VERSION, MCP_SUPPORTED_PROTOCOL_VERSIONS, McpClientNotification,
+    McpClientRequest,
+};
 use crate::streaming;
 use crate::tools::{ToolCall, list_tools};
 use crate::transport::Incoming;
@@ -33,6 +35,15 @@ pub fn negotiate_protocol_version(requested: &str) -> &'static str {
         .find(|supported| **supported == requested)
         .copied()
         .unwrap_or(MCP_LATEST_PROTOCOL_VERSION)
+}
+
+/// rmcp's value for a revision Keel speaks.
+fn protocol_version(version: &'static str) -> ProtocolVersion {
+    match version {
+        "2025-03-26" => ProtocolVersion::V_2025_03_26,
+        "2024-11-05" => ProtocolVersion::V_2024_11_05,
+        _ => ProtocolVersion::V_2025_06_18,
+    }
 }
 
 /// How long tool calls already running may take to answer once the client closed its input
@@ -170,7 +181,10 @@ impl MessageProcessor {
             McpClientRequest::Ping(_) => outgoing.send_response(id, &EmptyObject {}).await,
             McpClientRequest::ListTools(_) => outgoing.send_response(id, &list_tools()).await,
             McpClientRequest::CallTool(params) => {
-                match ToolCall::parse(&params.name, params.arguments) {
+                match ToolCall::parse(
+                    &params.name,
+                    params.arguments.map(serde_json::Value::Object),
+                ) {
                     Ok(call) => {
                         // Tracked before the next message is read, so a cancellation that
                         // follows at once finds the call even if it has not started yet.
@@ -185,24 +199,31 @@ impl MessageProcessor {
                     Err(error) => outgoing.send_error(Some(id), error).await,
                 }
             }
+            // `resultType` belongs to a newer revision than Keel negotiates; left off the wire.
             McpClientRequest::ListResources(_) => {
-                outgoing
-                    .send_response(id, &ListResourcesResult::default())
-                    .await;
+                let empty = ListResourcesResult {
+                    result_type: None,
+                    ..ListResourcesResult::default()
+                };
+                outgoing.send_response(id, &empty).await;
             }
             McpClientRequest::ListResourceTemplates(_) => {
-                outgoing
-                    .send_response(id, &ListResourceTemplatesResult::default())
-                    .await;
+                let empty = ListResourceTemplatesResult {
+                    result_type: None,
+                    ..ListResourceTemplatesResult::default()
+                };
+                outgoing.send_response(id, &empty).await;
             }
             McpClientRequest::ListPrompts(_) => {
-                outgoing
-                    .send_response(id, &ListPromptsResult::default())
-                    .await;
+                let empty = ListPromptsResult {
+                    result_type: None,
+                    ..ListPromptsResult::default()
+                };
+                outgoing.send_response(id, &empty).await;
             }
-            McpClientRequest::SetLevel(params) => {
+            McpClientRequest::SetLevel(_) => {
                 // Logs go to stderr under RUST_LOG; accept the level so clients do not hang.
-                tracing::debug!(level = %params.level, "logging/setLevel accepted (no-op)");
+                tracing::debug!("logging/setLevel accepted (no-op)");
                 outgoing.send_response(id, &EmptyObject {}).await;
             }
         }
@@ -216,23 +237,19 @@ impl MessageProcessor {
         }
         self.initialized = true;
         let client = &params.client_info;
-        tracing::info!(client = %client.name, version = %client.version, protocol = %params.protocol_version, "initialize");
+        let requested = params.protocol_version.to_string();
+        tracing::info!(client = %client.name, version = %client.version, protocol = %requested, "initialize");
         self.context
             .set_client_elicitation(params.capabilities.elicitation.is_some());
-        let result = InitializeResult {
-            protocol_version: negotiate_protocol_version(&params.protocol_version).to_string(),
-            capabilities: ServerCapabilities {
-                tools: Some(ToolsCapability {
-                    list_changed: Some(false),
-                }),
-            },
-            server_info: Implementation {
-                name: SERVER_NAME.to_string(),
-                title: Some("Keel".to_string()),
-                version: env!("CARGO_PKG_VERSION").to_string(),
-            },
-            instructions: None,
-        };
+        let mut capabilities = ServerCapabilities::default();
+        let mut tools = rmcp::model::ToolsCapability::default();
+        tools.list_changed = Some(false);
+        capabilities.tools = Some(tools);
+        let mut server_info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"));
+        server_info.title = Some("Keel".to_string());
+        let result = InitializeResult::new(capabilities)
+            .with_server_info(server_info)
+            .with_protocol_version(protocol_version(negotiate_protocol_version(&requested)));
         self.context.outgoing.send_response(id, &result).await;
     }
 
@@ -244,7 +261,13 @@ impl MessageProcessor {
         }
         match McpClientNotification::from_method_and_params(&method, notification.params) {
             Ok(McpClientNotification::Initialized(_)) => tracing::debug!("client initialized"),
-            Ok(McpClientNotification::Cancelled(params)) => self.cancel(params.request_id).await,
+            Ok(McpClientNotification::Cancelled(params)) => match params
+                .request_id
+                .and_then(|id| serde_json::from_value(serde_json::to_value(id).ok()?).ok())
+            {
+                Some(request_id) => self.cancel(request_id).await,
+                None => tracing::debug!("a cancellation without a request id; ignored"),
+            },
             Err(err) => {
                 tracing::warn!(%method, %err, "ignoring a notification with invalid params")
             }

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use keel_core::Conversation;
 use keel_protocol::mcp::{
-    CallToolResult, CodexEventMeta, ContentBlock, ConversationCreateArgs, ConversationCreateResult,
-    ConversationSendMessageArgs, ConversationSendMessageResult, ConversationStatusArgs,
-    ConversationStatusResult, ConversationStreamArgs, HeldApproval, HeldApprovalKind, InitialState,
-    InitialStateNotificationParams, mcp_server_notification,
+    CodexEventMeta, ConversationCreateArgs, ConversationCreateResult, ConversationSendMessageArgs,
+    ConversationSendMessageResult, ConversationStatusArgs, ConversationStatusResult,
+    ConversationStreamArgs, HeldApproval, HeldApprovalKind, InitialState,
+    InitialStateNotificationParams,
 };
 use keel_protocol::{ConversationId, Event, EventMsg, InputItem, Op, RequestId};
 use tokio::sync::{Mutex, oneshot};
@@ -27,8 +27,12 @@ use tokio::task::JoinSet;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::approval::{self, ApprovalRoute};
+use rmcp::model::CallToolResult;
+
 use crate::context::{RunningCall, ServerContext, send_event};
+use crate::methods::mcp_server_notification;
 use crate::outgoing::OutgoingSender;
+use crate::results;
 
 /// Events kept per conversation while nobody streams it; beyond this the oldest are dropped
 /// (and the count logged), so an abandoned conversation cannot grow without bound. Approval
@@ -89,13 +93,13 @@ fn stream_meta(request_id: &RequestId, id: ConversationId) -> CodexEventMeta {
 
 fn parse_id(raw: &str) -> Result<ConversationId, CallToolResult> {
     ConversationId::from_str(raw)
-        .map_err(|err| CallToolResult::error(format!("invalid conversationId `{raw}`: {err}")))
+        .map_err(|err| results::error(format!("invalid conversationId `{raw}`: {err}")))
 }
 
 fn structured<T: serde::Serialize>(text: String, value: &T) -> CallToolResult {
     match serde_json::to_value(value) {
-        Ok(value) => CallToolResult::success(text, value),
-        Err(err) => CallToolResult::error(format!("cannot encode the result: {err}")),
+        Ok(value) => results::success(text, value),
+        Err(err) => results::error(format!("cannot encode the result: {err}")),
     }
 }
 
@@ -106,11 +110,11 @@ pub(crate) async fn create(
 ) -> CallToolResult {
     let config = match context.settings.load_config(&args.settings) {
         Ok(config) => config,
-        Err(err) => return CallToolResult::error(format!("cannot configure the session: {err}")),
+        Err(err) => return results::error(format!("cannot configure the session: {err}")),
     };
     let new = match context.manager.new_conversation(config).await {
         Ok(new) => new,
-        Err(err) => return CallToolResult::error(format!("cannot start the session: {err}")),
+        Err(err) => return results::error(format!("cannot start the session: {err}")),
     };
     let id = new.conversation_id;
     let state = Arc::new(Mutex::new(StreamState {
@@ -158,7 +162,7 @@ pub(crate) async fn send_message(
     };
     let conversation = match context.streams.lock().await.get(&id) {
         Some(streamed) => Arc::clone(&streamed.conversation),
-        None => return CallToolResult::error(format!("no conversation with id {id}")),
+        None => return results::error(format!("no conversation with id {id}")),
     };
     let op = Op::UserInput {
         items: vec![InputItem::text(args.prompt)],
@@ -168,7 +172,7 @@ pub(crate) async fn send_message(
             "sent".to_string(),
             &ConversationSendMessageResult { ok: true },
         ),
-        Err(err) => CallToolResult::error(format!("conversation {id}: {err}")),
+        Err(err) => results::error(format!("conversation {id}: {err}")),
     }
 }
 
@@ -188,7 +192,7 @@ pub(crate) async fn stream(
             Arc::clone(&streamed.conversation),
             Arc::clone(&streamed.state),
         ),
-        None => return CallToolResult::error(format!("no conversation with id {id}")),
+        None => return results::error(format!("no conversation with id {id}")),
     };
     let (done_tx, done_rx) = oneshot::channel();
     {
@@ -242,11 +246,7 @@ fn stream_ended(id: ConversationId, why: StreamEnd) -> CallToolResult {
         StreamEnd::Replaced => format!("stream of conversation {id} replaced by a newer one"),
         StreamEnd::ConversationClosed => format!("conversation {id} has ended"),
     };
-    CallToolResult {
-        content: vec![ContentBlock::Text { text }],
-        structured_content: None,
-        is_error: None,
-    }
+    results::text(text)
 }
 
 /// `conversationStatus`: a snapshot of the conversation's stream, buffer and held approvals.
@@ -260,7 +260,7 @@ pub(crate) async fn status(
     };
     let state = match context.streams.lock().await.get(&id) {
         Some(streamed) => Arc::clone(&streamed.state),
-        None => return CallToolResult::error(format!("no conversation with id {id}")),
+        None => return results::error(format!("no conversation with id {id}")),
     };
     let status = {
         let state = state.lock().await;

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use rmcp::model::{CallToolResult, ListToolsResult, Tool};
+
 use keel_protocol::mcp::{
     CODEX_REPLY_TOOL_NAME, CODEX_TOOL_NAME, CONVERSATION_CREATE_TOOL_NAME,
     CONVERSATION_SEND_MESSAGE_TOOL_NAME, CONVERSATION_STATUS_TOOL_NAME,
-    CONVERSATION_STREAM_TOOL_NAME, CallToolResult, CodexToolCallParam, CodexToolCallReplyParam,
-    CodexToolCallResult, ListToolsResult, Tool,
+    CONVERSATION_STREAM_TOOL_NAME, CodexToolCallParam, CodexToolCallReplyParam,
+    CodexToolCallResult,
 };
 use keel_protocol::{INVALID_PARAMS, JsonRpcErrorObject, RequestId};
 use schemars::JsonSchema;
@@ -61,35 +63,35 @@ fn strip_null(schema: &mut Value) {
 /// The tools Keel lists: `codex` and `codex-reply`. The conversation streaming tools are
 /// callable but not listed, as they are meant for clients built for them, not for models.
 pub fn list_tools() -> ListToolsResult {
-    let output_schema = tool_schema::<CodexToolCallResult>();
-    ListToolsResult {
-        tools: vec![
-            Tool {
-                name: CODEX_TOOL_NAME.to_string(),
-                title: Some("Keel".to_string()),
-                description: Some(
-                    "Start a Keel coding-agent session on a task. Keel runs shell commands and \
-                     edits files under the chosen approval policy and sandbox, streams its \
-                     progress as codex/event notifications, and returns its final message \
-                     with the thread id for codex-reply."
-                        .to_string(),
-                ),
-                input_schema: tool_schema::<CodexToolCallParam>(),
-                output_schema: Some(output_schema.clone()),
-            },
-            Tool {
-                name: CODEX_REPLY_TOOL_NAME.to_string(),
-                title: Some("Keel Reply".to_string()),
-                description: Some(
-                    "Send a follow-up prompt to a Keel session started by the codex tool, \
-                     identified by its thread id; returns the session's next final message."
-                        .to_string(),
-                ),
-                input_schema: tool_schema::<CodexToolCallReplyParam>(),
-                output_schema: Some(output_schema),
-            },
-        ],
-        next_cursor: None,
+    let output_schema = Arc::new(schema_object(tool_schema::<CodexToolCallResult>()));
+    let mut codex = Tool::new(
+        CODEX_TOOL_NAME,
+        "Start a Keel coding-agent session on a task. Keel runs shell commands and edits files \
+         under the chosen approval policy and sandbox, streams its progress as codex/event \
+         notifications, and returns its final message with the thread id for codex-reply.",
+        schema_object(tool_schema::<CodexToolCallParam>()),
+    );
+    codex.title = Some("Keel".to_string());
+    codex.output_schema = Some(output_schema.clone());
+    let mut reply = Tool::new(
+        CODEX_REPLY_TOOL_NAME,
+        "Send a follow-up prompt to a Keel session started by the codex tool, identified by \
+         its thread id; returns the session's next final message.",
+        schema_object(tool_schema::<CodexToolCallReplyParam>()),
+    );
+    reply.title = Some("Keel Reply".to_string());
+    reply.output_schema = Some(output_schema);
+    let mut listed = ListToolsResult::with_all_items(vec![codex, reply]);
+    // `resultType` belongs to a newer revision than Keel negotiates; left off the wire.
+    listed.result_type = None;
+    listed
+}
+
+/// A generated schema as the JSON object rmcp's `Tool` holds (a schema is always one).
+fn schema_object(schema: Value) -> serde_json::Map<String, Value> {
+    match schema {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
     }
 }
 

@@ -101,17 +101,7 @@ wire_types!(
     SnapshotResponse,
     OutputDeltaNotification,
     ExitedNotification,
-    // MCP server.
-    McpClientRequest,
-    McpClientNotification,
-    McpServerRequest,
-    McpServerNotification,
-    InitializeRequestParams,
-    InitializeResult,
-    CallToolRequestParams,
-    CallToolResult,
-    ListToolsResult,
-    CancelledNotificationParams,
+    // MCP server: Keel's own types (the MCP messages themselves are rmcp's).
     ElicitRequestParams,
     ElicitResult,
     CodexToolCallParam,

@@ -5,3 +5,4 @@ mod common;
 mod conversations;
 mod protocol;
 mod python_sdk;
+mod schema_fresh;
