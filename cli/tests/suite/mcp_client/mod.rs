@@ -8,6 +8,7 @@
 
 mod app_server;
 mod exec;
+mod mcp_server;
 
 use std::path::PathBuf;
 
