@@ -45,19 +45,12 @@ async fn send_request(
     Some(id)
 }
 
-/// The decision a client's answer stands for; anything unreadable declines.
-fn decision_of(answer: ClientAnswer) -> CommandExecutionApprovalDecision {
-    match answer {
-        Ok(value) => match serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value)
-        {
-            Ok(response) => response.decision,
-            Err(err) => {
-                tracing::warn!("unreadable approval answer ({err}); declining");
-                CommandExecutionApprovalDecision::Decline
-            }
-        },
-        Err(error) => {
-            tracing::warn!("client answered the approval with an error ({error}); declining");
+/// The decision a client's result stands for; an unreadable one declines.
+fn decision_of(value: serde_json::Value) -> CommandExecutionApprovalDecision {
+    match serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value) {
+        Ok(response) => response.decision,
+        Err(err) => {
+            tracing::warn!("unreadable approval answer ({err}); declining");
             CommandExecutionApprovalDecision::Decline
         }
     }
@@ -93,10 +86,23 @@ impl LoadedThread {
             let mut approvals = lock(&self.approvals);
             let task = tokio::spawn(async move {
                 // The pending entry holds a sender, so this ends only with an answer (or when
-                // the task is aborted because the turn ended).
-                let decision = match answers_rx.recv().await {
-                    Some(answer) => decision_of(answer),
-                    None => CommandExecutionApprovalDecision::Decline,
+                // the task is aborted because the turn ended). An error answer is not a
+                // decision (a client that cannot show the request says so with an error): the
+                // approval keeps waiting for another client, a resumed one, or an interrupt.
+                let decision = loop {
+                    match answers_rx.recv().await {
+                        Some(Ok(value)) => break decision_of(value),
+                        Some(Err(error)) => {
+                            tracing::warn!(
+                                thread = %thread.id,
+                                call = %task_call,
+                                "a client answered the approval with an error ({error}); \
+                                 still waiting for a decision"
+                            );
+                            thread.warn_undecided(&error.to_string()).await;
+                        }
+                        None => break CommandExecutionApprovalDecision::Decline,
+                    }
                 };
                 let others = lock(&thread.approvals).remove(&task_call);
                 if let Some(pending) = others {
@@ -225,5 +231,22 @@ impl LoadedThread {
         for (_, approval) in lock(&self.approvals).drain() {
             approval.task.abort();
         }
+    }
+}
+
+impl LoadedThread {
+    /// Tells the thread's clients that an approval is still open after a client failed to
+    /// handle it, so the user is not left wondering why nothing runs.
+    async fn warn_undecided(&self, error: &str) {
+        self.broadcast(ServerNotification::Warning(
+            keel_protocol::app_server::WarningNotification {
+                message: format!(
+                    "a client could not handle an approval request ({error}); it is still \
+                     waiting for an answer from another client, or an interrupt"
+                ),
+                thread_id: Some(self.id.to_string()),
+            },
+        ))
+        .await;
     }
 }

@@ -110,3 +110,46 @@ async fn interrupt_withdraws_a_pending_approval() -> anyhow::Result<()> {
     assert!(!world.ws_file("cmd.txt").exists());
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_answer_is_not_a_decision() -> anyhow::Result<()> {
+    let world = World::new(script(), &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "do it").await?;
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/commandExecution/requestApproval");
+    // What a client that cannot parse the request answers (Codex 0.169's TUI did so).
+    server
+        .respond_error(request["id"].clone(), -32601, "unsupported request")
+        .await?;
+    let warning = server.read_notification("warning").await?;
+    let message = warning["params"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("unsupported request") && message.contains("still waiting"),
+        "{message}"
+    );
+    // Still undecided: nothing ran, nothing was declined, the model was not told anything.
+    let status = server
+        .request("thread/read", json!({"threadId": thread_id}))
+        .await?;
+    assert_eq!(status["thread"]["status"]["activeFlags"], json!(["waitingOnApproval"]));
+    assert_eq!(world.mock.requests().len(), 1);
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread_id, "turnId": turn_id}),
+        )
+        .await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "interrupted");
+    let item = completed["turn"]["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|item| item["id"] == "c1"))
+        .cloned()
+        .unwrap_or_default();
+    assert_ne!(item["status"], "declined", "{item}");
+    assert!(!world.ws_file("cmd.txt").exists());
+    assert_eq!(world.mock.requests().len(), 1);
+    Ok(())
+}
