@@ -6,7 +6,7 @@
 use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
     ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
-    FileUpdateChange, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
+    FileUpdateChange, ItemCompletedNotification, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
     ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
     ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
     TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
@@ -147,11 +147,21 @@ impl Translator {
         )
     }
 
-    fn item_notification(&self, turn_id: &str, item: ThreadItem) -> ItemNotification {
+    fn started_notification(&self, turn_id: &str, item: ThreadItem) -> ItemNotification {
         ItemNotification {
             thread_id: self.thread_id.clone(),
             turn_id: turn_id.to_string(),
             item,
+            started_at_ms: now_ms(),
+        }
+    }
+
+    fn completed_notification(&self, turn_id: &str, item: ThreadItem) -> ItemCompletedNotification {
+        ItemCompletedNotification {
+            thread_id: self.thread_id.clone(),
+            turn_id: turn_id.to_string(),
+            item,
+            completed_at_ms: now_ms(),
         }
     }
 
@@ -166,10 +176,10 @@ impl Translator {
         let turn_id = turn.id.clone();
         vec![
             Output::Notify(ServerNotification::ItemStarted(
-                self.item_notification(&turn_id, item.clone()),
+                self.started_notification(&turn_id, item.clone()),
             )),
             Output::Notify(ServerNotification::ItemCompleted(
-                self.item_notification(&turn_id, item),
+                self.completed_notification(&turn_id, item),
             )),
         ]
     }
@@ -211,7 +221,7 @@ impl Translator {
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
         vec![Output::Notify(ServerNotification::ItemCompleted(
-            self.item_notification(&turn_id, item),
+            self.completed_notification(&turn_id, item),
         ))]
     }
 
@@ -271,7 +281,7 @@ impl Translator {
                 let (turn_id, item_id, started) = self.ensure_agent_item();
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
+                        self.started_notification(&turn_id, item),
                     )));
                 }
                 out.push(Output::Notify(ServerNotification::AgentMessageDelta(
@@ -287,7 +297,7 @@ impl Translator {
                 let (turn_id, item_id, started) = self.ensure_agent_item();
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
+                        self.started_notification(&turn_id, item),
                     )));
                 }
                 let item = ThreadItem::AgentMessage {
@@ -299,7 +309,7 @@ impl Translator {
                     turn.agent_item = None;
                 }
                 out.push(Output::Notify(ServerNotification::ItemCompleted(
-                    self.item_notification(&turn_id, item),
+                    self.completed_notification(&turn_id, item),
                 )));
             }
             EventMsg::AgentReasoningSectionBreak(_)
@@ -335,6 +345,7 @@ impl Translator {
                                     .map(CommandAction::from)
                                     .collect(),
                             ),
+                            started_at_ms: now_ms(),
                         },
                     ),
                 });
@@ -386,6 +397,7 @@ impl Translator {
                             turn_id: request.turn_id.to_string(),
                             item_id: request.call_id.to_string(),
                             questions: request.questions.clone(),
+                            is_blocking: true,
                         },
                     ),
                 });
@@ -474,6 +486,7 @@ impl Translator {
                             item_id: request.call_id.to_string(),
                             reason: request.reason.clone(),
                             grant_root: request.grant_root.clone(),
+                            started_at_ms: now_ms(),
                         },
                     ),
                 });
@@ -615,7 +628,7 @@ impl Translator {
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
         vec![Output::Notify(ServerNotification::ItemStarted(
-            self.item_notification(&turn_id, item),
+            self.started_notification(&turn_id, item),
         ))]
     }
 
@@ -627,7 +640,7 @@ impl Translator {
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
         out.push(Output::Notify(ServerNotification::ItemCompleted(
-            self.item_notification(&turn_id, item),
+            self.completed_notification(&turn_id, item),
         )));
         out
     }
@@ -664,3 +677,10 @@ impl Translator {
 #[cfg(test)]
 #[path = "translate_tests.rs"]
 mod tests;
+
+/// Milliseconds since the Unix epoch, as Codex 0.169 stamps items and approvals.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+}

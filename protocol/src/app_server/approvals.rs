@@ -28,6 +28,10 @@ pub struct CommandExecutionRequestApprovalParams {
     pub reason: Option<String>,
     /// What the command appears to do.
     pub command_actions: Option<Vec<CommandAction>>,
+    /// When the request was made, in milliseconds since the Unix epoch (Codex 0.169 clients
+    /// need it).
+    #[serde(default)]
+    pub started_at_ms: i64,
 }
 
 /// The client's answer to a command approval.
@@ -76,6 +80,10 @@ pub struct FileChangeRequestApprovalParams {
     pub reason: Option<String>,
     /// A directory the patch wants write access to.
     pub grant_root: Option<PathBuf>,
+    /// When the request was made, in milliseconds since the Unix epoch (Codex 0.169 clients
+    /// need it).
+    #[serde(default)]
+    pub started_at_ms: i64,
 }
 
 /// Result of `item/fileChange/requestApproval`.
@@ -97,6 +105,9 @@ pub struct ToolRequestUserInputParams {
     pub item_id: String,
     /// The questions.
     pub questions: Vec<crate::UserInputQuestion>,
+    /// The turn waits for the answers (always, in Keel; Codex 0.169 clients need the field).
+    #[serde(default)]
+    pub is_blocking: bool,
 }
 
 /// Result of `item/tool/requestUserInput`: answers keyed by question id.

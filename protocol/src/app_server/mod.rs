@@ -134,7 +134,7 @@ crate::notification_table! {
         /// An item started.
         ItemStarted("item/started", ItemNotification),
         /// An item completed.
-        ItemCompleted("item/completed", ItemNotification),
+        ItemCompleted("item/completed", ItemCompletedNotification),
         /// Assistant text streamed.
         AgentMessageDelta("item/agentMessage/delta", ItemDeltaNotification),
         /// Command output streamed.

@@ -110,7 +110,7 @@ pub struct TurnPlanUpdatedNotification {
     pub plan: Vec<TurnPlanStep>,
 }
 
-/// `item/started` and `item/completed`.
+/// `item/started`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ItemNotification {
@@ -120,6 +120,24 @@ pub struct ItemNotification {
     pub turn_id: String,
     /// The item.
     pub item: ThreadItem,
+    /// When it started, in milliseconds since the Unix epoch (Codex 0.169 clients need it).
+    #[serde(default)]
+    pub started_at_ms: i64,
+}
+
+/// `item/completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemCompletedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The item.
+    pub item: ThreadItem,
+    /// When it ended, in milliseconds since the Unix epoch (Codex 0.169 clients need it).
+    #[serde(default)]
+    pub completed_at_ms: i64,
 }
 
 /// `item/agentMessage/delta`, `item/commandExecution/outputDelta` and
@@ -253,7 +271,8 @@ impl super::ServerNotification {
             N::TurnStarted(n) | N::TurnCompleted(n) => &n.thread_id,
             N::TurnDiffUpdated(n) => &n.thread_id,
             N::TurnPlanUpdated(n) => &n.thread_id,
-            N::ItemStarted(n) | N::ItemCompleted(n) => &n.thread_id,
+            N::ItemStarted(n) => &n.thread_id,
+            N::ItemCompleted(n) => &n.thread_id,
             N::AgentMessageDelta(n) | N::CommandExecutionOutputDelta(n) => &n.thread_id,
             N::TerminalInteraction(n) => &n.thread_id,
             N::ReasoningSummaryTextDelta(n) => &n.thread_id,

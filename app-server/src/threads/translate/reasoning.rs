@@ -20,7 +20,7 @@ impl Translator {
                 let (turn_id, item_id, started) = self.ensure_reasoning_item();
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
+                        self.started_notification(&turn_id, item),
                     )));
                 }
                 if let Some(turn) = self.turn.as_mut() {
@@ -45,7 +45,7 @@ impl Translator {
                     .map_or(0, |turn| turn.reasoning_summary_index);
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
+                        self.started_notification(&turn_id, item),
                     )));
                 }
                 out.push(Output::Notify(
@@ -64,7 +64,7 @@ impl Translator {
                 let (turn_id, item_id, started) = self.ensure_reasoning_item();
                 if let Some(item) = started {
                     out.push(Output::Notify(ServerNotification::ItemStarted(
-                        self.item_notification(&turn_id, item),
+                        self.started_notification(&turn_id, item),
                     )));
                 }
                 let item = ThreadItem::Reasoning {
@@ -78,7 +78,7 @@ impl Translator {
                     turn.reasoning_summary_index = 0;
                 }
                 out.push(Output::Notify(ServerNotification::ItemCompleted(
-                    self.item_notification(&turn_id, item),
+                    self.completed_notification(&turn_id, item),
                 )));
             }
             _ => {}
