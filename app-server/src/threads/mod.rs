@@ -362,5 +362,16 @@ pub(crate) fn thread_object(
         agent_nickname: None,
         agent_role: None,
         turns,
+        session_id: match &meta.source {
+            keel_protocol::app_server::SessionSource::SubAgent(spawn) => match spawn.as_ref() {
+                keel_protocol::app_server::SubAgentSource::ThreadSpawn {
+                    parent_thread_id, ..
+                } => parent_thread_id.clone(),
+                keel_protocol::app_server::SubAgentSource::Other(_) => id.to_string(),
+            },
+            _ => id.to_string(),
+        },
+        project_id: None,
+        history_mode: "legacy".to_string(),
     }
 }

@@ -124,6 +124,21 @@ pub struct Thread {
     pub agent_role: Option<String>,
     /// Its turns, when requested (empty otherwise).
     pub turns: Vec<Turn>,
+    /// The session tree it belongs to: its own id, or for a sub-agent its parent's (Codex
+    /// 0.169 clients need it).
+    #[serde(default)]
+    pub session_id: String,
+    /// The project it is assigned to; Keel has no projects, so always `null` (Codex 0.169).
+    #[serde(default)]
+    pub project_id: Option<String>,
+    /// How clients read its history: always `legacy` in Keel (turns come with
+    /// `thread/read`/`thread/resume`), so clients do not page through `thread/turns/list`.
+    #[serde(default = "legacy_history")]
+    pub history_mode: String,
+}
+
+fn legacy_history() -> String {
+    "legacy".to_string()
 }
 
 /// Settings a client may set when starting, resuming or forking a thread.
