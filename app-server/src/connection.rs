@@ -215,10 +215,12 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
             } else {
                 JsonRpcErrorObject::new(METHOD_NOT_FOUND, format!("unknown method `{method}`"))
             };
+            tracing::debug!(%method, code = error.code, "request refused: {}", error.message);
             context.outgoing.respond(id, Err(error)).await;
             return;
         }
     };
+    tracing::debug!(%method, "request");
     match dispatch(state, context, typed).await {
         Ok(reply) => {
             context.outgoing.respond_raw(id, reply.result).await;
@@ -226,6 +228,10 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
                 after.await;
             }
         }
-        Err(err) => context.outgoing.respond(id, Err(err.to_rpc_error())).await,
+        Err(err) => {
+            let error = err.to_rpc_error();
+            tracing::debug!(%method, code = error.code, "request failed: {}", error.message);
+            context.outgoing.respond(id, Err(error)).await;
+        }
     }
 }

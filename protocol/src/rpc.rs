@@ -33,9 +33,12 @@ pub trait MethodTable: Sized + Serialize + DeserializeOwned {
     fn method(&self) -> &'static str;
 
     /// Builds a typed message from a method name and raw params. An unknown method or params
-    /// of the wrong shape yield a serde error that names the method or field.
+    /// of the wrong shape yield a serde error that names the method or field. Absent and
+    /// `null` params both mean "no params" (Codex clients send `null` for methods without any).
     fn from_method_and_params(method: &str, params: Option<Value>) -> serde_json::Result<Self> {
-        let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+        let params = params
+            .filter(|params| !params.is_null())
+            .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
         serde_json::from_value(serde_json::json!({ "method": method, "params": params }))
     }
 

@@ -112,6 +112,16 @@ pub(crate) async fn dispatch(
         ClientRequest::FsCopy(p) => Reply::now(&utilities::fs_copy(p).await?),
         ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),
         ClientRequest::ConfigRead(p) => Reply::now(&utilities::config_read(state, p)?),
+        ClientRequest::ThreadTurnsList(p) => Reply::now(&threads::turns_list(state, p).await?),
+        ClientRequest::AccountRead(_) => Reply::now(&utilities::account_read(state)?),
+        ClientRequest::AccountBedrockCheckGovCloudRequirements(_) => {
+            Reply::now(&utilities::check_gov_cloud())
+        }
+        ClientRequest::ConfigRequirementsRead(_) => Reply::now(&utilities::config_requirements()),
+        ClientRequest::HooksList(p) => Reply::now(&utilities::hooks_list(p)),
+        ClientRequest::SkillsList(p) => Reply::now(&utilities::skills_list(p)),
+        ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
+        ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
         ClientRequest::McpServerStatusList(p) => {
             Reply::now(&utilities::mcp_server_status_list(state, p).await?)
         }

@@ -10,12 +10,13 @@ use keel_core::{
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
-    EmptyResponse, ServerNotification, Thread, ThreadForkParams, ThreadIdNotification,
-    ThreadIdParams, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
-    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse,
-    ThreadResumeParams, ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams,
-    ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus,
+    EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
+    ThreadIdNotification, ThreadIdParams, ThreadListParams, ThreadListResponse,
+    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameUpdatedNotification,
+    ThreadReadParams, ThreadResponse, ThreadResumeParams, ThreadRollbackParams,
+    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
+    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, TurnItemsView,
 };
 
 use super::Reply;
@@ -251,6 +252,56 @@ fn summary_thread(
         source: Default::default(),
     };
     thread_object(summary.id, &meta, status, turns)
+}
+
+/// `thread/turns/list`: the turns `thread/read` would give, newest first unless asked
+/// otherwise, `limit` at a time; the cursor is the number of turns already returned.
+pub(crate) async fn turns_list(
+    state: &AppState,
+    params: ThreadTurnsListParams,
+) -> Result<ThreadTurnsListResponse> {
+    let invalid = |message: String| AppServerError::InvalidParams {
+        method: "thread/turns/list".to_string(),
+        message,
+    };
+    let skip = match &params.cursor {
+        Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+            invalid(format!(
+                "`cursor` {cursor:?} is not a cursor this server returned"
+            ))
+        })?,
+        None => 0,
+    };
+    if params.limit == Some(0) {
+        return Err(invalid("`limit` must be at least 1".to_string()));
+    }
+    let thread = read(
+        state,
+        ThreadReadParams {
+            thread_id: params.thread_id,
+            include_turns: true,
+        },
+    )
+    .await?
+    .thread;
+    let mut turns = thread.turns;
+    if params.sort_direction != Some(SortDirection::Asc) {
+        turns.reverse();
+    }
+    let total = turns.len();
+    let limit = params.limit.map_or(usize::MAX, |limit| limit as usize);
+    let mut page: Vec<_> = turns.into_iter().skip(skip).take(limit).collect();
+    if params.items_view == Some(TurnItemsView::NotLoaded) {
+        for turn in &mut page {
+            turn.items.clear();
+        }
+    }
+    let end = skip.saturating_add(page.len());
+    Ok(ThreadTurnsListResponse {
+        data: page,
+        next_cursor: (end < total).then(|| end.to_string()),
+        backwards_cursor: (skip > 0).then(|| skip.saturating_sub(limit).to_string()),
+    })
 }
 
 /// `thread/read`.

@@ -6,11 +6,11 @@
 use keel_protocol::app_server::{
     CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
     ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
-    FileUpdateChange, ItemCompletedNotification, ItemDeltaNotification, ItemNotification, PatchApplyStatus,
-    ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
-    ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
-    TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
-    UserInput,
+    FileUpdateChange, ItemCompletedNotification, ItemDeltaNotification, ItemNotification,
+    PatchApplyStatus, ServerNotification, ServerRequest, TerminalInteractionNotification,
+    ThreadIdNotification, ThreadItem, ThreadTokenUsageUpdatedNotification, Turn,
+    TurnDiffUpdatedNotification, TurnError, TurnNotification, TurnPlanStep, TurnPlanStepStatus,
+    TurnPlanUpdatedNotification, TurnStatus, UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
@@ -682,5 +682,7 @@ mod tests;
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
 }

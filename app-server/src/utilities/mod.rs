@@ -1,11 +1,14 @@
 //! Utility methods that do not involve threads: `fs/*`, `command/exec*`, `model/list`,
-//! `config/read`, `mcpServerStatus/list`.
+//! `config/read`, `mcpServerStatus/list`, and the start-up questions of Codex 0.169 clients
+//! (`account/read`, `configRequirements/read`, `hooks/list`, `skills/list`, ...).
 
+mod client_setup;
 mod command_exec;
 mod fs;
 mod info;
 mod mcp_status;
 
+pub(crate) use client_setup::*;
 pub(crate) use command_exec::CommandExecs;
 pub(crate) use fs::*;
 pub(crate) use info::{config_read, model_list};

@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 30);
+    assert_eq!(implemented.len(), 38);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -215,6 +215,31 @@ fn results_match_codex() -> anyhow::Result<()> {
     result(
         "mcpServerStatus/list",
         root_schema::<v2::ListMcpServerStatusResponse>(),
+    );
+    // Codex 0.169 methods (shapes from its schema, or its recorded TUI session for the
+    // experimental ones).
+    result("account/read", root_schema::<v2::GetAccountResponse>());
+    result(
+        "configRequirements/read",
+        root_schema::<v2::ConfigRequirementsReadResponse>(),
+    );
+    result("hooks/list", root_schema::<v2::HooksListResponse>());
+    result("skills/list", root_schema::<v2::SkillsListResponse>());
+    result(
+        "plugin/installed",
+        root_schema::<v2::PluginInstalledResponse>(),
+    );
+    result(
+        "thread/turns/list",
+        root_schema::<v2::ThreadTurnsListResponse>(),
+    );
+    result(
+        "collaborationMode/list",
+        root_schema::<v2::CollaborationModeListResponse>(),
+    );
+    result(
+        "account/bedrock/checkGovCloudRequirements",
+        root_schema::<v2::CheckGovCloudRequirementsResponse>(),
     );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())

@@ -4,6 +4,7 @@
 //! The four tables below are the single source of method names: the server's dispatch, the
 //! in-process client and the schema export all use them.
 
+mod account;
 mod approvals;
 mod command_exec;
 mod common;
@@ -15,7 +16,9 @@ mod model;
 mod notifications;
 mod thread;
 mod turn;
+mod workspace_extras;
 
+pub use account::*;
 pub use approvals::*;
 pub use command_exec::*;
 pub use common::*;
@@ -27,6 +30,7 @@ pub use model::*;
 pub use notifications::*;
 pub use thread::*;
 pub use turn::*;
+pub use workspace_extras::*;
 
 crate::request_table! {
     /// Every request a client may send to the app-server.
@@ -91,6 +95,22 @@ crate::request_table! {
         ConfigRead("config/read", ConfigReadParams) -> ConfigReadResponse,
         /// Lists the configured MCP servers with their state and tools.
         McpServerStatusList("mcpServerStatus/list", ListMcpServerStatusParams) -> ListMcpServerStatusResponse,
+        /// The account the server uses (Codex 0.169; API-key authentication in Keel).
+        AccountRead("account/read", GetAccountParams) -> GetAccountResponse,
+        /// Whether the account is a Bedrock GovCloud one (never; Codex 0.169, experimental).
+        AccountBedrockCheckGovCloudRequirements("account/bedrock/checkGovCloudRequirements", NoParams) -> CheckGovCloudRequirementsResponse,
+        /// Administrator constraints on the configuration (none; Codex 0.169).
+        ConfigRequirementsRead("configRequirements/read", NoParams) -> ConfigRequirementsReadResponse,
+        /// Hooks per directory (none in Keel; Codex 0.169).
+        HooksList("hooks/list", HooksListParams) -> HooksListResponse,
+        /// Skills per directory (none in Keel; Codex 0.169).
+        SkillsList("skills/list", SkillsListParams) -> SkillsListResponse,
+        /// Installed plugins (none in Keel; Codex 0.169).
+        PluginInstalled("plugin/installed", PluginInstalledParams) -> PluginInstalledResponse,
+        /// A thread's turns, a page at a time (Codex 0.169).
+        ThreadTurnsList("thread/turns/list", ThreadTurnsListParams) -> ThreadTurnsListResponse,
+        /// Collaboration modes (the default one; Codex 0.169, experimental).
+        CollaborationModeList("collaborationMode/list", NoParams) -> CollaborationModeListResponse,
     }
 }
 

@@ -345,3 +345,59 @@ pub struct ThreadRollbackParams {
 /// An empty result (`{}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EmptyResponse {}
+
+/// Order of `thread/turns/list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SortDirection {
+    /// Oldest first.
+    Asc,
+    /// Newest first (the default).
+    Desc,
+}
+
+/// How much of each turn's items `thread/turns/list` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnItemsView {
+    /// No items.
+    NotLoaded,
+    /// The items (Keel has no shorter summary: the same as `full`).
+    Summary,
+    /// Every item.
+    Full,
+}
+
+/// Params of `thread/turns/list` (Codex 0.169): a thread's turns a page at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Where the previous page ended.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Page size (default: every turn).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Newest first unless `asc`.
+    #[serde(default)]
+    pub sort_direction: Option<SortDirection>,
+    /// Whether items come with the turns (default `full`).
+    #[serde(default)]
+    pub items_view: Option<TurnItemsView>,
+}
+
+/// Result of `thread/turns/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListResponse {
+    /// The page of turns.
+    pub data: Vec<Turn>,
+    /// Where the next page starts, if there is one.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+    /// Where the page before this one starts, if there is one.
+    #[serde(default)]
+    pub backwards_cursor: Option<String>,
+}

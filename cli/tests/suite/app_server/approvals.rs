@@ -133,7 +133,10 @@ async fn an_error_answer_is_not_a_decision() -> anyhow::Result<()> {
     let status = server
         .request("thread/read", json!({"threadId": thread_id}))
         .await?;
-    assert_eq!(status["thread"]["status"]["activeFlags"], json!(["waitingOnApproval"]));
+    assert_eq!(
+        status["thread"]["status"]["activeFlags"],
+        json!(["waitingOnApproval"])
+    );
     assert_eq!(world.mock.requests().len(), 1);
     server
         .request(

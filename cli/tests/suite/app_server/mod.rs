@@ -1,6 +1,7 @@
 //! `keel app-server` over stdio and websocket, against the mock model.
 
 mod approvals;
+mod codex_0169;
 pub(crate) mod common;
 mod compaction;
 mod protocol;

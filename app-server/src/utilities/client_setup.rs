@@ -1,0 +1,89 @@
+//! What a client asks once at start-up besides models and config (Codex 0.169's TUI among
+//! them): the account, administrator requirements, and per-workspace hooks, skills, plugins
+//! and collaboration modes. Keel has no ChatGPT login, requirements, hooks, skills or
+//! plugins, so these answer honestly with API-key authentication and empty lists.
+
+use keel_protocol::app_server::{
+    Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
+    CollaborationModeMask, ConfigRequirementsReadResponse, GetAccountResponse, HooksListEntry,
+    HooksListParams, HooksListResponse, PluginInstalledResponse, SkillsListEntry, SkillsListParams,
+    SkillsListResponse, ThreadOverrides,
+};
+
+use crate::error::Result;
+use crate::state::AppState;
+
+/// `account/read`: an API key when the configured provider takes one, else no account.
+pub(crate) fn account_read(state: &AppState) -> Result<GetAccountResponse> {
+    let config = state.resolve_config(&ThreadOverrides::default())?;
+    Ok(GetAccountResponse {
+        account: config
+            .model_provider
+            .env_key
+            .is_some()
+            .then_some(Account::ApiKey),
+        requires_openai_auth: false,
+        user_id: None,
+    })
+}
+
+/// `account/bedrock/checkGovCloudRequirements`: never GovCloud.
+pub(crate) fn check_gov_cloud() -> CheckGovCloudRequirementsResponse {
+    CheckGovCloudRequirementsResponse::default()
+}
+
+/// `configRequirements/read`: no requirements.
+pub(crate) fn config_requirements() -> ConfigRequirementsReadResponse {
+    ConfigRequirementsReadResponse {
+        requirements: None,
+        supports_independent_speed_modes: Some(false),
+    }
+}
+
+/// `hooks/list`: an empty entry per directory.
+pub(crate) fn hooks_list(params: HooksListParams) -> HooksListResponse {
+    HooksListResponse {
+        data: params
+            .cwds
+            .into_iter()
+            .map(|cwd| HooksListEntry {
+                cwd,
+                hooks: Vec::new(),
+                warnings: Vec::new(),
+                errors: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// `skills/list`: an empty entry per directory.
+pub(crate) fn skills_list(params: SkillsListParams) -> SkillsListResponse {
+    SkillsListResponse {
+        data: params
+            .cwds
+            .into_iter()
+            .map(|cwd| SkillsListEntry {
+                cwd,
+                skills: Vec::new(),
+                errors: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// `plugin/installed`: none.
+pub(crate) fn plugin_installed() -> PluginInstalledResponse {
+    PluginInstalledResponse::default()
+}
+
+/// `collaborationMode/list`: the default mode only.
+pub(crate) fn collaboration_modes() -> CollaborationModeListResponse {
+    CollaborationModeListResponse {
+        data: vec![CollaborationModeMask {
+            name: "Default".to_string(),
+            mode: "default".to_string(),
+            model: None,
+            reasoning_effort: None,
+        }],
+    }
+}

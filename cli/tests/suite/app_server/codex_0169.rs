@@ -1,0 +1,191 @@
+//! What Codex 0.169 clients (its TUI with `--remote`) need beyond the 0.115 protocol: the
+//! start-up methods, `sessionId` on threads, timestamps on items and approvals, and
+//! `thread/turns/list`.
+
+use keel_test_support::{Script, Turn, assistant_message, shell_call};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::common::*;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+/// A millisecond timestamp from the last hour.
+fn assert_recent(value: &Value, what: &str) {
+    let ms = value.as_i64().unwrap_or_default();
+    assert!(
+        (now_ms() - 3_600_000..=now_ms() + 1_000).contains(&ms),
+        "{what}: {value}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tui_start_up_methods_answer() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let ws = world.ws().display().to_string();
+
+    // The mock provider takes no key: no account, and no sign-in required.
+    let account = server.request("account/read", json!({})).await?;
+    assert_eq!(
+        account,
+        json!({"account": null, "requiresOpenaiAuth": false, "userId": null})
+    );
+    // Codex sends `null` params to methods that take none.
+    let requirements = server
+        .request("configRequirements/read", Value::Null)
+        .await?;
+    assert_eq!(requirements["requirements"], Value::Null);
+    let gov = server
+        .request("account/bedrock/checkGovCloudRequirements", json!({}))
+        .await?;
+    assert_eq!(gov, json!({"isGovCloud": false, "shouldWarn": false}));
+    let hooks = server
+        .request("hooks/list", json!({"cwds": [ws], "threadId": null}))
+        .await?;
+    assert_eq!(
+        hooks,
+        json!({"data": [{"cwd": ws, "hooks": [], "warnings": [], "errors": []}]})
+    );
+    let skills = server
+        .request("skills/list", json!({"cwds": [ws], "forceReload": true}))
+        .await?;
+    assert_eq!(
+        skills,
+        json!({"data": [{"cwd": ws, "skills": [], "errors": []}]})
+    );
+    let plugins = server
+        .request(
+            "plugin/installed",
+            json!({"cwds": [ws], "installSuggestionPluginNames": null}),
+        )
+        .await?;
+    assert_eq!(
+        plugins,
+        json!({"marketplaces": [], "marketplaceLoadErrors": []})
+    );
+    let modes = server.request("collaborationMode/list", json!({})).await?;
+    assert_eq!(modes["data"][0]["mode"], "default");
+    let config = server
+        .request("config/read", json!({"includeLayers": true, "cwd": "."}))
+        .await?;
+    assert_eq!(config["config"]["model"], "mock-model");
+
+    let started = server
+        .request(
+            "thread/start",
+            json!({"cwd": world.ws(), "historyMode": "paginated"}),
+        )
+        .await?;
+    let thread = &started["thread"];
+    assert_eq!(thread["sessionId"], thread["id"]);
+    assert_eq!(thread["projectId"], Value::Null);
+    assert_eq!(thread["historyMode"], "legacy");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_and_approvals_carry_timestamps_and_turns_page() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["touch", "stamped.txt"])]),
+        Turn::new([assistant_message("first")]),
+        Turn::new([assistant_message("second")]),
+    ]);
+    let world = World::new(script, &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "one").await?;
+    let started = server
+        .read_until("item/started c1", |m| {
+            m["method"] == "item/started" && m["params"]["item"]["id"] == "c1"
+        })
+        .await?;
+    assert_recent(
+        &started["params"]["startedAtMs"],
+        "item/started startedAtMs",
+    );
+    let approval = server.read_server_request().await?;
+    assert_eq!(approval["method"], "item/commandExecution/requestApproval");
+    assert_recent(&approval["params"]["startedAtMs"], "approval startedAtMs");
+    server
+        .respond(approval["id"].clone(), json!({"decision": "accept"}))
+        .await?;
+    let completed = server
+        .read_until("item/completed c1", |m| {
+            m["method"] == "item/completed" && m["params"]["item"]["id"] == "c1"
+        })
+        .await?;
+    assert_recent(&completed["params"]["completedAtMs"], "completedAtMs");
+    assert!(
+        completed["params"]["completedAtMs"].as_i64() >= started["params"]["startedAtMs"].as_i64()
+    );
+    server.read_turn_completed(&turn).await?;
+    let second = server.start_turn(&thread, "two").await?;
+    server.read_turn_completed(&second).await?;
+
+    let newest = server
+        .request("thread/turns/list", json!({"threadId": thread, "limit": 1}))
+        .await?;
+    assert_eq!(newest["data"][0]["id"], second.as_str());
+    assert_eq!(newest["nextCursor"], "1");
+    let older = server
+        .request(
+            "thread/turns/list",
+            json!({"threadId": thread, "limit": 1, "cursor": "1", "itemsView": "notLoaded"}),
+        )
+        .await?;
+    assert_eq!(older["data"][0]["id"], turn.as_str());
+    assert_eq!(older["data"][0]["items"], json!([]));
+    assert_eq!(older["nextCursor"], Value::Null);
+    let oldest_first = server
+        .request(
+            "thread/turns/list",
+            json!({"threadId": thread, "sortDirection": "asc"}),
+        )
+        .await?;
+    let ids: Vec<&str> = oldest_first["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, [turn.as_str(), second.as_str()]);
+    let id = server
+        .send_request(
+            "thread/turns/list",
+            json!({"threadId": thread, "cursor": "x"}),
+        )
+        .await?;
+    let error = server.read_response(id).await?;
+    assert_eq!(error["error"]["code"], -32602);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cursor")),
+        "{error}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_with_a_key_reads_as_api_key_authentication() -> anyhow::Result<()> {
+    let world = World::new(
+        Script::new([]),
+        &[(
+            "model_providers.mock.env_key",
+            "KEEL_TEST_PROVIDER_KEY".into(),
+        )],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let account = server.request("account/read", json!({})).await?;
+    assert_eq!(
+        account,
+        json!({"account": {"type": "apiKey"}, "requiresOpenaiAuth": false, "userId": null})
+    );
+    Ok(())
+}

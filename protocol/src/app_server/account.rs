@@ -1,0 +1,62 @@
+//! `account/read` and `account/bedrock/checkGovCloudRequirements`: who the server runs as.
+//! Keel has no ChatGPT login: it reports API-key authentication (the provider's key comes
+//! from the environment).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Params of `account/read`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAccountParams {
+    /// Refresh credentials first (nothing to refresh in Keel).
+    #[serde(default)]
+    pub refresh_token: Option<bool>,
+}
+
+/// The account the server uses with the model provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Account {
+    /// An API key from the environment.
+    ApiKey,
+}
+
+/// Result of `account/read`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetAccountResponse {
+    /// The account; `null` when no key is needed (a local provider).
+    pub account: Option<Account>,
+    /// Whether the client must sign in to OpenAI first (never, with Keel).
+    pub requires_openai_auth: bool,
+    /// The signed-in user (none).
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+/// Params of requests that take none; `null`, `{}` or no params at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NoParams {}
+
+/// Result of `account/bedrock/checkGovCloudRequirements`: Keel never runs on Bedrock GovCloud.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckGovCloudRequirementsResponse {
+    /// Whether the account is a GovCloud one.
+    pub is_gov_cloud: bool,
+    /// Whether the client should warn about it.
+    pub should_warn: bool,
+}
+
+/// Result of `configRequirements/read`: constraints an administrator placed on the
+/// configuration (Keel has none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigRequirementsReadResponse {
+    /// The requirements; always `null`.
+    pub requirements: Option<serde_json::Value>,
+    /// Whether speed modes can be chosen independently of the model (no).
+    #[serde(default)]
+    pub supports_independent_speed_modes: Option<bool>,
+}

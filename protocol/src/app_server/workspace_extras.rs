@@ -1,0 +1,114 @@
+//! What a client lists per workspace besides threads: hooks, skills, installed plugins and
+//! collaboration modes. Keel has no hooks, skills or plugins, so each lists an entry per
+//! asked directory with nothing in it; the one collaboration mode is the default.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Params of `hooks/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksListParams {
+    /// The directories to list for.
+    #[serde(default)]
+    pub cwds: Vec<String>,
+    /// The thread asking, if any.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// One directory's hooks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksListEntry {
+    /// The directory.
+    pub cwd: String,
+    /// Its hooks (none in Keel).
+    pub hooks: Vec<Value>,
+    /// Warnings found loading them.
+    pub warnings: Vec<String>,
+    /// Errors found loading them.
+    pub errors: Vec<Value>,
+}
+
+/// Result of `hooks/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HooksListResponse {
+    /// One entry per asked directory.
+    pub data: Vec<HooksListEntry>,
+}
+
+/// Params of `skills/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillsListParams {
+    /// The directories to list for.
+    #[serde(default)]
+    pub cwds: Vec<String>,
+    /// Re-read instead of using a cache.
+    #[serde(default)]
+    pub force_reload: bool,
+}
+
+/// One directory's skills.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsListEntry {
+    /// The directory.
+    pub cwd: String,
+    /// Its skills (none in Keel).
+    pub skills: Vec<Value>,
+    /// Errors found loading them.
+    pub errors: Vec<Value>,
+}
+
+/// Result of `skills/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsListResponse {
+    /// One entry per asked directory.
+    pub data: Vec<SkillsListEntry>,
+}
+
+/// Params of `plugin/installed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginInstalledParams {
+    /// The directories to list for.
+    #[serde(default)]
+    pub cwds: Option<Vec<PathBuf>>,
+    /// Plugins the client may suggest installing.
+    #[serde(default)]
+    pub install_suggestion_plugin_names: Option<Vec<String>>,
+}
+
+/// Result of `plugin/installed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginInstalledResponse {
+    /// Plugin marketplaces and their plugins (none in Keel).
+    pub marketplaces: Vec<Value>,
+    /// Marketplaces that failed to load.
+    pub marketplace_load_errors: Vec<Value>,
+}
+
+/// One collaboration mode a client may pick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollaborationModeMask {
+    /// Display name.
+    pub name: String,
+    /// The mode's id.
+    pub mode: String,
+    /// The model it uses, when it fixes one.
+    pub model: Option<String>,
+    /// The reasoning effort it uses, when it fixes one.
+    pub reasoning_effort: Option<crate::ReasoningEffort>,
+}
+
+/// Result of `collaborationMode/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollaborationModeListResponse {
+    /// The modes.
+    pub data: Vec<CollaborationModeMask>,
+}
