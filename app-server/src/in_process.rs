@@ -33,6 +33,11 @@ pub const IN_PROCESS_EVENT_CAPACITY: usize = DELIVERY_CAPACITY;
 
 /// Something the server sent that is not a response.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "boxing the notification would change the API every embedder matches on; an event \
+              is moved once, through a queue"
+)]
 pub enum InProcessEvent {
     /// A notification.
     Notification(ServerNotification),
