@@ -5,7 +5,9 @@
 //! - the zsh snapshot test needs `zsh` on `PATH`;
 //! - the MCP client tests need the reference MCP server `@modelcontextprotocol/server-everything`
 //!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
-//!   `target/npm` and sets the variable).
+//!   `target/npm` and sets the variable);
+//! - the Codex TUI test needs Codex 0.169's binary (`KEEL_CODEX_TUI`, installed from npm by
+//!   `.ci/run`) and `tmux`.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(keel_zsh)");
@@ -13,6 +15,8 @@ fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=CI");
     println!("cargo::rerun-if-env-changed=KEEL_MCP_EVERYTHING");
+    println!("cargo::rustc-check-cfg=cfg(keel_codex_tui)");
+    println!("cargo::rerun-if-env-changed=KEEL_CODEX_TUI");
     let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     let has_zsh = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("zsh").is_file()));
@@ -22,5 +26,9 @@ fn main() {
     let has_everything = std::env::var_os("KEEL_MCP_EVERYTHING").is_some_and(|v| !v.is_empty());
     if has_everything || in_ci {
         println!("cargo::rustc-cfg=keel_mcp_everything");
+    }
+    let has_tui = std::env::var_os("KEEL_CODEX_TUI").is_some_and(|v| !v.is_empty());
+    if has_tui || in_ci {
+        println!("cargo::rustc-cfg=keel_codex_tui");
     }
 }

@@ -24,6 +24,21 @@ impl World {
         })
     }
 
+    /// A world around a mock that is already built (a responder, say).
+    pub fn with_mock(
+        mock: MockModelServer,
+        overrides: &[(&str, toml::Value)],
+    ) -> anyhow::Result<Self> {
+        let home = tempfile::tempdir()?;
+        let workspace = tempfile::tempdir()?;
+        write_config(home.path(), &mock.uri(), overrides.iter().cloned())?;
+        Ok(Self {
+            mock,
+            home,
+            workspace,
+        })
+    }
+
     pub fn builder(&self) -> ProcessBuilder {
         ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
             .arg("app-server")
