@@ -99,6 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stream_idle_timeout: Duration::from_secs(300),
     });
     let prompt = Prompt {
+        output_schema: None,
         instructions: "You are Keel. ".repeat(320),
         input: history(turns),
         tools: tools(),

@@ -41,6 +41,7 @@ pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) ->
         input,
         tools: tools::tool_definitions(context),
         conversation_id: None,
+        output_schema: None,
     }
 }
 

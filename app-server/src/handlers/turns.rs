@@ -76,6 +76,9 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         model: params.model.clone(),
         effort: params.effort,
     });
+    let output_schema = params
+        .output_schema
+        .map(|schema| Op::NextTurnOutputSchema { schema });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
     // Held until the input is queued, so the claim is released if the connection's task is
     // aborted first (it would otherwise block every later turn on the thread).
@@ -95,7 +98,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     Reply::then(&response, async move {
         let mut claim = claim;
         let submit = async {
-            if let Some(op) = overrides {
+            for op in [overrides, output_schema].into_iter().flatten() {
                 conversation.submit(op).await?;
             }
             conversation
@@ -255,6 +258,7 @@ mod tests {
                 sandbox_policy: None,
                 model: None,
                 effort: None,
+                output_schema: None,
             },
         )
         .await?;

@@ -55,6 +55,7 @@ async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
             sandbox_policy: None,
             model: None,
             effort: None,
+            output_schema: None,
         })
         .await?;
     loop {
@@ -122,6 +123,7 @@ async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::R
             sandbox_policy: None,
             model: None,
             effort: None,
+            output_schema: None,
         })
         .await?;
     if tokio::time::timeout(std::time::Duration::from_secs(20), opened_rx)
@@ -167,6 +169,7 @@ async fn a_consumer_that_stops_reading_still_gets_every_completion() -> anyhow::
             sandbox_policy: None,
             model: None,
             effort: None,
+            output_schema: None,
         })
         .await?;
     // Not reading events: requests still work, and say when the turn is over.

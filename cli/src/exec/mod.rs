@@ -73,6 +73,11 @@ pub struct ExecArgs {
     #[arg(short = 'i', long = "image", value_name = "FILE")]
     images: Vec<PathBuf>,
 
+    /// A JSON Schema file the final answer must match (sent to the model as the response
+    /// format), as Codex's `exec --output-schema`.
+    #[arg(long = "output-schema", value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+
     /// Print every event as JSON Lines on stdout instead of the readable stream.
     #[arg(long)]
     json: bool,
@@ -218,7 +223,27 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         input.push(UserInput::LocalImage { path });
     }
-    drive(&client, thread, input, args.json).await
+    let output_schema = match &args.output_schema {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|err| usage(format!("--output-schema {}: {err}", file.display())))?;
+            let schema: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
+                usage(format!(
+                    "--output-schema {}: not JSON: {err}",
+                    file.display()
+                ))
+            })?;
+            if !schema.is_object() {
+                return Err(usage(format!(
+                    "--output-schema {}: a JSON Schema is an object",
+                    file.display()
+                )));
+            }
+            Some(schema)
+        }
+        None => None,
+    };
+    drive(&client, thread, input, output_schema, args.json).await
 }
 
 /// The `-C` directory, absolute; a usage error when it is not an existing directory.
@@ -305,6 +330,7 @@ async fn drive(
     client: &InProcessAppServerClient,
     thread: ThreadStartResponse,
     input: Vec<UserInput>,
+    output_schema: Option<serde_json::Value>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut renderer = HumanRenderer::default();
@@ -326,6 +352,7 @@ async fn drive(
             sandbox_policy: None,
             model: None,
             effort: None,
+            output_schema,
         })
         .await?;
     let turn_id = turn.turn.id;

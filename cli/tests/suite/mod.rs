@@ -10,6 +10,7 @@ mod fuzz;
 mod images;
 mod mcp_client;
 mod mcp_server;
+mod output_schema;
 mod prompt;
 mod quickstart;
 mod rate_limits;

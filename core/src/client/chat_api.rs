@@ -72,6 +72,16 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
+    if let Some(schema) = &prompt.output_schema {
+        body["response_format"] = json!({
+            "type": "json_schema",
+            "json_schema": {
+                "name": super::responses_api::OUTPUT_SCHEMA_NAME,
+                "schema": schema,
+                "strict": true,
+            },
+        });
+    }
     body
 }
 

@@ -16,4 +16,6 @@ pub struct Prompt {
     /// The conversation the request belongs to: sent as `prompt_cache_key` and the
     /// `session_id` header, so the provider can reuse its cache of the shared prefix.
     pub conversation_id: Option<String>,
+    /// The JSON Schema the final answer must match, sent as the response format.
+    pub output_schema: Option<Value>,
 }

@@ -81,14 +81,36 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         // and is sent again with the next request, so the model keeps its chain of thought
         // across the tool rounds of a turn.
         include: reasons.then_some(["reasoning.encrypted_content"]),
-        text: settings
-            .verbosity
-            .filter(|_| family.verbosity)
-            .map(|verbosity| json!({ "verbosity": verbosity })),
+        text: text_options(
+            settings.verbosity.filter(|_| family.verbosity),
+            prompt.output_schema.as_ref(),
+        ),
     };
     serde_json::to_vec(&body)
         .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}")))
 }
+
+/// The `text` options: verbosity for models that take it, and the output schema as a strict
+/// `json_schema` format when the turn has one.
+fn text_options(
+    verbosity: Option<crate::config::Verbosity>,
+    output_schema: Option<&Value>,
+) -> Option<Value> {
+    let mut text = serde_json::Map::new();
+    if let Some(verbosity) = verbosity {
+        text.insert("verbosity".into(), json!(verbosity));
+    }
+    if let Some(schema) = output_schema {
+        text.insert(
+            "format".into(),
+            json!({"type": "json_schema", "name": OUTPUT_SCHEMA_NAME, "schema": schema, "strict": true}),
+        );
+    }
+    (!text.is_empty()).then_some(Value::Object(text))
+}
+
+/// The name the output schema is sent under (Codex's).
+pub(super) const OUTPUT_SCHEMA_NAME: &str = "codex_output_schema";
 
 #[derive(Deserialize)]
 struct EventEnvelope {

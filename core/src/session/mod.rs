@@ -53,6 +53,8 @@ struct SessionState {
     active_turn: Option<ActiveTurn>,
     /// The task of the most recent turn; the next turn waits for it so events never interleave.
     last_turn: Option<JoinHandle<()>>,
+    /// The output schema `Op::NextTurnOutputSchema` set for the next turn.
+    next_output_schema: Option<serde_json::Value>,
 }
 
 /// What a session works with outside itself: where commands run, its place in the agent
@@ -113,6 +115,7 @@ impl Session {
                 turn_context: Arc::new(turn_context),
                 active_turn: None,
                 last_turn: None,
+                next_output_schema: None,
             }),
             approvals: Mutex::new(HashMap::new()),
             user_inputs: Mutex::new(HashMap::new()),
@@ -224,6 +227,16 @@ impl Session {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sets the output schema of the next turn started by user input.
+    pub(crate) fn set_next_output_schema(&self, schema: serde_json::Value) {
+        self.state().next_output_schema = Some(schema);
+    }
+
+    /// Takes the output schema set for the turn that is starting.
+    pub(crate) fn take_next_output_schema(&self) -> Option<serde_json::Value> {
+        self.state().next_output_schema.take()
     }
 
     pub(crate) fn turn_context(&self) -> Arc<TurnContext> {

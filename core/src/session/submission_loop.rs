@@ -74,6 +74,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             } => {
                 session.resolve_user_input(&call_id, response);
             }
+            Op::NextTurnOutputSchema { schema } => session.set_next_output_schema(schema),
             Op::ResolveElicitation {
                 server_name,
                 request_id,
@@ -103,6 +104,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 let ids = super::turn::TurnIds {
                     turn_id: keel_protocol::TurnId::new(id.as_str()),
                     sub_id: id.clone(),
+                    output_schema: None,
                 };
                 crate::tools::close_all_sessions(&session, &ids).await;
                 session.send_event(&id, EventMsg::ShutdownComplete).await;

@@ -35,6 +35,8 @@ pub(crate) enum TurnStop {
 pub(crate) struct TurnIds {
     pub sub_id: SubmissionId,
     pub turn_id: TurnId,
+    /// The JSON Schema this turn's final answer must match, if the client set one.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// What a turn does.
@@ -53,9 +55,14 @@ pub(crate) async fn run_turn(
     task: TurnTask,
     cancel: CancellationToken,
 ) {
+    let output_schema = match &task {
+        TurnTask::UserInput(_) => session.take_next_output_schema(),
+        TurnTask::Compact(_) => None,
+    };
     let ids = TurnIds {
         turn_id: TurnId::new(sub_id.as_str()),
         sub_id,
+        output_schema,
     };
     let context = session.turn_context();
     session.start_turn_usage();
@@ -160,6 +167,7 @@ async fn turn_loop(
             let context = session.turn_context();
             let mut prompt = build_prompt(&context, session.history());
             prompt.conversation_id = Some(session.id().to_string());
+            prompt.output_schema = ids.output_schema.clone();
             if let Some(catalog) = &mcp_tools {
                 prompt.tools.extend(catalog.definitions.iter().cloned());
             }

@@ -69,6 +69,10 @@ pub struct TurnStartParams {
     /// New reasoning effort, from this turn on.
     #[serde(default)]
     pub effort: Option<ReasoningEffort>,
+    /// A JSON Schema the turn's final answer must match (sent to the model as the
+    /// response format; Codex clients use it for thread titles).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// Result of `turn/start`.

@@ -70,6 +70,13 @@ pub enum Op {
         /// The answers.
         response: crate::UserInputResponse,
     },
+    /// The next turn's final answer must match this JSON Schema: it is sent to the model as
+    /// the response format (Codex clients ask this of short structured turns, such as a
+    /// thread title). Applies to the next turn started by user input, then is forgotten.
+    NextTurnOutputSchema {
+        /// A JSON Schema object.
+        schema: serde_json::Value,
+    },
     /// Answers an `elicitation_request` from an MCP server.
     ResolveElicitation {
         /// The server that asked.
