@@ -116,7 +116,7 @@ pub(crate) async fn serve(
                 let result = if initialized.load(Ordering::SeqCst) {
                     Err(AppServerError::AlreadyInitialized.to_rpc_error())
                 } else {
-                    let result = initialize(&outgoing, request.params.clone());
+                    let result = initialize(&outgoing, request.params.clone(), state.keel_home());
                     initialized.store(result.is_ok(), Ordering::SeqCst);
                     result
                 };
@@ -172,6 +172,7 @@ pub(crate) async fn serve(
 fn initialize(
     outgoing: &Outgoing,
     params: Option<serde_json::Value>,
+    keel_home: &std::path::Path,
 ) -> Result<serde_json::Value, JsonRpcErrorObject> {
     let params: InitializeParams =
         serde_json::from_value(params.unwrap_or_default()).map_err(|err| {
@@ -197,6 +198,7 @@ fn initialize(
         ),
         platform_family: std::env::consts::FAMILY.to_string(),
         platform_os: std::env::consts::OS.to_string(),
+        codex_home: Some(keel_home.to_path_buf()),
     };
     serde_json::to_value(response)
         .map_err(|err| AppServerError::Internal(err.to_string()).to_rpc_error())

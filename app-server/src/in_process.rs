@@ -147,6 +147,7 @@ impl InProcessAppServerClient {
                 user_agent: String::new(),
                 platform_family: String::new(),
                 platform_os: String::new(),
+                codex_home: None,
             },
         };
         client.initialize = client

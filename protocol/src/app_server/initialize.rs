@@ -48,6 +48,9 @@ pub struct InitializeResponse {
     pub platform_family: String,
     /// `linux`, `macos` or `windows`.
     pub platform_os: String,
+    /// The server's home directory (Keel's `KEEL_HOME`; Codex 0.169 clients read it).
+    #[serde(default)]
+    pub codex_home: Option<std::path::PathBuf>,
 }
 
 /// Params of the `initialized` notification (ignored).

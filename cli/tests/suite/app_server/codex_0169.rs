@@ -189,3 +189,179 @@ async fn a_provider_with_a_key_reads_as_api_key_authentication() -> anyhow::Resu
     );
     Ok(())
 }
+
+/// The required fields Codex 0.169 declares for each message (vendored: names and required
+/// lists only).
+fn required_fields() -> anyhow::Result<Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../app-server/tests/fixtures/codex_0169_required_fields.json"
+    );
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+/// Adds to `out` every path under `value` where a field `tree` requires is missing.
+fn missing_fields(value: &Value, tree: &Value, path: &str, out: &mut Vec<String>) {
+    if let Some(variants) = tree.get("variants") {
+        let tag = value["type"].as_str().unwrap_or_default();
+        if let Some(variant) = variants.get(tag) {
+            missing_fields(value, variant, &format!("{path}<{tag}>"), out);
+        }
+        return;
+    }
+    if let Some(items) = tree.get("items") {
+        for (index, item) in value.as_array().into_iter().flatten().enumerate() {
+            missing_fields(item, items, &format!("{path}[{index}]"), out);
+        }
+        return;
+    }
+    let Some(object) = value.as_object() else {
+        return;
+    };
+    for name in tree["required"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or_default();
+        if !object.contains_key(name) {
+            out.push(format!("{path}.{name}"));
+        }
+    }
+    for (name, sub) in tree["properties"].as_object().into_iter().flatten() {
+        if let Some(child) = object.get(name).filter(|child| !child.is_null()) {
+            missing_fields(child, sub, &format!("{path}.{name}"), out);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tui_shaped_session_sends_every_field_0169_requires() -> anyhow::Result<()> {
+    let required = required_fields()?;
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["bash", "-lc", "echo tui > tui.txt"])]),
+        Turn::new([assistant_message("done")]),
+        Turn::new([assistant_message(r#"{"title": "A title"}"#)]),
+    ]);
+    let world = World::new(script, &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = keel_test_support::AppServerProcess::spawn(world.builder())?;
+    let ws = world.ws().display().to_string();
+    let mut sent: Vec<(String, Value)> = Vec::new();
+    let mut problems = Vec::new();
+    // The TUI's start-up and first turn, in its order (docs/app-server.md).
+    let init = server
+        .request(
+            "initialize",
+            json!({"clientInfo": {"name": "codex-tui", "title": null, "version": "0.169.0"},
+                   "capabilities": {"experimentalApi": true, "requiredHumanApproval": true}}),
+        )
+        .await?;
+    sent.push(("initialize".into(), init));
+    server.send_notification("initialized", json!({})).await?;
+    for (method, params) in [
+        ("account/read", json!({})),
+        ("model/list", json!({"includeHidden": true})),
+        ("hooks/list", json!({"cwds": [ws], "threadId": null})),
+        ("config/read", json!({"includeLayers": true, "cwd": "."})),
+        ("configRequirements/read", Value::Null),
+        ("collaborationMode/list", json!({})),
+    ] {
+        sent.push((method.into(), server.request(method, params).await?));
+    }
+    let started = server
+        .request(
+            "thread/start",
+            json!({"sandbox": "workspace-write", "ephemeral": false, "historyMode": "paginated",
+                   "threadSource": "user", "config": {}}),
+        )
+        .await?;
+    let thread = started["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    sent.push(("thread/start".into(), started));
+    for (method, params) in [
+        ("thread/list", json!({"limit": 25})),
+        ("skills/list", json!({"cwds": [ws], "forceReload": true})),
+        ("plugin/installed", json!({"cwds": [ws]})),
+        ("thread/loaded/list", json!({})),
+        (
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": true}),
+        ),
+    ] {
+        sent.push((method.into(), server.request(method, params).await?));
+    }
+    let turn = server
+        .request(
+            "turn/start",
+            json!({"threadId": thread, "input": [{"type": "text", "text": "go"}]}),
+        )
+        .await?;
+    let turn_id = turn["turn"]["id"].as_str().unwrap_or_default().to_string();
+    sent.push(("turn/start".into(), turn));
+    loop {
+        let message = server.read_message().await?;
+        let method = message["method"].as_str().unwrap_or_default().to_string();
+        if message.get("id").is_some() {
+            match required["server_requests"].get(&method) {
+                Some(tree) => missing_fields(&message["params"], tree, &method, &mut problems),
+                None => problems.push(format!("server request `{method}` is not in 0.169")),
+            }
+            server
+                .respond(message["id"].clone(), json!({"decision": "accept"}))
+                .await?;
+            continue;
+        }
+        match required["notifications"].get(&method) {
+            Some(tree) => missing_fields(&message["params"], tree, &method, &mut problems),
+            None => problems.push(format!("notification `{method}` is not in 0.169")),
+        }
+        if method == "turn/completed" && message["params"]["turn"]["id"] == turn_id.as_str() {
+            break;
+        }
+    }
+    // The title turn the TUI runs next to each user turn.
+    let title = server
+        .request(
+            "thread/start",
+            json!({"ephemeral": true, "threadSource": "thread_title", "sandbox": "read-only"}),
+        )
+        .await?;
+    let title_thread = title["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    sent.push(("thread/start".into(), title));
+    let title_turn = server
+        .request(
+            "turn/start",
+            json!({"threadId": title_thread, "input": [{"type": "text", "text": "title"}],
+                   "outputSchema": {"type": "object", "properties": {"title": {"type": "string"}},
+                                    "required": ["title"], "additionalProperties": false}}),
+        )
+        .await?;
+    let title_turn_id = title_turn["turn"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    sent.push(("turn/start".into(), title_turn));
+    server.read_turn_completed(&title_turn_id).await?;
+    sent.push((
+        "thread/unsubscribe".into(),
+        server
+            .request("thread/unsubscribe", json!({"threadId": title_thread}))
+            .await?,
+    ));
+    sent.push((
+        "thread/turns/list".into(),
+        server
+            .request("thread/turns/list", json!({"threadId": thread, "limit": 1}))
+            .await?,
+    ));
+    for (method, result) in &sent {
+        match required["results"].get(method) {
+            Some(tree) => missing_fields(result, tree, method, &mut problems),
+            None => problems.push(format!("no 0.169 result shape vendored for `{method}`")),
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(std::fs::read_to_string(world.ws_file("tui.txt"))?, "tui\n");
+    Ok(())
+}
