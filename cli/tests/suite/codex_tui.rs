@@ -148,7 +148,9 @@ fn input_text(request: &CapturedRequest) -> String {
 fn responder(request: &CapturedRequest) -> Option<Turn> {
     let text = input_text(request);
     let ran = !request.tool_output_call_ids().is_empty();
-    if text.to_lowercase().contains("title") && !text.contains("KEEL-STEP") {
+    // The title turns are the ones with an output schema (their input quotes the user's
+    // prompt, so the text cannot tell them apart).
+    if request.body["text"]["format"]["type"] == "json_schema" {
         return Some(Turn::new([assistant_message(
             r#"{"title": "Keel TUI test"}"#,
         )]));
