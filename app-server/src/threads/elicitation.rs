@@ -9,10 +9,8 @@ use keel_protocol::app_server::{
     McpServerElicitationAction, McpServerElicitationRequestResponse, ServerRequest,
 };
 use keel_protocol::{ElicitationAction, Op};
-use tokio::sync::mpsc;
 
-use super::{LoadedThread, lock};
-use crate::outgoing::Outgoing;
+use super::LoadedThread;
 
 impl LoadedThread {
     /// Asks every subscriber; the first answer is given to the engine.
@@ -22,19 +20,7 @@ impl LoadedThread {
         request_id: serde_json::Value,
         request: ServerRequest,
     ) {
-        let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
-        let (answers, mut first) = mpsc::unbounded_channel();
-        for subscriber in subscribers {
-            if let Some((_, answer)) = subscriber.request(request.clone()).await {
-                let answers = answers.clone();
-                tokio::spawn(async move {
-                    if let Ok(answer) = answer.await {
-                        let _ = answers.send(answer);
-                    }
-                });
-            }
-        }
-        drop(answers);
+        let mut first = self.ask_every_subscriber(&request).await;
         let thread = Arc::clone(self);
         tokio::spawn(async move {
             let declined = (ElicitationAction::Decline, None);

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod elicitation;
+mod first_answer;
 mod history;
 mod items;
 mod translate;

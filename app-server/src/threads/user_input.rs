@@ -7,27 +7,13 @@ use std::sync::Arc;
 
 use keel_protocol::app_server::{ServerRequest, ToolRequestUserInputResponse};
 use keel_protocol::{CallId, Op, UserInputResponse};
-use tokio::sync::mpsc;
 
-use super::{LoadedThread, lock};
-use crate::outgoing::Outgoing;
+use super::LoadedThread;
 
 impl LoadedThread {
     /// Asks every subscriber; the first answer is given to the engine.
     pub(super) async fn ask_user(self: &Arc<Self>, call_id: CallId, request: ServerRequest) {
-        let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
-        let (answers, mut first) = mpsc::unbounded_channel();
-        for subscriber in subscribers {
-            if let Some((_, answer)) = subscriber.request(request.clone()).await {
-                let answers = answers.clone();
-                tokio::spawn(async move {
-                    if let Ok(answer) = answer.await {
-                        let _ = answers.send(answer);
-                    }
-                });
-            }
-        }
-        drop(answers);
+        let mut first = self.ask_every_subscriber(&request).await;
         let thread = Arc::clone(self);
         tokio::spawn(async move {
             let response = match first.recv().await {

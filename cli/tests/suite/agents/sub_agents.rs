@@ -8,26 +8,9 @@ use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_messag
 use serde_json::{Value, json};
 
 use super::input_text;
-use crate::suite::app_server::common::{World, methods, until_turn_completed};
-
-/// The reference fields of a `collabAgentToolCall` item (vendored Codex 0.115 shapes).
-fn reference_fields() -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../app-server/tests/fixtures/codex_0115_app_server_shapes.json"
-    );
-    let shapes: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    let variant = &shapes["types"]["ThreadItem"]["variants"]["collabAgentToolCall"];
-    let names = |key: &str| -> BTreeSet<String> {
-        variant[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    };
-    Ok((names("properties"), names("required")))
-}
+use crate::suite::app_server::common::{
+    World, methods, reference_item_fields, until_turn_completed,
+};
 
 /// The agent id in `spawn_agent`'s output.
 fn spawned_id(request: &CapturedRequest) -> String {
@@ -173,7 +156,7 @@ async fn spawn_wait_send_close_resume_round_trip_on_the_app_server() -> anyhow::
     }));
 
     // Each call is a collabAgentToolCall item with the reference fields.
-    let (properties, required) = reference_fields()?;
+    let (properties, required) = reference_item_fields("collabAgentToolCall")?;
     let items: Vec<&Value> = messages
         .iter()
         .filter(|m| {

@@ -96,3 +96,28 @@ pub async fn until_turn_completed(
         }
     }
 }
+
+/// The properties and required fields of `ThreadItem` variant `tag` in Codex 0.115's
+/// app-server schema (vendored: names only).
+pub fn reference_item_fields(
+    tag: &str,
+) -> anyhow::Result<(
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../app-server/tests/fixtures/codex_0115_app_server_shapes.json"
+    );
+    let shapes: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let variant = &shapes["types"]["ThreadItem"]["variants"][tag];
+    let names = |key: &str| {
+        variant[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    Ok((names("properties"), names("required")))
+}

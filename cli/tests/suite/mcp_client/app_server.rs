@@ -8,32 +8,13 @@ use keel_test_support::{AppServerProcess, Script, Turn, assistant_message, funct
 use serde_json::{Value, json};
 
 use super::{processes_with, stdio_server, wait_gone};
-use crate::suite::app_server::common::World;
+use crate::suite::app_server::common::{World, reference_item_fields};
 
 const SKIP: &str =
     "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)";
 
-/// The reference fields of an `mcpToolCall` item (vendored Codex 0.115 shapes).
-fn reference_fields() -> anyhow::Result<(BTreeSet<String>, BTreeSet<String>)> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../app-server/tests/fixtures/codex_0115_app_server_shapes.json"
-    );
-    let shapes: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    let variant = &shapes["types"]["ThreadItem"]["variants"]["mcpToolCall"];
-    let names = |key: &str| -> BTreeSet<String> {
-        variant[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    };
-    Ok((names("properties"), names("required")))
-}
-
 fn assert_reference_shape(item: &Value) -> anyhow::Result<()> {
-    let (properties, required) = reference_fields()?;
+    let (properties, required) = reference_item_fields("mcpToolCall")?;
     let keys: BTreeSet<String> = item
         .as_object()
         .map(|object| object.keys().cloned().collect())
