@@ -17,6 +17,7 @@
 //! `read-only`, 4 request retries, 5 stream retries, 300 s stream idle timeout, 32 KiB of
 //! project docs.
 
+mod edit;
 mod error;
 mod mcp_servers;
 mod overrides;
@@ -33,6 +34,9 @@ mod tests;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+pub use edit::{
+    ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
+};
 pub use error::{ConfigError, ConfigOrigin, Result};
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,

@@ -11,13 +11,14 @@ use tempfile::TempDir;
 
 use super::*;
 
+mod edits;
 mod errors;
 mod mcp_servers;
 mod unknown_keys;
 
 pub(super) type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-fn test_env() -> ConfigEnv {
+pub(super) fn test_env() -> ConfigEnv {
     ConfigEnv {
         process_cwd: PathBuf::from("/work/project"),
         openai_base_url: None,
