@@ -30,6 +30,9 @@ pub enum AppServerError {
     /// The engine failed.
     #[error(transparent)]
     Core(#[from] keel_core::CoreError),
+    /// A write to `config.toml` was refused.
+    #[error(transparent)]
+    ConfigWrite(#[from] keel_core::config::ConfigWriteError),
     /// Configuration could not be resolved.
     #[error(transparent)]
     Config(#[from] keel_core::ConfigError),
@@ -63,12 +66,20 @@ impl AppServerError {
             }
             Self::Overloaded => SERVER_OVERLOADED,
             Self::Config(_) => INVALID_PARAMS,
-            Self::Io { .. } => INVALID_REQUEST,
+            Self::Io { .. } | Self::ConfigWrite(_) => INVALID_REQUEST,
             Self::Core(_) | Self::Internal(_) | Self::ExecServer(_) | Self::Transport(_) => {
                 INTERNAL_ERROR
             }
         };
-        JsonRpcErrorObject::new(code, self.to_string())
+        let error = JsonRpcErrorObject::new(code, self.to_string());
+        match self {
+            // Codex clients branch on this member.
+            Self::ConfigWrite(err) => JsonRpcErrorObject {
+                data: Some(serde_json::json!({ "config_write_error_code": err.code() })),
+                ..error
+            },
+            _ => error,
+        }
     }
 }
 

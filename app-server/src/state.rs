@@ -10,8 +10,8 @@ use keel_core::{
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
-    ServerNotification, SessionSource, SubAgentSource, ThreadOverrides, ThreadSettings,
-    ThreadStartedNotification, Turn,
+    PERMISSION_PROFILES, SandboxPolicyV2, ServerNotification, SessionSource, SubAgentSource,
+    ThreadOverrides, ThreadSettings, ThreadStartedNotification, Turn,
 };
 use tokio::sync::Mutex;
 
@@ -35,6 +35,8 @@ pub(crate) struct AppState {
     pub config: ServerConfig,
     pub manager: ConversationManager,
     pub threads: Mutex<HashMap<ConversationId, Arc<LoadedThread>>>,
+    /// Held while `config.toml` is rewritten.
+    config_writes: std::sync::Mutex<()>,
 }
 
 impl AppState {
@@ -43,6 +45,7 @@ impl AppState {
             config,
             manager: ConversationManager::new(),
             threads: Mutex::new(HashMap::new()),
+            config_writes: std::sync::Mutex::new(()),
         }
     }
 
@@ -75,6 +78,30 @@ impl AppState {
             typed,
             &env,
         )?)
+    }
+
+    /// Turns `permissions` (a permission profile id) into the sandbox mode it stands for.
+    pub(crate) fn apply_permissions(method: &str, overrides: &mut ThreadOverrides) -> Result<()> {
+        if let Some(id) = overrides.permissions.as_deref() {
+            if overrides.sandbox.is_some() {
+                return Err(AppServerError::InvalidParams {
+                    method: method.into(),
+                    message: "give `sandbox` or `permissions`, not both".into(),
+                });
+            }
+            overrides.sandbox = Some(profile_sandbox_mode(method, id)?);
+        }
+        Ok(())
+    }
+
+    /// The sandbox a permission profile gives, with the `[sandbox_workspace_write]` settings
+    /// of the configuration.
+    pub(crate) fn profile_sandbox(&self, method: &str, id: &str) -> Result<SandboxPolicyV2> {
+        let overrides = ThreadOverrides {
+            sandbox: Some(profile_sandbox_mode(method, id)?),
+            ..ThreadOverrides::default()
+        };
+        Ok(self.resolve_config(&overrides)?.sandbox_policy.into())
     }
 
     /// Registers a new engine conversation as a loaded thread subscribed by `connection`.
@@ -255,6 +282,13 @@ impl AppState {
         }
     }
 
+    /// Taken for the duration of one write to `config.toml`.
+    pub(crate) fn config_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.config_writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub(crate) fn keel_home(&self) -> &Path {
         &self.config.keel_home
     }
@@ -282,6 +316,25 @@ fn thread_settings(config: &Config) -> ThreadSettings {
         sandbox: config.sandbox_policy.clone().into(),
         reasoning_effort: config.model_reasoning_effort,
     }
+}
+
+/// The sandbox mode of a built-in permission profile, or an error naming the known ones.
+fn profile_sandbox_mode(method: &str, id: &str) -> Result<keel_protocol::SandboxMode> {
+    PERMISSION_PROFILES
+        .iter()
+        .find(|(known, _)| *known == id)
+        .map(|(_, mode)| *mode)
+        .ok_or_else(|| AppServerError::InvalidParams {
+            method: method.into(),
+            message: format!(
+                "unknown permission profile `{id}`; Keel has {}",
+                PERMISSION_PROFILES
+                    .iter()
+                    .map(|(known, _)| format!("`{known}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
 }
 
 /// Parses a thread id, naming it in the error.

@@ -1,5 +1,6 @@
 //! Request handlers, one module per resource, and the dispatch over the method table.
 
+mod settings;
 mod threads;
 mod turns;
 
@@ -122,6 +123,11 @@ pub(crate) async fn dispatch(
         ClientRequest::SkillsList(p) => Reply::now(&utilities::skills_list(p)),
         ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
         ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
+        ClientRequest::ConfigValueWrite(p) => Reply::now(&utilities::config_value_write(state, p)?),
+        ClientRequest::ConfigBatchWrite(p) => Reply::now(&utilities::config_batch_write(state, p)?),
+        ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)),
+        ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
+        ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::McpServerStatusList(p) => {
             Reply::now(&utilities::mcp_server_status_list(state, p).await?)
         }

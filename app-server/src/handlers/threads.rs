@@ -11,12 +11,13 @@ use keel_core::{
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
     EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
-    ThreadIdNotification, ThreadIdParams, ThreadListParams, ThreadListResponse,
-    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameUpdatedNotification,
-    ThreadReadParams, ThreadResponse, ThreadResumeParams, ThreadRollbackParams,
-    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
-    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, TurnItemsView,
+    ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
+    ThreadListParams, ThreadListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
+    ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse, ThreadResumeParams,
+    ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
+    ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
+    ThreadUnsubscribeStatus, TurnItemsView,
 };
 
 use super::Reply;
@@ -64,11 +65,13 @@ async fn load_and_answer(
     config: &keel_core::Config,
     file_meta: Option<(String, Option<String>, i64)>,
     turns: Vec<keel_protocol::app_server::Turn>,
+    permission_profile: Option<String>,
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let thread = state
         .load(new, config, false, file_meta, Vec::new(), outgoing.clone())
         .await;
+    thread.set_permission_profile(permission_profile);
     let mut response = start_response(&thread, false);
     response.thread.turns = turns;
     let (reply, turns) = started_reply_keeping_turns(response, outgoing)?;
@@ -79,7 +82,7 @@ async fn load_and_answer(
 fn start_response(thread: &LoadedThread, include_turns: bool) -> ThreadStartResponse {
     ThreadStartResponse {
         thread: thread.to_thread(include_turns),
-        settings: thread.settings.clone(),
+        settings: thread.settings(),
     }
 }
 
@@ -89,7 +92,9 @@ pub(crate) async fn start(
     params: ThreadStartParams,
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
-    let config = state.resolve_config(&params.overrides)?;
+    let mut overrides = params.overrides;
+    AppState::apply_permissions("thread/start", &mut overrides)?;
+    let config = state.resolve_config(&overrides)?;
     let ephemeral = params.ephemeral.unwrap_or(false);
     let new = if ephemeral {
         state
@@ -102,6 +107,7 @@ pub(crate) async fn start(
     let thread = state
         .load(new, &config, ephemeral, None, Vec::new(), outgoing.clone())
         .await;
+    thread.set_permission_profile(overrides.permissions);
     started_reply(start_response(&thread, false), outgoing)
 }
 
@@ -161,6 +167,7 @@ pub(crate) async fn resume(
         .ok_or_else(|| not_found(id))?;
     let summary = summarise(&path).await;
     let mut overrides = params.overrides;
+    AppState::apply_permissions("thread/resume", &mut overrides)?;
     if overrides.cwd.is_none() {
         overrides.cwd = summary.as_ref().map(|s| s.cwd.clone());
     }
@@ -174,7 +181,16 @@ pub(crate) async fn resume(
         .await?;
     let turns = builder.finish();
     let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
-    load_and_answer(state, new, &config, file_meta, turns, outgoing).await
+    load_and_answer(
+        state,
+        new,
+        &config,
+        file_meta,
+        turns,
+        overrides.permissions,
+        outgoing,
+    )
+    .await
 }
 
 /// Loads a resumed or forked conversation with the turns its rollout recorded.
@@ -183,6 +199,7 @@ async fn load_recorded(
     new: keel_core::NewConversation,
     config: &keel_core::Config,
     file_meta: Option<(String, Option<String>, i64)>,
+    permission_profile: Option<String>,
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let mut new = new;
@@ -193,7 +210,16 @@ async fn load_recorded(
         .take()
         .unwrap_or_default();
     let turns = turns_from_events(&new.conversation_id.to_string(), events);
-    load_and_answer(state, new, config, file_meta, turns, outgoing).await
+    load_and_answer(
+        state,
+        new,
+        config,
+        file_meta,
+        turns,
+        permission_profile,
+        outgoing,
+    )
+    .await
 }
 
 /// `thread/fork`.
@@ -206,7 +232,9 @@ pub(crate) async fn fork(
     let path = rollout_path(state, id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    let config = state.resolve_config(&params.overrides)?;
+    let mut overrides = params.overrides;
+    AppState::apply_permissions("thread/fork", &mut overrides)?;
+    let config = state.resolve_config(&overrides)?;
     let new = state
         .manager
         .fork_conversation(config.clone(), &path)
@@ -216,7 +244,15 @@ pub(crate) async fn fork(
         .map(|s| s.preview)
         .unwrap_or_default();
     let now = chrono::Utc::now().timestamp();
-    load_recorded(state, new, &config, Some((preview, None, now)), outgoing).await
+    load_recorded(
+        state,
+        new,
+        &config,
+        Some((preview, None, now)),
+        overrides.permissions,
+        outgoing,
+    )
+    .await
 }
 
 async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<Thread> {
@@ -545,4 +581,16 @@ pub(crate) async fn rollback(
     Ok(ThreadResponse {
         thread: thread.to_thread(true),
     })
+}
+
+/// `thread/goal/get`: Keel threads have no goals, so a known thread answers `null`.
+pub(crate) async fn goal_get(
+    state: &AppState,
+    params: ThreadGoalGetParams,
+) -> Result<ThreadGoalGetResponse> {
+    let id = parse_thread_id(&params.thread_id)?;
+    if state.loaded(id).await.is_none() && rollout_path(state, id).await?.is_none() {
+        return Err(not_found(id));
+    }
+    Ok(ThreadGoalGetResponse::default())
 }

@@ -11,9 +11,9 @@ use keel_protocol::{InputItem, Op, Submission, SubmissionId};
 use super::Reply;
 use crate::error::{AppServerError, Result};
 use crate::state::{AppState, parse_thread_id};
-use crate::threads::LoadedThread;
+use crate::threads::{LoadedThread, SettingsChange};
 
-async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> {
+pub(crate) async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> {
     let id = parse_thread_id(thread_id)?;
     state.loaded(id).await.ok_or_else(|| {
         AppServerError::InvalidRequest(format!(
@@ -64,18 +64,25 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
             "turn {running} is still running; use turn/steer to add input or turn/interrupt to stop it"
         ))
     })?;
-    let overrides = (params.cwd.is_some()
-        || params.approval_policy.is_some()
-        || params.sandbox_policy.is_some()
-        || params.model.is_some()
-        || params.effort.is_some())
-    .then(|| Op::OverrideTurnContext {
+    let (sandbox, permission_profile) = super::settings::requested_sandbox(
+        state,
+        "turn/start",
+        params.sandbox_policy.clone(),
+        params.permissions.as_deref(),
+    )?;
+    let change = SettingsChange {
         cwd: params.cwd.clone(),
         approval_policy: params.approval_policy,
-        sandbox_policy: params.sandbox_policy.clone().map(Into::into),
+        sandbox,
+        permission_profile,
         model: params.model.clone(),
         effort: params.effort,
-    });
+    };
+    let overrides = change.to_op();
+    let (settings, changed) = thread.change_settings(&change);
+    if changed {
+        thread.broadcast_settings(settings).await;
+    }
     let output_schema = params
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
@@ -253,12 +260,7 @@ mod tests {
                     text: "hi".into(),
                     text_elements: Vec::new(),
                 }],
-                cwd: None,
-                approval_policy: None,
-                sandbox_policy: None,
-                model: None,
-                effort: None,
-                output_schema: None,
+                ..TurnStartParams::default()
             },
         )
         .await?;

@@ -6,6 +6,7 @@ mod elicitation;
 mod first_answer;
 mod history;
 mod items;
+mod settings;
 mod translate;
 mod user_input;
 
@@ -16,13 +17,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use approvals::PendingApproval;
 use keel_core::Conversation;
 use keel_protocol::app_server::{
-    ServerNotification, Thread, ThreadActiveFlag, ThreadSettings, ThreadStatus,
-    ThreadStatusChangedNotification, Turn, UserInput,
+    ServerNotification, Thread, ThreadActiveFlag, ThreadSettings,
+    ThreadSettingsUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTurnSettings, Turn, UserInput,
 };
 use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
 
 pub(crate) use history::{TurnsBuilder, turns_from_events};
+use settings::CurrentSettings;
+pub(crate) use settings::SettingsChange;
 use translate::{Output, Translator, TurnBoundary};
 
 use crate::outgoing::{ConnectionId, Outgoing};
@@ -46,7 +50,7 @@ pub(crate) struct ThreadMeta {
 pub(crate) struct LoadedThread {
     pub id: ConversationId,
     pub conversation: Arc<Conversation>,
-    pub settings: ThreadSettings,
+    settings: Mutex<CurrentSettings>,
     meta: Mutex<ThreadMeta>,
     subscribers: Mutex<HashMap<ConnectionId, Arc<Outgoing>>>,
     translator: Mutex<Translator>,
@@ -91,7 +95,10 @@ impl LoadedThread {
         Arc::new(Self {
             id,
             conversation,
-            settings,
+            settings: Mutex::new(CurrentSettings {
+                settings,
+                permission_profile: None,
+            }),
             meta: Mutex::new(meta),
             subscribers: Mutex::new(HashMap::new()),
             translator: Mutex::new(Translator::new(id.to_string(), turns)),
@@ -117,6 +124,35 @@ impl LoadedThread {
     /// The connections following this thread.
     pub(crate) fn subscribers(&self) -> Vec<Arc<Outgoing>> {
         lock(&self.subscribers).values().cloned().collect()
+    }
+
+    /// The settings the thread's next turn runs with.
+    pub(crate) fn settings(&self) -> ThreadSettings {
+        lock(&self.settings).settings.clone()
+    }
+
+    /// Records a change already submitted to the engine; the settings in the shape of
+    /// `thread/settings/updated`, and whether anything changed.
+    pub(crate) fn change_settings(&self, change: &SettingsChange) -> (ThreadTurnSettings, bool) {
+        let mut current = lock(&self.settings);
+        let changed = current.apply(change);
+        (current.turn_settings(), changed)
+    }
+
+    /// Notes that the thread's sandbox was chosen by a permission profile (at start).
+    pub(crate) fn set_permission_profile(&self, profile: Option<String>) {
+        lock(&self.settings).permission_profile = profile;
+    }
+
+    /// Tells the thread's clients what its next turn runs with.
+    pub(crate) async fn broadcast_settings(&self, settings: ThreadTurnSettings) {
+        self.broadcast(ServerNotification::ThreadSettingsUpdated(
+            ThreadSettingsUpdatedNotification {
+                thread_id: self.id.to_string(),
+                thread_settings: settings,
+            },
+        ))
+        .await;
     }
 
     pub(crate) fn meta(&self) -> ThreadMeta {

@@ -1,15 +1,17 @@
 //! Utility methods that do not involve threads: `fs/*`, `command/exec*`, `model/list`,
-//! `config/read`, `mcpServerStatus/list`, and the start-up questions of Codex 0.169 clients
+//! `config/read`, `config/*Write`, `mcpServerStatus/list`, and the start-up questions of Codex 0.169 clients
 //! (`account/read`, `configRequirements/read`, `hooks/list`, `skills/list`, ...).
 
 mod client_setup;
 mod command_exec;
+mod config_write;
 mod fs;
 mod info;
 mod mcp_status;
 
 pub(crate) use client_setup::*;
 pub(crate) use command_exec::CommandExecs;
+pub(crate) use config_write::{config_batch_write, config_value_write};
 pub(crate) use fs::*;
 pub(crate) use info::{config_read, model_list};
 pub(crate) use mcp_status::mcp_server_status_list;

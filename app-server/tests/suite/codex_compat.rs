@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 38);
+    assert_eq!(implemented.len(), 43);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -241,6 +241,23 @@ fn results_match_codex() -> anyhow::Result<()> {
         "account/bedrock/checkGovCloudRequirements",
         root_schema::<v2::CheckGovCloudRequirementsResponse>(),
     );
+    result(
+        "config/value/write",
+        root_schema::<v2::ConfigWriteResponse>(),
+    );
+    result(
+        "config/batchWrite",
+        root_schema::<v2::ConfigWriteResponse>(),
+    );
+    result(
+        "permissionProfile/list",
+        root_schema::<v2::PermissionProfileListResponse>(),
+    );
+    result(
+        "thread/goal/get",
+        root_schema::<v2::ThreadGoalGetResponse>(),
+    );
+    result("thread/settings/update", root_schema::<v2::EmptyResponse>());
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -304,6 +321,7 @@ fn nested_types_match_codex() -> anyhow::Result<()> {
     object("Model", root_schema::<v2::Model>());
     object("TurnPlanStep", root_schema::<v2::TurnPlanStep>());
     object("McpServerStatus", root_schema::<v2::McpServerStatus>());
+    object("ThreadSettings", root_schema::<v2::ThreadTurnSettings>());
     object(
         "FsReadDirectoryEntry",
         root_schema::<v2::FsReadDirectoryEntry>(),

@@ -350,6 +350,7 @@ async fn drive(
             cwd: None,
             approval_policy: None,
             sandbox_policy: None,
+            permissions: None,
             model: None,
             effort: None,
             output_schema,

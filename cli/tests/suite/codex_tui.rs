@@ -1,5 +1,6 @@
 //! The real Codex 0.169 terminal UI (`codex --remote`) driven against `keel app-server` in
-//! tmux: start-up, a command with an approval, an interrupt, a second turn, quit. The test
+//! tmux: start-up, a command with an approval, an interrupt, a second turn, quit; and the
+//! model and permission pickers, `/new`, and `codex resume --last`. The test
 //! types into the pane and waits for screen content with deadlines, printing the screen when
 //! a wait fails.
 //!
@@ -9,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -25,13 +27,20 @@ struct TuiPane {
 }
 
 impl TuiPane {
+    /// Runs `codex [ARGS] --remote URL` in a new tmux session.
     fn start(
         codex: &PathBuf,
+        args: &[&str],
         url: &str,
         codex_home: &std::path::Path,
         cwd: &std::path::Path,
     ) -> anyhow::Result<Self> {
-        let session = format!("keel-tui-{}", std::process::id());
+        static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+        let session = format!(
+            "keel-tui-{}-{}",
+            std::process::id(),
+            SESSIONS.fetch_add(1, Ordering::Relaxed)
+        );
         let status = Command::new("tmux")
             .args([
                 "new-session",
@@ -49,6 +58,7 @@ impl TuiPane {
             .arg(format!("CODEX_HOME={}", codex_home.display()))
             .args(["-e", "OPENAI_API_KEY=unused"])
             .arg(codex)
+            .args(args)
             .args(["--remote", url])
             .status()
             .context("run tmux")?;
@@ -164,9 +174,35 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
         }
     } else if last.starts_with("-2") {
         Turn::new([shell_call("c2", ["bash", "-lc", "sleep 120"])])
+    } else if last.starts_with("-4") {
+        Turn::new([assistant_message("keel answer after resume")])
     } else {
         Turn::new([assistant_message("keel second answer")])
     })
+}
+
+/// The Codex binary named by `KEEL_CODEX_TUI`.
+fn codex_binary() -> anyhow::Result<PathBuf> {
+    std::env::var_os("KEEL_CODEX_TUI")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .context(
+            "KEEL_CODEX_TUI is not set; install the Codex 0.169 TUI:\n  \
+             npm install --prefix target/npm @openai/codex@0.169.0\n  \
+             KEEL_CODEX_TUI=$(find $PWD/target/npm -path '*x86_64-unknown-linux-musl/bin/codex' -type f)",
+        )
+}
+
+/// A `CODEX_HOME` for the TUI. Typed keys arrive faster than a person types; without
+/// `disable_paste_burst` the TUI takes them for a paste and the Enter that follows for a
+/// newline in it.
+fn tui_home() -> anyhow::Result<tempfile::TempDir> {
+    let codex_home = tempfile::tempdir()?;
+    std::fs::write(
+        codex_home.path().join("config.toml"),
+        "disable_paste_burst = true\n",
+    )?;
+    Ok(codex_home)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,14 +211,7 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
     ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
-    let codex = std::env::var_os("KEEL_CODEX_TUI")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .context(
-            "KEEL_CODEX_TUI is not set; install the Codex 0.169 TUI:\n  \
-             npm install --prefix target/npm @openai/codex@0.169.0\n  \
-             KEEL_CODEX_TUI=$(find $PWD/target/npm -path '*x86_64-unknown-linux-musl/bin/codex' -type f)",
-        )?;
+    let codex = codex_binary()?;
     let mock = MockModelServer::builder()
         .responder(responder)
         .start()
@@ -194,15 +223,10 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
         .arg("ws://127.0.0.1:0")
         .spawn()?;
     let address = server.websocket_address().await?;
-    let codex_home = tempfile::tempdir()?;
-    // Typed keys arrive faster than a person types; without this the TUI takes them for a
-    // paste and the Enter that follows for a newline in it.
-    std::fs::write(
-        codex_home.path().join("config.toml"),
-        "disable_paste_burst = true\n",
-    )?;
+    let codex_home = tui_home()?;
     let tui = TuiPane::start(
         &codex,
+        &[],
         &format!("ws://{address}"),
         codex_home.path(),
         world.ws(),
@@ -233,5 +257,130 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     tui.keys(&["C-c"])?;
     tui.keys(&["C-c"])?;
     tui.wait_until_closed().await?;
+    Ok(())
+}
+
+/// The conversation requests (not title turns) the mock has seen.
+fn conversation_requests(world: &World) -> Vec<CapturedRequest> {
+    world
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|request| request.body["text"]["format"]["type"] != "json_schema")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let mock = MockModelServer::builder()
+        .responder(responder)
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[("approval_policy", "untrusted".into())])?;
+    let mut server = world
+        .builder()
+        .arg("--listen")
+        .arg("ws://127.0.0.1:0")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let codex_home = tui_home()?;
+    let tui = TuiPane::start(&codex, &[], &url, codex_home.path(), world.ws())?;
+    tui.wait_for("Ask Codex to do anything").await?;
+
+    // The model picker: the model, then "High" as the default effort (saved to config.toml
+    // with config/batchWrite, applied to this thread with thread/settings/update).
+    tui.type_line("/model").await?;
+    tui.wait_for("Select Model and Effort").await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("Select Reasoning Level").await?;
+    tui.keys(&["Down"])?;
+    tui.wait_for("› 3. High").await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("Model changed to mock-model high").await?;
+    let config = std::fs::read_to_string(world.home.path().join("config.toml"))?;
+    assert!(
+        config.contains("model_reasoning_effort = \"high\""),
+        "config.toml after the picker:\n{config}"
+    );
+
+    // The permission picker: full access, so the command runs without asking although the
+    // server's policy is `untrusted`.
+    tui.type_line("/permissions").await?;
+    tui.wait_for("Update Model Permissions").await?;
+    tui.keys(&["3"])?;
+    tui.wait_for("Enable full access?").await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("Permission selection requested: Full Access")
+        .await?;
+    tui.type_line("KEEL-STEP-1 write a file").await?;
+    tui.wait_for("keel wrote the file").await?;
+    assert_eq!(
+        std::fs::read_to_string(world.ws_file("tui.txt"))?,
+        "from-tui\n"
+    );
+    let first = conversation_requests(&world);
+    let request = first.first().context("no model request")?;
+    assert_eq!(
+        request.body["reasoning"]["effort"], "high",
+        "{}",
+        request.body
+    );
+
+    // /new: a fresh thread, which reads the effort the picker saved.
+    tui.type_line("/new").await?;
+    let fresh = async {
+        while tui.screen().contains("keel wrote the file") {
+            // The pane has no change notification; look again shortly.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(SCREEN_WAIT, fresh)
+        .await
+        .map_err(|_| anyhow::anyhow!("/new kept the old transcript:\n{}", tui.screen()))?;
+    tui.type_line("KEEL-STEP-3 once more").await?;
+    tui.wait_for("keel second answer").await?;
+    let requests = conversation_requests(&world);
+    let request = requests.last().context("no model request")?;
+    assert!(input_text(request).contains("KEEL-STEP-3"));
+    assert!(
+        !input_text(request).contains("KEEL-STEP-1"),
+        "the new thread carried the old one's history"
+    );
+    assert_eq!(
+        request.body["reasoning"]["effort"], "high",
+        "{}",
+        request.body
+    );
+    tui.keys(&["C-c"])?;
+    tui.keys(&["C-c"])?;
+    tui.wait_until_closed().await?;
+    drop(tui);
+
+    // `codex resume --last`: the /new thread comes back with its history, and goes on.
+    let resumed = TuiPane::start(
+        &codex,
+        &["resume", "--last"],
+        &url,
+        codex_home.path(),
+        world.ws(),
+    )?;
+    resumed.wait_for("keel second answer").await?;
+    resumed.type_line("KEEL-STEP-4 after resume").await?;
+    resumed.wait_for("keel answer after resume").await?;
+    let requests = conversation_requests(&world);
+    let request = requests.last().context("no model request")?;
+    let text = input_text(request);
+    assert!(
+        text.contains("KEEL-STEP-3") && text.contains("KEEL-STEP-4"),
+        "the resumed thread lost its history: {text}"
+    );
+    resumed.keys(&["C-c"])?;
+    resumed.keys(&["C-c"])?;
+    resumed.wait_until_closed().await?;
     Ok(())
 }

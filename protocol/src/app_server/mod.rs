@@ -8,6 +8,7 @@ mod account;
 mod approvals;
 mod command_exec;
 mod common;
+mod config_write;
 mod fs;
 mod initialize;
 mod item;
@@ -15,6 +16,7 @@ mod mcp;
 mod model;
 mod notifications;
 mod thread;
+mod thread_settings;
 mod turn;
 mod workspace_extras;
 
@@ -22,6 +24,7 @@ pub use account::*;
 pub use approvals::*;
 pub use command_exec::*;
 pub use common::*;
+pub use config_write::*;
 pub use fs::*;
 pub use initialize::*;
 pub use item::*;
@@ -29,6 +32,7 @@ pub use mcp::*;
 pub use model::*;
 pub use notifications::*;
 pub use thread::*;
+pub use thread_settings::*;
 pub use turn::*;
 pub use workspace_extras::*;
 
@@ -111,6 +115,16 @@ crate::request_table! {
         ThreadTurnsList("thread/turns/list", ThreadTurnsListParams) -> ThreadTurnsListResponse,
         /// Collaboration modes (the default one; Codex 0.169, experimental).
         CollaborationModeList("collaborationMode/list", NoParams) -> CollaborationModeListResponse,
+        /// Writes one key of the user's `config.toml` (Codex 0.169).
+        ConfigValueWrite("config/value/write", ConfigValueWriteParams) -> ConfigWriteResponse,
+        /// Writes several keys of the user's `config.toml` at once (Codex 0.169).
+        ConfigBatchWrite("config/batchWrite", ConfigBatchWriteParams) -> ConfigWriteResponse,
+        /// The permission profiles a client may offer (Codex 0.169).
+        PermissionProfileList("permissionProfile/list", PermissionProfileListParams) -> PermissionProfileListResponse,
+        /// Changes a thread's settings from its next turn on (Codex 0.169, experimental).
+        ThreadSettingsUpdate("thread/settings/update", ThreadSettingsUpdateParams) -> EmptyResponse,
+        /// A thread's goal (none in Keel; Codex 0.169).
+        ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
     }
 }
 
@@ -177,6 +191,8 @@ crate::notification_table! {
         McpToolCallProgress("item/mcpToolCall/progress", McpToolCallProgressNotification),
         /// An MCP server's start-up state changed.
         McpServerStatusUpdated("mcpServer/startupStatus/updated", McpServerStatusUpdatedNotification),
+        /// A thread's settings for its next turns changed (Codex 0.169).
+        ThreadSettingsUpdated("thread/settings/updated", ThreadSettingsUpdatedNotification),
     }
 }
 

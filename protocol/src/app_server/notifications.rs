@@ -267,6 +267,7 @@ impl super::ServerNotification {
             N::ThreadArchived(n) | N::ThreadUnarchived(n) | N::ThreadClosed(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
+            N::ThreadSettingsUpdated(n) => &n.thread_id,
             N::ThreadTokenUsageUpdated(n) => &n.thread_id,
             N::TurnStarted(n) | N::TurnCompleted(n) => &n.thread_id,
             N::TurnDiffUpdated(n) => &n.thread_id,

@@ -160,6 +160,9 @@ pub struct ThreadOverrides {
     /// Sandbox mode.
     #[serde(default)]
     pub sandbox: Option<SandboxMode>,
+    /// Sandbox, as a permission profile id (see `permissionProfile/list`); not with `sandbox`.
+    #[serde(default)]
+    pub permissions: Option<String>,
     /// `config.toml` overrides by dotted key.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,

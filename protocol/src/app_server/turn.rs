@@ -46,8 +46,9 @@ pub struct Turn {
     pub error: Option<TurnError>,
 }
 
-/// Params of `turn/start`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Params of `turn/start` (`..Default::default()` keeps a caller building it compiling as
+/// fields are added).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartParams {
     /// The thread.
@@ -63,6 +64,10 @@ pub struct TurnStartParams {
     /// New sandbox, from this turn on.
     #[serde(default)]
     pub sandbox_policy: Option<SandboxPolicyV2>,
+    /// New sandbox, as a permission profile id (see `permissionProfile/list`), from this
+    /// turn on; not with `sandboxPolicy`.
+    #[serde(default)]
+    pub permissions: Option<String>,
     /// New model, from this turn on.
     #[serde(default)]
     pub model: Option<String>,

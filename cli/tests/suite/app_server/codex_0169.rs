@@ -355,6 +355,39 @@ async fn a_tui_shaped_session_sends_every_field_0169_requires() -> anyhow::Resul
             .request("thread/turns/list", json!({"threadId": thread, "limit": 1}))
             .await?,
     ));
+    // The model and permission pickers, and what a resume asks.
+    for (method, params) in [
+        (
+            "thread/settings/update",
+            json!({"threadId": thread, "model": "mock-model", "effort": "high",
+                   "collaborationMode": {"mode": "default", "settings": {"model": "mock-model",
+                   "reasoning_effort": "high", "developer_instructions": null}}}),
+        ),
+        (
+            "config/batchWrite",
+            json!({"edits": [{"keyPath": "model_reasoning_effort", "value": "high",
+                              "mergeStrategy": "replace"}],
+                   "filePath": null, "expectedVersion": null, "reloadUserConfig": true}),
+        ),
+        ("permissionProfile/list", json!({"cwd": ws})),
+        (
+            "thread/settings/update",
+            json!({"threadId": thread, "approvalPolicy": "on-request",
+                   "approvalsReviewer": "user", "permissions": ":workspace"}),
+        ),
+        ("thread/goal/get", json!({"threadId": thread})),
+    ] {
+        sent.push((method.into(), server.request(method, params).await?));
+    }
+    for _ in 0..2 {
+        let updated = server.read_notification("thread/settings/updated").await?;
+        missing_fields(
+            &updated["params"],
+            &required["notifications"]["thread/settings/updated"],
+            "thread/settings/updated",
+            &mut problems,
+        );
+    }
     for (method, result) in &sent {
         match required["results"].get(method) {
             Some(tree) => missing_fields(result, tree, method, &mut problems),

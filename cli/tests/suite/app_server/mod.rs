@@ -5,6 +5,7 @@ mod codex_0169;
 pub(crate) mod common;
 mod compaction;
 mod protocol;
+mod settings;
 mod threads;
 mod turns;
 mod unified_exec;

@@ -1,0 +1,118 @@
+//! `config/value/write` and `config/batchWrite`: edits to the user's `config.toml`, checked
+//! by keel-core before they replace the file. New threads read the file, so they see the
+//! change; loaded threads keep their settings (`thread/settings/update` changes those).
+
+use std::path::Path;
+
+use keel_core::config::{self, ConfigEnv};
+use keel_protocol::app_server::{
+    ConfigBatchWriteParams, ConfigEdit, ConfigValueWriteParams, ConfigWriteResponse, MergeStrategy,
+    WriteStatus,
+};
+use serde_json::json;
+
+use crate::error::{AppServerError, Result};
+use crate::state::AppState;
+
+/// `config/value/write`.
+pub(crate) fn config_value_write(
+    state: &AppState,
+    params: ConfigValueWriteParams,
+) -> Result<ConfigWriteResponse> {
+    write(
+        state,
+        "config/value/write",
+        &[params.edit],
+        params.file_path.as_deref(),
+        params.expected_version.as_deref(),
+    )
+}
+
+/// `config/batchWrite`.
+pub(crate) fn config_batch_write(
+    state: &AppState,
+    params: ConfigBatchWriteParams,
+) -> Result<ConfigWriteResponse> {
+    if params.edits.is_empty() {
+        return Err(AppServerError::InvalidParams {
+            method: "config/batchWrite".into(),
+            message: "`edits` must not be empty".into(),
+        });
+    }
+    write(
+        state,
+        "config/batchWrite",
+        &params.edits,
+        params.file_path.as_deref(),
+        params.expected_version.as_deref(),
+    )
+}
+
+fn write(
+    state: &AppState,
+    method: &str,
+    edits: &[ConfigEdit],
+    file_path: Option<&Path>,
+    expected_version: Option<&str>,
+) -> Result<ConfigWriteResponse> {
+    let keel_home = state.keel_home();
+    let user_file = keel_home.join(config::CONFIG_FILE_NAME);
+    if let Some(path) = file_path
+        && path != user_file
+    {
+        return Err(AppServerError::InvalidParams {
+            method: method.into(),
+            message: format!(
+                "`filePath` {}: Keel writes only the user config file {}",
+                path.display(),
+                user_file.display()
+            ),
+        });
+    }
+    let edits: Vec<config::ConfigEdit> = edits
+        .iter()
+        .map(|edit| config::ConfigEdit {
+            key_path: edit.key_path.clone(),
+            value: edit.value.clone(),
+            merge: match edit.merge_strategy {
+                MergeStrategy::Replace => config::MergeStrategy::Replace,
+                MergeStrategy::Upsert => config::MergeStrategy::Upsert,
+            },
+        })
+        .collect();
+    let env = ConfigEnv {
+        process_cwd: state.config.cwd.clone(),
+        openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+        oss_base_url: config::oss_base_url_from(|name| std::env::var(name).ok()),
+    };
+    let written = {
+        // One write at a time, so two clients' edits cannot interleave.
+        let _writing = state.config_writes();
+        config::write_config_edits(keel_home, &edits, expected_version, &env)?
+    };
+    // A `-c` given to the server wins over the file for every thread it starts.
+    let overriding = state.config.cli_overrides.iter().find(|(key, _)| {
+        edits.iter().any(|edit| {
+            *key == edit.key_path
+                || key.starts_with(&format!("{}.", edit.key_path))
+                || edit.key_path.starts_with(&format!("{key}."))
+        })
+    });
+    let (status, overridden_metadata) = match overriding {
+        None => (WriteStatus::Ok, None),
+        Some((key, value)) => (
+            WriteStatus::OkOverridden,
+            Some(json!({
+                "message": format!("the server was started with `-c {key}={value}`, which overrides the file"),
+                "overridingLayer": {"name": {"type": "sessionFlags"}, "version": ""},
+                "effectiveValue": value,
+            })),
+        ),
+    };
+    Ok(ConfigWriteResponse {
+        status,
+        version: written.version,
+        file_path: written.path,
+        overridden_metadata,
+    })
+}

@@ -1,0 +1,173 @@
+//! What a thread runs its next turns with, and how a client changes it between turns
+//! (`thread/settings/update`, `thread/settings/updated`, `permissionProfile/list`; Codex 0.169,
+//! where the TUI's model and permission pickers use them).
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{ApprovalsReviewer, SandboxPolicyV2};
+use crate::{AskForApproval, ReasoningEffort};
+
+/// The permission profiles Keel has built in: one per sandbox mode, by id.
+pub const PERMISSION_PROFILES: [(&str, crate::SandboxMode); 3] = [
+    (":read-only", crate::SandboxMode::ReadOnly),
+    (":workspace", crate::SandboxMode::WorkspaceWrite),
+    (":danger-full-access", crate::SandboxMode::DangerFullAccess),
+];
+
+/// Params of `thread/settings/update`: each given setting holds from the next turn on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSettingsUpdateParams {
+    /// The thread.
+    pub thread_id: String,
+    /// New working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// New approval policy.
+    #[serde(default)]
+    pub approval_policy: Option<AskForApproval>,
+    /// Who reviews approvals (only the user in Keel).
+    #[serde(default)]
+    pub approvals_reviewer: Option<ApprovalsReviewer>,
+    /// New sandbox.
+    #[serde(default)]
+    pub sandbox_policy: Option<SandboxPolicyV2>,
+    /// New sandbox, as a permission profile id (see `permissionProfile/list`).
+    #[serde(default)]
+    pub permissions: Option<String>,
+    /// New model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// New reasoning effort.
+    #[serde(default)]
+    pub effort: Option<ReasoningEffort>,
+    /// The collaboration mode (Keel has only the default one; its model and effort apply).
+    #[serde(default)]
+    pub collaboration_mode: Option<CollaborationMode>,
+}
+
+/// A collaboration mode and the settings it carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollaborationMode {
+    /// The mode's id (`default`).
+    pub mode: String,
+    /// Its settings.
+    pub settings: CollaborationModeSettings,
+}
+
+/// The settings of a collaboration mode (snake_case members, as Codex spells them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CollaborationModeSettings {
+    /// The model.
+    pub model: String,
+    /// The reasoning effort.
+    #[serde(default)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Instructions the mode adds (none in Keel).
+    #[serde(default)]
+    pub developer_instructions: Option<String>,
+}
+
+/// The permission profile a thread runs under, when it was chosen by id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ActivePermissionProfile {
+    /// The profile id.
+    pub id: String,
+    /// The profile it extends (built-in profiles extend none).
+    pub extends: Option<String>,
+}
+
+/// Everything a thread's next turn runs with (`thread/settings/updated`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnSettings {
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The approval policy.
+    pub approval_policy: AskForApproval,
+    /// Who reviews approvals.
+    pub approvals_reviewer: ApprovalsReviewer,
+    /// The sandbox.
+    pub sandbox_policy: SandboxPolicyV2,
+    /// The permission profile, when the sandbox was chosen by one.
+    pub active_permission_profile: Option<ActivePermissionProfile>,
+    /// The model.
+    pub model: String,
+    /// The provider id.
+    pub model_provider: String,
+    /// The reasoning effort, when set.
+    pub effort: Option<ReasoningEffort>,
+    /// The collaboration mode.
+    pub collaboration_mode: CollaborationMode,
+    /// Plugins turned off for the thread (Keel has none).
+    pub disabled_plugin_ids: Vec<String>,
+    /// The service tier (none in Keel).
+    pub service_tier: Option<String>,
+    /// The reasoning summary mode, when set for the thread (Keel takes it from config).
+    pub summary: Option<Value>,
+}
+
+/// `thread/settings/updated`: a thread's settings changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSettingsUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// Its settings now.
+    pub thread_settings: ThreadTurnSettings,
+}
+
+/// Params of `permissionProfile/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionProfileListParams {
+    /// Where to resume listing.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// The directory the profiles are for.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// At most this many.
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// One permission profile a client may offer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PermissionProfileSummary {
+    /// Its id, for `permissions` in `thread/start`, `turn/start` and `thread/settings/update`.
+    pub id: String,
+    /// What it allows, when described.
+    pub description: Option<String>,
+    /// Whether the configuration permits it.
+    pub allowed: bool,
+}
+
+/// Result of `permissionProfile/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionProfileListResponse {
+    /// The profiles.
+    pub data: Vec<PermissionProfileSummary>,
+    /// Where the next page starts, when there is one.
+    pub next_cursor: Option<String>,
+}
+
+/// Params of `thread/goal/get`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadGoalGetParams {
+    /// The thread.
+    pub thread_id: String,
+}
+
+/// Result of `thread/goal/get` (Keel threads have no goals: always `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadGoalGetResponse {
+    /// The goal, when the thread has one.
+    pub goal: Option<Value>,
+}
