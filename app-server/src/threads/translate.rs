@@ -4,13 +4,14 @@
 //! from `item/started` to `item/completed`; tool items use the tool call id.
 
 use keel_protocol::app_server::{
-    CommandAction, CommandExecutionRequestApprovalParams, CommandExecutionStatus,
-    ContextCompactedNotification, ErrorNotification, FileChangeRequestApprovalParams,
-    FileUpdateChange, ItemCompletedNotification, ItemDeltaNotification, ItemNotification,
-    PatchApplyStatus, ServerNotification, ServerRequest, TerminalInteractionNotification,
-    ThreadIdNotification, ThreadItem, ThreadTokenUsageUpdatedNotification, Turn,
-    TurnDiffUpdatedNotification, TurnError, TurnNotification, TurnPlanStep, TurnPlanStepStatus,
-    TurnPlanUpdatedNotification, TurnStatus, UserInput,
+    CommandAction, CommandExecutionApprovalDecision, CommandExecutionRequestApprovalParams,
+    CommandExecutionStatus, ContextCompactedNotification, ErrorNotification,
+    FileChangeRequestApprovalParams, FileUpdateChange, ItemCompletedNotification,
+    ItemDeltaNotification, ItemNotification, McpToolCallStatus, PatchApplyStatus,
+    ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
+    ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
+    TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
+    UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
@@ -346,6 +347,9 @@ impl Translator {
                                     .collect(),
                             ),
                             started_at_ms: now_ms(),
+                            available_decisions: Some(
+                                CommandExecutionApprovalDecision::ALL.to_vec(),
+                            ),
                         },
                     ),
                 });
@@ -658,6 +662,22 @@ impl Translator {
         let unfinished = [turn.agent_item.take(), turn.reasoning_item.take()];
         turn.items
             .retain(|item| !unfinished.iter().flatten().any(|id| id == item.id()));
+        // A command, patch or MCP call the turn ended under (an interrupt killed it, or its
+        // approval was never answered) ends with the turn, as failed: no client is left
+        // showing it running.
+        let mut out = Vec::new();
+        for item in &mut turn.items {
+            if end_unfinished(item) {
+                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                    ItemCompletedNotification {
+                        thread_id: self.thread_id.clone(),
+                        turn_id: turn.id.clone(),
+                        item: item.clone(),
+                        completed_at_ms: now_ms(),
+                    },
+                )));
+            }
+        }
         let turn = Turn {
             id: turn.id,
             items: turn.items,
@@ -665,12 +685,40 @@ impl Translator {
             error: turn.error,
         };
         self.turns.push(turn.clone());
-        vec![Output::Notify(ServerNotification::TurnCompleted(
+        out.push(Output::Notify(ServerNotification::TurnCompleted(
             TurnNotification {
                 thread_id: self.thread_id.clone(),
                 turn,
             },
-        ))]
+        )));
+        out
+    }
+}
+
+/// Marks an item still in progress as failed; `true` if it was in progress.
+fn end_unfinished(item: &mut ThreadItem) -> bool {
+    match item {
+        ThreadItem::CommandExecution { status, .. }
+            if *status == CommandExecutionStatus::InProgress =>
+        {
+            *status = CommandExecutionStatus::Failed;
+            true
+        }
+        ThreadItem::FileChange { status, .. } if *status == PatchApplyStatus::InProgress => {
+            *status = PatchApplyStatus::Failed;
+            true
+        }
+        ThreadItem::McpToolCall(call) if call.status == McpToolCallStatus::InProgress => {
+            call.status = McpToolCallStatus::Failed;
+            true
+        }
+        ThreadItem::CollabAgentToolCall(call)
+            if call.status == keel_protocol::CollabAgentToolCallStatus::InProgress =>
+        {
+            call.status = keel_protocol::CollabAgentToolCallStatus::Failed;
+            true
+        }
+        _ => false,
     }
 }
 

@@ -138,6 +138,7 @@ impl Drop for TuiPane {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
             .args(["kill-session", "-t", &self.session])
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
@@ -296,6 +297,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     // with config/batchWrite, applied to this thread with thread/settings/update).
     tui.type_line("/model").await?;
     tui.wait_for("Select Model and Effort").await?;
+    tui.wait_for("1. mock-model").await?;
     tui.keys(&["Enter"])?;
     tui.wait_for("Select Reasoning Level").await?;
     tui.keys(&["Down"])?;
@@ -312,6 +314,8 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     // server's policy is `untrusted`.
     tui.type_line("/permissions").await?;
     tui.wait_for("Update Model Permissions").await?;
+    // The options come with the answer to permissionProfile/list.
+    tui.wait_for("3. Full Access").await?;
     tui.keys(&["3"])?;
     tui.wait_for("Enable full access?").await?;
     tui.keys(&["Enter"])?;

@@ -32,6 +32,20 @@ pub struct CommandExecutionRequestApprovalParams {
     /// need it).
     #[serde(default)]
     pub started_at_ms: i64,
+    /// The decisions the client may offer (Codex 0.169 clients offer only yes and no
+    /// without it).
+    #[serde(default)]
+    pub available_decisions: Option<Vec<CommandExecutionApprovalDecision>>,
+}
+
+impl CommandExecutionApprovalDecision {
+    /// Every decision Keel acts on, in the order a client offers them.
+    pub const ALL: [Self; 4] = [
+        Self::Accept,
+        Self::AcceptForSession,
+        Self::Decline,
+        Self::Cancel,
+    ];
 }
 
 /// The client's answer to a command approval.

@@ -119,6 +119,27 @@ async fn interrupt_ends_the_turn_as_interrupted() -> anyhow::Result<()> {
         .await?;
     let completed = server.read_turn_completed(&turn_id).await?;
     assert_eq!(completed["turn"]["status"], "interrupted");
+    // The killed command's item is completed too, not left running in the client's view.
+    let item = server
+        .read_until("the command's item/completed", |m| {
+            m["method"] == "item/completed" && m["params"]["item"]["id"] == "long"
+        })
+        .await?;
+    assert_ne!(item["params"]["item"]["status"], "inProgress", "{item}");
+    let read = server
+        .request(
+            "thread/read",
+            json!({"threadId": thread_id, "includeTurns": true}),
+        )
+        .await?;
+    let command = read["thread"]["turns"][0]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["id"] == "long")
+        .cloned()
+        .unwrap_or_default();
+    assert_ne!(command["status"], "inProgress", "{read}");
     Ok(())
 }
 
