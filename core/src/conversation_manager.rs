@@ -517,6 +517,9 @@ fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> Turn
         agent_tools: AgentTools::default(),
         web_search: config.web_search,
         view_image: config.view_image,
+        shell_tool: config.shell_tool,
+        update_plan_tool: config.update_plan_tool,
+        request_user_input_tool: config.request_user_input_tool,
     }
 }
 

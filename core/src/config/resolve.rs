@@ -128,8 +128,15 @@ pub struct Config {
     pub model_supports_reasoning_summaries: Option<bool>,
     /// Offer the provider's built-in `web_search` tool (`tools.web_search`, default off).
     pub web_search: bool,
-    /// Offer `view_image` (`tools.view_image`, default on).
+    /// Offer `view_image` (`tools.view_image` or `features.view_image`, default on).
     pub view_image: bool,
+    /// Offer the command tools (`features.shell_tool`, default on).
+    pub shell_tool: bool,
+    /// Offer `update_plan` (`tools.update_plan.enabled`, default on).
+    pub update_plan_tool: bool,
+    /// Offer `request_user_input` (`tools.experimental_request_user_input.enabled`, default
+    /// on).
+    pub request_user_input_tool: bool,
     /// Offer the model the sub-agent tools (`features.multi_agent`, default on).
     pub multi_agent: bool,
     /// Offer the model `spawn_agents_on_csv` (`features.enable_fanout`, default on).
@@ -536,7 +543,16 @@ fn resolve(
         model_verbosity: profile.model_verbosity.or(model_verbosity),
         model_supports_reasoning_summaries,
         web_search: tools.web_search.unwrap_or(false),
-        view_image: tools.view_image.unwrap_or(true),
+        view_image: tools.view_image.or(features.view_image).unwrap_or(true),
+        shell_tool: features.shell_tool.unwrap_or(true),
+        update_plan_tool: tools
+            .update_plan
+            .and_then(|switch| switch.enabled)
+            .unwrap_or(true),
+        request_user_input_tool: tools
+            .experimental_request_user_input
+            .and_then(|switch| switch.enabled)
+            .unwrap_or(true),
         multi_agent: features.multi_agent.unwrap_or(true),
         enable_fanout: features.enable_fanout.unwrap_or(true),
         agents_max_threads: agents

@@ -55,6 +55,19 @@ pub(crate) struct ToolsToml {
     pub web_search: Option<bool>,
     /// Offer `view_image` (default on).
     pub view_image: Option<bool>,
+    /// `[tools.update_plan]`: offer `update_plan` (default on).
+    pub update_plan: Option<ToolSwitchToml>,
+    /// `[tools.experimental_request_user_input]`: offer `request_user_input` (default on).
+    pub experimental_request_user_input: Option<ToolSwitchToml>,
+}
+
+/// A tool's own table, as Codex writes it (`[tools.update_plan] enabled = false`).
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ToolSwitchToml {
+    /// Whether the tool is offered.
+    pub enabled: Option<bool>,
 }
 
 /// `[agents]`: limits on sub-agents. Other keys (Codex's agent roles) load silently.
@@ -82,6 +95,10 @@ pub(crate) struct FeaturesToml {
     pub multi_agent: Option<bool>,
     /// Offer `spawn_agents_on_csv` (default on).
     pub enable_fanout: Option<bool>,
+    /// Offer the command tools (`shell`, or `exec_command`/`write_stdin`; default on).
+    pub shell_tool: Option<bool>,
+    /// Offer `view_image` (default on; `tools.view_image` wins when both are set).
+    pub view_image: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

@@ -45,6 +45,12 @@ pub(crate) struct TurnContext {
     pub web_search: bool,
     /// Offer `view_image`.
     pub view_image: bool,
+    /// Offer the command tools (`shell`, `exec_command`, `write_stdin`).
+    pub shell_tool: bool,
+    /// Offer `update_plan`.
+    pub update_plan_tool: bool,
+    /// Offer `request_user_input`.
+    pub request_user_input_tool: bool,
 }
 
 /// The agent tools a conversation is offered, by its place in the agent tree.

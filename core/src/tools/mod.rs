@@ -34,20 +34,22 @@ pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
     let settings = context.client.settings();
     let freeform = settings.wire_api == WireApi::Responses
         && crate::model_family::family(&settings.model).freeform_apply_patch;
-    let mut tools = if context.unified_exec {
-        vec![spec::exec_command_tool(), spec::write_stdin_tool()]
-    } else {
-        vec![spec::shell_tool()]
+    let mut tools = match (context.shell_tool, context.unified_exec) {
+        (false, _) => Vec::new(),
+        (true, true) => vec![spec::exec_command_tool(), spec::write_stdin_tool()],
+        (true, false) => vec![spec::shell_tool()],
     };
-    tools.extend([
-        if freeform {
-            crate::apply_patch::apply_patch_freeform_tool()
-        } else {
-            crate::apply_patch::apply_patch_function_tool()
-        },
-        spec::update_plan_tool(),
-        spec::request_user_input_tool(),
-    ]);
+    tools.push(if freeform {
+        crate::apply_patch::apply_patch_freeform_tool()
+    } else {
+        crate::apply_patch::apply_patch_function_tool()
+    });
+    if context.update_plan_tool {
+        tools.push(spec::update_plan_tool());
+    }
+    if context.request_user_input_tool {
+        tools.push(spec::request_user_input_tool());
+    }
     if context.view_image {
         tools.push(spec::view_image_tool());
     }
@@ -96,6 +98,12 @@ impl ToolRouter<'_> {
                     | "resume_agent" => !offered.collab,
                     "spawn_agents_on_csv" => !offered.fanout,
                     "report_agent_job_result" => !offered.report,
+                    "shell" | "container.exec" | "exec_command" | "write_stdin" => {
+                        !self.context.shell_tool
+                    }
+                    "update_plan" => !self.context.update_plan_tool,
+                    "request_user_input" => !self.context.request_user_input_tool,
+                    "view_image" => !self.context.view_image,
                     _ => false,
                 };
                 if refused_tool {

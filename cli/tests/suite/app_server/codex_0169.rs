@@ -2,6 +2,7 @@
 //! start-up methods, `sessionId` on threads, timestamps on items and approvals, and
 //! `thread/turns/list`.
 
+use anyhow::Context;
 use keel_test_support::{Script, Turn, assistant_message, shell_call};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -321,7 +322,8 @@ async fn a_tui_shaped_session_sends_every_field_0169_requires() -> anyhow::Resul
     let title = server
         .request(
             "thread/start",
-            json!({"ephemeral": true, "threadSource": "thread_title", "sandbox": "read-only"}),
+            json!({"ephemeral": true, "threadSource": "thread_title", "sandbox": "read-only",
+                   "config": title_thread_config()}),
         )
         .await?;
     let title_thread = title["thread"]["id"]
@@ -396,5 +398,39 @@ async fn a_tui_shaped_session_sends_every_field_0169_requires() -> anyhow::Resul
     }
     assert!(problems.is_empty(), "{problems:#?}");
     assert_eq!(std::fs::read_to_string(world.ws_file("tui.txt"))?, "tui\n");
+    // The title turn offers the model no tools but apply_patch: the TUI's config turns the
+    // rest off.
+    let title_request = world
+        .mock
+        .requests()
+        .into_iter()
+        .find(|request| request.body["text"]["format"]["type"] == "json_schema")
+        .context("no title request")?;
+    let tools: Vec<String> = title_request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(tools, ["apply_patch"], "{}", title_request.body["tools"]);
     Ok(())
+}
+
+/// The `config` of the TUI's title threads (keys and values from its recorded session).
+fn title_thread_config() -> Value {
+    json!({
+        "features.shell_snapshot": false, "features.tool_suggest": false,
+        "tools.experimental_request_user_input.enabled": false, "features.token_budget": false,
+        "features.shell_tool": false, "web_search": "disabled", "features.view_image": false,
+        "features.standalone_web_search": false, "mcp_servers": {},
+        "features.unified_exec": false, "tools.update_plan.enabled": false,
+        "features.current_time_reminder": false, "features.code_mode_only": false,
+        "features.apps": false, "features.plugins": false, "features.multi_agent_v2": false,
+        "features.request_permissions_tool": false, "default_permissions": ":read-only",
+        "features.multi_agent": false, "features.image_generation": false,
+        "features.hooks": false, "skills.include_instructions": false,
+        "features.code_mode": false, "features.goals": false, "cloud.skills.enabled": false,
+        "features.deferred_executor": false, "features.context_management": false,
+        "features.enable_fanout": false, "features.memories": false,
+    })
 }

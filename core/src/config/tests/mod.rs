@@ -90,6 +90,9 @@ fn default_config(keel_home: &Path) -> Config {
         model_supports_reasoning_summaries: None,
         web_search: false,
         view_image: true,
+        shell_tool: true,
+        update_plan_tool: true,
+        request_user_input_tool: true,
         multi_agent: true,
         enable_fanout: true,
         agents_max_threads: 6,
@@ -270,6 +273,9 @@ fn full_codex_style_file() -> TestResult {
         model_supports_reasoning_summaries: Some(true),
         web_search: false,
         view_image: true,
+        shell_tool: true,
+        update_plan_tool: true,
+        request_user_input_tool: true,
         multi_agent: true,
         enable_fanout: false,
         agents_max_threads: 64,
@@ -580,5 +586,25 @@ fn keel_home_from_env_value_or_home_dir() -> TestResult {
         assert_eq!(find_keel_home(None)?, home.join(".keel"));
         assert_eq!(find_keel_home(Some(OsStr::new("")))?, home.join(".keel"));
     }
+    Ok(())
+}
+
+#[test]
+fn codex_tool_switches_turn_tools_off() -> TestResult {
+    let config = load_str(
+        "[features]\nshell_tool = false\nview_image = false\n\n\
+         [tools.update_plan]\nenabled = false\n\n\
+         [tools.experimental_request_user_input]\nenabled = false\n",
+        &[],
+    )?;
+    assert!(!config.shell_tool && !config.view_image);
+    assert!(!config.update_plan_tool && !config.request_user_input_tool);
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    // `tools.view_image` wins over the feature switch.
+    let config = load_str(
+        "[features]\nview_image = false\n[tools]\nview_image = true\n",
+        &["tools.update_plan.enabled=true"],
+    )?;
+    assert!(config.view_image && config.update_plan_tool && config.shell_tool);
     Ok(())
 }
