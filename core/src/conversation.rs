@@ -11,6 +11,7 @@ use keel_protocol::{
 use tokio::sync::{Mutex, mpsc, watch};
 
 use crate::error::{CoreError, Result};
+use crate::unified_exec::{BackgroundTerminal, UnifiedExecSessions};
 
 /// A running conversation. Dropping the last handle shuts it down and kills its commands.
 pub struct Conversation {
@@ -21,6 +22,8 @@ pub struct Conversation {
     rollout_path: Option<PathBuf>,
     /// Where it stands, kept current by its engine (what an agent waiting for it watches).
     status: Arc<watch::Sender<CollabAgentState>>,
+    /// The processes the model left running.
+    terminals: Arc<UnifiedExecSessions>,
 }
 
 impl Conversation {
@@ -30,6 +33,7 @@ impl Conversation {
         rx_event: mpsc::Receiver<Event>,
         rollout_path: Option<PathBuf>,
         status: Arc<watch::Sender<CollabAgentState>>,
+        terminals: Arc<UnifiedExecSessions>,
     ) -> Self {
         Self {
             id,
@@ -38,7 +42,13 @@ impl Conversation {
             next_id: AtomicU64::new(1),
             rollout_path,
             status,
+            terminals,
         }
+    }
+
+    /// The `exec_command` processes still running between calls, oldest first.
+    pub fn background_terminals(&self) -> Vec<BackgroundTerminal> {
+        self.terminals.summaries()
     }
 
     /// Where the conversation stands: running a turn, done with its last one (and its final

@@ -422,6 +422,7 @@ impl ManagerShared {
                 reporter.mcp_catalog().await;
             });
         }
+        let terminals = session.unified_exec_shared();
         tokio::spawn(submission_loop(session, rx_sub));
         let conversation = Arc::new(Conversation::new(
             id,
@@ -429,6 +430,7 @@ impl ManagerShared {
             rx_event,
             rollout_path,
             status,
+            terminals,
         ));
         write(&self.conversations).insert(id, conversation.clone());
         let new = NewConversation {

@@ -79,3 +79,4 @@ pub use rollout::{
     summarise, unarchive_rollout,
 };
 pub use tls::install_tls_provider;
+pub use unified_exec::BackgroundTerminal;

@@ -128,6 +128,12 @@ pub(crate) async fn dispatch(
         ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)),
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
+        ClientRequest::ThreadBackgroundTerminalsClean(p) => {
+            Reply::now(&settings::clean_background_terminals(state, p).await?)
+        }
+        ClientRequest::ThreadBackgroundTerminalsList(p) => {
+            Reply::now(&settings::background_terminals(state, p).await?)
+        }
         ClientRequest::McpServerStatusList(p) => {
             Reply::now(&utilities::mcp_server_status_list(state, p).await?)
         }

@@ -1,9 +1,13 @@
 //! `thread/settings/update` and `permissionProfile/list`: what a thread's next turns run with,
-//! changed between turns (the Codex TUI's model and permission pickers).
+//! changed between turns (the Codex TUI's model and permission pickers); and
+//! `thread/backgroundTerminals/list`, what still runs in it (the TUI's `/ps`).
 
+use keel_protocol::Op;
 use keel_protocol::app_server::{
     EmptyResponse, PERMISSION_PROFILES, PermissionProfileListParams, PermissionProfileListResponse,
-    PermissionProfileSummary, SandboxPolicyV2, ThreadSettingsUpdateParams,
+    PermissionProfileSummary, SandboxPolicyV2, ThreadBackgroundTerminal,
+    ThreadBackgroundTerminalsListParams, ThreadBackgroundTerminalsListResponse, ThreadIdParams,
+    ThreadSettingsUpdateParams,
 };
 
 use super::turns::loaded;
@@ -78,4 +82,65 @@ pub(crate) fn permission_profiles(
             .collect(),
         next_cursor: None,
     }
+}
+
+/// `thread/backgroundTerminals/list`: the `exec_command` processes still running in a loaded
+/// thread, a page at a time (a thread not loaded runs none).
+pub(crate) async fn background_terminals(
+    state: &AppState,
+    params: ThreadBackgroundTerminalsListParams,
+) -> Result<ThreadBackgroundTerminalsListResponse> {
+    let id = crate::state::parse_thread_id(&params.thread_id)?;
+    let Some(thread) = state.loaded(id).await else {
+        return Ok(ThreadBackgroundTerminalsListResponse::default());
+    };
+    let limit = params
+        .limit
+        .map_or(usize::MAX, |limit| limit.max(1) as usize);
+    let mut terminals = thread
+        .conversation
+        .background_terminals()
+        .into_iter()
+        .skip_while(|terminal| {
+            params
+                .cursor
+                .as_ref()
+                .is_some_and(|cursor| terminal.process_id != *cursor)
+        })
+        .skip(usize::from(params.cursor.is_some()))
+        .peekable();
+    let mut data = Vec::new();
+    while data.len() < limit {
+        let Some(terminal) = terminals.next() else {
+            break;
+        };
+        data.push(ThreadBackgroundTerminal {
+            item_id: terminal.item_id,
+            process_id: terminal.process_id,
+            command: terminal.command,
+            cwd: terminal.cwd,
+            os_pid: None,
+            cpu_percent: None,
+            rss_kb: None,
+        });
+    }
+    let next_cursor = terminals
+        .peek()
+        .and(data.last())
+        .map(|last| last.process_id.clone());
+    Ok(ThreadBackgroundTerminalsListResponse { data, next_cursor })
+}
+
+/// `thread/backgroundTerminals/clean`: kills every `exec_command` process the thread left
+/// running (each one's command item completes when its end is reported in a turn).
+pub(crate) async fn clean_background_terminals(
+    state: &AppState,
+    params: ThreadIdParams,
+) -> Result<EmptyResponse> {
+    let thread = loaded(state, &params.thread_id).await?;
+    thread
+        .conversation
+        .submit(Op::CloseBackgroundTerminals { process_id: None })
+        .await?;
+    Ok(EmptyResponse::default())
 }

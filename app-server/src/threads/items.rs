@@ -1,6 +1,8 @@
 //! Building thread items from engine values.
 
-use keel_protocol::app_server::{CommandAction, CommandExecutionStatus, ThreadItem};
+use keel_protocol::app_server::{
+    CommandAction, CommandExecutionSource, CommandExecutionStatus, ThreadItem,
+};
 
 /// A command item in progress, as an approval request or `exec_command_begin` starts it.
 pub(crate) fn command_item(
@@ -14,12 +16,22 @@ pub(crate) fn command_item(
         id: call_id.to_string(),
         command: display_command(command),
         cwd: cwd.to_path_buf(),
+        source: source_of(process_id.as_deref()),
         process_id,
         status: CommandExecutionStatus::InProgress,
         command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
         aggregated_output: None,
         exit_code: None,
         duration_ms: None,
+    }
+}
+
+/// An item with a process id is an `exec_command` session; others are one-shot commands.
+pub(crate) fn source_of(process_id: Option<&str>) -> CommandExecutionSource {
+    if process_id.is_some() {
+        CommandExecutionSource::UnifiedExecStartup
+    } else {
+        CommandExecutionSource::Agent
     }
 }
 

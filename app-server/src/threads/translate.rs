@@ -200,12 +200,14 @@ impl Translator {
                 cwd,
                 process_id,
                 command_actions,
+                source,
                 ..
             } => ThreadItem::CommandExecution {
                 id,
                 command,
                 cwd,
                 process_id,
+                source,
                 status: CommandExecutionStatus::Declined,
                 command_actions,
                 aggregated_output: None,
@@ -455,6 +457,7 @@ impl Translator {
                     command: display_command(&end.command),
                     cwd: end.cwd.clone(),
                     process_id: end.process_id.clone(),
+                    source: super::items::source_of(end.process_id.as_deref()),
                     status: if end.exit_code == 0 {
                         CommandExecutionStatus::Completed
                     } else {
@@ -470,7 +473,21 @@ impl Translator {
                     exit_code: Some(end.exit_code),
                     duration_ms: Some(end.duration.as_millis() as u64),
                 };
-                out.extend(self.complete(item));
+                let running_now = self
+                    .turn
+                    .as_ref()
+                    .is_some_and(|turn| turn.get(item.id()).is_some());
+                // A session left running by an earlier turn ended (it exited, or a client
+                // closed it): its item completes in the turn that started it.
+                let earlier = if running_now {
+                    None
+                } else {
+                    self.complete_in_finished_turn(&item)
+                };
+                match earlier {
+                    Some(output) => out.push(output),
+                    None => out.extend(self.complete(item)),
+                }
             }
             EventMsg::ApplyPatchApprovalRequest(request) => {
                 let item = ThreadItem::FileChange {
@@ -649,6 +666,28 @@ impl Translator {
         out
     }
 
+    /// Completes `item` in the finished turn that holds it still in progress, if one does.
+    fn complete_in_finished_turn(&mut self, item: &ThreadItem) -> Option<Output> {
+        let turn = self.turns.iter_mut().rev().find(|turn| {
+            turn.items.iter().any(|old| {
+                old.id() == item.id()
+                    && matches!(
+                        old,
+                        ThreadItem::CommandExecution {
+                            status: CommandExecutionStatus::InProgress,
+                            ..
+                        }
+                    )
+            })
+        })?;
+        let slot = turn.items.iter_mut().find(|old| old.id() == item.id())?;
+        *slot = item.clone();
+        let turn_id = turn.id.clone();
+        Some(Output::Notify(ServerNotification::ItemCompleted(
+            self.completed_notification(&turn_id, item.clone()),
+        )))
+    }
+
     fn start_and_complete(&mut self, item: ThreadItem) -> Vec<Output> {
         self.complete(item)
     }
@@ -662,12 +701,13 @@ impl Translator {
         let unfinished = [turn.agent_item.take(), turn.reasoning_item.take()];
         turn.items
             .retain(|item| !unfinished.iter().flatten().any(|id| id == item.id()));
-        // A command, patch or MCP call the turn ended under (an interrupt killed it, or its
-        // approval was never answered) ends with the turn, as failed: no client is left
-        // showing it running.
+        // An interrupt stops every command, patch and MCP call of the turn (and withdraws its
+        // approvals): their items end with it, as failed, so no client is left showing them
+        // running. A turn that completes leaves its `exec_command` sessions running; their
+        // items complete when the process exits.
         let mut out = Vec::new();
         for item in &mut turn.items {
-            if end_unfinished(item) {
+            if status == TurnStatus::Interrupted && end_unfinished(item) {
                 out.push(Output::Notify(ServerNotification::ItemCompleted(
                     ItemCompletedNotification {
                         thread_id: self.thread_id.clone(),

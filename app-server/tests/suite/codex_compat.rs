@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 43);
+    assert_eq!(implemented.len(), 45);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -258,6 +258,14 @@ fn results_match_codex() -> anyhow::Result<()> {
         root_schema::<v2::ThreadGoalGetResponse>(),
     );
     result("thread/settings/update", root_schema::<v2::EmptyResponse>());
+    result(
+        "thread/backgroundTerminals/clean",
+        root_schema::<v2::EmptyResponse>(),
+    );
+    result(
+        "thread/backgroundTerminals/list",
+        root_schema::<v2::ThreadBackgroundTerminalsListResponse>(),
+    );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -77,7 +77,7 @@ pub(crate) struct Session {
     /// Where the conversation's commands run; dropping it kills them all.
     processes: ProcessLayer,
     /// The model's live `exec_command` sessions.
-    unified_exec: UnifiedExecSessions,
+    unified_exec: Arc<UnifiedExecSessions>,
     /// Captured login environments, replayed instead of running the profile per command.
     shell_snapshots: ShellSnapshots,
     /// The sub-agents this conversation spawned, its place in the agent tree and its
@@ -121,7 +121,7 @@ impl Session {
             user_inputs: Mutex::new(HashMap::new()),
             rollout,
             processes: ProcessLayer::new(exec_target),
-            unified_exec: UnifiedExecSessions::default(),
+            unified_exec: Arc::new(UnifiedExecSessions::default()),
             shell_snapshots: ShellSnapshots::new(
                 std::env::temp_dir()
                     .join("keel-shell-snapshots")
@@ -215,6 +215,12 @@ impl Session {
     /// The model's live `exec_command` sessions.
     pub(crate) fn unified_exec(&self) -> &UnifiedExecSessions {
         &self.unified_exec
+    }
+
+    /// The live `exec_command` sessions, shared with the conversation's handle (which lists
+    /// them for clients).
+    pub(crate) fn unified_exec_shared(&self) -> Arc<UnifiedExecSessions> {
+        self.unified_exec.clone()
     }
 
     pub(crate) fn id(&self) -> ConversationId {

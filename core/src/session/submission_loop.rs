@@ -98,6 +98,19 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 session.resolve_elicitation(&server_name, &request_id, result);
             }
             Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,
+            Op::CloseBackgroundTerminals { process_id } => {
+                // On a task of its own: a session busy in a call is killed once the call lets
+                // go of it, and other submissions are not held up meanwhile.
+                let session = session.clone();
+                tokio::spawn(async move {
+                    let ids = super::turn::TurnIds {
+                        turn_id: keel_protocol::TurnId::new(id.as_str()),
+                        sub_id: id.clone(),
+                        output_schema: None,
+                    };
+                    crate::tools::close_sessions(&session, &ids, process_id.as_deref()).await;
+                });
+            }
             Op::Shutdown => {
                 stop_turn(&session).await;
                 session.agents().close_all().await;

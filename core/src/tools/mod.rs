@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use turn_diff::TurnDiffTracker;
-pub(crate) use unified_exec::close_all_sessions;
+pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 
 use crate::config::WireApi;
 use crate::models::ResponseItem;

@@ -22,8 +22,8 @@ use crate::sandbox::LINUX_SANDBOX_ARG0;
 use crate::session::Session;
 use crate::session::turn::{TurnIds, TurnStop};
 use crate::unified_exec::{
-    AGGREGATED_OUTPUT_BYTES, ChunkReport, ProcessStatus, SharedProcess, UnifiedProcess,
-    render_chunk,
+    AGGREGATED_OUTPUT_BYTES, BackgroundTerminal, ChunkReport, ProcessStatus, SharedProcess,
+    UnifiedProcess, render_chunk,
 };
 
 /// `exec_command`'s wait for output when the model gives none.
@@ -203,6 +203,13 @@ impl ToolRouter<'_> {
                 return Ok(format!("exec_command failed: {message}"));
             }
         };
+        let summary = BackgroundTerminal {
+            process_id: id.to_string(),
+            item_id: call.call_id.to_string(),
+            command: shlex::try_join(call.argv.iter().map(String::as_str))
+                .unwrap_or_else(|_| call.argv.join(" ")),
+            cwd: call.cwd.clone(),
+        };
         let mut process = UnifiedProcess {
             handle,
             call_id: call.call_id.clone(),
@@ -226,7 +233,7 @@ impl ToolRouter<'_> {
                 // Kept so the interrupt that stopped the turn ends it and reports its end
                 // like every other live session.
                 let shared = Arc::new(tokio::sync::Mutex::new(process));
-                if let Some(pruned) = unified.insert(id, shared) {
+                if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
                     close_session(self.session, self.ids, pruned.id, pruned.process).await;
                 }
                 return Err(stop);
@@ -240,7 +247,7 @@ impl ToolRouter<'_> {
             }
             None => {
                 let shared = Arc::new(tokio::sync::Mutex::new(process));
-                if let Some(pruned) = unified.insert(id, shared) {
+                if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
                     notes.push(format!(
                         "session {} was closed to stay within {} live sessions",
                         pruned.id,
@@ -495,6 +502,22 @@ async fn close_session(session: &Session, ids: &TurnIds, id: i32, process: Share
     let info = UnifiedProcessInfo::of(&process, id);
     let aggregated = process.aggregated.to_lossy_string();
     send_end(session, ids, &info, exit_code, &aggregated, "").await;
+}
+
+/// Kills the live session with this id (the model's session number as text), or every one
+/// when `only` is `None`, reporting each one's end; an unknown id closes nothing.
+pub(crate) async fn close_sessions(session: &Session, ids: &TurnIds, only: Option<&str>) {
+    let Some(only) = only else {
+        return close_all_sessions(session, ids).await;
+    };
+    let Ok(id) = only.parse::<i32>() else {
+        return;
+    };
+    let table = session.unified_exec();
+    if let Some(process) = table.get(id) {
+        table.remove(id);
+        close_session(session, ids, id, process).await;
+    }
 }
 
 /// Kills every live session of the conversation (an interrupt, or the conversation ends),

@@ -47,6 +47,20 @@ pub(crate) type SharedProcess = Arc<tokio::sync::Mutex<UnifiedProcess>>;
 struct Entry<P> {
     process: P,
     last_used: Instant,
+    summary: BackgroundTerminal,
+}
+
+/// A process the model left running, as a client lists it (the TUI's `/ps`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackgroundTerminal {
+    /// The session id the model passes to `write_stdin`.
+    pub process_id: String,
+    /// The `exec_command` call that started it (the id of its command item).
+    pub item_id: String,
+    /// The command line, as shown to users.
+    pub command: String,
+    /// Where it runs.
+    pub cwd: PathBuf,
 }
 
 struct Sessions<P> {
@@ -94,7 +108,12 @@ impl<P: Clone> SessionTable<P> {
 
     /// Keeps a process that is still running after its call; when the conversation is at its
     /// limit, the least recently used session is removed and returned for the caller to stop.
-    pub(crate) fn insert(&self, id: i32, process: P) -> Option<Pruned<P>> {
+    pub(crate) fn insert(
+        &self,
+        id: i32,
+        process: P,
+        summary: BackgroundTerminal,
+    ) -> Option<Pruned<P>> {
         let mut sessions = self.lock();
         let pruned = if sessions.by_id.len() >= MAX_SESSIONS {
             let oldest = sessions
@@ -116,6 +135,7 @@ impl<P: Clone> SessionTable<P> {
             Entry {
                 process,
                 last_used: Instant::now(),
+                summary,
             },
         );
         pruned
@@ -139,6 +159,15 @@ impl<P: Clone> SessionTable<P> {
         self.lock().by_id.keys().copied().collect()
     }
 
+    /// The live sessions, oldest id first.
+    pub(crate) fn summaries(&self) -> Vec<BackgroundTerminal> {
+        self.lock()
+            .by_id
+            .values()
+            .map(|entry| entry.summary.clone())
+            .collect()
+    }
+
     /// Removes every session and returns them, for the caller to stop.
     pub(crate) fn take_all(&self) -> Vec<(i32, P)> {
         std::mem::take(&mut self.lock().by_id)
@@ -157,17 +186,31 @@ mod tests {
         let table = SessionTable::<&str>::default();
         let ids: Vec<i32> = (0..MAX_SESSIONS).map(|_| table.next_id()).collect();
         assert_eq!(ids.first(), Some(&FIRST_SESSION_ID));
+        let summary = |id: i32| BackgroundTerminal {
+            process_id: id.to_string(),
+            item_id: format!("call-{id}"),
+            command: "sleep 1".into(),
+            cwd: PathBuf::from("/"),
+        };
         for id in &ids {
-            assert!(table.insert(*id, "running").is_none());
+            assert!(table.insert(*id, "running", summary(*id)).is_none());
             tokio::time::advance(std::time::Duration::from_millis(1)).await;
         }
         // Touching the oldest makes the second oldest the least recently used.
         assert_eq!(table.get(ids[0]), Some("running"));
         tokio::time::advance(std::time::Duration::from_millis(1)).await;
-        let pruned = table.insert(table.next_id(), "new");
+        let new = table.next_id();
+        let pruned = table.insert(new, "new", summary(new));
         assert_eq!(pruned.map(|pruned| pruned.id), Some(ids[1]));
         assert_eq!(table.ids().len(), MAX_SESSIONS);
         assert!(table.get(ids[1]).is_none());
+        let listed = table.summaries();
+        assert_eq!(listed.len(), MAX_SESSIONS);
+        assert!(
+            !listed
+                .iter()
+                .any(|terminal| terminal.process_id == ids[1].to_string())
+        );
         assert_eq!(table.take_all().len(), MAX_SESSIONS);
         assert!(table.ids().is_empty());
     }

@@ -95,6 +95,21 @@ impl From<crate::ParsedCommand> for CommandAction {
     }
 }
 
+/// What started a command item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionSource {
+    /// A one-shot command the model ran (`shell`).
+    #[default]
+    Agent,
+    /// A command the user ran through the client.
+    UserShell,
+    /// An `exec_command` session, which may keep running after its call and turn.
+    UnifiedExecStartup,
+    /// Input the model typed into a running session.
+    UnifiedExecInteraction,
+}
+
 /// Progress of a command item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -233,6 +248,10 @@ pub enum ThreadItem {
         process_id: Option<String>,
         /// Progress.
         status: CommandExecutionStatus,
+        /// What started it: a one-shot `shell` call (`agent`) or an `exec_command` session
+        /// (`unifiedExecStartup`), which may outlive its turn (Codex 0.169).
+        #[serde(default)]
+        source: CommandExecutionSource,
         /// What the command appears to do.
         command_actions: Vec<CommandAction>,
         /// Both streams as they arrived (bounded).

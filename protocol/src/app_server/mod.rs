@@ -125,6 +125,11 @@ crate::request_table! {
         ThreadSettingsUpdate("thread/settings/update", ThreadSettingsUpdateParams) -> EmptyResponse,
         /// A thread's goal (none in Keel; Codex 0.169).
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
+        /// The processes the model left running in a thread (Codex 0.169, experimental).
+        ThreadBackgroundTerminalsList("thread/backgroundTerminals/list", ThreadBackgroundTerminalsListParams) -> ThreadBackgroundTerminalsListResponse,
+        /// Kills the processes the model left running in a thread (Codex 0.169, experimental;
+        /// the TUI's `/stop`).
+        ThreadBackgroundTerminalsClean("thread/backgroundTerminals/clean", ThreadIdParams) -> EmptyResponse,
     }
 }
 

@@ -171,3 +171,47 @@ pub struct ThreadGoalGetResponse {
     /// The goal, when the thread has one.
     pub goal: Option<Value>,
 }
+
+/// Params of `thread/backgroundTerminals/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadBackgroundTerminalsListParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Where to resume listing (the last `processId` returned).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// At most this many.
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// A process the model left running in a thread (`exec_command`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadBackgroundTerminal {
+    /// The command item that started it.
+    pub item_id: String,
+    /// Its session id (the command item's `processId`).
+    pub process_id: String,
+    /// The command line.
+    pub command: String,
+    /// Where it runs.
+    pub cwd: PathBuf,
+    /// The operating system's process id, when known (not through an exec-server).
+    pub os_pid: Option<u32>,
+    /// CPU use, when measured (Keel does not).
+    pub cpu_percent: Option<f64>,
+    /// Resident memory in KiB, when measured (Keel does not).
+    pub rss_kb: Option<u64>,
+}
+
+/// Result of `thread/backgroundTerminals/list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadBackgroundTerminalsListResponse {
+    /// The processes, oldest first.
+    pub data: Vec<ThreadBackgroundTerminal>,
+    /// Where the next page starts, when there is one.
+    pub next_cursor: Option<String>,
+}

@@ -103,6 +103,13 @@ pub enum Op {
         /// The answer.
         decision: ReviewDecision,
     },
+    /// Kills the `exec_command` sessions left running (all, or the one with this session
+    /// id); each one's `exec_command_end` follows.
+    CloseBackgroundTerminals {
+        /// The session to kill; every one when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process_id: Option<String>,
+    },
     /// Drops the latest `num_turns` turns from the history the model sees; `thread_rolled_back`
     /// follows. Rejected while a turn runs.
     ThreadRollback {

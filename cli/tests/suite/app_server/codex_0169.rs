@@ -378,6 +378,10 @@ async fn a_tui_shaped_session_sends_every_field_0169_requires() -> anyhow::Resul
                    "approvalsReviewer": "user", "permissions": ":workspace"}),
         ),
         ("thread/goal/get", json!({"threadId": thread})),
+        (
+            "thread/backgroundTerminals/list",
+            json!({"threadId": thread, "cursor": null, "limit": 25}),
+        ),
     ] {
         sent.push((method.into(), server.request(method, params).await?));
     }

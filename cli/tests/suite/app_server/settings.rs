@@ -244,3 +244,83 @@ async fn settings_update_holds_for_the_next_turn_and_is_announced() -> anyhow::R
     assert_eq!(goal, json!({"goal": null}));
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_terminals_lists_the_processes_left_running() -> anyhow::Result<()> {
+    use keel_test_support::exec_command_call;
+    let script = Script::new([
+        Turn::new([exec_command_call(
+            "c1",
+            json!({"cmd": "sleep 60", "yield_time_ms": 250, "login": false}),
+        )]),
+        Turn::new([exec_command_call(
+            "c2",
+            json!({"cmd": "cat", "tty": true, "yield_time_ms": 250, "login": false}),
+        )]),
+        Turn::new([assistant_message("both left running")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let empty = server
+        .request(
+            "thread/backgroundTerminals/list",
+            json!({"threadId": thread}),
+        )
+        .await?;
+    assert_eq!(empty, json!({"data": [], "nextCursor": null}));
+    let turn = server.start_turn(&thread, "start two").await?;
+    server.read_turn_completed(&turn).await?;
+
+    let first = server
+        .request(
+            "thread/backgroundTerminals/list",
+            json!({"threadId": thread, "cursor": null, "limit": 1}),
+        )
+        .await?;
+    assert_eq!(first["data"][0]["itemId"], "c1");
+    assert_eq!(first["data"][0]["processId"], "1000");
+    assert!(
+        first["data"][0]["command"]
+            .as_str()
+            .is_some_and(|command| command.contains("sleep 60")),
+        "{first}"
+    );
+    assert_eq!(first["data"][0]["cwd"], world.ws().display().to_string());
+    assert_eq!(first["nextCursor"], "1000");
+    let second = server
+        .request(
+            "thread/backgroundTerminals/list",
+            json!({"threadId": thread, "cursor": "1000", "limit": 1}),
+        )
+        .await?;
+    assert_eq!(second["data"][0]["itemId"], "c2");
+    assert_eq!(second["nextCursor"], Value::Null);
+
+    // `/stop`: both are killed, and their items complete in the turn that started them.
+    let cleaned = server
+        .request(
+            "thread/backgroundTerminals/clean",
+            json!({"threadId": thread}),
+        )
+        .await?;
+    assert_eq!(cleaned, json!({}));
+    for item in ["c1", "c2"] {
+        let completed = server
+            .read_until(&format!("item/completed {item}"), |m| {
+                m["method"] == "item/completed" && m["params"]["item"]["id"] == item
+            })
+            .await?;
+        assert_eq!(completed["params"]["turnId"], turn.as_str());
+        assert_eq!(completed["params"]["item"]["source"], "unifiedExecStartup");
+        assert_ne!(completed["params"]["item"]["status"], "inProgress");
+    }
+    let none = server
+        .request(
+            "thread/backgroundTerminals/list",
+            json!({"threadId": thread}),
+        )
+        .await?;
+    assert_eq!(none["data"], json!([]));
+    Ok(())
+}
