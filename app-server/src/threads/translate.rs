@@ -324,7 +324,7 @@ impl Translator {
                     &request.command,
                     &request.cwd,
                     &request.parsed_cmd,
-                    None,
+                    request.process_id.clone(),
                 );
                 out.extend(self.start_once(item));
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();

@@ -89,6 +89,7 @@ fn command_approval_starts_the_item_once_and_end_completes_it() {
             cwd: PathBuf::from("/w"),
             reason: Some("why".into()),
             parsed_cmd: Vec::new(),
+            process_id: None,
         },
     )));
     assert!(matches!(

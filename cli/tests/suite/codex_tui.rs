@@ -14,9 +14,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, shell_call};
+use keel_test_support::{
+    CapturedRequest, MockModelServer, Turn, assistant_message, exec_command_call, shell_call,
+};
 
 use crate::suite::app_server::common::World;
+
+/// What the model leaves running for `/ps` and `/stop` (a duration no other test uses).
+const BACKGROUND_COMMAND: &str = "sleep 3071";
+
+/// Whether a process runs `BACKGROUND_COMMAND` (read from `/proc`).
+fn background_command_runs() -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .any(|cmdline| {
+            String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == BACKGROUND_COMMAND
+        })
+}
 
 /// How long the screen may take to show what a step expects, on two busy cores.
 const SCREEN_WAIT: Duration = Duration::from_secs(60);
@@ -177,6 +194,15 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
         Turn::new([shell_call("c2", ["bash", "-lc", "sleep 120"])])
     } else if last.starts_with("-4") {
         Turn::new([assistant_message("keel answer after resume")])
+    } else if last.starts_with("-5") {
+        if ran {
+            Turn::new([assistant_message("keel left it running")])
+        } else {
+            Turn::new([exec_command_call(
+                "c5",
+                serde_json::json!({"cmd": BACKGROUND_COMMAND, "yield_time_ms": 250, "login": false}),
+            )])
+        }
     } else {
         Turn::new([assistant_message("keel second answer")])
     })
@@ -376,6 +402,30 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     resumed.wait_for("keel second answer").await?;
     resumed.type_line("KEEL-STEP-4 after resume").await?;
     resumed.wait_for("keel answer after resume").await?;
+
+    // `/ps` shows the process the model left running; `/stop` kills it.
+    resumed.type_line("KEEL-STEP-5 start a server").await?;
+    resumed
+        .wait_for("Would you like to run the following command?")
+        .await?;
+    resumed.keys(&["y"])?;
+    resumed.wait_for("keel left it running").await?;
+    assert!(background_command_runs());
+    resumed.type_line("/ps").await?;
+    resumed.wait_for("1 background terminal running").await?;
+    resumed.type_line("/stop").await?;
+    resumed
+        .wait_for("Stopping all background terminals")
+        .await?;
+    let stopped = async {
+        while background_command_runs() {
+            // The process table has no change notification; look again shortly.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(SCREEN_WAIT, stopped)
+        .await
+        .map_err(|_| anyhow::anyhow!("/stop left `{BACKGROUND_COMMAND}` running"))?;
     let requests = conversation_requests(&world);
     let request = requests.last().context("no model request")?;
     let text = input_text(request);

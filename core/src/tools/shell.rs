@@ -67,6 +67,7 @@ impl ToolRouter<'_> {
             timeout: args
                 .timeout_ms
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            process_id: None,
         };
         let policy = self.context.approval_policy;
         let placement = self
@@ -242,6 +243,7 @@ impl ToolRouter<'_> {
             cwd: call.cwd.clone(),
             reason,
             parsed_cmd: parse_command(&call.argv),
+            process_id: call.process_id.map(|id| id.to_string()),
         });
         match self.request_approval(&call.call_id, event).await? {
             ReviewDecision::Approved => Ok(None),
@@ -291,6 +293,7 @@ impl ToolRouter<'_> {
             argv,
             cwd,
             timeout,
+            ..
         } = call;
         let parsed_cmd = parse_command(argv);
         self.session
@@ -378,6 +381,9 @@ pub(super) struct ExecCall {
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     pub timeout: Duration,
+    /// The session id of an `exec_command` process (reserved before it is authorized, so
+    /// its approval names it); `None` for `shell`.
+    pub process_id: Option<i32>,
 }
 
 /// Where an authorized command runs.

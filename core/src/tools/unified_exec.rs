@@ -140,11 +140,16 @@ impl ToolRouter<'_> {
         if let Some(output) = self.patch_in_command(call_id, &argv, &cwd, diff).await? {
             return Ok(output);
         }
+        let unified = self.session.unified_exec();
+        // Reserved before authorization, so an approval request names the session it would
+        // start (ids are never reused; a declined call just skips one).
+        let id = unified.next_id();
         let call = ExecCall {
             call_id: CallId::new(call_id),
             argv,
             cwd,
             timeout: Duration::ZERO,
+            process_id: Some(id),
         };
         let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
         let placement = match self
@@ -161,8 +166,6 @@ impl ToolRouter<'_> {
             }
             Placement::Unsandboxed => (launch, None),
         };
-        let unified = self.session.unified_exec();
-        let id = unified.next_id();
         let parsed_cmd = parse_command(&call.argv);
         self.session
             .send_event(

@@ -134,6 +134,9 @@ pub struct ExecApprovalRequestEvent {
     /// What the command appears to do.
     #[serde(default)]
     pub parsed_cmd: Vec<ParsedCommand>,
+    /// The session id an `exec_command` process will have once approved (none for `shell`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<String>,
 }
 
 /// Payload of `apply_patch_approval_request`.

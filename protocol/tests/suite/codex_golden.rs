@@ -79,6 +79,7 @@ fn exec_approval_request() -> anyhow::Result<()> {
             parsed_cmd: vec![ParsedCommand::Unknown {
                 cmd: "echo hello-from-shell > out.txt; cat out.txt".into(),
             }],
+            process_id: None,
         }),
     };
     assert_eq!(parse_event(codex)?, expected);

@@ -182,6 +182,7 @@ fn event_msgs() -> Vec<EventMsg> {
             cwd: PathBuf::from("/w"),
             reason: Some("writes outside the sandbox".into()),
             parsed_cmd: vec![],
+            process_id: Some("1000".into()),
         }),
         EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
             call_id: call_id.clone(),
