@@ -95,6 +95,7 @@ impl TuiPane {
         let status = Command::new("tmux")
             .args(["send-keys", "-t", &self.session])
             .args(keys)
+            .stderr(std::process::Stdio::null())
             .status()?;
         anyhow::ensure!(status.success(), "tmux send-keys failed");
         Ok(())
@@ -129,6 +130,15 @@ impl TuiPane {
 }
 
 impl TuiPane {
+    /// Quits with Ctrl-C (twice: the first may only clear the composer) and waits until the
+    /// TUI has exited.
+    async fn quit(&self) -> anyhow::Result<()> {
+        self.keys(&["C-c"])?;
+        // The first Ctrl-C may already have ended the session.
+        let _ = self.keys(&["C-c"]);
+        self.wait_until_closed().await
+    }
+
     /// Waits until the TUI has exited (its tmux session is gone).
     async fn wait_until_closed(&self) -> anyhow::Result<()> {
         let closed = async {
@@ -281,9 +291,7 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     tui.type_line("KEEL-STEP-3 once more").await?;
     tui.wait_for("keel second answer").await?;
 
-    tui.keys(&["C-c"])?;
-    tui.keys(&["C-c"])?;
-    tui.wait_until_closed().await?;
+    tui.quit().await?;
     Ok(())
 }
 
@@ -386,9 +394,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
         "{}",
         request.body
     );
-    tui.keys(&["C-c"])?;
-    tui.keys(&["C-c"])?;
-    tui.wait_until_closed().await?;
+    tui.quit().await?;
     drop(tui);
 
     // `codex resume --last`: the /new thread comes back with its history, and goes on.
@@ -433,8 +439,6 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
         text.contains("KEEL-STEP-3") && text.contains("KEEL-STEP-4"),
         "the resumed thread lost its history: {text}"
     );
-    resumed.keys(&["C-c"])?;
-    resumed.keys(&["C-c"])?;
-    resumed.wait_until_closed().await?;
+    resumed.quit().await?;
     Ok(())
 }
