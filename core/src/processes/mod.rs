@@ -26,8 +26,12 @@ pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
 pub(crate) use router::ProcessStates;
 pub(crate) use run_to_exit::{ExecOutcome, ExecStop, run_to_exit};
 
-/// Events the client may hold for the router before it falls behind.
-const EVENT_CAPACITY: usize = 4096;
+/// Events the client may hold for the router before it falls behind. The router only moves
+/// each event into its process's buffer, so it is never far behind; every conversation has
+/// its own channel and the channel's slots are allocated up front (4096 cost 0.36 MiB per
+/// conversation), so the bound stays small. A router that does fall behind marks the
+/// processes' output as incomplete.
+const EVENT_CAPACITY: usize = 512;
 /// After a command exits, how long its output may stay silent before the rest is given
 /// up: a background child (`server &`) can hold the pipes open for as long as it runs.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
