@@ -4,19 +4,17 @@
 //! from `item/started` to `item/completed`; tool items use the tool call id.
 
 use keel_protocol::app_server::{
-    CommandAction, CommandExecutionApprovalDecision, CommandExecutionRequestApprovalParams,
     CommandExecutionStatus, ContextCompactedNotification, ErrorNotification,
     FileChangeRequestApprovalParams, FileUpdateChange, ItemCompletedNotification,
     ItemDeltaNotification, ItemNotification, McpToolCallStatus, PatchApplyStatus,
-    ServerNotification, ServerRequest, TerminalInteractionNotification, ThreadIdNotification,
-    ThreadItem, ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
+    ServerNotification, ServerRequest, ThreadIdNotification, ThreadItem,
+    ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
     TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
     UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
-use super::items::{command_item, display_command};
-
+mod commands;
 mod mcp;
 mod reasoning;
 
@@ -318,73 +316,11 @@ impl Translator {
             EventMsg::AgentReasoningSectionBreak(_)
             | EventMsg::AgentReasoningDelta(_)
             | EventMsg::AgentReasoning(_) => out.extend(self.reasoning(&event.msg)),
-            EventMsg::ExecApprovalRequest(request) => {
-                let item = command_item(
-                    request.call_id.as_str(),
-                    &request.command,
-                    &request.cwd,
-                    &request.parsed_cmd,
-                    request.process_id.clone(),
-                );
-                out.extend(self.start_once(item));
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Approval {
-                    call_id: request.call_id.clone(),
-                    is_patch: false,
-                    request: ServerRequest::CommandExecutionRequestApproval(
-                        CommandExecutionRequestApprovalParams {
-                            thread_id,
-                            turn_id,
-                            item_id: request.call_id.to_string(),
-                            approval_id: None,
-                            command: Some(display_command(&request.command)),
-                            cwd: Some(request.cwd.clone()),
-                            reason: request.reason.clone(),
-                            command_actions: Some(
-                                request
-                                    .parsed_cmd
-                                    .iter()
-                                    .cloned()
-                                    .map(CommandAction::from)
-                                    .collect(),
-                            ),
-                            started_at_ms: now_ms(),
-                            available_decisions: Some(
-                                CommandExecutionApprovalDecision::ALL.to_vec(),
-                            ),
-                        },
-                    ),
-                });
-            }
-            EventMsg::ExecCommandBegin(begin) => {
-                let item = command_item(
-                    begin.call_id.as_str(),
-                    &begin.command,
-                    &begin.cwd,
-                    &begin.parsed_cmd,
-                    begin.process_id.clone(),
-                );
-                out.extend(self.start_once(item));
-            }
-            EventMsg::ExecCommandOutputDelta(delta) => {
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(
-                    ServerNotification::CommandExecutionOutputDelta(ItemDeltaNotification {
-                        thread_id,
-                        turn_id,
-                        item_id: delta.call_id.to_string(),
-                        delta: self
-                            .output_text
-                            .entry((
-                                delta.call_id.to_string(),
-                                delta.stream
-                                    == keel_protocol::exec_server::ExecOutputStream::Stdout,
-                            ))
-                            .or_default()
-                            .decode(delta.chunk.as_bytes()),
-                    }),
-                ));
-            }
+            EventMsg::ExecApprovalRequest(_)
+            | EventMsg::ExecCommandBegin(_)
+            | EventMsg::ExecCommandOutputDelta(_)
+            | EventMsg::TerminalInteraction(_)
+            | EventMsg::ExecCommandEnd(_) => out.extend(self.commands(&event.msg)),
             EventMsg::RateLimits(limits) => {
                 out.push(Output::Notify(
                     ServerNotification::AccountRateLimitsUpdated(
@@ -435,59 +371,6 @@ impl Translator {
                         turn_id,
                     },
                 )));
-            }
-            EventMsg::TerminalInteraction(interaction) => {
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::TerminalInteraction(
-                    TerminalInteractionNotification {
-                        thread_id,
-                        turn_id,
-                        item_id: interaction.call_id.to_string(),
-                        process_id: interaction.process_id.clone(),
-                        stdin: interaction.stdin.clone(),
-                    },
-                )));
-            }
-            EventMsg::ExecCommandEnd(end) => {
-                // The aggregated output in the item is whole; the decoders are done.
-                self.output_text
-                    .retain(|(call_id, _), _| call_id.as_str() != end.call_id.as_str());
-                let item = ThreadItem::CommandExecution {
-                    id: end.call_id.to_string(),
-                    command: display_command(&end.command),
-                    cwd: end.cwd.clone(),
-                    process_id: end.process_id.clone(),
-                    source: super::items::source_of(end.process_id.as_deref()),
-                    status: if end.exit_code == 0 {
-                        CommandExecutionStatus::Completed
-                    } else {
-                        CommandExecutionStatus::Failed
-                    },
-                    command_actions: end
-                        .parsed_cmd
-                        .iter()
-                        .cloned()
-                        .map(CommandAction::from)
-                        .collect(),
-                    aggregated_output: Some(end.aggregated_output.clone()),
-                    exit_code: Some(end.exit_code),
-                    duration_ms: Some(end.duration.as_millis() as u64),
-                };
-                let running_now = self
-                    .turn
-                    .as_ref()
-                    .is_some_and(|turn| turn.get(item.id()).is_some());
-                // A session left running by an earlier turn ended (it exited, or a client
-                // closed it): its item completes in the turn that started it.
-                let earlier = if running_now {
-                    None
-                } else {
-                    self.complete_in_finished_turn(&item)
-                };
-                match earlier {
-                    Some(output) => out.push(output),
-                    None => out.extend(self.complete(item)),
-                }
             }
             EventMsg::ApplyPatchApprovalRequest(request) => {
                 let item = ThreadItem::FileChange {
@@ -664,28 +547,6 @@ impl Translator {
             self.completed_notification(&turn_id, item),
         )));
         out
-    }
-
-    /// Completes `item` in the finished turn that holds it still in progress, if one does.
-    fn complete_in_finished_turn(&mut self, item: &ThreadItem) -> Option<Output> {
-        let turn = self.turns.iter_mut().rev().find(|turn| {
-            turn.items.iter().any(|old| {
-                old.id() == item.id()
-                    && matches!(
-                        old,
-                        ThreadItem::CommandExecution {
-                            status: CommandExecutionStatus::InProgress,
-                            ..
-                        }
-                    )
-            })
-        })?;
-        let slot = turn.items.iter_mut().find(|old| old.id() == item.id())?;
-        *slot = item.clone();
-        let turn_id = turn.id.clone();
-        Some(Output::Notify(ServerNotification::ItemCompleted(
-            self.completed_notification(&turn_id, item.clone()),
-        )))
     }
 
     fn start_and_complete(&mut self, item: ThreadItem) -> Vec<Output> {
