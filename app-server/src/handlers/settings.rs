@@ -97,17 +97,31 @@ pub(crate) async fn background_terminals(
     let limit = params
         .limit
         .map_or(usize::MAX, |limit| limit.max(1) as usize);
+    // The cursor is the last session id returned; sessions are listed in id order, so a page
+    // resumes after it even if that session has ended since.
+    let after = match params.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(
+            cursor
+                .parse::<i64>()
+                .map_err(|_| AppServerError::InvalidParams {
+                    method: "thread/backgroundTerminals/list".into(),
+                    message: format!("`cursor` {cursor:?} is not a cursor this method returned"),
+                })?,
+        ),
+    };
     let mut terminals = thread
         .conversation
         .background_terminals()
         .into_iter()
-        .skip_while(|terminal| {
-            params
-                .cursor
-                .as_ref()
-                .is_some_and(|cursor| terminal.process_id != *cursor)
+        .filter(|terminal| {
+            after.is_none_or(|after| {
+                terminal
+                    .process_id
+                    .parse::<i64>()
+                    .is_ok_and(|id| id > after)
+            })
         })
-        .skip(usize::from(params.cursor.is_some()))
         .peekable();
     let mut data = Vec::new();
     while data.len() < limit {

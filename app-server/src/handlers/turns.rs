@@ -13,6 +13,7 @@ use crate::error::{AppServerError, Result};
 use crate::state::{AppState, parse_thread_id};
 use crate::threads::{LoadedThread, SettingsChange};
 
+/// The loaded thread a request names, or an error telling the client to load it first.
 pub(crate) async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> {
     let id = parse_thread_id(thread_id)?;
     state.loaded(id).await.ok_or_else(|| {
@@ -58,18 +59,25 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     check_local_images(&params.input, "turn/start")?;
-    let turn_id = uuid::Uuid::now_v7().to_string();
-    thread.claim_turn(&turn_id).map_err(|running| {
-        AppServerError::InvalidRequest(format!(
-            "turn {running} is still running; use turn/steer to add input or turn/interrupt to stop it"
-        ))
-    })?;
+    // Resolved before the turn is claimed: a bad profile must not leave the thread claimed.
     let (sandbox, permission_profile) = super::settings::requested_sandbox(
         state,
         "turn/start",
         params.sandbox_policy.clone(),
         params.permissions.as_deref(),
     )?;
+    let turn_id = uuid::Uuid::now_v7().to_string();
+    thread.claim_turn(&turn_id).map_err(|running| {
+        AppServerError::InvalidRequest(format!(
+            "turn {running} is still running; use turn/steer to add input or turn/interrupt to stop it"
+        ))
+    })?;
+    // Held until the input is queued, so the claim is released if the connection's task is
+    // aborted first (it would otherwise block every later turn on the thread).
+    let claim = Claim {
+        thread: thread.clone(),
+        turn_id: Some(turn_id.clone()),
+    };
     let change = SettingsChange {
         cwd: params.cwd.clone(),
         approval_policy: params.approval_policy,
@@ -87,12 +95,6 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
-    // Held until the input is queued, so the claim is released if the connection's task is
-    // aborted first (it would otherwise block every later turn on the thread).
-    let claim = Claim {
-        thread: thread.clone(),
-        turn_id: Some(turn_id.clone()),
-    };
     let response = TurnStartResponse {
         turn: Turn {
             id: turn_id.clone(),

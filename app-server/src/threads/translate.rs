@@ -565,7 +565,7 @@ impl Translator {
         // An interrupt stops every command, patch and MCP call of the turn (and withdraws its
         // approvals): their items end with it, as failed, so no client is left showing them
         // running. A turn that completes leaves its `exec_command` sessions running; their
-        // items complete when the process exits.
+        // items complete once the engine reports their end (see `commands`).
         let mut out = Vec::new();
         for item in &mut turn.items {
             if status == TurnStatus::Interrupted && end_unfinished(item) {

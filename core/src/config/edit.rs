@@ -366,24 +366,45 @@ fn json_to_value(
     })
 }
 
-/// Replaces the file through a temporary file in the same directory, so a reader never sees
-/// half of it.
+/// Replaces the file through a temporary file in the same directory as the real file (a
+/// symlinked `config.toml` stays a symlink), with the old file's permissions, synced before it
+/// takes the old one's place, so a reader never sees half of it.
 fn replace_file(keel_home: &Path, path: &Path, text: &str) -> Result<(), ConfigWriteError> {
+    use std::io::Write as _;
     let io_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ConfigWriteError::Io { path, source }
     };
     std::fs::create_dir_all(keel_home).map_err(io_error(keel_home))?;
-    let temporary = keel_home.join(format!(
+    let target = match std::fs::canonicalize(path) {
+        Ok(target) => target,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
+        Err(source) => {
+            return Err(ConfigWriteError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let directory = target.parent().unwrap_or(keel_home);
+    let temporary = directory.join(format!(
         ".{CONFIG_FILE_NAME}.{}.{}",
         std::process::id(),
         uuid::Uuid::new_v4().simple()
     ));
-    std::fs::write(&temporary, text).map_err(io_error(&temporary))?;
-    std::fs::rename(&temporary, path).map_err(|source| {
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        if let Ok(old) = std::fs::metadata(&target) {
+            file.set_permissions(old.permissions())?;
+        }
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &target)
+    })();
+    written.map_err(|source| {
         let _ = std::fs::remove_file(&temporary);
         ConfigWriteError::Io {
-            path: path.to_path_buf(),
+            path: target.clone(),
             source,
         }
     })

@@ -27,10 +27,12 @@ pub(crate) use router::ProcessStates;
 pub(crate) use run_to_exit::{ExecOutcome, ExecStop, run_to_exit};
 
 /// Events the client may hold for the router before it falls behind. The router only moves
-/// each event into its process's buffer, so it is never far behind; every conversation has
+/// each event into its process's buffer, so it is rarely far behind; every conversation has
 /// its own channel and the channel's slots are allocated up front (4096 cost 0.36 MiB per
-/// conversation), so the bound stays small. A router that does fall behind marks the
-/// processes' output as incomplete.
+/// conversation), so the bound stays small. A router that does fall behind marks every
+/// process's output as incomplete; if the events it missed held an exit, a reader without a
+/// deadline would not learn of it (not seen in practice; a status query after a lag would
+/// close that gap).
 const EVENT_CAPACITY: usize = 512;
 /// After a command exits, how long its output may stay silent before the rest is given
 /// up: a background child (`server &`) can hold the pipes open for as long as it runs.

@@ -223,6 +223,7 @@ impl ToolRouter<'_> {
             tty,
             started,
             aggregated: HeadTailBuffer::new(AGGREGATED_OUTPUT_BYTES),
+            ended: false,
         };
         let yield_time = clamp_ms(
             args.yield_time_ms,
@@ -245,7 +246,8 @@ impl ToolRouter<'_> {
         let mut notes = polled.notes;
         let status = match polled.exit_code {
             Some(code) => {
-                self.report_exit(&process, id, code, &polled.output).await;
+                self.report_exit(&mut process, id, code, &polled.output)
+                    .await;
                 ProcessStatus::Exited(code)
             }
             None => {
@@ -338,7 +340,8 @@ impl ToolRouter<'_> {
         let status = match polled.exit_code {
             Some(code) => {
                 unified.remove(id);
-                self.report_exit(&process, id, code, &polled.output).await;
+                self.report_exit(&mut process, id, code, &polled.output)
+                    .await;
                 ProcessStatus::Exited(code)
             }
             None => ProcessStatus::Running(id),
@@ -420,7 +423,8 @@ impl ToolRouter<'_> {
         })
     }
 
-    async fn report_exit(&self, process: &UnifiedProcess, id: i32, code: i32, shown: &str) {
+    async fn report_exit(&self, process: &mut UnifiedProcess, id: i32, code: i32, shown: &str) {
+        process.ended = true;
         let info = UnifiedProcessInfo::of(process, id);
         let aggregated = process.aggregated.to_lossy_string();
         send_end(self.session, self.ids, &info, code, &aggregated, shown).await;
@@ -488,6 +492,11 @@ async fn send_end(
 /// Kills a session's process and reports its end.
 async fn close_session(session: &Session, ids: &TurnIds, id: i32, process: SharedProcess) {
     let mut process = process.lock().await;
+    if process.ended {
+        // A call saw it exit (and reported it) while this close waited for the process.
+        return;
+    }
+    process.ended = true;
     process.handle.kill().await;
     let deadline = Instant::now() + KILL_REPORT_TIMEOUT;
     let exit_code = loop {

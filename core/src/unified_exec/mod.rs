@@ -39,6 +39,9 @@ pub(crate) struct UnifiedProcess {
     pub started: Instant,
     /// Everything it printed (bounded), for the end event.
     pub aggregated: HeadTailBuffer,
+    /// Its end was reported (by the call that saw it exit, or by whoever closed it): the
+    /// other path must not report it again.
+    pub ended: bool,
 }
 
 /// A process the model can reach, shared between the map and the call using it.

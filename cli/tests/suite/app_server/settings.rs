@@ -136,6 +136,7 @@ async fn settings_update_holds_for_the_next_turn_and_is_announced() -> anyhow::R
         Turn::new([shell_call("c1", ["touch", "unasked.txt"])]),
         Turn::new([assistant_message("done")]),
         Turn::new([assistant_message("read-only now")]),
+        Turn::new([assistant_message("a refused start left no claim")]),
     ]);
     let world = World::new(script, &[("approval_policy", "untrusted".into())]).await?;
     let mut server = world.server().await?;
@@ -237,6 +238,19 @@ async fn settings_update_holds_for_the_next_turn_and_is_announced() -> anyhow::R
     )
     .await?;
     assert_eq!(nowhere["code"], -32600);
+
+    // A turn refused for its profile leaves the thread free for the next one.
+    let refused = request_error(
+        &mut server,
+        "turn/start",
+        json!({"threadId": thread, "input": [{"type": "text", "text": "x"}],
+               "permissions": ":bogus"}),
+    )
+    .await?;
+    assert_eq!(refused["code"], -32602);
+    let turn = server.start_turn(&thread, "still free").await?;
+    let completed = server.read_turn_completed(&turn).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
 
     let goal = server
         .request("thread/goal/get", json!({"threadId": thread}))

@@ -173,3 +173,29 @@ fn a_write_creates_a_missing_file() -> TestResult {
     ));
     Ok(())
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_private_file_stays_a_symlink_and_private() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let home = home_with(None)?;
+    let dotfiles = tempfile::tempdir()?;
+    let real = dotfiles.path().join("keel.toml");
+    std::fs::write(&real, FILE)?;
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600))?;
+    let link = home.path().join(CONFIG_FILE_NAME);
+    std::os::unix::fs::symlink(&real, &link)?;
+    write_config_edits(
+        home.path(),
+        &[edit("model", json!("gpt-5"), MergeStrategy::Replace)],
+        None,
+        &test_env(),
+    )?;
+    assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink());
+    assert!(std::fs::read_to_string(&real)?.contains("model = \"gpt-5\""));
+    assert_eq!(
+        std::fs::metadata(&real)?.permissions().mode() & 0o777,
+        0o600
+    );
+    Ok(())
+}
