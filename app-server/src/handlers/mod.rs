@@ -125,7 +125,7 @@ pub(crate) async fn dispatch(
         ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
         ClientRequest::ConfigValueWrite(p) => Reply::now(&utilities::config_value_write(state, p)?),
         ClientRequest::ConfigBatchWrite(p) => Reply::now(&utilities::config_batch_write(state, p)?),
-        ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)),
+        ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)?),
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {

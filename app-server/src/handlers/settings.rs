@@ -40,6 +40,17 @@ pub(crate) async fn update(
 ) -> Result<EmptyResponse> {
     const METHOD: &str = "thread/settings/update";
     let thread = loaded(state, &params.thread_id).await?;
+    if let Some(cwd) = &params.cwd
+        && !(cwd.is_absolute() && cwd.is_dir())
+    {
+        return Err(AppServerError::InvalidParams {
+            method: METHOD.into(),
+            message: format!(
+                "`cwd` {} is not an absolute path to a directory",
+                cwd.display()
+            ),
+        });
+    }
     let (sandbox, permission_profile) = requested_sandbox(
         state,
         METHOD,
@@ -67,21 +78,44 @@ pub(crate) async fn update(
     Ok(EmptyResponse::default())
 }
 
-/// `permissionProfile/list`: one built-in profile per sandbox mode, in one page.
+/// `permissionProfile/list`: one built-in profile per sandbox mode, `limit` at a time (the
+/// cursor is the last id returned).
 pub(crate) fn permission_profiles(
-    _params: PermissionProfileListParams,
-) -> PermissionProfileListResponse {
-    PermissionProfileListResponse {
-        data: PERMISSION_PROFILES
-            .iter()
-            .map(|(id, _)| PermissionProfileSummary {
-                id: (*id).to_string(),
-                description: None,
-                allowed: true,
-            })
-            .collect(),
-        next_cursor: None,
-    }
+    params: PermissionProfileListParams,
+) -> Result<PermissionProfileListResponse> {
+    let start = match params.cursor.as_deref() {
+        None => 0,
+        Some(cursor) => {
+            PERMISSION_PROFILES
+                .iter()
+                .position(|(id, _)| *id == cursor)
+                .ok_or_else(|| AppServerError::InvalidParams {
+                    method: "permissionProfile/list".into(),
+                    message: format!("`cursor` {cursor:?} is not a cursor this method returned"),
+                })?
+                + 1
+        }
+    };
+    let limit = params
+        .limit
+        .map_or(usize::MAX, |limit| limit.max(1) as usize);
+    let page: Vec<PermissionProfileSummary> = PERMISSION_PROFILES
+        .iter()
+        .skip(start)
+        .take(limit)
+        .map(|(id, _)| PermissionProfileSummary {
+            id: (*id).to_string(),
+            description: None,
+            allowed: true,
+        })
+        .collect();
+    let next_cursor = (start + page.len() < PERMISSION_PROFILES.len())
+        .then(|| page.last().map(|profile| profile.id.clone()))
+        .flatten();
+    Ok(PermissionProfileListResponse {
+        data: page,
+        next_cursor,
+    })
 }
 
 /// `thread/backgroundTerminals/list`: the `exec_command` processes still running in a loaded

@@ -280,11 +280,19 @@ fn apply(
             merge_into(existing, new);
         }
         (_, Some(existing)) => {
-            // Assigned in place so the key's comments stay; a value keeps its trailing comment.
+            // Assigned in place so the key's comments stay; a value keeps its trailing comment,
+            // a table the comments above its header and its place in the file.
             let decor = existing.as_value().map(|value| value.decor().clone());
+            let header = existing
+                .as_table()
+                .map(|table| (table.decor().clone(), table.position()));
             *existing = new;
             if let (Some(decor), Some(value)) = (decor, existing.as_value_mut()) {
                 *value.decor_mut() = decor;
+            }
+            if let (Some((decor, position)), Some(table)) = (header, existing.as_table_mut()) {
+                *table.decor_mut() = decor;
+                table.set_position(position);
             }
         }
         (_, None) => {
@@ -340,10 +348,11 @@ fn json_to_value(
     Ok(match value {
         J::Null => return Err(invalid("TOML has no null inside arrays or tables")),
         J::Bool(b) => (*b).into(),
-        J::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => i.into(),
-            (None, Some(f)) => f.into(),
-            (None, None) => return Err(invalid("the number does not fit TOML")),
+        J::Number(n) => match (n.as_i64(), n.is_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.into(),
+            (None, true, _) => return Err(invalid("the integer is too large for TOML")),
+            (None, false, Some(f)) => f.into(),
+            (None, false, None) => return Err(invalid("the number does not fit TOML")),
         },
         J::String(s) => s.as_str().into(),
         J::Array(items) => {

@@ -148,6 +148,23 @@ async fn settings_update_holds_for_the_next_turn_and_is_announced() -> anyhow::R
         .filter_map(|p| p["id"].as_str())
         .collect();
     assert_eq!(ids, [":read-only", ":workspace", ":danger-full-access"]);
+    let first = server
+        .request("permissionProfile/list", json!({"limit": 2}))
+        .await?;
+    assert_eq!(first["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(first["nextCursor"], ":workspace");
+    let rest = server
+        .request("permissionProfile/list", json!({"cursor": ":workspace"}))
+        .await?;
+    assert_eq!(rest["data"][0]["id"], ":danger-full-access");
+    assert_eq!(rest["nextCursor"], Value::Null);
+    let bad_cursor = request_error(
+        &mut server,
+        "permissionProfile/list",
+        json!({"cursor": "x"}),
+    )
+    .await?;
+    assert_eq!(bad_cursor["code"], -32602);
     let thread = server.start_thread(world.thread_params()).await?;
 
     let answer = server
@@ -231,6 +248,19 @@ async fn settings_update_holds_for_the_next_turn_and_is_announced() -> anyhow::R
     )
     .await?;
     assert_eq!(both["code"], -32602);
+    let relative = request_error(
+        &mut server,
+        "thread/settings/update",
+        json!({"threadId": thread, "cwd": "not/absolute"}),
+    )
+    .await?;
+    assert_eq!(relative["code"], -32602);
+    assert!(
+        relative["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not/absolute")),
+        "{relative}"
+    );
     let nowhere = request_error(
         &mut server,
         "thread/settings/update",

@@ -112,6 +112,16 @@ fn refused_edits_leave_the_file_as_it_was() -> TestResult {
             "model",
         ),
         (
+            vec![edit(
+                "model_context_window",
+                json!(u64::MAX),
+                MergeStrategy::Replace,
+            )],
+            None,
+            "configValidationError",
+            "too large",
+        ),
+        (
             vec![edit("modle", json!("o3"), MergeStrategy::Replace)],
             None,
             "configValidationError",
@@ -196,6 +206,35 @@ fn a_symlinked_private_file_stays_a_symlink_and_private() -> TestResult {
     assert_eq!(
         std::fs::metadata(&real)?.permissions().mode() & 0o777,
         0o600
+    );
+    Ok(())
+}
+
+#[test]
+fn replacing_a_table_keeps_the_comments_above_its_header() -> TestResult {
+    let home = home_with(Some(
+        "model = \"o3\"\n\n# the local mock server\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"http://127.0.0.1:1/v1\"\n",
+    ))?;
+    write_config_edits(
+        home.path(),
+        &[edit(
+            "model_providers.mock",
+            json!({"name": "mock", "base_url": "http://127.0.0.1:3/v1"}),
+            MergeStrategy::Replace,
+        )],
+        None,
+        &test_env(),
+    )?;
+    let text = std::fs::read_to_string(home.path().join(CONFIG_FILE_NAME))?;
+    assert!(
+        text.contains("# the local mock server\n[model_providers.mock]"),
+        "{text}"
+    );
+    assert!(text.contains("127.0.0.1:3"), "{text}");
+    let header = text.find("[model_providers.mock]").unwrap_or(usize::MAX);
+    assert!(
+        text.find("model = ").is_some_and(|model| model < header),
+        "{text}"
     );
     Ok(())
 }
