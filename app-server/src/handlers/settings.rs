@@ -70,10 +70,10 @@ pub(crate) async fn update(
             .effort
             .or_else(|| mode_settings.and_then(|s| s.reasoning_effort)),
     };
-    if let Some(op) = change.to_op() {
+    let (settings, changed) = thread.change_settings(&change);
+    if let Some(op) = changed.then(|| change.to_op()).flatten() {
         thread.conversation.submit(op).await?;
     }
-    let (settings, _changed) = thread.change_settings(&change);
     thread.broadcast_settings(settings).await;
     Ok(EmptyResponse::default())
 }

@@ -86,8 +86,9 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         model: params.model.clone(),
         effort: params.effort,
     };
-    let overrides = change.to_op();
+    // Codex clients repeat their settings on every turn: only a change goes to the engine.
     let (settings, changed) = thread.change_settings(&change);
+    let overrides = changed.then(|| change.to_op()).flatten();
     if changed {
         thread.broadcast_settings(settings).await;
     }

@@ -13,9 +13,12 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use tokio::time::error::Elapsed;
+
 use anyhow::Context;
 use keel_test_support::{
-    CapturedRequest, MockModelServer, Turn, assistant_message, exec_command_call, shell_call,
+    CapturedRequest, JsonLinesProcess, MockModelServer, Turn, assistant_message, exec_command_call,
+    shell_call,
 };
 
 use crate::suite::app_server::common::World;
@@ -110,23 +113,29 @@ impl TuiPane {
 
     /// Waits until the screen holds `text`; fails with the screen otherwise.
     async fn wait_for(&self, text: &str) -> anyhow::Result<String> {
-        let shown = async {
-            loop {
-                let screen = self.screen();
-                if screen.contains(text) {
-                    return screen;
-                }
-                // The pane has no change notification; look again shortly.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::time::timeout(SCREEN_WAIT, shown).await.map_err(|_| {
-            anyhow::anyhow!(
-                "the screen never showed {text:?}; it shows:\n{}",
-                self.screen()
-            )
-        })
+        poll_until(|| Some(self.screen()).filter(|screen| screen.contains(text)))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the screen never showed {text:?}; it shows:\n{}",
+                    self.screen()
+                )
+            })
     }
+}
+
+/// Checks `ready` every 100 ms until it gives a value, for at most [`SCREEN_WAIT`]: the pane,
+/// tmux and the process table have no change notification to wait on.
+async fn poll_until<T>(mut ready: impl FnMut() -> Option<T>) -> Result<T, Elapsed> {
+    tokio::time::timeout(SCREEN_WAIT, async {
+        loop {
+            if let Some(value) = ready() {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
 }
 
 impl TuiPane {
@@ -141,23 +150,16 @@ impl TuiPane {
 
     /// Waits until the TUI has exited (its tmux session is gone).
     async fn wait_until_closed(&self) -> anyhow::Result<()> {
-        let closed = async {
-            loop {
-                let alive = Command::new("tmux")
-                    .args(["has-session", "-t", &self.session])
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .is_ok_and(|status| status.success());
-                if !alive {
-                    return;
-                }
-                // tmux has no exit notification for a detached client; look again shortly.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::time::timeout(SCREEN_WAIT, closed)
-            .await
-            .map_err(|_| anyhow::anyhow!("the TUI did not quit; it shows:\n{}", self.screen()))
+        poll_until(|| {
+            let alive = Command::new("tmux")
+                .args(["has-session", "-t", &self.session])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            (!alive).then_some(())
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("the TUI did not quit; it shows:\n{}", self.screen()))
     }
 }
 
@@ -181,14 +183,18 @@ fn input_text(request: &CapturedRequest) -> String {
         .join("\n")
 }
 
+/// Whether a model request is one of the TUI's title turns: those have an output schema (their
+/// input quotes the user's prompt, so the text cannot tell them apart).
+fn is_title_request(request: &CapturedRequest) -> bool {
+    request.body["text"]["format"]["type"] == "json_schema"
+}
+
 /// Answers the TUI's title requests with a title, and the conversation by what the user
 /// typed last (and whether the command already ran).
 fn responder(request: &CapturedRequest) -> Option<Turn> {
     let text = input_text(request);
     let ran = !request.tool_output_call_ids().is_empty();
-    // The title turns are the ones with an output schema (their input quotes the user's
-    // prompt, so the text cannot tell them apart).
-    if request.body["text"]["format"]["type"] == "json_schema" {
+    if is_title_request(request) {
         return Some(Turn::new([assistant_message(
             r#"{"title": "Keel TUI test"}"#,
         )]));
@@ -230,6 +236,23 @@ fn codex_binary() -> anyhow::Result<PathBuf> {
         )
 }
 
+/// The mock model (answering by [`responder`]), a Keel home whose policy is `untrusted`, and
+/// `keel app-server` listening on a websocket; returns the server's `ws://` URL.
+async fn keel_on_websocket() -> anyhow::Result<(World, JsonLinesProcess, String)> {
+    let mock = MockModelServer::builder()
+        .responder(responder)
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[("approval_policy", "untrusted".into())])?;
+    let mut server = world
+        .builder()
+        .arg("--listen")
+        .arg("ws://127.0.0.1:0")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    Ok((world, server, url))
+}
+
 /// A `CODEX_HOME` for the TUI. Typed keys arrive faster than a person types; without
 /// `disable_paste_burst` the TUI takes them for a paste and the Enter that follows for a
 /// newline in it.
@@ -249,25 +272,9 @@ fn tui_home() -> anyhow::Result<tempfile::TempDir> {
 )]
 async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
-    let mock = MockModelServer::builder()
-        .responder(responder)
-        .start()
-        .await?;
-    let world = World::with_mock(mock, &[("approval_policy", "untrusted".into())])?;
-    let mut server = world
-        .builder()
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let address = server.websocket_address().await?;
+    let (world, _server, url) = keel_on_websocket().await?;
     let codex_home = tui_home()?;
-    let tui = TuiPane::start(
-        &codex,
-        &[],
-        &format!("ws://{address}"),
-        codex_home.path(),
-        world.ws(),
-    )?;
+    let tui = TuiPane::start(&codex, &[], &url, codex_home.path(), world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
 
     tui.type_line("KEEL-STEP-1 write a file").await?;
@@ -301,7 +308,7 @@ fn conversation_requests(world: &World) -> Vec<CapturedRequest> {
         .mock
         .requests()
         .into_iter()
-        .filter(|request| request.body["text"]["format"]["type"] != "json_schema")
+        .filter(|request| !is_title_request(request))
         .collect()
 }
 
@@ -312,17 +319,7 @@ fn conversation_requests(world: &World) -> Vec<CapturedRequest> {
 )]
 async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
-    let mock = MockModelServer::builder()
-        .responder(responder)
-        .start()
-        .await?;
-    let world = World::with_mock(mock, &[("approval_policy", "untrusted".into())])?;
-    let mut server = world
-        .builder()
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    let (world, _server, url) = keel_on_websocket().await?;
     let codex_home = tui_home()?;
     let tui = TuiPane::start(&codex, &[], &url, codex_home.path(), world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
@@ -371,13 +368,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
 
     // /new: a fresh thread, which reads the effort the picker saved.
     tui.type_line("/new").await?;
-    let fresh = async {
-        while tui.screen().contains("keel wrote the file") {
-            // The pane has no change notification; look again shortly.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(SCREEN_WAIT, fresh)
+    poll_until(|| (!tui.screen().contains("keel wrote the file")).then_some(()))
         .await
         .map_err(|_| anyhow::anyhow!("/new kept the old transcript:\n{}", tui.screen()))?;
     tui.type_line("KEEL-STEP-3 once more").await?;
@@ -423,13 +414,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     resumed
         .wait_for("Stopping all background terminals")
         .await?;
-    let stopped = async {
-        while background_command_runs() {
-            // The process table has no change notification; look again shortly.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(SCREEN_WAIT, stopped)
+    poll_until(|| (!background_command_runs()).then_some(()))
         .await
         .map_err(|_| anyhow::anyhow!("/stop left `{BACKGROUND_COMMAND}` running"))?;
     let requests = conversation_requests(&world);
