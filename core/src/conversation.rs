@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::Stream;
 use keel_protocol::{
-    CollabAgentState, CollabAgentStatus, ConversationId, Event, Op, Submission, SubmissionId,
+    CollabAgentState, CollabAgentStatus, ConversationId, Event, Op, SessionConfiguredEvent,
+    Submission, SubmissionId,
 };
 use tokio::sync::{Mutex, mpsc, watch};
 
@@ -135,4 +136,14 @@ impl Conversation {
                 .map(|event| (event, conversation))
         })
     }
+}
+
+/// A freshly started conversation.
+pub struct NewConversation {
+    /// Its id.
+    pub conversation_id: ConversationId,
+    /// The handle to drive it.
+    pub conversation: Arc<Conversation>,
+    /// The configuration it runs with; the first event a client should show.
+    pub session_configured: SessionConfiguredEvent,
 }

@@ -5,19 +5,25 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use keel_protocol::{ConversationId, SessionConfiguredEvent};
 use tokio::sync::mpsc;
 
-use crate::agents::{AgentControl, Lineage};
-use crate::client::{ClientSettings, ModelClient};
+use crate::agents::{AgentControl, ConversationHost, Lineage};
+use crate::client::{
+    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, ResponsesApiProvider,
+};
 use crate::config::Config;
-use crate::conversation::Conversation;
+use crate::config::WireApi;
+use crate::conversation::{Conversation, NewConversation};
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 use crate::processes::ExecTarget;
 use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
 use crate::rollout::{self, RolloutRecorder};
-use crate::session::{AgentTools, Session, TurnContext, submission_loop};
+use crate::session::{Session, submission_loop};
+use crate::tools::DynTool;
+use crate::turn_context::{AgentTools, TurnContext};
 
 /// Looks up an environment variable; injectable so tests never touch the process env.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -38,16 +44,6 @@ enum Recording {
     Off,
 }
 
-/// A freshly started conversation.
-pub struct NewConversation {
-    /// Its id.
-    pub conversation_id: ConversationId,
-    /// The handle to drive it.
-    pub conversation: Arc<Conversation>,
-    /// The configuration it runs with; the first event a client should show.
-    pub session_configured: SessionConfiguredEvent,
-}
-
 /// Owns every live conversation of an embedding program.
 pub struct ConversationManager {
     shared: Arc<ManagerShared>,
@@ -63,6 +59,44 @@ pub(crate) struct ManagerShared {
     mcp: crate::mcp::McpRegistry,
     /// Where conversations spawned by agents are announced, when the embedder listens.
     spawned: std::sync::Mutex<Option<mpsc::UnboundedSender<SpawnedConversation>>>,
+    /// The embedder's own tools, offered to every conversation after the built-ins.
+    tools: Arc<[Arc<dyn DynTool>]>,
+    /// The embedder's model backend and key source, when it set them.
+    model: EmbedderModel,
+}
+
+/// What an embedder set about the model: its own backend, or a source of API keys for
+/// Keel's HTTP backends.
+#[derive(Default, Clone)]
+pub(crate) struct EmbedderModel {
+    pub provider: Option<Arc<dyn ModelProvider>>,
+    pub api_key: Option<ApiKeyFn>,
+}
+
+/// How a conversation's model client is made.
+enum ModelBackend {
+    /// Keel's HTTP backends on the shared pool, with the embedder's key source if any.
+    Http(reqwest::Client, Option<ApiKeyFn>),
+    /// The embedder's own backend.
+    Provider(Arc<dyn ModelProvider>),
+}
+
+impl ModelBackend {
+    fn client(self, settings: ClientSettings) -> ModelClient {
+        match self {
+            Self::Provider(provider) => ModelClient::with_provider(provider, settings),
+            Self::Http(http, None) => ModelClient::with_http(http, settings),
+            Self::Http(http, Some(key)) => {
+                let provider: Arc<dyn ModelProvider> = match settings.wire_api {
+                    WireApi::Responses => {
+                        Arc::new(ResponsesApiProvider::new(http).with_api_key(key))
+                    }
+                    WireApi::Chat => Arc::new(ChatApiProvider::new(http).with_api_key(key)),
+                };
+                ModelClient::with_provider(provider, settings)
+            }
+        }
+    }
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -94,6 +128,14 @@ impl ConversationManager {
 
     /// A manager reading API keys and headers through `env`.
     pub fn with_env(env: EnvLookup) -> Self {
+        Self::from_parts(env, Arc::from(Vec::new()), EmbedderModel::default())
+    }
+
+    pub(crate) fn from_parts(
+        env: EnvLookup,
+        tools: Arc<[Arc<dyn DynTool>]>,
+        model: EmbedderModel,
+    ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
                 conversations: std::sync::RwLock::new(HashMap::new()),
@@ -101,6 +143,8 @@ impl ConversationManager {
                 http: std::sync::OnceLock::new(),
                 mcp: crate::mcp::McpRegistry::default(),
                 spawned: std::sync::Mutex::new(None),
+                tools,
+                model,
             }),
         }
     }
@@ -153,7 +197,7 @@ impl ConversationManager {
     ) -> Result<NewConversation> {
         let lineage = Lineage::root(&config);
         self.shared
-            .resume_conversation(config, rollout_path, lineage)
+            .resume_recorded(config, rollout_path, lineage)
             .await
     }
 
@@ -262,22 +306,54 @@ fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl ManagerShared {
-    pub(crate) fn get(&self, id: ConversationId) -> Option<Arc<Conversation>> {
+impl ConversationHost for ManagerShared {
+    fn get(&self, id: ConversationId) -> Option<Arc<Conversation>> {
         read(&self.conversations).get(&id).cloned()
     }
 
-    pub(crate) fn remove(&self, id: ConversationId) -> Option<Arc<Conversation>> {
+    fn remove(&self, id: ConversationId) -> Option<Arc<Conversation>> {
         write(&self.conversations).remove(&id)
     }
 
+    fn spawn_child(
+        self: Arc<Self>,
+        config: Config,
+        history: Vec<ResponseItem>,
+        ephemeral: bool,
+        lineage: Lineage,
+    ) -> BoxFuture<'static, Result<NewConversation>> {
+        Box::pin(async move {
+            self.spawn_child_conversation(config, history, ephemeral, lineage)
+                .await
+        })
+    }
+
+    fn resume_conversation<'a>(
+        self: Arc<Self>,
+        config: Config,
+        rollout_path: &'a Path,
+        lineage: Lineage,
+    ) -> BoxFuture<'a, Result<NewConversation>> {
+        Box::pin(async move { self.resume_recorded(config, rollout_path, lineage).await })
+    }
+}
+
+impl ManagerShared {
     /// The HTTP client every conversation's model requests share.
     fn http(&self) -> reqwest::Client {
         self.http.get_or_init(crate::client::http_client).clone()
     }
 
+    /// Where this manager's conversations get their model client from.
+    fn model_backend(&self) -> ModelBackend {
+        match &self.model.provider {
+            Some(provider) => ModelBackend::Provider(provider.clone()),
+            None => ModelBackend::Http(self.http(), self.model.api_key.clone()),
+        }
+    }
+
     /// Resumes a recorded conversation with the lineage it gets in this process.
-    pub(crate) async fn resume_conversation(
+    async fn resume_recorded(
         self: &Arc<Self>,
         config: Config,
         rollout_path: &Path,
@@ -314,7 +390,7 @@ impl ManagerShared {
     }
 
     /// Starts a conversation an agent asked for, and announces it.
-    pub(crate) async fn spawn_child(
+    async fn spawn_child_conversation(
         self: &Arc<Self>,
         config: Config,
         history: Vec<ResponseItem>,
@@ -362,7 +438,7 @@ impl ManagerShared {
             own_instructions = config.base_instructions.is_some(),
             "starting conversation"
         );
-        let mut context = turn_context(&config, &self.env, self.http());
+        let mut context = turn_context(&config, &self.env, self.model_backend());
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.agent_tools = AgentTools {
             collab: config.multi_agent && may_spawn,
@@ -393,8 +469,9 @@ impl ManagerShared {
         ));
         let parent = lineage.parent;
         let depth = lineage.depth;
+        let host: Arc<dyn ConversationHost> = self.clone();
         let agents = AgentControl::new(
-            Arc::downgrade(self),
+            Arc::downgrade(&host),
             config.clone(),
             id,
             lineage,
@@ -410,6 +487,7 @@ impl ManagerShared {
                 exec_target,
                 agents,
                 mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
+                tools: self.tools.clone(),
             },
         ));
         if let Some(info) = token_info {
@@ -468,7 +546,7 @@ impl ManagerShared {
 }
 
 /// Resolves configuration into the settings turns run with.
-fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> TurnContext {
+fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBackend) -> TurnContext {
     let lookup = |name: &str| env(name);
     let provider = &config.model_provider;
     let context_window = config
@@ -495,7 +573,7 @@ fn turn_context(config: &Config, env: &EnvLookup, http: reqwest::Client) -> Turn
             .clone()
             .or_else(crate::sandbox::default_sandbox_executable),
         sandbox_allow_git_writes: config.sandbox_allow_git_writes,
-        client: ModelClient::with_http(http, settings),
+        client: backend.client(settings),
         model_context_window: context_window,
         base_instructions: config
             .base_instructions
@@ -547,7 +625,7 @@ fn close_interrupted_work(
     events: &mut Vec<keel_protocol::EventMsg>,
 ) -> Vec<rollout::RolloutItem> {
     use keel_protocol::EventMsg;
-    let outputs = crate::session::outputs_for_unanswered_calls(
+    let outputs = crate::models::outputs_for_unanswered_calls(
         history,
         "aborted: the session ended before this call completed",
     );

@@ -37,7 +37,8 @@
 
 mod agent_jobs;
 mod agents;
-pub mod apply_patch;
+/// Codex's patch format: the `keel-apply-patch` crate, re-exported for embedders.
+pub use keel_apply_patch as apply_patch;
 mod approvals;
 mod client;
 pub mod config;
@@ -45,6 +46,7 @@ mod conversation;
 mod conversation_manager;
 mod error;
 mod images;
+mod manager_builder;
 mod mcp;
 pub use mcp::{McpError, McpServerState};
 mod model_family;
@@ -53,23 +55,27 @@ mod permissions_message;
 mod processes;
 mod prompt_context;
 mod rollout;
-pub mod sandbox;
+/// The command sandbox: the `keel-sandbox` crate, re-exported for embedders.
+pub use keel_sandbox as sandbox;
 mod session;
 mod shell_snapshot;
 mod tls;
 mod tools;
+mod turn_context;
 mod unified_exec;
 
-pub use client::{ClientSettings, ModelClient, Prompt, ResponseEvent, ResponseStream};
+pub use client::{
+    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt, ResponseEvent,
+    ResponseStream, ResponsesApiProvider,
+};
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,
     ShellEnvironmentPolicy, WireApi, find_keel_home, parse_cli_override,
 };
-pub use conversation::Conversation;
-pub use conversation_manager::{
-    ConversationManager, EnvLookup, NewConversation, SpawnedConversation,
-};
+pub use conversation::{Conversation, NewConversation};
+pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversation};
 pub use error::{CoreError, Result};
+pub use manager_builder::ConversationManagerBuilder;
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
@@ -79,4 +85,7 @@ pub use rollout::{
     summarise, unarchive_rollout,
 };
 pub use tls::install_tls_provider;
+pub use tools::{
+    DynTool, Tool, ToolApproval, ToolContext, ToolError, ToolInput, ToolRegistrationError,
+};
 pub use unified_exec::BackgroundTerminal;

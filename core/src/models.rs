@@ -166,3 +166,45 @@ pub enum ReasoningSummary {
         text: String,
     },
 }
+
+/// Opens the summary message, so the next model knows what it is reading.
+pub(crate) const SUMMARY_PREFIX: &str = "This conversation was compacted to fit the context window. \
+    Another model worked on the task before you and left this hand-off summary of its work; \
+    continue from it:";
+/// The history item carrying a summary.
+pub(crate) fn compacted_summary_item(summary: &str) -> ResponseItem {
+    ResponseItem::user_text(format!("{SUMMARY_PREFIX}\n\n{summary}"))
+}
+
+/// An output saying `reason` for every tool call in `history` that has none, so the next
+/// request is one the Responses API accepts (every call answered) and the model knows the
+/// call did not complete.
+pub(crate) fn outputs_for_unanswered_calls(
+    history: &[ResponseItem],
+    reason: &str,
+) -> Vec<ResponseItem> {
+    let answered: std::collections::HashSet<&str> = history
+        .iter()
+        .filter_map(ResponseItem::tool_output_call_id)
+        .collect();
+    history
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
+                Some(ResponseItem::FunctionCallOutput {
+                    call_id: call_id.clone(),
+                    output: reason.to_string(),
+                })
+            }
+            ResponseItem::CustomToolCall { call_id, .. }
+                if !answered.contains(call_id.as_str()) =>
+            {
+                Some(ResponseItem::CustomToolCallOutput {
+                    call_id: call_id.clone(),
+                    output: reason.to_string(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -4,7 +4,7 @@
 
 use keel_protocol::{AskForApproval, SandboxPolicy};
 
-use crate::session::TurnContext;
+use crate::turn_context::TurnContext;
 
 /// The permissions message for `context`.
 pub(crate) fn permissions_message(context: &TurnContext) -> String {

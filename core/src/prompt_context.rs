@@ -8,8 +8,7 @@ use keel_protocol::SandboxPolicy;
 
 use crate::client::Prompt;
 use crate::models::ResponseItem;
-use crate::session::TurnContext;
-use crate::tools;
+use crate::turn_context::TurnContext;
 
 /// The instructions Keel gives the model unless configuration replaces them.
 pub(crate) const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
@@ -19,8 +18,13 @@ pub(crate) const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
 /// starts).
 pub const BASE_INSTRUCTIONS_VERSION: u32 = 2;
 
-/// The prompt for the next request of a turn.
-pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) -> Prompt {
+/// The prompt for the next request of a turn, offering `tools` (definitions from the
+/// request's tool registry; none for a compaction).
+pub(crate) fn build_prompt(
+    context: &TurnContext,
+    history: Vec<ResponseItem>,
+    tools: Vec<serde_json::Value>,
+) -> Prompt {
     let mut input = Vec::with_capacity(history.len() + 4);
     input.push(ResponseItem::developer_text(
         crate::permissions_message::permissions_message(context),
@@ -39,7 +43,7 @@ pub(crate) fn build_prompt(context: &TurnContext, history: Vec<ResponseItem>) ->
     Prompt {
         instructions: context.base_instructions.clone(),
         input,
-        tools: tools::tool_definitions(context),
+        tools,
         conversation_id: None,
         output_schema: None,
     }

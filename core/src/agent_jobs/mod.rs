@@ -6,16 +6,17 @@ mod csv_input;
 mod error;
 mod export;
 mod instruction;
-mod runner;
 mod store;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use csv_input::CsvRows;
 pub(crate) use error::JobError;
-pub(crate) use runner::{JobArgs, run_job};
-pub(crate) use store::{JobStore, ReportOutcome};
+pub(crate) use export::export_results;
+pub(crate) use instruction::{render, row_object, worker_prompt};
+pub(crate) use store::{ClaimedItem, JobCounts, JobRecord, JobStore, NewJob, ReportOutcome};
 
 /// What a job worker needs to report its row's result.
 pub(crate) struct JobWorker {

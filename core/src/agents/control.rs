@@ -11,13 +11,13 @@ use keel_protocol::{
 };
 use tokio::sync::{OwnedSemaphorePermit, watch};
 
+use super::ConversationHost;
 use super::Lineage;
 use crate::agent_jobs::JobWorker;
 use crate::config::Config;
 use crate::conversation::Conversation;
-use crate::conversation_manager::ManagerShared;
 use crate::models::ResponseItem;
-use crate::session::TurnContext;
+use crate::turn_context::TurnContext;
 
 /// How long closing waits for a sub-agent to confirm it has shut down.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,7 +70,7 @@ struct LiveChild {
 
 /// One conversation's view of the agents it spawned.
 pub(crate) struct AgentControl {
-    manager: Weak<ManagerShared>,
+    manager: Weak<dyn ConversationHost>,
     /// The configuration the conversation started with; sub-agents start from it.
     config: Config,
     own_id: ConversationId,
@@ -82,7 +82,7 @@ pub(crate) struct AgentControl {
 
 impl AgentControl {
     pub(crate) fn new(
-        manager: Weak<ManagerShared>,
+        manager: Weak<dyn ConversationHost>,
         config: Config,
         own_id: ConversationId,
         lineage: Lineage,
@@ -113,7 +113,7 @@ impl AgentControl {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn manager(&self) -> Result<Arc<ManagerShared>, AgentError> {
+    fn manager(&self) -> Result<Arc<dyn ConversationHost>, AgentError> {
         self.manager.upgrade().ok_or(AgentError::ShuttingDown)
     }
 
@@ -191,6 +191,7 @@ impl AgentControl {
         let slot = self.try_slot()?;
         let manager = self.manager()?;
         let new = manager
+            .clone()
             .spawn_child(
                 config,
                 history,
@@ -227,6 +228,7 @@ impl AgentControl {
     ) -> Result<Arc<Conversation>, AgentError> {
         let manager = self.manager()?;
         let new = manager
+            .clone()
             .spawn_child(
                 config,
                 Vec::new(),

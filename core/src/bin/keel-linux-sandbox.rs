@@ -1,6 +1,6 @@
 //! `keel-linux-sandbox`: confines itself to the policy on its command line, then runs the
-//! command (see `keel_core::sandbox`). The engine starts it; users run `keel sandbox linux`.
+//! command (see `keel_sandbox`). The engine starts it; users run `keel sandbox linux`.
 
 fn main() -> std::process::ExitCode {
-    keel_core::sandbox::run_linux_sandbox_main()
+    keel_sandbox::run_linux_sandbox_main()
 }

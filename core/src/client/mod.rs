@@ -6,7 +6,9 @@
 //! can tell the user about each retry.
 
 mod chat_api;
+mod http_provider;
 mod prompt;
+mod provider;
 mod rate_limits;
 mod response_event;
 mod responses_api;
@@ -16,11 +18,14 @@ use std::time::Duration;
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use keel_protocol::ReasoningEffort;
 
+pub use http_provider::{ApiKeyFn, ChatApiProvider, ResponsesApiProvider};
 pub use prompt::Prompt;
+pub use provider::ModelProvider;
 pub use response_event::ResponseEvent;
 
 use crate::config::WireApi;
@@ -64,10 +69,18 @@ pub struct ClientSettings {
 }
 
 /// A reusable client for one provider; cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ModelClient {
-    http: reqwest::Client,
+    provider: Arc<dyn ModelProvider>,
     settings: ClientSettings,
+}
+
+impl std::fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelClient")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The HTTP client model requests are sent with, identifying Keel.
@@ -87,9 +100,7 @@ pub(crate) fn http_client() -> reqwest::Client {
 /// The caller's own polling reads the socket: no task or channel sits between them, so a
 /// caller that stops asking stops the reading.
 pub struct ResponseStream {
-    frames: Pin<Box<dyn Stream<Item = Result<sse::Frame>> + Send>>,
-    wire_api: WireApi,
-    chat: chat_api::ChatAccumulator,
+    source: Source,
     /// Events of the last frame not handed out yet.
     ready: VecDeque<ResponseEvent>,
     /// Set once the response completed or failed: nothing more is read.
@@ -98,7 +109,37 @@ pub struct ResponseStream {
     rate_limits: Option<keel_protocol::RateLimitSnapshot>,
 }
 
+/// Where a response's events come from.
+enum Source {
+    /// Server-sent events of one of the HTTP wire APIs, mapped frame by frame.
+    Sse {
+        frames: Pin<Box<dyn Stream<Item = Result<sse::Frame>> + Send>>,
+        wire_api: WireApi,
+        chat: Box<chat_api::ChatAccumulator>,
+    },
+    /// Events a provider of the embedder's produces itself.
+    Events(Pin<Box<dyn Stream<Item = Result<ResponseEvent>> + Send>>),
+}
+
 impl ResponseStream {
+    /// A response made of `events`, for a [`ModelProvider`] that produces events itself.
+    /// It must end with [`ResponseEvent::Completed`]; a stream that ends before that counts as
+    /// broken (and is retried).
+    pub fn from_events(events: impl Stream<Item = Result<ResponseEvent>> + Send + 'static) -> Self {
+        Self {
+            source: Source::Events(Box::pin(events)),
+            ready: VecDeque::new(),
+            finished: false,
+            rate_limits: None,
+        }
+    }
+
+    /// The same stream, reporting `limits` as the provider's rate limits.
+    pub fn with_rate_limits(mut self, limits: keel_protocol::RateLimitSnapshot) -> Self {
+        self.rate_limits = Some(limits);
+        self
+    }
+
     /// The provider's rate limits as the response's headers stated them, if they did.
     pub fn rate_limits(&self) -> Option<&keel_protocol::RateLimitSnapshot> {
         self.rate_limits.as_ref()
@@ -114,22 +155,40 @@ impl ResponseStream {
             if self.finished {
                 return None;
             }
-            let Some(frame) = self.frames.next().await else {
-                self.finished = true;
-                // A Chat server that said why it stopped (`finish_reason`) and closed the
-                // stream without `[DONE]` has finished its answer; anything else is broken.
-                if self.wire_api == WireApi::Chat && self.chat.saw_finish_reason() {
-                    self.ready.extend(self.chat.finish());
-                    continue;
+            let mapped = match &mut self.source {
+                Source::Events(events) => match events.next().await {
+                    Some(event) => event.map(|event| vec![event]),
+                    None => {
+                        self.finished = true;
+                        return Some(Err(CoreError::Stream(
+                            "stream closed before response.completed".to_string(),
+                        )));
+                    }
+                },
+                Source::Sse {
+                    frames,
+                    wire_api,
+                    chat,
+                } => {
+                    let Some(frame) = frames.next().await else {
+                        self.finished = true;
+                        // A Chat server that said why it stopped (`finish_reason`) and closed
+                        // the stream without `[DONE]` has finished its answer; anything else
+                        // is broken.
+                        if *wire_api == WireApi::Chat && chat.saw_finish_reason() {
+                            self.ready.extend(chat.finish());
+                            continue;
+                        }
+                        return Some(Err(CoreError::Stream(
+                            "stream closed before response.completed".to_string(),
+                        )));
+                    };
+                    frame.and_then(|frame| match wire_api {
+                        WireApi::Responses => responses_api::map_frame(&frame),
+                        WireApi::Chat => chat.map_frame(&frame),
+                    })
                 }
-                return Some(Err(CoreError::Stream(
-                    "stream closed before response.completed".to_string(),
-                )));
             };
-            let mapped = frame.and_then(|frame| match self.wire_api {
-                WireApi::Responses => responses_api::map_frame(&frame),
-                WireApi::Chat => self.chat.map_frame(&frame),
-            });
             match mapped {
                 Ok(events) => {
                     self.finished = events
@@ -155,7 +214,17 @@ impl ModelClient {
     /// A client for `settings` on an existing connection pool (conversations of one
     /// process share one, so sub-agents reuse the parent's connections).
     pub fn with_http(http: reqwest::Client, settings: ClientSettings) -> Self {
-        Self { http, settings }
+        let provider: Arc<dyn ModelProvider> = match settings.wire_api {
+            WireApi::Responses => Arc::new(ResponsesApiProvider::new(http)),
+            WireApi::Chat => Arc::new(ChatApiProvider::new(http)),
+        };
+        Self::with_provider(provider, settings)
+    }
+
+    /// A client sampling through `provider` (the embedder's own backend) with `settings`'
+    /// model and reasoning options.
+    pub fn with_provider(provider: Arc<dyn ModelProvider>, settings: ClientSettings) -> Self {
+        Self { provider, settings }
     }
 
     /// The same provider with another model or reasoning effort.
@@ -164,7 +233,7 @@ impl ModelClient {
         settings.model = model;
         settings.reasoning_effort = effort;
         Self {
-            http: self.http.clone(),
+            provider: self.provider.clone(),
             settings,
         }
     }
@@ -176,75 +245,13 @@ impl ModelClient {
 
     /// The request body `prompt` becomes on this provider's wire API, as sent.
     pub fn request_bytes(&self, prompt: &Prompt) -> Result<Vec<u8>> {
-        match self.settings.wire_api {
-            WireApi::Responses => responses_api::request_bytes(&self.settings, prompt),
-            WireApi::Chat => serde_json::to_vec(&chat_api::request_body(&self.settings, prompt))
-                .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}"))),
-        }
+        http_provider::request_bytes(&self.settings, prompt)
     }
 
-    /// Sends one streaming request. Errors before the first byte (connection, HTTP status,
+    /// Sends one streaming request. Errors before the first event (connection, HTTP status,
     /// missing key) are returned here; errors mid-stream arrive on the stream.
     pub async fn stream(&self, prompt: &Prompt) -> Result<ResponseStream> {
-        let api_key = self
-            .settings
-            .api_key
-            .clone()
-            .map_err(CoreError::MissingApiKey)?;
-        let body = self.request_bytes(prompt)?;
-        let mut request = self
-            .http
-            .post(&self.settings.url)
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
-        if let Some(key) = api_key {
-            request = request.bearer_auth(key);
-        }
-        request = request
-            .header("originator", ORIGINATOR)
-            .header("x-client-request-id", uuid::Uuid::now_v7().to_string());
-        if let Some(id) = &prompt.conversation_id {
-            request = request.header("session_id", id);
-        }
-        for (name, value) in &self.settings.headers {
-            request = request.header(name, value);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|source| CoreError::connect(&self.settings.url, &source))?;
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<f64>().ok())
-                // `try_from` rather than `from_secs_f64`: a value too large for a `Duration`
-                // must fall back to our backoff, not panic the turn.
-                .and_then(|secs| Duration::try_from_secs_f64(secs).ok());
-            let mut body = response.text().await.unwrap_or_default();
-            truncate_in_place(&mut body, 2048);
-            return Err(CoreError::HttpStatus {
-                status: status.as_u16(),
-                body,
-                retry_after,
-            });
-        }
-        let rate_limits =
-            rate_limits::from_headers(response.headers(), chrono::Utc::now().timestamp());
-        Ok(ResponseStream {
-            frames: Box::pin(sse::frames(
-                response.bytes_stream(),
-                self.settings.stream_idle_timeout,
-            )),
-            wire_api: self.settings.wire_api,
-            chat: chat_api::ChatAccumulator::default(),
-            ready: VecDeque::new(),
-            finished: false,
-            rate_limits,
-        })
+        self.provider.stream(&self.settings, prompt).await
     }
 }
 

@@ -210,7 +210,7 @@ fn load_rollout_blocking(
                 }
                 RolloutItem::Compacted(compacted) => {
                     history = compacted.replacement_history.unwrap_or_else(|| {
-                        vec![crate::session::compacted_summary_item(&compacted.message)]
+                        vec![crate::models::compacted_summary_item(&compacted.message)]
                     });
                 }
             },

@@ -9,26 +9,17 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
-use super::turn::{TurnIds, TurnStop};
 use crate::client::ResponseEvent;
 use crate::error::CoreError;
-use crate::models::{ContentItem, ResponseItem};
+use crate::models::{ContentItem, ResponseItem, SUMMARY_PREFIX, compacted_summary_item};
 use crate::prompt_context::build_prompt;
+use crate::turn_context::{TurnIds, TurnStop};
 
 /// Keel's instructions for writing the summary.
 const COMPACT_INSTRUCTIONS: &str = include_str!("../compact_instructions.md");
-/// Opens the summary message, so the next model knows what it is reading.
-const SUMMARY_PREFIX: &str = "This conversation was compacted to fit the context window. \
-    Another model worked on the task before you and left this hand-off summary of its work; \
-    continue from it:";
 /// The user's own messages kept word for word, newest first, up to this many bytes (about
 /// 20k tokens).
 const USER_MESSAGES_MAX_BYTES: usize = 80 * 1024;
-
-/// The history item carrying a summary.
-pub(crate) fn compacted_summary_item(summary: &str) -> ResponseItem {
-    ResponseItem::user_text(format!("{SUMMARY_PREFIX}\n\n{summary}"))
-}
 
 /// Summarises the history and replaces it. On failure the history is left as it was.
 pub(crate) async fn compact(
@@ -55,10 +46,9 @@ pub(crate) async fn compact(
         .unwrap_or(COMPACT_INSTRUCTIONS);
     let mut request_history = history.clone();
     request_history.push(ResponseItem::user_text(instructions));
-    let mut prompt = build_prompt(&context, request_history);
-    prompt.conversation_id = Some(session.id().to_string());
     // The summary is all that is wanted: no tool may be called.
-    prompt.tools.clear();
+    let mut prompt = build_prompt(&context, request_history, Vec::new());
+    prompt.conversation_id = Some(session.id().to_string());
     let summary = summarise(session, ids, &prompt, cancel).await?;
     let mut replacement = recent_user_messages(&history);
     replacement.push(compacted_summary_item(&summary));

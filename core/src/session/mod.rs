@@ -5,7 +5,8 @@
 //! interrupts, approvals and extra input are handled while it runs.
 
 mod compact;
-mod context;
+mod host;
+
 mod submission_loop;
 pub(crate) mod turn;
 
@@ -20,10 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use compact::compacted_summary_item;
-pub(crate) use context::{AgentTools, TurnContext};
+use crate::turn_context::TurnContext;
 pub(crate) use submission_loop::submission_loop;
-pub(crate) use turn::outputs_for_unanswered_calls;
 
 use crate::agents::AgentControl;
 use crate::mcp::{McpServers, McpToolCatalog};
@@ -31,6 +30,7 @@ use crate::models::ResponseItem;
 use crate::processes::{ExecTarget, ProcessLayer};
 use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
 use crate::shell_snapshot::ShellSnapshots;
+use crate::tools::DynTool;
 use crate::unified_exec::UnifiedExecSessions;
 
 /// A running turn, as the submission loop sees it.
@@ -63,6 +63,8 @@ pub(crate) struct SessionLinks {
     pub exec_target: ExecTarget,
     pub agents: AgentControl,
     pub mcp: McpServers,
+    /// The embedder's own tools, offered after the built-ins.
+    pub tools: Arc<[Arc<dyn DynTool>]>,
 }
 
 /// The engine side of one conversation.
@@ -87,6 +89,8 @@ pub(crate) struct Session {
     mcp: McpServers,
     /// Questions MCP servers asked the user, by server and request id, waiting for answers.
     elicitations: Mutex<HashMap<(String, String), oneshot::Sender<rmcp::model::ElicitResult>>>,
+    /// The embedder's own tools.
+    embedder_tools: Arc<[Arc<dyn DynTool>]>,
 }
 
 impl Session {
@@ -102,6 +106,7 @@ impl Session {
             exec_target,
             agents,
             mcp,
+            tools,
         } = links;
         Self {
             id,
@@ -130,7 +135,13 @@ impl Session {
             agents,
             mcp,
             elicitations: Mutex::new(HashMap::new()),
+            embedder_tools: tools,
         }
+    }
+
+    /// The embedder's own tools, offered after the built-ins.
+    pub(crate) fn embedder_tools(&self) -> &[Arc<dyn DynTool>] {
+        &self.embedder_tools
     }
 
     /// The conversation's MCP servers.
@@ -153,11 +164,6 @@ impl Session {
         };
         let (catalog, ()) = tokio::join!(self.mcp.catalog(report), forward);
         catalog
-    }
-
-    /// The MCP tool offered to the model under `name`, once start-up has finished.
-    pub(crate) fn mcp_tool(&self, name: &str) -> Option<crate::mcp::McpToolEntry> {
-        self.mcp.catalog_if_ready()?.by_name.get(name).cloned()
     }
 
     /// Registers a question an MCP server asked; the user's answer arrives on the receiver.

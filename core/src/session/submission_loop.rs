@@ -7,8 +7,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::turn::{TurnTask, run_turn};
-use super::{ActiveTurn, Session, TurnContext};
+use super::{ActiveTurn, Session};
 use crate::models::{ContentItem, ResponseItem};
+use crate::turn_context::TurnContext;
 
 /// Runs until `Op::Shutdown` or until every submission sender is dropped; then stops the
 /// running turn (killing its commands) and returns.
@@ -103,23 +104,24 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 // go of it, and other submissions are not held up meanwhile.
                 let session = session.clone();
                 tokio::spawn(async move {
-                    let ids = super::turn::TurnIds {
+                    let ids = crate::turn_context::TurnIds {
                         turn_id: keel_protocol::TurnId::new(id.as_str()),
                         sub_id: id.clone(),
                         output_schema: None,
                     };
-                    crate::tools::close_sessions(&session, &ids, process_id.as_deref()).await;
+                    crate::tools::close_sessions(session.as_ref(), &ids, process_id.as_deref())
+                        .await;
                 });
             }
             Op::Shutdown => {
                 stop_turn(&session).await;
                 session.agents().close_all().await;
-                let ids = super::turn::TurnIds {
+                let ids = crate::turn_context::TurnIds {
                     turn_id: keel_protocol::TurnId::new(id.as_str()),
                     sub_id: id.clone(),
                     output_schema: None,
                 };
-                crate::tools::close_all_sessions(&session, &ids).await;
+                crate::tools::close_all_sessions(session.as_ref(), &ids).await;
                 session.send_event(&id, EventMsg::ShutdownComplete).await;
                 return;
             }

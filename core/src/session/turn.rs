@@ -18,26 +18,10 @@ use super::compact::compact;
 use super::submission_loop::user_input_item;
 use crate::client::{Prompt, ResponseEvent};
 use crate::error::CoreError;
-use crate::models::{ReasoningSummary, ResponseItem};
+use crate::models::{ReasoningSummary, ResponseItem, outputs_for_unanswered_calls};
 use crate::prompt_context::build_prompt;
-use crate::tools::{ToolRouter, TurnDiffTracker};
-
-/// Why a turn stopped early.
-#[derive(Debug)]
-pub(crate) enum TurnStop {
-    /// The user interrupted it, or answered an approval with `abort`.
-    Interrupted,
-    /// A non-recoverable error.
-    Failed(CoreError),
-}
-
-/// What one turn needs to identify itself in events.
-pub(crate) struct TurnIds {
-    pub sub_id: SubmissionId,
-    pub turn_id: TurnId,
-    /// The JSON Schema this turn's final answer must match, if the client set one.
-    pub output_schema: Option<serde_json::Value>,
-}
+use crate::tools::{self, ToolContext, ToolHost, TurnDiffTracker};
+use crate::turn_context::{TurnIds, TurnStop};
 
 /// What a turn does.
 pub(crate) enum TurnTask {
@@ -120,7 +104,7 @@ pub(crate) async fn run_turn(
             close_dangling_calls(&session).await;
             if matches!(stop, TurnStop::Interrupted) {
                 // An interrupt stops everything the model started, long-lived processes too.
-                crate::tools::close_all_sessions(&session, &ids).await;
+                crate::tools::close_all_sessions(session.as_ref(), &ids).await;
             }
             let msg = match stop {
                 TurnStop::Interrupted => EventMsg::TurnAborted(TurnAbortedEvent {
@@ -156,23 +140,24 @@ async fn turn_loop(
     cancel: &CancellationToken,
 ) -> Result<Option<String>, TurnStop> {
     let mut last_agent_message = None;
-    let mut diff = TurnDiffTracker::default();
+    let diff = Arc::new(std::sync::Mutex::new(TurnDiffTracker::default()));
+    let ids = Arc::new(ids.clone());
+    let host: Arc<dyn ToolHost> = session.clone();
     let mcp_tools = mcp_tools(session, cancel).await?;
     loop {
         session.drain_pending_input().await;
         // Before a new turn's first request, or after a tool round: compact when the last
         // response filled the context up to the limit.
-        let mut compacted = auto_compact_if_full(session, ids, cancel).await?;
-        let items = loop {
+        let mut compacted = auto_compact_if_full(session, &ids, cancel).await?;
+        let (items, registry) = loop {
             let context = session.turn_context();
-            let mut prompt = build_prompt(&context, session.history());
+            let registry =
+                tools::registry_for(&context, mcp_tools.as_deref(), session.embedder_tools());
+            let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
             prompt.conversation_id = Some(session.id().to_string());
             prompt.output_schema = ids.output_schema.clone();
-            if let Some(catalog) = &mcp_tools {
-                prompt.tools.extend(catalog.definitions.iter().cloned());
-            }
-            match sample_with_retries(session, ids, &prompt, cancel).await {
-                Ok(items) => break items,
+            match sample_with_retries(session, &ids, &prompt, cancel).await {
+                Ok(items) => break (items, registry),
                 Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
                     if compacted {
                         return Err(TurnStop::Failed(CoreError::ContextWindowExceeded(
@@ -180,7 +165,7 @@ async fn turn_loop(
                         )));
                     }
                     tracing::info!(conversation = %session.id(), "{err}; compacting and retrying");
-                    compact(session, ids, cancel, None).await?;
+                    compact(session, &ids, cancel, None).await?;
                     compacted = true;
                 }
                 Err(stop) => return Err(stop),
@@ -204,14 +189,19 @@ async fn turn_loop(
             }
             return Ok(last_agent_message);
         }
-        let router = ToolRouter {
-            session,
-            context: &context,
-            ids,
-            cancel,
-        };
         for call in calls {
-            let output = router.dispatch(&call, &mut diff).await?;
+            let Some(call_id) = call.tool_call_id() else {
+                continue;
+            };
+            let ctx = ToolContext {
+                host: host.clone(),
+                turn: context.clone(),
+                ids: ids.clone(),
+                cancel: cancel.clone(),
+                call_id: keel_protocol::CallId::new(call_id),
+                diff: diff.clone(),
+            };
+            let output = registry.dispatch(ctx, &call).await?;
             session.record_items(&[output]).await;
         }
     }
@@ -286,39 +276,6 @@ async fn close_dangling_calls(session: &Session) {
     let missing =
         outputs_for_unanswered_calls(&session.history(), "aborted: the user interrupted the turn");
     session.record_items(&missing).await;
-}
-
-/// An output saying `reason` for every tool call in `history` that has none, so the next
-/// request is one the Responses API accepts (every call answered) and the model knows the
-/// call did not complete.
-pub(crate) fn outputs_for_unanswered_calls(
-    history: &[ResponseItem],
-    reason: &str,
-) -> Vec<ResponseItem> {
-    let answered: std::collections::HashSet<&str> = history
-        .iter()
-        .filter_map(ResponseItem::tool_output_call_id)
-        .collect();
-    history
-        .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
-                Some(ResponseItem::FunctionCallOutput {
-                    call_id: call_id.clone(),
-                    output: reason.to_string(),
-                })
-            }
-            ResponseItem::CustomToolCall { call_id, .. }
-                if !answered.contains(call_id.as_str()) =>
-            {
-                Some(ResponseItem::CustomToolCallOutput {
-                    call_id: call_id.clone(),
-                    output: reason.to_string(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// The longest wait between retries, whatever the provider asks.

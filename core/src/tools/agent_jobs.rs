@@ -4,9 +4,25 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ToolRouter;
-use crate::agent_jobs::{JobArgs, run_job};
-use crate::session::turn::TurnStop;
+use super::BuiltinCall;
+use super::agent_job_runner::{JobArgs, run_job};
+use crate::turn_context::TurnStop;
+
+super::builtin_tool!(
+    /// `spawn_agents_on_csv`: one worker agent per CSV row; answers when all are done.
+    SpawnAgentsOnCsvTool,
+    "spawn_agents_on_csv",
+    super::agent_spec::spawn_agents_on_csv_tool(),
+    |call, _call_id, arguments| call.spawn_agents_on_csv(arguments).await
+);
+
+super::builtin_tool!(
+    /// `report_agent_job_result`: a job worker's result for its row.
+    ReportAgentJobResultTool,
+    "report_agent_job_result",
+    super::agent_spec::report_agent_job_result_tool(),
+    |call, _call_id, arguments| Ok(call.report_agent_job_result(arguments).await)
+);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +34,7 @@ struct ReportArgs {
     stop: Option<bool>,
 }
 
-impl ToolRouter<'_> {
+impl BuiltinCall<'_> {
     /// `spawn_agents_on_csv`: runs the job and answers with its summary.
     pub(super) async fn spawn_agents_on_csv(&self, arguments: &str) -> Result<String, TurnStop> {
         let args: JobArgs = match serde_json::from_str(arguments) {

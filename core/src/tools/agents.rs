@@ -12,9 +12,70 @@ use keel_protocol::{
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ToolRouter;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
 use crate::agents::{AgentControl, AgentError, wait_any_final};
-use crate::session::turn::TurnStop;
+use crate::turn_context::TurnStop;
+
+/// One of the five sub-agent tools.
+struct CollabTool {
+    kind: CollabAgentTool,
+    spec: serde_json::Value,
+}
+
+/// The sub-agent tools, each with its definition.
+pub(super) fn collab_tools() -> Vec<Arc<dyn DynTool>> {
+    super::agent_spec::collab_tools()
+        .into_iter()
+        .filter_map(|spec| {
+            let kind = match spec.get("name").and_then(serde_json::Value::as_str)? {
+                "spawn_agent" => CollabAgentTool::SpawnAgent,
+                "send_input" => CollabAgentTool::SendInput,
+                "wait_agent" => CollabAgentTool::Wait,
+                "close_agent" => CollabAgentTool::CloseAgent,
+                "resume_agent" => CollabAgentTool::ResumeAgent,
+                _ => return None,
+            };
+            Some(Arc::new(CollabTool { kind, spec }) as Arc<dyn DynTool>)
+        })
+        .collect()
+}
+
+impl DynTool for CollabTool {
+    fn name(&self) -> &str {
+        tool_name(self.kind)
+    }
+
+    fn spec(&self) -> serde_json::Value {
+        self.spec.clone()
+    }
+
+    fn approval(&self) -> ToolApproval {
+        ToolApproval::PerCall
+    }
+
+    fn handle(
+        &self,
+        ctx: ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        Box::pin(async move {
+            let call = ctx.builtin();
+            let call_id = ctx.call_id().to_string();
+            let arguments = input.text();
+            Ok(match self.kind {
+                CollabAgentTool::SpawnAgent => call.spawn_agent(&call_id, arguments).await,
+                CollabAgentTool::SendInput => call.send_input(&call_id, arguments).await,
+                CollabAgentTool::Wait => call.wait_agent(&call_id, arguments).await?,
+                CollabAgentTool::CloseAgent => call.close_agent(&call_id, arguments).await,
+                CollabAgentTool::ResumeAgent => call.resume_agent(&call_id, arguments).await,
+            })
+        })
+    }
+}
 
 /// How long `wait_agent` waits when the model does not say.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
@@ -137,7 +198,7 @@ struct CallDetails {
     reasoning_effort: Option<ReasoningEffort>,
 }
 
-impl ToolRouter<'_> {
+impl BuiltinCall<'_> {
     async fn collab_event(
         &self,
         call_id: &str,
@@ -220,7 +281,7 @@ impl ToolRouter<'_> {
         };
         let history = if args.fork_context.unwrap_or(false) {
             let mut history = self.session.history();
-            let closing = crate::session::outputs_for_unanswered_calls(
+            let closing = crate::models::outputs_for_unanswered_calls(
                 &history,
                 "this call is being answered by the parent agent",
             );

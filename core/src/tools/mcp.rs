@@ -12,10 +12,67 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, JsonObje
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::ToolRouter;
-use crate::mcp::{McpToolEntry, ServerAsk, client_result, model_output};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+use crate::mcp::{McpToolCatalog, McpToolEntry, ServerAsk, client_result, model_output};
 use crate::models::{ContentItem, ResponseItem};
-use crate::session::turn::TurnStop;
+use crate::turn_context::TurnStop;
+
+/// One tool of an external MCP server, as offered to the model.
+struct McpTool {
+    name: String,
+    spec: Value,
+    entry: McpToolEntry,
+}
+
+/// The catalog's tools, each with its definition.
+pub(super) fn mcp_tools(catalog: &McpToolCatalog) -> Vec<Arc<dyn DynTool>> {
+    catalog
+        .definitions
+        .iter()
+        .filter_map(|spec| {
+            let name = spec.get("name").and_then(Value::as_str)?;
+            let entry = catalog.by_name.get(name)?.clone();
+            Some(Arc::new(McpTool {
+                name: name.to_string(),
+                spec: spec.clone(),
+                entry,
+            }) as Arc<dyn DynTool>)
+        })
+        .collect()
+}
+
+impl DynTool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn spec(&self) -> Value {
+        self.spec.clone()
+    }
+
+    /// Asked per call: a tool its server marks read-only runs at once.
+    fn approval(&self) -> ToolApproval {
+        ToolApproval::PerCall
+    }
+
+    fn handle(
+        &self,
+        ctx: ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        Box::pin(async move {
+            let call_id = ctx.call_id().to_string();
+            Ok(ctx
+                .builtin()
+                .mcp_tool(&call_id, &self.entry, input.text())
+                .await?)
+        })
+    }
+}
 
 /// The question id of an MCP tool approval asked through `request_user_input`.
 pub(crate) const MCP_APPROVAL_QUESTION_ID: &str = "mcp_tool_call_approval";
@@ -23,7 +80,7 @@ const APPROVE_ONCE: &str = "Run it";
 const APPROVE_SESSION: &str = "Run it and don't ask again this session";
 const DECLINE: &str = "Don't run it";
 
-impl ToolRouter<'_> {
+impl BuiltinCall<'_> {
     /// Runs one MCP tool call and returns the text for the model.
     pub(super) async fn mcp_tool(
         &self,

@@ -1,14 +1,24 @@
-//! The tools offered to the model and the router that runs a tool call and returns the output
-//! item for history.
+//! The tools offered to the model: the public extension point ([`Tool`], [`DynTool`],
+//! [`ToolContext`]), the per-request registry with its one dispatch path, and the built-in
+//! tools, each an implementation of [`DynTool`].
+//!
+//! The registry for a request is built from the turn's settings (which built-ins are offered
+//! to this model and agent), the conversation's MCP tools and the embedder's tools, in that
+//! order; a later tool with a name already taken is skipped with a warning.
 
+mod agent_job_runner;
 mod agent_jobs;
 mod agent_spec;
 mod agents;
+mod context;
+mod host;
 mod mcp;
 mod patch;
 mod plan;
+mod registry;
 mod shell;
 mod spec;
+mod tool;
 mod turn_diff;
 mod unified_exec;
 mod user_input;
@@ -16,173 +26,185 @@ mod view_image;
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use context::ToolContext;
+pub(crate) use host::ToolHost;
+pub use registry::ToolRegistrationError;
+pub(crate) use registry::{ToolRegistry, ToolRegistryBuilder, valid_tool_name};
+pub use tool::{DynTool, Tool, ToolApproval, ToolError, ToolInput};
 pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 
 use crate::config::WireApi;
-use crate::models::ResponseItem;
-use crate::session::turn::{TurnIds, TurnStop};
-use crate::session::{Session, TurnContext};
+use crate::mcp::McpToolCatalog;
+use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
-/// Tool definitions for a request: `exec_command`/`write_stdin`, or `shell` when unified exec
-/// is off (a `shell` call is run either way). `apply_patch` is a freeform tool on the Responses API for
-/// GPT-5-family models (which are trained on it) and a JSON function tool otherwise.
-pub(crate) fn tool_definitions(context: &TurnContext) -> Vec<Value> {
+/// The names of Keel's own tools (and the aliases models use for them): a call to one that
+/// this agent was not offered is told so, and an embedder's tool may not take one.
+const BUILTIN_NAMES: &[&str] = &[
+    "shell",
+    "container.exec",
+    "exec_command",
+    "write_stdin",
+    "apply_patch",
+    "update_plan",
+    "view_image",
+    "request_user_input",
+    "spawn_agent",
+    "send_input",
+    "wait_agent",
+    "wait",
+    "close_agent",
+    "resume_agent",
+    "spawn_agents_on_csv",
+    "report_agent_job_result",
+    "web_search",
+];
+
+/// Whether `name` is one of Keel's own tools.
+pub(crate) fn is_builtin_name(name: &str) -> bool {
+    BUILTIN_NAMES.contains(&name)
+}
+
+/// The tools of one request: the built-ins this turn offers (`exec_command`/`write_stdin`,
+/// or `shell` when unified exec is off; a `shell` call is run either way), then the MCP tools,
+/// then the embedder's.
+pub(crate) fn registry_for(
+    context: &TurnContext,
+    mcp: Option<&McpToolCatalog>,
+    embedder: &[Arc<dyn DynTool>],
+) -> ToolRegistry {
+    let mut builder = ToolRegistryBuilder::default();
+    let add = |builder: &mut ToolRegistryBuilder, tool: Arc<dyn DynTool>, offered: bool| {
+        let added = if offered {
+            builder.register(tool)
+        } else {
+            builder.handle_only(tool)
+        };
+        if let Err(err) = added {
+            tracing::warn!("tool skipped: {err}");
+        }
+    };
     let settings = context.client.settings();
+    if context.shell_tool {
+        if context.unified_exec {
+            add(&mut builder, Arc::new(unified_exec::ExecCommandTool), true);
+            add(&mut builder, Arc::new(unified_exec::WriteStdinTool), true);
+            add(&mut builder, Arc::new(shell::ShellTool), false);
+        } else {
+            add(&mut builder, Arc::new(shell::ShellTool), true);
+        }
+        builder.alias("container.exec", "shell");
+    }
     let freeform = settings.wire_api == WireApi::Responses
         && crate::model_family::family(&settings.model).freeform_apply_patch;
-    let mut tools = match (context.shell_tool, context.unified_exec) {
-        (false, _) => Vec::new(),
-        (true, true) => vec![spec::exec_command_tool(), spec::write_stdin_tool()],
-        (true, false) => vec![spec::shell_tool()],
-    };
-    tools.push(if freeform {
-        crate::apply_patch::apply_patch_freeform_tool()
-    } else {
-        crate::apply_patch::apply_patch_function_tool()
-    });
+    add(
+        &mut builder,
+        Arc::new(patch::ApplyPatchTool { freeform }),
+        true,
+    );
     if context.update_plan_tool {
-        tools.push(spec::update_plan_tool());
+        add(&mut builder, Arc::new(plan::UpdatePlanTool), true);
     }
     if context.request_user_input_tool {
-        tools.push(spec::request_user_input_tool());
+        add(
+            &mut builder,
+            Arc::new(user_input::RequestUserInputTool),
+            true,
+        );
     }
     if context.view_image {
-        tools.push(spec::view_image_tool());
+        add(&mut builder, Arc::new(view_image::ViewImageTool), true);
     }
     if context.web_search && settings.wire_api == WireApi::Responses {
-        tools.push(serde_json::json!({"type": "web_search"}));
+        builder.hosted(serde_json::json!({"type": "web_search"}));
     }
     let offered = &context.agent_tools;
     if offered.collab {
-        tools.extend(agent_spec::collab_tools());
+        for tool in agents::collab_tools() {
+            add(&mut builder, tool, true);
+        }
+        builder.alias("wait", "wait_agent");
     }
     if offered.fanout {
-        tools.push(agent_spec::spawn_agents_on_csv_tool());
+        add(
+            &mut builder,
+            Arc::new(agent_jobs::SpawnAgentsOnCsvTool),
+            true,
+        );
     }
     if offered.report {
-        tools.push(agent_spec::report_agent_job_result_tool());
+        add(
+            &mut builder,
+            Arc::new(agent_jobs::ReportAgentJobResultTool),
+            true,
+        );
     }
-    tools
+    for tool in mcp.map(mcp::mcp_tools).unwrap_or_default() {
+        add(&mut builder, tool, true);
+    }
+    for tool in embedder {
+        add(&mut builder, tool.clone(), true);
+    }
+    builder.build()
 }
 
-/// Runs the tool calls of one turn.
-pub(crate) struct ToolRouter<'a> {
-    pub session: &'a Arc<Session>,
+/// The built-in tools' view of a call: the conversation, the turn's settings and ids, and
+/// the call's own context.
+pub(crate) struct BuiltinCall<'a> {
+    pub session: &'a Arc<dyn ToolHost>,
     pub context: &'a TurnContext,
     pub ids: &'a TurnIds,
     pub cancel: &'a CancellationToken,
+    pub tool: &'a ToolContext,
 }
 
-impl ToolRouter<'_> {
-    /// Runs one call and returns its output item. Bad arguments and tool failures become
-    /// output text for the model; only an interrupt or `abort` stops the turn.
-    pub(crate) async fn dispatch(
-        &self,
-        call: &ResponseItem,
-        diff: &mut TurnDiffTracker,
-    ) -> Result<ResponseItem, TurnStop> {
-        match call {
-            ResponseItem::FunctionCall {
-                name,
-                arguments,
-                call_id,
-                ..
-            } => {
-                let offered = &self.context.agent_tools;
-                let refused_tool = match name.as_str() {
-                    "spawn_agent" | "send_input" | "wait_agent" | "wait" | "close_agent"
-                    | "resume_agent" => !offered.collab,
-                    "spawn_agents_on_csv" => !offered.fanout,
-                    "report_agent_job_result" => !offered.report,
-                    "shell" | "container.exec" | "exec_command" | "write_stdin" => {
-                        !self.context.shell_tool
-                    }
-                    "update_plan" => !self.context.update_plan_tool,
-                    "request_user_input" => !self.context.request_user_input_tool,
-                    "view_image" => !self.context.view_image,
-                    _ => false,
-                };
-                if refused_tool {
-                    return Ok(ResponseItem::FunctionCallOutput {
-                        call_id: call_id.clone(),
-                        output: serde_json::json!({
-                            "error": format!("`{name}` is not available to this agent")
-                        })
-                        .to_string(),
-                    });
-                }
-                let raw = match name.as_str() {
-                    "shell" | "container.exec" => self.shell(call_id, arguments, diff).await?,
-                    "exec_command" => self.exec_command(call_id, arguments, diff).await?,
-                    "write_stdin" => self.write_stdin(arguments).await?,
-                    "apply_patch" => match serde_json::from_str::<PatchArgs>(arguments) {
-                        Ok(args) => {
-                            let cwd = self.context.cwd.clone();
-                            self.apply_patch(call_id, &args.input, &cwd, diff).await?
-                        }
-                        Err(err) => format!("failed to parse apply_patch arguments: {err}"),
-                    },
-                    "update_plan" => self.update_plan(arguments).await,
-                    "view_image" => self.view_image(arguments),
-                    "request_user_input" => self.request_user_input(call_id, arguments).await?,
-                    "spawn_agent" => self.spawn_agent(call_id, arguments).await,
-                    "send_input" => self.send_input(call_id, arguments).await,
-                    "wait_agent" | "wait" => self.wait_agent(call_id, arguments).await?,
-                    "close_agent" => self.close_agent(call_id, arguments).await,
-                    "resume_agent" => self.resume_agent(call_id, arguments).await,
-                    "spawn_agents_on_csv" => self.spawn_agents_on_csv(arguments).await?,
-                    "report_agent_job_result" => self.report_agent_job_result(arguments).await,
-                    other => match self.session.mcp_tool(other) {
-                        Some(entry) => self.mcp_tool(call_id, &entry, arguments).await?,
-                        None => format!("unsupported tool `{other}`"),
-                    },
-                };
-                Ok(ResponseItem::FunctionCallOutput {
-                    call_id: call_id.clone(),
-                    output: self.within_budget(raw),
-                })
-            }
-            ResponseItem::CustomToolCall {
-                name,
-                input,
-                call_id,
-                ..
-            } => {
-                let output = if name == "apply_patch" {
-                    let cwd = self.context.cwd.clone();
-                    self.apply_patch(call_id, input, &cwd, diff).await?
-                } else {
-                    format!("unsupported custom tool `{name}`")
-                };
-                Ok(ResponseItem::CustomToolCallOutput {
-                    call_id: call_id.clone(),
-                    output: self.within_budget(output),
-                })
-            }
-            other => Err(TurnStop::Failed(crate::error::CoreError::Stream(format!(
-                "not a tool call: {other:?}"
-            )))),
+impl From<TurnStop> for ToolError {
+    fn from(stop: TurnStop) -> Self {
+        match stop {
+            TurnStop::Interrupted => Self::Interrupted,
+            TurnStop::Failed(err) => Self::Respond(err.to_string()),
         }
     }
 }
 
-impl ToolRouter<'_> {
-    /// A tool's output cut to `tool_output_token_limit` (head and tail kept), so one command
-    /// printing gigabytes never inflates the history.
-    fn within_budget(&self, output: String) -> String {
-        let limit = self.context.tool_output_token_limit;
-        if output.len() <= limit.saturating_mul(4) {
-            return output;
-        }
-        crate::unified_exec::head_and_tail(&output, limit)
-    }
-}
+/// Declares a built-in tool: a unit struct implementing [`DynTool`], whose calls run
+/// `$body` (a `Result<String, TurnStop>`) with the call's [`BuiltinCall`] view, id and
+/// arguments in scope. Built-ins decide about approval per call.
+macro_rules! builtin_tool {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $spec:expr,
+     |$call:ident, $call_id:ident, $arguments:ident| $body:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $ty;
 
-#[derive(serde::Deserialize)]
-struct PatchArgs {
-    input: String,
+        impl $crate::tools::DynTool for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn spec(&self) -> serde_json::Value {
+                $spec
+            }
+
+            fn approval(&self) -> $crate::tools::ToolApproval {
+                $crate::tools::ToolApproval::PerCall
+            }
+
+            fn handle(
+                &self,
+                ctx: $crate::tools::ToolContext,
+                input: $crate::tools::ToolInput,
+            ) -> futures::future::BoxFuture<'_, Result<String, $crate::tools::ToolError>> {
+                Box::pin(async move {
+                    let $call = ctx.builtin();
+                    let $call_id = ctx.call_id().to_string();
+                    let $arguments = input.text();
+                    let result: Result<String, $crate::turn_context::TurnStop> = $body;
+                    result.map_err($crate::tools::ToolError::from)
+                })
+            }
+        }
+    };
 }
+pub(crate) use builtin_tool;

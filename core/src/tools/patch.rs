@@ -8,13 +8,68 @@ use keel_protocol::{
     ReviewDecision, TurnDiffEvent,
 };
 
-use super::{ToolRouter, TurnDiffTracker};
+use futures::future::BoxFuture;
+
+use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
 use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch};
 use crate::approvals::{ExecDecision, decide_patch};
 use crate::sandbox::ResolvedPolicy;
-use crate::session::turn::TurnStop;
+use crate::turn_context::TurnStop;
 
-impl ToolRouter<'_> {
+/// `apply_patch`: a freeform tool for models trained on it, a function tool otherwise; a
+/// patch sent through `shell` or `exec_command` takes the same path.
+pub(crate) struct ApplyPatchTool {
+    pub freeform: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct PatchArgs {
+    input: String,
+}
+
+impl DynTool for ApplyPatchTool {
+    fn name(&self) -> &str {
+        crate::apply_patch::APPLY_PATCH_TOOL_NAME
+    }
+
+    fn spec(&self) -> serde_json::Value {
+        if self.freeform {
+            crate::apply_patch::apply_patch_freeform_tool()
+        } else {
+            crate::apply_patch::apply_patch_function_tool()
+        }
+    }
+
+    fn approval(&self) -> ToolApproval {
+        ToolApproval::PerCall
+    }
+
+    fn handle(
+        &self,
+        ctx: ToolContext,
+        input: ToolInput,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        Box::pin(async move {
+            let call = ctx.builtin();
+            let call_id = ctx.call_id().to_string();
+            let cwd = call.context.cwd.clone();
+            let patch = match &input {
+                ToolInput::Freeform { input } => input.clone(),
+                ToolInput::Function { arguments } => {
+                    match serde_json::from_str::<PatchArgs>(arguments) {
+                        Ok(args) => args.input,
+                        Err(err) => {
+                            return Ok(format!("failed to parse apply_patch arguments: {err}"));
+                        }
+                    }
+                }
+            };
+            Ok(call.apply_patch(&call_id, &patch, &cwd).await?)
+        })
+    }
+}
+
+impl BuiltinCall<'_> {
     /// Applies a patch for the model and returns the text it sees: a summary of the files
     /// changed, or an error naming the file and hunk that failed (nothing is changed then).
     pub(super) async fn apply_patch(
@@ -22,7 +77,6 @@ impl ToolRouter<'_> {
         call_id: &str,
         patch_text: &str,
         cwd: &Path,
-        diff: &mut TurnDiffTracker,
     ) -> Result<String, TurnStop> {
         let call_id = CallId::new(call_id);
         let action = match parse_patch(patch_text)
@@ -53,7 +107,7 @@ impl ToolRouter<'_> {
                     reason,
                     grant_root: None,
                 });
-                match self.request_approval(&call_id, event).await? {
+                match self.tool.wait_for_decision(&call_id, event).await? {
                     ReviewDecision::Approved | ReviewDecision::ApprovedForSession => false,
                     ReviewDecision::Denied => {
                         return Ok("patch rejected by user".to_string());
@@ -74,7 +128,9 @@ impl ToolRouter<'_> {
             )
             .await;
         for write in action.writes() {
-            diff.note_baseline(&write.path, write.before.as_deref());
+            self.tool
+                .diff()
+                .note_baseline(&write.path, write.before.as_deref());
         }
         let result = apply_blocking(action).await;
         let (success, stdout, stderr) = match &result {
@@ -94,7 +150,7 @@ impl ToolRouter<'_> {
             )
             .await;
         if success {
-            let unified_diff = diff.unified_diff(&self.context.cwd);
+            let unified_diff = self.tool.diff().unified_diff(&self.context.cwd);
             self.session
                 .send_event(
                     &self.ids.sub_id,

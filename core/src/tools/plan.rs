@@ -2,9 +2,17 @@
 
 use keel_protocol::{EventMsg, UpdatePlanArgs};
 
-use super::ToolRouter;
+use super::BuiltinCall;
 
-impl ToolRouter<'_> {
+super::builtin_tool!(
+    /// `update_plan`: the model's step-by-step plan, shown to the user.
+    UpdatePlanTool,
+    "update_plan",
+    super::spec::update_plan_tool(),
+    |call, _call_id, arguments| Ok(call.update_plan(arguments).await)
+);
+
+impl BuiltinCall<'_> {
     /// Emits `plan_update` and acknowledges; bad arguments are reported to the model.
     pub(super) async fn update_plan(&self, arguments: &str) -> String {
         match serde_json::from_str::<UpdatePlanArgs>(arguments) {

@@ -11,13 +11,21 @@ use keel_protocol::{
 };
 use serde::Deserialize;
 
-use super::{ToolRouter, TurnDiffTracker};
+use super::BuiltinCall;
 use crate::approvals::{ExecDecision, decide_exec};
 use crate::processes::{ExecOutcome, ExecStop, ProcessSpec, run_to_exit, truncate_for_model};
 use crate::sandbox::{
     LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel, setup_failure,
 };
-use crate::session::turn::TurnStop;
+use crate::turn_context::TurnStop;
+
+super::builtin_tool!(
+    /// `shell` (also called `container.exec`): runs an argv array once, to completion.
+    ShellTool,
+    "shell",
+    super::spec::shell_tool(),
+    |call, call_id, arguments| call.shell(&call_id, arguments).await
+);
 
 /// Default time a command may run before it is killed.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -38,14 +46,9 @@ struct ShellArgs {
     justification: Option<String>,
 }
 
-impl ToolRouter<'_> {
+impl BuiltinCall<'_> {
     /// Runs a `shell` call (or the patch it carries) and returns the text for the model.
-    pub(super) async fn shell(
-        &self,
-        call_id: &str,
-        arguments: &str,
-        diff: &mut TurnDiffTracker,
-    ) -> Result<String, TurnStop> {
+    pub(super) async fn shell(&self, call_id: &str, arguments: &str) -> Result<String, TurnStop> {
         let args: ShellArgs = match serde_json::from_str(arguments) {
             Ok(args) => args,
             Err(err) => return Ok(format!("failed to parse shell arguments: {err}")),
@@ -54,10 +57,7 @@ impl ToolRouter<'_> {
             return Ok("shell: `command` must not be empty".to_string());
         }
         let cwd = self.workdir(args.workdir.as_deref());
-        if let Some(output) = self
-            .patch_in_command(call_id, &args.command, &cwd, diff)
-            .await?
-        {
+        if let Some(output) = self.patch_in_command(call_id, &args.command, &cwd).await? {
             return Ok(output);
         }
         let call = ExecCall {
@@ -118,7 +118,6 @@ impl ToolRouter<'_> {
         call_id: &str,
         argv: &[String],
         cwd: &std::path::Path,
-        diff: &mut TurnDiffTracker,
     ) -> Result<Option<String>, TurnStop> {
         let Some(found) = crate::apply_patch::maybe_parse_apply_patch_from_argv(argv) else {
             return Ok(None);
@@ -129,7 +128,7 @@ impl ToolRouter<'_> {
                     Some(dir) => cwd.join(dir),
                     None => cwd.to_path_buf(),
                 };
-                self.apply_patch(call_id, &invocation.patch_text, &cwd, diff)
+                self.apply_patch(call_id, &invocation.patch_text, &cwd)
                     .await?
             }
             Err(err) => format!("apply_patch: {err}"),
@@ -245,7 +244,7 @@ impl ToolRouter<'_> {
             parsed_cmd: parse_command(&call.argv),
             process_id: call.process_id.map(|id| id.to_string()),
         });
-        match self.request_approval(&call.call_id, event).await? {
+        match self.tool.wait_for_decision(&call.call_id, event).await? {
             ReviewDecision::Approved => Ok(None),
             ReviewDecision::ApprovedForSession => {
                 self.session.approve_for_session(call.argv.clone());
@@ -263,23 +262,6 @@ impl ToolRouter<'_> {
             call.timeout,
             self.context.tool_output_token_limit,
         ))
-    }
-
-    /// Sends an approval request event and waits for the answer (or an interrupt).
-    pub(super) async fn request_approval(
-        &self,
-        call_id: &CallId,
-        event: EventMsg,
-    ) -> Result<ReviewDecision, TurnStop> {
-        let rx = self.session.register_approval(call_id.clone());
-        self.session.send_event(&self.ids.sub_id, event).await;
-        tokio::select! {
-            () = self.cancel.cancelled() => {
-                self.session.forget_approval(call_id);
-                Err(TurnStop::Interrupted)
-            }
-            decision = rx => Ok(decision.unwrap_or(ReviewDecision::Denied)),
-        }
     }
 
     /// Runs `call` (under `sandbox`, if given), reporting it with `exec_command_*` events.

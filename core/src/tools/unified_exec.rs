@@ -15,12 +15,12 @@ use keel_protocol::{
 use serde::Deserialize;
 use tokio::time::Instant;
 
+use super::BuiltinCall;
+use super::ToolHost;
 use super::shell::{ExecCall, Placement, parse_command};
-use super::{ToolRouter, TurnDiffTracker};
 use crate::processes::{HeadTailBuffer, ProcessSpec};
 use crate::sandbox::LINUX_SANDBOX_ARG0;
-use crate::session::Session;
-use crate::session::turn::{TurnIds, TurnStop};
+use crate::turn_context::{TurnIds, TurnStop};
 use crate::unified_exec::{
     AGGREGATED_OUTPUT_BYTES, BackgroundTerminal, ChunkReport, ProcessStatus, SharedProcess,
     UnifiedProcess, render_chunk,
@@ -81,6 +81,22 @@ struct WriteStdinArgs {
     max_output_tokens: Option<f64>,
 }
 
+super::builtin_tool!(
+    /// `exec_command`: starts a process and returns what it printed within a time budget.
+    ExecCommandTool,
+    "exec_command",
+    super::spec::exec_command_tool(),
+    |call, call_id, arguments| call.exec_command(&call_id, arguments).await
+);
+
+super::builtin_tool!(
+    /// `write_stdin`: types into, or polls, a process `exec_command` left running.
+    WriteStdinTool,
+    "write_stdin",
+    super::spec::write_stdin_tool(),
+    |call, _call_id, arguments| call.write_stdin(arguments).await
+);
+
 /// A model-given millisecond count, clamped to `[min, max]`.
 fn clamp_ms(value: Option<f64>, default: u64, min: u64, max: u64) -> Duration {
     let ms = value
@@ -113,13 +129,12 @@ struct Polled {
     notes: Vec<String>,
 }
 
-impl ToolRouter<'_> {
+impl BuiltinCall<'_> {
     /// Runs an `exec_command` call and returns the text for the model.
     pub(super) async fn exec_command(
         &self,
         call_id: &str,
         arguments: &str,
-        diff: &mut TurnDiffTracker,
     ) -> Result<String, TurnStop> {
         let call_started = Instant::now();
         let args: ExecCommandArgs = match serde_json::from_str(arguments) {
@@ -137,7 +152,7 @@ impl ToolRouter<'_> {
         };
         let argv = vec![shell, flag.to_string(), args.cmd.clone()];
         let cwd = self.workdir(args.workdir.as_deref());
-        if let Some(output) = self.patch_in_command(call_id, &argv, &cwd, diff).await? {
+        if let Some(output) = self.patch_in_command(call_id, &argv, &cwd).await? {
             return Ok(output);
         }
         let unified = self.session.unified_exec();
@@ -202,7 +217,15 @@ impl ToolRouter<'_> {
                     id,
                     started,
                 };
-                send_end(self.session, self.ids, &process, -1, &message, &message).await;
+                send_end(
+                    self.session.as_ref(),
+                    self.ids,
+                    &process,
+                    -1,
+                    &message,
+                    &message,
+                )
+                .await;
                 return Ok(format!("exec_command failed: {message}"));
             }
         };
@@ -238,7 +261,7 @@ impl ToolRouter<'_> {
                 // like every other live session.
                 let shared = Arc::new(tokio::sync::Mutex::new(process));
                 if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
-                    close_session(self.session, self.ids, pruned.id, pruned.process).await;
+                    close_session(self.session.as_ref(), self.ids, pruned.id, pruned.process).await;
                 }
                 return Err(stop);
             }
@@ -258,7 +281,7 @@ impl ToolRouter<'_> {
                         pruned.id,
                         crate::unified_exec::MAX_SESSIONS
                     ));
-                    close_session(self.session, self.ids, pruned.id, pruned.process).await;
+                    close_session(self.session.as_ref(), self.ids, pruned.id, pruned.process).await;
                 }
                 ProcessStatus::Running(id)
             }
@@ -427,7 +450,15 @@ impl ToolRouter<'_> {
         process.ended = true;
         let info = UnifiedProcessInfo::of(process, id);
         let aggregated = process.aggregated.to_lossy_string();
-        send_end(self.session, self.ids, &info, code, &aggregated, shown).await;
+        send_end(
+            self.session.as_ref(),
+            self.ids,
+            &info,
+            code,
+            &aggregated,
+            shown,
+        )
+        .await;
     }
 }
 
@@ -455,7 +486,7 @@ impl<'a> UnifiedProcessInfo<'a> {
 }
 
 async fn send_end(
-    session: &Session,
+    session: &dyn ToolHost,
     ids: &TurnIds,
     process: &UnifiedProcessInfo<'_>,
     exit_code: i32,
@@ -490,7 +521,7 @@ async fn send_end(
 }
 
 /// Kills a session's process and reports its end.
-async fn close_session(session: &Session, ids: &TurnIds, id: i32, process: SharedProcess) {
+async fn close_session(session: &dyn ToolHost, ids: &TurnIds, id: i32, process: SharedProcess) {
     let mut process = process.lock().await;
     if process.ended {
         // A call saw it exit (and reported it) while this close waited for the process.
@@ -518,7 +549,7 @@ async fn close_session(session: &Session, ids: &TurnIds, id: i32, process: Share
 
 /// Kills the live session with this id (the model's session number as text), or every one
 /// when `only` is `None`, reporting each one's end; an unknown id closes nothing.
-pub(crate) async fn close_sessions(session: &Session, ids: &TurnIds, only: Option<&str>) {
+pub(crate) async fn close_sessions(session: &dyn ToolHost, ids: &TurnIds, only: Option<&str>) {
     let Some(only) = only else {
         return close_all_sessions(session, ids).await;
     };
@@ -534,7 +565,7 @@ pub(crate) async fn close_sessions(session: &Session, ids: &TurnIds, only: Optio
 
 /// Kills every live session of the conversation (an interrupt, or the conversation ends),
 /// reporting each one's end.
-pub(crate) async fn close_all_sessions(session: &Session, ids: &TurnIds) {
+pub(crate) async fn close_all_sessions(session: &dyn ToolHost, ids: &TurnIds) {
     for (id, process) in session.unified_exec().take_all() {
         close_session(session, ids, id, process).await;
     }

@@ -5,8 +5,8 @@ use keel_protocol::{EventMsg, RequestUserInputEvent, UserInputQuestion};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ToolRouter;
-use crate::session::turn::TurnStop;
+use super::BuiltinCall;
+use crate::turn_context::TurnStop;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -14,7 +14,15 @@ struct RequestUserInputArgs {
     questions: Vec<UserInputQuestion>,
 }
 
-impl ToolRouter<'_> {
+super::builtin_tool!(
+    /// `request_user_input`: asks the user questions and waits for the answers.
+    RequestUserInputTool,
+    "request_user_input",
+    super::spec::request_user_input_tool(),
+    |call, call_id, arguments| call.request_user_input(&call_id, arguments).await
+);
+
+impl BuiltinCall<'_> {
     /// Asks, waits for the answers (or the interrupt), and returns them as JSON.
     pub(super) async fn request_user_input(
         &self,

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::ToolRouter;
+use super::BuiltinCall;
 use crate::models::{ContentItem, ResponseItem};
 
 #[derive(Deserialize)]
@@ -12,7 +12,15 @@ struct ViewImageArgs {
     path: String,
 }
 
-impl ToolRouter<'_> {
+super::builtin_tool!(
+    /// `view_image`: attaches a local image to the model's next request.
+    ViewImageTool,
+    "view_image",
+    super::spec::view_image_tool(),
+    |call, _call_id, arguments| Ok(call.view_image(arguments))
+);
+
+impl BuiltinCall<'_> {
     /// Queues the image for the next request and says so; a missing, non-image or oversized
     /// file is an error for the model naming the file.
     pub(super) fn view_image(&self, arguments: &str) -> String {

@@ -13,14 +13,13 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::csv_input::CsvRows;
-use super::export::export_results;
-use super::instruction::{render, row_object, worker_prompt};
-use super::store::{ClaimedItem, JobCounts, JobRecord, NewJob};
-use super::{JobError, JobStore, JobWorker};
+use super::ToolHost;
+use crate::agent_jobs::{
+    ClaimedItem, CsvRows, JobCounts, JobError, JobRecord, JobStore, JobWorker, NewJob,
+    export_results, render, row_object, worker_prompt,
+};
 use crate::config::Config;
-use crate::session::turn::{TurnIds, TurnStop};
-use crate::session::{Session, TurnContext};
+use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
 /// Workers at once when the call does not say.
 const DEFAULT_CONCURRENCY: usize = 16;
@@ -78,7 +77,7 @@ enum WorkerEnd {
 /// Runs the job the model asked for and returns the summary for the model; an interrupt
 /// ends the turn (the job stays resumable).
 pub(crate) async fn run_job(
-    session: &Arc<Session>,
+    session: &Arc<dyn ToolHost>,
     context: &TurnContext,
     ids: &TurnIds,
     cancel: &CancellationToken,
@@ -119,7 +118,7 @@ fn positive(value: Option<f64>, name: &str) -> Result<Option<f64>, JobError> {
 
 /// Checks the arguments and finds the unfinished job they describe, or creates it.
 async fn prepare(
-    session: &Arc<Session>,
+    session: &Arc<dyn ToolHost>,
     context: &TurnContext,
     args: JobArgs,
 ) -> Result<JobRun, JobError> {
@@ -228,7 +227,7 @@ impl From<JobError> for DriveEnd {
 /// Keeps up to `concurrency` workers busy until no row is pending, a worker asks to stop,
 /// or the turn is interrupted; then exports the results.
 async fn drive(
-    session: &Arc<Session>,
+    session: &Arc<dyn ToolHost>,
     ids: &TurnIds,
     cancel: &CancellationToken,
     run: JobRun,
@@ -240,7 +239,15 @@ async fn drive(
     let mut exhausted = false;
     let mut interrupted = false;
     let mut last_progress: Option<Instant> = None;
-    progress(session, ids, &job_id, &counts, &mut last_progress, true).await;
+    progress(
+        session.as_ref(),
+        ids,
+        &job_id,
+        &counts,
+        &mut last_progress,
+        true,
+    )
+    .await;
     loop {
         // Start workers while there is room, rows and no reason to stop.
         while !exhausted && workers.len() < run.concurrency && !run.halt.is_cancelled() {
@@ -297,7 +304,7 @@ async fn drive(
                     }
                     None => {}
                 }
-                progress(session, ids, &job_id, &counts, &mut last_progress, false).await;
+                progress(session.as_ref(), ids, &job_id, &counts, &mut last_progress, false).await;
             }
         }
     }
@@ -329,7 +336,15 @@ async fn drive(
         )
         .await?;
     let counts = run.store.counts(job_id.clone()).await?;
-    progress(session, ids, &job_id, &counts, &mut last_progress, true).await;
+    progress(
+        session.as_ref(),
+        ids,
+        &job_id,
+        &counts,
+        &mut last_progress,
+        true,
+    )
+    .await;
     let failures: serde_json::Map<String, serde_json::Value> = run
         .store
         .failures(job_id.clone(), FAILURES_SHOWN)
@@ -352,7 +367,7 @@ async fn drive(
 
 /// Reports the job's counts, at most every [`PROGRESS_INTERVAL`] unless `force`.
 async fn progress(
-    session: &Session,
+    session: &dyn ToolHost,
     ids: &TurnIds,
     job_id: &str,
     counts: &JobCounts,
@@ -380,7 +395,7 @@ async fn progress(
 /// One row: a worker agent runs until its turn ends, it times out, or the job halts; the row
 /// is completed if the worker reported, failed (with why) if not.
 async fn run_worker(
-    session: Arc<Session>,
+    session: Arc<dyn ToolHost>,
     run: Arc<JobRun>,
     item: ClaimedItem,
     _slot: OwnedSemaphorePermit,

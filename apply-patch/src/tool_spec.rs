@@ -100,7 +100,7 @@ pub fn apply_patch_freeform_tool() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply_patch::parser::parse_patch;
+    use crate::parser::parse_patch;
     use pretty_assertions::assert_eq;
 
     #[test]

@@ -1,11 +1,14 @@
-//! The settings a turn runs with; replaced as a whole when the client overrides them.
+//! What a turn runs with and how it is named: the settings (replaced as a whole when the
+//! client overrides them), the ids its events carry, and why it stopped. Defined below the
+//! tools and the turn loop, so both can use them without importing each other.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use keel_protocol::{AskForApproval, SandboxPolicy};
+use keel_protocol::{AskForApproval, SandboxPolicy, SubmissionId, TurnId};
 
 use crate::client::ModelClient;
+use crate::error::CoreError;
 
 /// Everything a turn needs to know about how to run.
 #[derive(Debug, Clone)]
@@ -62,4 +65,22 @@ pub(crate) struct AgentTools {
     pub fanout: bool,
     /// `report_agent_job_result` (job workers).
     pub report: bool,
+}
+
+/// Why a turn stopped early.
+#[derive(Debug)]
+pub(crate) enum TurnStop {
+    /// The user interrupted it, or answered an approval with `abort`.
+    Interrupted,
+    /// A non-recoverable error.
+    Failed(CoreError),
+}
+
+/// What one turn needs to identify itself in events.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnIds {
+    pub sub_id: SubmissionId,
+    pub turn_id: TurnId,
+    /// The JSON Schema this turn's final answer must match, if the client set one.
+    pub output_schema: Option<serde_json::Value>,
 }

@@ -73,7 +73,7 @@ impl SandboxCommand {
 
 /// The reason the helper gave when a sandboxed run ended because it could not confine
 /// itself (so the command never started); `None` for any other outcome.
-pub(crate) fn setup_failure(exit_code: i32, stderr: &str) -> Option<String> {
+pub fn setup_failure(exit_code: i32, stderr: &str) -> Option<String> {
     if exit_code != i32::from(SETUP_FAILED_EXIT) {
         return None;
     }

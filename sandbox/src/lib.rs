@@ -18,7 +18,7 @@ mod policy;
 
 use std::path::{Path, PathBuf};
 
-pub(crate) use helper::setup_failure;
+pub use helper::setup_failure;
 pub use helper::{SandboxCommand, invoked_as_sandbox_helper, run_linux_sandbox_main};
 pub use policy::ResolvedPolicy;
 
@@ -77,13 +77,13 @@ pub fn find_sandbox_executable(current_exe: &Path) -> Option<PathBuf> {
 }
 
 /// [`find_sandbox_executable`] for this process.
-pub(crate) fn default_sandbox_executable() -> Option<PathBuf> {
+pub fn default_sandbox_executable() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     find_sandbox_executable(&exe)
 }
 
 /// Checks, without restricting this process, that the kernel can enforce a policy.
-pub(crate) fn probe_kernel() -> Result<(), SandboxError> {
+pub fn probe_kernel() -> Result<(), SandboxError> {
     #[cfg(target_os = "linux")]
     {
         linux::probe_landlock()

@@ -267,7 +267,7 @@ fn read_required(path: &Path, action: &'static str) -> Result<String, PlanError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply_patch::parser::parse_patch;
+    use crate::parser::parse_patch;
     use pretty_assertions::assert_eq;
 
     fn plan(text: &str, cwd: &Path) -> Result<ApplyPatchAction, PlanError> {

@@ -153,7 +153,7 @@ fn find(lines: &[String], old: &[String], from: usize, end_of_file: bool) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply_patch::parser::{Hunk, parse_patch};
+    use crate::parser::{Hunk, parse_patch};
     use pretty_assertions::assert_eq;
 
     /// Parses a one-file update patch body and applies it to `original`.

@@ -116,7 +116,7 @@ fn strip_cd(script: &str) -> Option<(PathBuf, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply_patch::parser::Hunk;
+    use crate::parser::Hunk;
     use pretty_assertions::assert_eq;
 
     const PATCH: &str = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n";

@@ -1,8 +1,8 @@
 //! End-to-end tests: parse, plan and apply against temporary directories.
 
 use super::*;
-use crate::apply_patch::error::PlanError;
-use crate::apply_patch::{ApplyPatchError, apply_patch_in_dir, parse_patch, plan_patch};
+use crate::error::PlanError;
+use crate::{ApplyPatchError, apply_patch_in_dir, parse_patch, plan_patch};
 use pretty_assertions::assert_eq;
 use std::collections::BTreeMap;
 

@@ -11,7 +11,7 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::unistd::{getgid, getuid};
 
-use crate::sandbox::SandboxError;
+use crate::SandboxError;
 
 pub(super) fn bind_read_only(paths: &[PathBuf]) -> Result<(), SandboxError> {
     let Some(first) = paths.first() else {

@@ -6,8 +6,8 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
 };
 
-use crate::sandbox::policy::WRITABLE_DEVICES;
-use crate::sandbox::{ResolvedPolicy, SandboxError};
+use crate::policy::WRITABLE_DEVICES;
+use crate::{ResolvedPolicy, SandboxError};
 
 /// The Landlock ABI whose access rights the policy handles. ABI 3 (Linux 6.2) is the first
 /// that controls truncation; with anything older, `truncate(2)` would bypass "write nowhere".

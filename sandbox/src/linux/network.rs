@@ -8,7 +8,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::sandbox::SandboxError;
+use crate::SandboxError;
 
 /// System calls made through the x32 ABI carry this bit; the filter's architecture check
 /// does not tell them apart from x86_64 ones, so each rule is repeated with it.

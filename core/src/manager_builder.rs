@@ -1,0 +1,88 @@
+//! How an embedder sets up a [`ConversationManager`] with more than the defaults: its own
+//! tools, its own model backend, or API keys from code rather than the environment.
+
+use std::sync::Arc;
+
+use crate::client::{ApiKeyFn, ModelProvider};
+use crate::conversation_manager::{ConversationManager, EmbedderModel, EnvLookup};
+use crate::tools::{DynTool, ToolRegistrationError, is_builtin_name, valid_tool_name};
+
+impl ConversationManager {
+    /// Starts a manager with tools, credentials or storage of the embedder's.
+    pub fn builder() -> ConversationManagerBuilder {
+        ConversationManagerBuilder::default()
+    }
+}
+
+/// Builds a [`ConversationManager`]; start from [`ConversationManager::builder`].
+#[derive(Default)]
+pub struct ConversationManagerBuilder {
+    env: Option<EnvLookup>,
+    tools: Vec<Arc<dyn DynTool>>,
+    model: EmbedderModel,
+}
+
+impl ConversationManagerBuilder {
+    /// Reads API keys and provider headers through `env` instead of the process
+    /// environment.
+    pub fn env(mut self, env: EnvLookup) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Samples every conversation through `provider` instead of Keel's HTTP backends; the
+    /// configuration still names the model and reasoning options it is given.
+    pub fn provider(mut self, provider: impl ModelProvider + 'static) -> Self {
+        self.model.provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// Sends `key` as the API key of every model request, instead of the one the
+    /// configuration's provider names in the environment.
+    pub fn api_key(self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.api_key_fn(Arc::new(move || Some(key.clone())))
+    }
+
+    /// Asks `key` for the API key before every model request (a rotating key, a secret
+    /// store); when it answers `None`, the configuration's key is used.
+    pub fn api_key_fn(mut self, key: ApiKeyFn) -> Self {
+        self.model.api_key = Some(key);
+        self
+    }
+
+    /// Offers `tool` to the model in every conversation of the manager (sub-agents'
+    /// included), after Keel's own tools; its calls take the same path as theirs.
+    pub fn tool(self, tool: impl DynTool + 'static) -> Self {
+        self.shared_tool(Arc::new(tool))
+    }
+
+    /// [`Self::tool`] for a tool already shared.
+    pub fn shared_tool(mut self, tool: Arc<dyn DynTool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
+    /// one of Keel's own tools, or is given twice.
+    pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
+        let mut seen = std::collections::HashSet::new();
+        for tool in &self.tools {
+            let name = tool.name();
+            if !valid_tool_name(name) {
+                return Err(ToolRegistrationError::InvalidName(name.to_string()));
+            }
+            if is_builtin_name(name) || !seen.insert(name.to_string()) {
+                return Err(ToolRegistrationError::Duplicate(name.to_string()));
+            }
+        }
+        let env = self
+            .env
+            .unwrap_or_else(|| Arc::new(|name: &str| std::env::var(name).ok()));
+        Ok(ConversationManager::from_parts(
+            env,
+            Arc::from(self.tools),
+            self.model,
+        ))
+    }
+}

@@ -1,0 +1,82 @@
+//! The session as the tools see it.
+
+use futures::future::BoxFuture;
+use keel_protocol::{CallId, ConversationId, EventMsg, ReviewDecision, SubmissionId};
+use tokio::sync::oneshot;
+
+use super::Session;
+use crate::agents::AgentControl;
+use crate::models::ResponseItem;
+use crate::processes::ProcessLayer;
+use crate::shell_snapshot::ShellSnapshots;
+use crate::tools::ToolHost;
+use crate::unified_exec::UnifiedExecSessions;
+
+impl ToolHost for Session {
+    fn id(&self) -> ConversationId {
+        Session::id(self)
+    }
+
+    fn send_event<'a>(&'a self, sub_id: &'a SubmissionId, msg: EventMsg) -> BoxFuture<'a, ()> {
+        Box::pin(Session::send_event(self, sub_id, msg))
+    }
+
+    fn history(&self) -> Vec<ResponseItem> {
+        Session::history(self)
+    }
+
+    fn queue_input(&self, item: ResponseItem) {
+        Session::queue_input(self, item);
+    }
+
+    fn is_approved_for_session(&self, argv: &[String]) -> bool {
+        Session::is_approved_for_session(self, argv)
+    }
+
+    fn approve_for_session(&self, argv: Vec<String>) {
+        Session::approve_for_session(self, argv);
+    }
+
+    fn register_approval(&self, call_id: CallId) -> oneshot::Receiver<ReviewDecision> {
+        Session::register_approval(self, call_id)
+    }
+
+    fn forget_approval(&self, call_id: &CallId) {
+        Session::forget_approval(self, call_id);
+    }
+
+    fn register_user_input(
+        &self,
+        call_id: CallId,
+    ) -> oneshot::Receiver<keel_protocol::UserInputResponse> {
+        Session::register_user_input(self, call_id)
+    }
+
+    fn forget_user_input(&self, call_id: &CallId) {
+        Session::forget_user_input(self, call_id);
+    }
+
+    fn register_elicitation(
+        &self,
+        server: &str,
+        request_id: &serde_json::Value,
+    ) -> oneshot::Receiver<rmcp::model::ElicitResult> {
+        Session::register_elicitation(self, server, request_id)
+    }
+
+    fn agents(&self) -> &AgentControl {
+        Session::agents(self)
+    }
+
+    fn processes(&self) -> &ProcessLayer {
+        Session::processes(self)
+    }
+
+    fn unified_exec(&self) -> &UnifiedExecSessions {
+        Session::unified_exec(self)
+    }
+
+    fn shell_snapshots(&self) -> &ShellSnapshots {
+        Session::shell_snapshots(self)
+    }
+}

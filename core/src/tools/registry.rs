@@ -1,0 +1,186 @@
+//! The tools of one sampling request: what the model is offered and who handles each call,
+//! registered together so a tool cannot be offered without a handler. One dispatch path runs
+//! every call, built-in, MCP or the embedder's.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use keel_protocol::{AskForApproval, ReviewDecision};
+use serde_json::Value;
+
+use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+use crate::models::ResponseItem;
+use crate::turn_context::TurnStop;
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolRegistrationError {
+    /// Another tool already has the name.
+    #[error("a tool named `{0}` is already registered")]
+    Duplicate(String),
+    /// The name is not one the model APIs accept.
+    #[error("invalid tool name `{0}`: use 1 to 64 of the characters A-Z a-z 0-9 _ -")]
+    InvalidName(String),
+}
+
+/// Whether the model APIs accept `name` as a tool name.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Collects tools for one request; [`ToolRegistryBuilder::build`] freezes them.
+#[derive(Default)]
+pub(crate) struct ToolRegistryBuilder {
+    tools: Vec<Arc<dyn DynTool>>,
+    /// Definitions offered, in order: a registered tool's, or a provider-hosted one's.
+    specs: Vec<Value>,
+    index: HashMap<String, usize>,
+}
+
+impl ToolRegistryBuilder {
+    /// Offers `tool` to the model and routes its calls to it.
+    pub(crate) fn register(&mut self, tool: Arc<dyn DynTool>) -> Result<(), ToolRegistrationError> {
+        self.specs.push(tool.spec());
+        self.handle_only(tool)
+    }
+
+    /// Routes calls of `tool` without offering it: a name models call from habit (`shell`
+    /// while `exec_command` is offered).
+    pub(crate) fn handle_only(
+        &mut self,
+        tool: Arc<dyn DynTool>,
+    ) -> Result<(), ToolRegistrationError> {
+        let name = tool.name().to_string();
+        if self.index.contains_key(&name) {
+            return Err(ToolRegistrationError::Duplicate(name));
+        }
+        self.index.insert(name, self.tools.len());
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Routes calls named `alias` to the tool registered as `target`.
+    pub(crate) fn alias(&mut self, alias: &str, target: &str) {
+        if let Some(&at) = self.index.get(target) {
+            self.index.entry(alias.to_string()).or_insert(at);
+        }
+    }
+
+    /// Offers a tool the provider runs itself (`web_search`): no handler here.
+    pub(crate) fn hosted(&mut self, spec: Value) {
+        self.specs.push(spec);
+    }
+
+    pub(crate) fn build(self) -> ToolRegistry {
+        ToolRegistry {
+            tools: self.tools,
+            specs: self.specs,
+            index: self.index,
+        }
+    }
+}
+
+/// The tools of one request and the one path that runs their calls.
+pub(crate) struct ToolRegistry {
+    tools: Vec<Arc<dyn DynTool>>,
+    specs: Vec<Value>,
+    index: HashMap<String, usize>,
+}
+
+impl ToolRegistry {
+    /// The definitions offered to the model.
+    pub(crate) fn specs(&self) -> &[Value] {
+        &self.specs
+    }
+
+    /// The tool handling calls named `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.index.get(name).and_then(|&at| self.tools.get(at))
+    }
+
+    /// Runs one call and returns its output item. Bad arguments and tool failures become
+    /// output text for the model; only an interrupt stops the turn.
+    pub(crate) async fn dispatch(
+        &self,
+        ctx: ToolContext,
+        call: &ResponseItem,
+    ) -> Result<ResponseItem, TurnStop> {
+        let (name, input, freeform) = match call {
+            ResponseItem::FunctionCall {
+                name, arguments, ..
+            } => (
+                name,
+                ToolInput::Function {
+                    arguments: arguments.clone(),
+                },
+                false,
+            ),
+            ResponseItem::CustomToolCall { name, input, .. } => (
+                name,
+                ToolInput::Freeform {
+                    input: input.clone(),
+                },
+                true,
+            ),
+            other => {
+                return Err(TurnStop::Failed(crate::error::CoreError::Stream(format!(
+                    "not a tool call: {other:?}"
+                ))));
+            }
+        };
+        let call_id = ctx.call_id.to_string();
+        let limit = ctx.turn.tool_output_token_limit;
+        let text = match self.get(name) {
+            Some(tool) => run(tool.as_ref(), ctx, input).await?,
+            None if super::is_builtin_name(name) => serde_json::json!({
+                "error": format!("`{name}` is not available to this agent")
+            })
+            .to_string(),
+            None if freeform => format!("unsupported custom tool `{name}`"),
+            None => format!("unsupported tool `{name}`"),
+        };
+        let output = within_budget(text, limit);
+        Ok(if freeform {
+            ResponseItem::CustomToolCallOutput { call_id, output }
+        } else {
+            ResponseItem::FunctionCallOutput { call_id, output }
+        })
+    }
+}
+
+/// Runs `tool`, asking first when it wants the engine to; the text the model reads.
+async fn run(tool: &dyn DynTool, ctx: ToolContext, input: ToolInput) -> Result<String, TurnStop> {
+    if tool.approval() == ToolApproval::Always && ctx.approval_policy() != AskForApproval::Never {
+        let command = vec![tool.name().to_string(), input.text().to_string()];
+        let reason = Some(format!(
+            "the model wants to call the tool `{}`",
+            tool.name()
+        ));
+        match ctx.request_approval(command, reason).await {
+            Ok(ReviewDecision::Approved | ReviewDecision::ApprovedForSession) => {}
+            Ok(ReviewDecision::Denied | ReviewDecision::Abort) => {
+                return Ok(format!("the user declined the call to `{}`", tool.name()));
+            }
+            Err(ToolError::Interrupted) => return Err(TurnStop::Interrupted),
+            Err(ToolError::Respond(text)) => return Ok(text),
+        }
+    }
+    match tool.handle(ctx, input).await {
+        Ok(text) | Err(ToolError::Respond(text)) => Ok(text),
+        Err(ToolError::Interrupted) => Err(TurnStop::Interrupted),
+    }
+}
+
+/// A tool's output cut to `tool_output_token_limit` (head and tail kept), so one command
+/// printing gigabytes never inflates the history.
+fn within_budget(output: String, limit: usize) -> String {
+    if output.len() <= limit.saturating_mul(4) {
+        return output;
+    }
+    crate::unified_exec::head_and_tail(&output, limit)
+}
