@@ -1,8 +1,34 @@
 //! Embeds the Keel engine: `cargo run -p keel-core --example embed -- "list the files"`.
 //! Uses `$KEEL_HOME/config.toml` (default `~/.keel`) for the model and provider.
+//!
+//! The embedding program answers the engine's approval requests itself: this one asks its
+//! user on the terminal (`y` runs it once, `a` for the rest of the session, anything else
+//! declines). Nothing is approved without an answer. When the sandbox cannot confine a
+//! command (no `keel-linux-sandbox` beside the program, an old kernel) the question says so;
+//! under the `never` approval policy such a command is refused and a warning says why.
+
+use std::io::{BufRead, Write};
 
 use keel_core::{Config, ConfigOverrides, ConversationManager, find_keel_home};
 use keel_protocol::{EventMsg, InputItem, Op, ReviewDecision};
+
+/// Asks the user about `what` on stderr and reads the answer from stdin.
+fn ask(what: &str, reason: Option<&str>) -> anyhow::Result<ReviewDecision> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "\nallow {what}?")?;
+    if let Some(reason) = reason {
+        writeln!(err, "  ({reason})")?;
+    }
+    write!(err, "[y]es / [a]lways this session / [n]o: ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(match answer.trim() {
+        "y" | "yes" => ReviewDecision::Approved,
+        "a" | "always" => ReviewDecision::ApprovedForSession,
+        _ => ReviewDecision::Denied,
+    })
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -12,8 +38,7 @@ async fn main() -> anyhow::Result<()> {
     let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
     let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;
     let manager = ConversationManager::new();
-    let new = manager.new_conversation(config).await?;
-    let conversation = new.conversation;
+    let conversation = manager.new_conversation(config).await?.conversation;
     conversation
         .submit(Op::UserInput {
             items: vec![InputItem::text(prompt)],
@@ -22,19 +47,29 @@ async fn main() -> anyhow::Result<()> {
     loop {
         match conversation.next_event().await?.msg {
             EventMsg::AgentMessageDelta(delta) => print!("{}", delta.delta),
-            EventMsg::ExecCommandBegin(begin) => println!("\n$ {}", begin.command.join(" ")),
+            EventMsg::ExecCommandBegin(begin) => eprintln!("$ {}", begin.command.join(" ")),
+            EventMsg::Warning(warning) => eprintln!("warning: {}", warning.message),
             EventMsg::ExecApprovalRequest(request) => {
-                // A real embedder would ask its user; this one approves everything once.
+                // Blocking on the terminal is fine here: this program does nothing else.
+                let what = format!("running `{}`", request.command.join(" "));
+                let decision = ask(&what, request.reason.as_deref())?;
                 let op = Op::ExecApproval {
                     id: request.call_id,
-                    decision: ReviewDecision::Approved,
+                    decision,
                 };
                 conversation.submit(op).await?;
             }
             EventMsg::ApplyPatchApprovalRequest(request) => {
+                let files: Vec<String> = request
+                    .changes
+                    .keys()
+                    .map(|path| path.display().to_string())
+                    .collect();
+                let what = format!("changing {}", files.join(", "));
+                let decision = ask(&what, request.reason.as_deref())?;
                 let op = Op::PatchApproval {
                     id: request.call_id,
-                    decision: ReviewDecision::Approved,
+                    decision,
                 };
                 conversation.submit(op).await?;
             }

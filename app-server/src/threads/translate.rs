@@ -464,6 +464,14 @@ impl Translator {
                 }
             }
             EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
+            EventMsg::Warning(warning) => {
+                out.push(Output::Notify(ServerNotification::Warning(
+                    keel_protocol::app_server::WarningNotification {
+                        message: warning.message.clone(),
+                        thread_id: Some(thread_id),
+                    },
+                )));
+            }
             EventMsg::Error(error) if self.boundary(event).is_none() => {
                 // An error about another submission (e.g. a refused rollback) leaves the
                 // running turn alone.

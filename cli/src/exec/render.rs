@@ -154,6 +154,7 @@ impl HumanRenderer {
                 format!("retrying: {}", error.error.message)
             }
             ServerNotification::Error(error) => format!("keel: {}", error.error.message),
+            ServerNotification::Warning(warning) => format!("keel: warning: {}", warning.message),
             ServerNotification::TurnStarted(_) => {
                 self.turn_tokens = 0;
                 return;

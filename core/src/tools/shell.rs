@@ -216,10 +216,20 @@ impl BuiltinCall<'_> {
     ) -> Result<Result<(), String>, TurnStop> {
         tracing::warn!(call_id = %call.call_id.as_str(), "sandbox unavailable: {reason}");
         if self.context.approval_policy == AskForApproval::Never {
-            return Ok(Err(format!(
+            let refusal = format!(
                 "command not run: the sandbox is unavailable ({reason}), and the approval \
                  policy `never` does not allow running commands outside it"
-            )));
+            );
+            // The client hears it too, not only the model: nobody was asked, and nothing ran.
+            self.session
+                .send_event(
+                    &self.ids.sub_id,
+                    EventMsg::Warning(keel_protocol::WarningEvent {
+                        message: format!("`{}`: {refusal}", call.argv.join(" ")),
+                    }),
+                )
+                .await;
+            return Ok(Err(refusal));
         }
         let question =
             format!("the sandbox is unavailable ({reason}); run this command without it?");

@@ -173,6 +173,20 @@ async fn missing_sandbox_fails_the_call_under_never() -> anyhow::Result<()> {
         seen.contains("command not run: the sandbox is unavailable"),
         "{seen}"
     );
+    // The client is told as well, not only the model.
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match &event.msg {
+            keel_protocol::EventMsg::Warning(warning) => Some(warning.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("command not run: the sandbox is unavailable")
+            && warnings[0].contains("the sandbox helper"),
+        "{warnings:?}"
+    );
     assert!(!target.exists());
     Ok(())
 }
