@@ -229,7 +229,11 @@ async fn embed_example_hears_why_a_command_was_refused_under_never() -> anyhow::
         "{}",
         run.stderr
     );
-    assert!(!run.stderr.contains("allow running `bash"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("allow running `bash"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.workspace.path().join("made.txt").exists());
     let told = mock.requests()[1]
         .tool_output("c1")

@@ -2,6 +2,7 @@ mod approvals;
 mod common;
 mod concurrency;
 mod config_errors;
+mod embedder;
 mod examples;
 mod interrupt;
 mod module_graph;
