@@ -248,3 +248,23 @@ fn output_deltas_keep_characters_split_across_chunks() {
     }
     assert_eq!(shown, text);
 }
+
+#[test]
+fn an_engine_warning_reaches_the_client_as_a_warning_notification() {
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    start(&mut translator);
+    let out = notifications(translator.handle(&event(EventMsg::Warning(
+        keel_protocol::WarningEvent {
+            message: "command not run: the sandbox is unavailable".into(),
+        },
+    ))));
+    assert_eq!(
+        out,
+        vec![ServerNotification::Warning(
+            keel_protocol::app_server::WarningNotification {
+                message: "command not run: the sandbox is unavailable".into(),
+                thread_id: Some("thread-1".into()),
+            }
+        )]
+    );
+}
