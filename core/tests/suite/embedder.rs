@@ -9,7 +9,7 @@ use keel_core::{
     ConversationManager, Tool, ToolApproval, ToolContext, ToolError, ToolRegistrationError,
 };
 use keel_protocol::ReviewDecision;
-use keel_test_support::{MockModelServer, Script, Turn, assistant_message, function_call};
+use keel_test_support::{Script, Turn, assistant_message, function_call};
 use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
 use serde::Deserialize;
