@@ -65,7 +65,7 @@ impl AppServerError {
                 INVALID_REQUEST
             }
             Self::Overloaded => SERVER_OVERLOADED,
-            Self::Config(_) => INVALID_PARAMS,
+            Self::Config(_) | Self::Core(keel_core::CoreError::InvalidTool(_)) => INVALID_PARAMS,
             Self::Io { .. } | Self::ConfigWrite(_) => INVALID_REQUEST,
             Self::Core(_) | Self::Internal(_) | Self::ExecServer(_) | Self::Transport(_) => {
                 INTERNAL_ERROR

@@ -128,7 +128,11 @@ impl AppState {
             ephemeral,
             source: Default::default(),
         };
+        let has_own_tools = !new.dynamic_tools.is_empty();
         let thread = LoadedThread::start(new.conversation, settings, meta, turns);
+        if has_own_tools {
+            thread.set_tool_client(connection.clone());
+        }
         thread.subscribe(connection);
         self.threads.lock().await.insert(thread.id, thread.clone());
         thread
@@ -266,6 +270,7 @@ impl AppState {
         let mut unfollowed = Vec::new();
         for thread in self.threads.lock().await.values() {
             thread.forget_connection(connection);
+            thread.forget_tool_client(connection);
             if thread.unsubscribe(connection) && !thread.has_subscribers() {
                 unfollowed.push(Arc::clone(thread));
             }

@@ -146,4 +146,7 @@ pub struct NewConversation {
     pub conversation: Arc<Conversation>,
     /// The configuration it runs with; the first event a client should show.
     pub session_configured: SessionConfiguredEvent,
+    /// The client's own tools it offers (given at start, or recorded and brought back on
+    /// resume); their calls arrive as `dynamic_tool_call_request` events.
+    pub dynamic_tools: Vec<keel_protocol::DynamicToolSpec>,
 }

@@ -227,13 +227,22 @@ impl ConversationManager {
     /// Work the recorded one left unfinished is closed first, as on resume.
     pub async fn fork_conversation(
         &self,
-        config: Config,
+        mut config: Config,
         rollout_path: &Path,
     ) -> Result<NewConversation> {
         let mut loaded = rollout::load_rollout(rollout_path).await?;
         close_interrupted_work(&mut loaded.history, &mut loaded.events);
+        if config.dynamic_tools.is_empty() {
+            config.dynamic_tools = loaded.meta.dynamic_tools.clone();
+        }
         let id = ConversationId::new();
-        let meta = rollout::recorder_meta(id, &config.cwd, &config.model, Some(loaded.meta.id));
+        let meta = rollout::recorder_meta(
+            id,
+            &config.cwd,
+            &config.model,
+            Some(loaded.meta.id),
+            &config.dynamic_tools,
+        );
         let recorder = RolloutRecorder::create(&config.keel_home, meta).await?;
         let items: Vec<rollout::RolloutItem> = loaded
             .history
@@ -344,6 +353,27 @@ impl ManagerShared {
         self.http.get_or_init(crate::client::http_client).clone()
     }
 
+    /// The embedder's tools plus the client's own (`Config::dynamic_tools`), checked: a
+    /// client's tool may not take a name already in use.
+    fn tools_with(
+        &self,
+        specs: &[keel_protocol::DynamicToolSpec],
+    ) -> Result<Arc<[Arc<dyn DynTool>]>> {
+        if specs.is_empty() {
+            return Ok(self.tools.clone());
+        }
+        let client = crate::tools::dynamic_tools(specs)?;
+        if let Some(taken) = client
+            .iter()
+            .find(|tool| self.tools.iter().any(|own| own.name() == tool.name()))
+        {
+            return Err(
+                crate::tools::ToolRegistrationError::Duplicate(taken.name().to_string()).into(),
+            );
+        }
+        Ok(self.tools.iter().cloned().chain(client).collect())
+    }
+
     /// Where this manager's conversations get their model client from.
     fn model_backend(&self) -> ModelBackend {
         match &self.model.provider {
@@ -367,11 +397,16 @@ impl ManagerShared {
 
     async fn resume_loaded(
         self: &Arc<Self>,
-        config: Config,
+        mut config: Config,
         rollout_path: &Path,
         mut loaded: rollout::LoadedRollout,
         lineage: Lineage,
     ) -> Result<NewConversation> {
+        // The client's own tools come back with the conversation, unless the caller gives
+        // others.
+        if config.dynamic_tools.is_empty() {
+            config.dynamic_tools = std::mem::take(&mut loaded.meta.dynamic_tools);
+        }
         let recorder = RolloutRecorder::open_append(rollout_path).await?;
         let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
         recorder.record(&repairs).await?;
@@ -422,11 +457,18 @@ impl ManagerShared {
         recording: Recording,
         lineage: Lineage,
     ) -> Result<NewConversation> {
+        let tools = self.tools_with(&config.dynamic_tools)?;
         let ephemeral = matches!(recording, Recording::Off);
         let recorder = match recording {
             Recording::Existing(recorder) => Some(recorder),
             Recording::New => {
-                let meta = rollout::recorder_meta(id, &config.cwd, &config.model, None);
+                let meta = rollout::recorder_meta(
+                    id,
+                    &config.cwd,
+                    &config.model,
+                    None,
+                    &config.dynamic_tools,
+                );
                 Some(RolloutRecorder::create(&config.keel_home, meta).await?)
             }
             Recording::Off => None,
@@ -487,7 +529,7 @@ impl ManagerShared {
                 exec_target,
                 agents,
                 mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
-                tools: self.tools.clone(),
+                tools,
             },
         ));
         if let Some(info) = token_info {
@@ -515,6 +557,7 @@ impl ManagerShared {
             conversation_id: id,
             conversation,
             session_configured,
+            dynamic_tools: config.dynamic_tools.clone(),
         };
         if let Some(parent_id) = parent {
             self.announce(SpawnedConversation {
@@ -522,6 +565,7 @@ impl ManagerShared {
                     conversation_id: new.conversation_id,
                     conversation: new.conversation.clone(),
                     session_configured: new.session_configured.clone(),
+                    dynamic_tools: Vec::new(),
                 },
                 config: Box::new(config),
                 parent_id,

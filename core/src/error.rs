@@ -73,6 +73,10 @@ pub enum CoreError {
     #[error("required MCP servers failed to start: {0}")]
     McpRequired(String),
 
+    /// A tool given to the conversation cannot be offered (bad or clashing name).
+    #[error("cannot offer the tool: {0}")]
+    InvalidTool(#[from] ToolRegistrationError),
+
     /// No conversation has this id.
     #[error("no conversation with id {0}")]
     ConversationNotFound(ConversationId),
@@ -116,6 +120,7 @@ impl CoreError {
             | Self::Compaction(_)
             | Self::ContextWindowExceeded(_)
             | Self::McpRequired(_)
+            | Self::InvalidTool(_)
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }
@@ -212,4 +217,16 @@ fn is_transient_failure_code(code: &str) -> bool {
             | "slow_down"
             | "overloaded"
     )
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolRegistrationError {
+    /// Another tool already has the name.
+    #[error("a tool named `{0}` is already registered")]
+    Duplicate(String),
+    /// The name is not one the model APIs accept.
+    #[error("invalid tool name `{0}`: use 1 to 64 of the characters A-Z a-z 0-9 _ -")]
+    InvalidName(String),
 }

@@ -94,7 +94,8 @@ pub(crate) async fn start(
 ) -> Result<Reply> {
     let mut overrides = params.overrides;
     AppState::apply_permissions("thread/start", &mut overrides)?;
-    let config = state.resolve_config(&overrides)?;
+    let mut config = state.resolve_config(&overrides)?;
+    config.dynamic_tools = params.dynamic_tools.unwrap_or_default();
     let ephemeral = params.ephemeral.unwrap_or(false);
     let new = if ephemeral {
         state
@@ -148,6 +149,9 @@ pub(crate) async fn resume(
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
     if let Some(thread) = state.loaded(id).await {
+        // The thread's own tools outlive the client that defined them while the thread
+        // stays loaded: when that client is gone, the next one to resume runs them.
+        thread.adopt_tool_client(outgoing);
         thread.subscribe(outgoing.clone());
         let (mut reply, _turns) =
             started_reply_keeping_turns(start_response(&thread, true), outgoing)?;

@@ -2,6 +2,7 @@
 //! translator to every subscribed connection, and carries approvals out as server requests.
 
 mod approvals;
+mod client_tools;
 mod elicitation;
 mod first_answer;
 mod history;
@@ -62,6 +63,13 @@ pub(crate) struct LoadedThread {
     turn_ended: tokio::sync::Notify,
     /// Cancelled once the conversation has ended and every event was delivered.
     finished: tokio_util::sync::CancellationToken,
+    /// Whether the thread was started with tools of the client's own (`dynamicTools`).
+    has_own_tools: std::sync::atomic::AtomicBool,
+    /// The connection that runs them: the one that defined them, or, once it is gone, the
+    /// next one to resume the thread.
+    tool_client: Mutex<Option<Arc<Outgoing>>>,
+    /// Calls of those tools sent to it and not answered yet, by engine call id.
+    tool_calls: Mutex<HashMap<CallId, (Arc<Outgoing>, keel_protocol::RequestId)>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -107,6 +115,9 @@ impl LoadedThread {
             pump: Mutex::new(None),
             turn_ended: tokio::sync::Notify::new(),
             finished: tokio_util::sync::CancellationToken::new(),
+            has_own_tools: std::sync::atomic::AtomicBool::new(false),
+            tool_client: Mutex::new(None),
+            tool_calls: Mutex::new(HashMap::new()),
         })
     }
 
@@ -313,6 +324,9 @@ impl LoadedThread {
                 }
                 Output::UserInput { call_id, request } => {
                     self.ask_user(call_id, request).await;
+                }
+                Output::ClientTool { call_id, request } => {
+                    self.run_client_tool(call_id, request).await;
                 }
                 Output::Elicitation {
                     server_name,

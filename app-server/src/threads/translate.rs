@@ -14,6 +14,7 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::{CallId, Event, EventMsg, StepStatus};
 
+mod client_tools;
 mod commands;
 mod mcp;
 mod reasoning;
@@ -35,6 +36,13 @@ pub(crate) enum Output {
     /// Put the model's questions to the clients, then give the engine the first answers.
     UserInput {
         /// The engine call the answers are for.
+        call_id: CallId,
+        /// The request to send.
+        request: ServerRequest,
+    },
+    /// Ask the client that defined the tool to run it, then give the engine its answer.
+    ClientTool {
+        /// The engine call the answer is for.
         call_id: CallId,
         /// The request to send.
         request: ServerRequest,
@@ -349,6 +357,9 @@ impl Translator {
             | EventMsg::McpToolCallProgress(_)
             | EventMsg::McpStartupUpdate(_)
             | EventMsg::ElicitationRequest(_) => out.extend(self.mcp(&event.msg)),
+            EventMsg::DynamicToolCallRequest(_) | EventMsg::DynamicToolCallEnd(_) => {
+                out.extend(self.client_tool(&event.msg));
+            }
             EventMsg::CollabToolCallBegin(call) => {
                 out.extend(self.start_once(super::items::collab_item(call)));
             }
@@ -625,6 +636,13 @@ fn end_unfinished(item: &mut ThreadItem) -> bool {
             if call.status == keel_protocol::CollabAgentToolCallStatus::InProgress =>
         {
             call.status = keel_protocol::CollabAgentToolCallStatus::Failed;
+            true
+        }
+        ThreadItem::DynamicToolCall(call)
+            if call.status == keel_protocol::app_server::DynamicToolCallStatus::InProgress =>
+        {
+            call.status = keel_protocol::app_server::DynamicToolCallStatus::Failed;
+            call.success = Some(false);
             true
         }
         _ => false,

@@ -25,7 +25,10 @@ fn notifications(outputs: Vec<Output>) -> Vec<ServerNotification> {
         .into_iter()
         .filter_map(|o| match o {
             Output::Notify(n) => Some(n),
-            Output::Approval { .. } | Output::UserInput { .. } | Output::Elicitation { .. } => None,
+            Output::Approval { .. }
+            | Output::UserInput { .. }
+            | Output::ClientTool { .. }
+            | Output::Elicitation { .. } => None,
         })
         .collect()
 }

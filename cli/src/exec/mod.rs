@@ -170,6 +170,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         None => {
             let thread = client
                 .request::<client_request::ThreadStart>(ThreadStartParams {
+                    dynamic_tools: None,
                     overrides,
                     ephemeral: None,
                 })
@@ -441,8 +442,20 @@ async fn drive(
                     .respond(id, serde_json::json!({"action": "decline"}))
                     .await?;
             }
+            InProcessEvent::ServerRequest {
+                id,
+                request: ServerRequest::DynamicToolCall(call),
+            } => {
+                // keel exec registers no tools of its own, so no call should come here.
+                let answer = keel_protocol::DynamicToolResponse::failure(format!(
+                    "keel exec has no tool `{}`",
+                    call.tool
+                ));
+                client.respond(id, serde_json::to_value(answer)?).await?;
+            }
             InProcessEvent::ServerRequest { id, request } => {
                 let what = match &request {
+                    ServerRequest::DynamicToolCall(call) => format!("tool `{}`", call.tool),
                     ServerRequest::McpServerElicitation(_) => "an MCP question".to_string(),
                     ServerRequest::CommandExecutionRequestApproval(p) => {
                         format!("command `{}`", p.command.clone().unwrap_or_default())

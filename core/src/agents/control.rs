@@ -152,6 +152,9 @@ impl AgentControl {
         let settings = context.client.settings();
         config.model = model.unwrap_or_else(|| settings.model.clone());
         config.model_reasoning_effort = effort.or(settings.reasoning_effort);
+        // The client's own tools answer to the thread that registered them, not to its
+        // sub-agents.
+        config.dynamic_tools.clear();
         config
     }
 

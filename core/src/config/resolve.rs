@@ -148,6 +148,9 @@ pub struct Config {
     pub agents_max_depth: u32,
     /// External MCP servers whose tools the model is offered (`[mcp_servers.NAME]`), by name.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Tools a client defines and runs itself (the app-server's `dynamicTools`); never read
+    /// from `config.toml`. A call becomes a `dynamic_tool_call_request` event.
+    pub dynamic_tools: Vec<keel_protocol::DynamicToolSpec>,
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
@@ -561,6 +564,7 @@ fn resolve(
             .max(1),
         agents_max_depth: agents.max_depth.unwrap_or(1),
         mcp_servers: BTreeMap::new(),
+        dynamic_tools: Vec::new(),
         warnings: Vec::new(),
     })
 }

@@ -49,6 +49,9 @@ pub struct SessionMeta {
     /// The conversation this one was forked from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ConversationId>,
+    /// The client's own tools it was started with (`dynamicTools`), offered again on resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_tools: Vec<keel_protocol::DynamicToolSpec>,
 }
 
 /// One line of a rollout file.
@@ -440,5 +443,6 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::ThreadRolledBack(_)
             | EventMsg::ContextCompacted(_)
             | EventMsg::McpToolCallEnd(_)
+            | EventMsg::DynamicToolCallEnd(_)
     )
 }

@@ -114,6 +114,7 @@ pub(crate) fn recorder_meta(
     cwd: &Path,
     model: &str,
     forked_from: Option<ConversationId>,
+    dynamic_tools: &[keel_protocol::DynamicToolSpec],
 ) -> SessionMeta {
     SessionMeta {
         id,
@@ -123,5 +124,6 @@ pub(crate) fn recorder_meta(
         originator: "keel".to_string(),
         cli_version: env!("CARGO_PKG_VERSION").to_string(),
         forked_from,
+        dynamic_tools: dynamic_tools.to_vec(),
     }
 }

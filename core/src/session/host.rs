@@ -56,6 +56,17 @@ impl ToolHost for Session {
         Session::forget_user_input(self, call_id);
     }
 
+    fn register_dynamic_call(
+        &self,
+        call_id: CallId,
+    ) -> oneshot::Receiver<keel_protocol::DynamicToolResponse> {
+        Session::register_dynamic_call(self, call_id)
+    }
+
+    fn forget_dynamic_call(&self, call_id: &CallId) {
+        Session::forget_dynamic_call(self, call_id);
+    }
+
     fn register_elicitation(
         &self,
         server: &str,

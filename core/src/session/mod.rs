@@ -75,6 +75,8 @@ pub(crate) struct Session {
     approvals: Mutex<HashMap<CallId, oneshot::Sender<ReviewDecision>>>,
     /// `request_user_input` calls waiting for the user's answers.
     user_inputs: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::UserInputResponse>>>,
+    /// Calls of the client's own tools waiting for its answers.
+    dynamic_calls: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::DynamicToolResponse>>>,
     rollout: Option<RolloutRecorder>,
     /// Where the conversation's commands run; dropping it kills them all.
     processes: ProcessLayer,
@@ -124,6 +126,7 @@ impl Session {
             }),
             approvals: Mutex::new(HashMap::new()),
             user_inputs: Mutex::new(HashMap::new()),
+            dynamic_calls: Mutex::new(HashMap::new()),
             rollout,
             processes: ProcessLayer::new(exec_target),
             unified_exec: Arc::new(UnifiedExecSessions::default()),
@@ -443,6 +446,45 @@ impl Session {
             Some(Ok(())) => {}
             Some(Err(_)) => tracing::debug!(%call_id, "answers arrived after their turn ended"),
             None => tracing::warn!(%call_id, "answers for an unknown or settled request"),
+        }
+    }
+
+    /// Registers a pending call of a client's tool and returns where its answer arrives.
+    pub(crate) fn register_dynamic_call(
+        &self,
+        call_id: CallId,
+    ) -> oneshot::Receiver<keel_protocol::DynamicToolResponse> {
+        let (tx, rx) = oneshot::channel();
+        self.dynamic_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(call_id, tx);
+        rx
+    }
+
+    /// Forgets a client's tool call that ended without an answer (an interrupt).
+    pub(crate) fn forget_dynamic_call(&self, call_id: &CallId) {
+        self.dynamic_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+    }
+
+    /// Delivers the client's answer to its tool call; unknown call ids are logged and ignored.
+    pub(crate) fn resolve_dynamic_call(
+        &self,
+        call_id: &CallId,
+        response: keel_protocol::DynamicToolResponse,
+    ) {
+        let sender = self
+            .dynamic_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call_id);
+        match sender.map(|tx| tx.send(response)) {
+            Some(Ok(())) => {}
+            Some(Err(_)) => tracing::debug!(%call_id, "tool output arrived after its turn ended"),
+            None => tracing::warn!(%call_id, "tool output for an unknown or settled call"),
         }
     }
 

@@ -75,6 +75,10 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             } => {
                 session.resolve_user_input(&call_id, response);
             }
+            Op::DynamicToolResponse {
+                id: call_id,
+                response,
+            } => session.resolve_dynamic_call(&call_id, response),
             Op::NextTurnOutputSchema { schema } => session.set_next_output_schema(schema),
             Op::ResolveElicitation {
                 server_name,

@@ -47,6 +47,15 @@ pub(crate) trait ToolHost: Send + Sync {
     /// Forgets a `request_user_input` that ended without answers.
     fn forget_user_input(&self, call_id: &CallId);
 
+    /// Registers a pending call of a client's tool; its answer arrives on the receiver.
+    fn register_dynamic_call(
+        &self,
+        call_id: CallId,
+    ) -> oneshot::Receiver<keel_protocol::DynamicToolResponse>;
+
+    /// Forgets a client's tool call that will not be answered (an interrupt).
+    fn forget_dynamic_call(&self, call_id: &CallId);
+
     /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
     fn register_elicitation(
         &self,

@@ -9,20 +9,9 @@ use keel_protocol::{AskForApproval, ReviewDecision};
 use serde_json::Value;
 
 use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+pub use crate::error::ToolRegistrationError;
 use crate::models::ResponseItem;
 use crate::turn_context::TurnStop;
-
-/// Why a tool could not be registered.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolRegistrationError {
-    /// Another tool already has the name.
-    #[error("a tool named `{0}` is already registered")]
-    Duplicate(String),
-    /// The name is not one the model APIs accept.
-    #[error("invalid tool name `{0}`: use 1 to 64 of the characters A-Z a-z 0-9 _ -")]
-    InvalidName(String),
-}
 
 /// Whether the model APIs accept `name` as a tool name.
 pub(crate) fn valid_tool_name(name: &str) -> bool {

@@ -130,3 +130,25 @@ pub struct ToolRequestUserInputResponse {
     /// Answers by question id.
     pub answers: std::collections::BTreeMap<String, crate::UserInputAnswer>,
 }
+
+/// Params of `item/tool/call`: run a tool this client defined, for the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallParams {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The model's call id (also the item id).
+    pub call_id: String,
+    /// The tool's name (within its namespace, if it has one).
+    pub tool: String,
+    /// The tool's namespace, if it was defined in one.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The arguments the model sent.
+    pub arguments: serde_json::Value,
+}
+
+/// Result of `item/tool/call`.
+pub type DynamicToolCallResponse = crate::DynamicToolResponse;

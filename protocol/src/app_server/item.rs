@@ -282,6 +282,46 @@ pub enum ThreadItem {
     CollabAgentToolCall(Box<CollabAgentToolCallItem>),
     /// A call to a tool of an external MCP server.
     McpToolCall(Box<super::McpToolCallItem>),
+    /// A call to a tool the client defined (`dynamicTools`) and ran.
+    DynamicToolCall(Box<DynamicToolCallItem>),
+}
+
+/// Where a `dynamicToolCall` item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DynamicToolCallStatus {
+    /// The client is running it.
+    InProgress,
+    /// The client answered with success.
+    Completed,
+    /// The client answered with failure, errored, or was gone.
+    Failed,
+}
+
+/// The fields of a `dynamicToolCall` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallItem {
+    /// Item id (the tool call id).
+    pub id: String,
+    /// The tool's name (within its namespace, if it has one).
+    pub tool: String,
+    /// The tool's namespace, if it was defined in one.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The arguments the model sent.
+    pub arguments: serde_json::Value,
+    /// Progress.
+    pub status: DynamicToolCallStatus,
+    /// The output, once answered.
+    #[serde(default)]
+    pub content_items: Option<Vec<crate::DynamicToolContentItem>>,
+    /// Whether the call succeeded, once answered.
+    #[serde(default)]
+    pub success: Option<bool>,
+    /// Wall time in ms, once answered.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
 }
 
 /// The fields of a `collabAgentToolCall` item.
@@ -324,6 +364,7 @@ impl ThreadItem {
             | Self::ContextCompaction { id } => id,
             Self::CollabAgentToolCall(call) => &call.id,
             Self::McpToolCall(call) => &call.id,
+            Self::DynamicToolCall(call) => &call.id,
         }
     }
 }

@@ -212,5 +212,7 @@ crate::request_table! {
         ToolRequestUserInput("item/tool/requestUserInput", ToolRequestUserInputParams) -> ToolRequestUserInputResponse,
         /// Asks the user what an MCP server wants to know.
         McpServerElicitation("mcpServer/elicitation/request", McpServerElicitationRequestParams) -> McpServerElicitationRequestResponse,
+        /// Asks the client to run one of the tools it defined.
+        DynamicToolCall("item/tool/call", DynamicToolCallParams) -> DynamicToolCallResponse,
     }
 }

@@ -184,6 +184,10 @@ pub struct ThreadStartParams {
     /// Do not record the thread on disk.
     #[serde(default)]
     pub ephemeral: Option<bool>,
+    /// Tools this client defines and runs (Codex 0.169, experimental): the model's calls come
+    /// back to it as `item/tool/call` requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_tools: Option<Vec<crate::DynamicToolSpec>>,
 }
 
 /// Result of `thread/start`, `thread/resume` and `thread/fork`.

@@ -105,6 +105,10 @@ pub enum EventMsg {
     McpToolCallEnd(super::McpToolCallEndEvent),
     /// An MCP server asks the user for input.
     ElicitationRequest(super::ElicitationRequestEvent),
+    /// The model called a tool the client defined; the client runs it and answers.
+    DynamicToolCallRequest(super::DynamicToolCallRequestEvent),
+    /// A call of a client's tool ended.
+    DynamicToolCallEnd(super::DynamicToolCallEndEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }

@@ -2,6 +2,7 @@
 //! [`Event`]s whose [`EventMsg`] is tagged by `type` in snake_case, as Codex clients expect.
 
 mod collab;
+mod dynamic_tools;
 mod event;
 mod file_change;
 mod input;
@@ -16,6 +17,7 @@ mod tool_events;
 mod user_input_request;
 
 pub use collab::*;
+pub use dynamic_tools::*;
 pub use event::*;
 pub use file_change::FileChange;
 pub use input::InputItem;

@@ -70,6 +70,13 @@ pub enum Op {
         /// The answers.
         response: crate::UserInputResponse,
     },
+    /// Answers a `dynamic_tool_call_request` with what the client's tool produced.
+    DynamicToolResponse {
+        /// The `call_id` of the request being answered.
+        id: CallId,
+        /// The tool's output.
+        response: crate::DynamicToolResponse,
+    },
     /// The next turn's final answer must match this JSON Schema: it is sent to the model as
     /// the response format (Codex clients ask this of short structured turns, such as a
     /// thread title). Applies to the next turn started by user input, then is forgotten.

@@ -4,6 +4,7 @@ mod approvals;
 mod codex_0169;
 pub(crate) mod common;
 mod compaction;
+mod dynamic_tools;
 mod protocol;
 mod settings;
 mod threads;

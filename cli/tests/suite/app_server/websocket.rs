@@ -12,7 +12,7 @@ use super::common::*;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Starts `keel app-server --listen ws://127.0.0.1:0` and returns it with its address.
-async fn listen(world: &World) -> anyhow::Result<(JsonLinesProcess, String)> {
+pub(super) async fn listen(world: &World) -> anyhow::Result<(JsonLinesProcess, String)> {
     let mut process = world
         .builder()
         .args(["--listen", "ws://127.0.0.1:0"])
@@ -21,15 +21,15 @@ async fn listen(world: &World) -> anyhow::Result<(JsonLinesProcess, String)> {
     Ok((process, addr))
 }
 
-type Socket =
+pub(super) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn send(socket: &mut Socket, value: Value) -> anyhow::Result<()> {
+pub(super) async fn send(socket: &mut Socket, value: Value) -> anyhow::Result<()> {
     socket.send(Message::Text(value.to_string().into())).await?;
     Ok(())
 }
 
-async fn read_until(
+pub(super) async fn read_until(
     socket: &mut Socket,
     mut done: impl FnMut(&Value) -> bool,
 ) -> anyhow::Result<Value> {

@@ -98,6 +98,7 @@ fn default_config(keel_home: &Path) -> Config {
         agents_max_threads: 6,
         agents_max_depth: 1,
         mcp_servers: BTreeMap::new(),
+        dynamic_tools: Vec::new(),
         warnings: Vec::new(),
     }
 }
@@ -280,6 +281,7 @@ fn full_codex_style_file() -> TestResult {
         enable_fanout: false,
         agents_max_threads: 64,
         agents_max_depth: 2,
+        dynamic_tools: Vec::new(),
         mcp_servers: BTreeMap::from([(
             "docs".to_string(),
             McpServerConfig {
