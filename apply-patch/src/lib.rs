@@ -29,6 +29,7 @@
 
 mod apply;
 mod error;
+mod links;
 mod parser;
 mod plan;
 mod seek;
@@ -40,6 +41,7 @@ use std::path::Path;
 
 pub use apply::{AppliedSummary, apply};
 pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
+pub use links::{ResolvedPath, SymlinkHop, resolve_links};
 pub use parser::{Hunk, Patch, UpdateChunk, parse_patch};
 pub use plan::{ApplyPatchAction, PlannedWrite, plan_patch};
 pub use shell_detect::{ShellApplyPatch, maybe_parse_apply_patch_from_argv};

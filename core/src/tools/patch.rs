@@ -11,7 +11,7 @@ use keel_protocol::{
 use futures::future::BoxFuture;
 
 use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
-use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch};
+use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch, resolve_links};
 use crate::approvals::{ExecDecision, decide_patch};
 use crate::sandbox::ResolvedPolicy;
 use crate::turn_context::TurnStop;
@@ -95,7 +95,16 @@ impl BuiltinCall<'_> {
             self.context.shell_env.get("TMPDIR").map(Path::new),
             self.context.sandbox_allow_git_writes,
         );
-        let decision = decide_patch(self.context.approval_policy, resolved.as_ref(), &paths);
+        // Where each write really lands: a link planted in the workspace never carries a write
+        // out of the writable roots, whatever the approval policy.
+        let real_paths = match resolved.as_ref() {
+            None => paths.clone(),
+            Some(policy) => match real_targets(policy, &paths) {
+                Ok(real) => real,
+                Err(refusal) => return Ok(format!("patch rejected: {refusal}")),
+            },
+        };
+        let decision = decide_patch(self.context.approval_policy, resolved.as_ref(), &real_paths);
         let auto_approved = match decision {
             ExecDecision::Run => true,
             ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
@@ -162,6 +171,49 @@ impl BuiltinCall<'_> {
             Ok(format!("apply_patch failed: {stderr}"))
         }
     }
+}
+
+/// The places `paths` really reach, or why the patch is refused: a path that leads through
+/// a symlink to somewhere outside the writable roots (or into a protected path). A plain
+/// path outside the roots is left to the approval policy.
+fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    // The roots as the kernel sees them too, so a root reached through a link still counts.
+    let canonical = |roots: &[PathBuf]| -> Vec<PathBuf> {
+        roots
+            .iter()
+            .flat_map(|root| {
+                [
+                    root.clone(),
+                    std::fs::canonicalize(root).unwrap_or_default(),
+                ]
+            })
+            .filter(|root| !root.as_os_str().is_empty())
+            .collect()
+    };
+    let writable = canonical(&policy.writable_roots);
+    let protected = canonical(&policy.read_only_subpaths);
+    let allowed = |path: &Path| {
+        writable.iter().any(|root| path.starts_with(root))
+            && !protected.iter().any(|ro| path.starts_with(ro))
+    };
+    let mut real = Vec::with_capacity(paths.len());
+    for path in paths {
+        let resolved = resolve_links(path)
+            .map_err(|err| format!("cannot resolve `{}`: {err}", path.display()))?;
+        if let Some(hop) = &resolved.link
+            && !allowed(&resolved.real)
+        {
+            return Err(format!(
+                "`{}` leads through the symlink `{}` to `{}`, outside the writable roots; \
+                 patches never write through a link out of them",
+                path.display(),
+                hop.link.display(),
+                hop.target.display()
+            ));
+        }
+        real.push(resolved.real);
+    }
+    Ok(real)
 }
 
 /// Runs the filesystem work off the async threads.

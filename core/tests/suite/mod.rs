@@ -7,6 +7,7 @@ mod examples;
 mod interrupt;
 mod module_graph;
 mod parser_properties;
+mod patch_links;
 mod patches;
 mod retries;
 mod rollouts;
