@@ -289,6 +289,7 @@ impl ConversationManager {
 
     /// The state and tools of each MCP server `config` names, starting those not running
     /// (each bounded by its `startup_timeout_sec`).
+    #[cfg(feature = "mcp")]
     pub async fn mcp_server_states(&self, config: &Config) -> Vec<crate::McpServerState> {
         crate::mcp::server_states(&self.shared.mcp, &config.mcp_servers, &self.shared.http()).await
     }
@@ -484,7 +485,7 @@ impl ManagerShared {
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.agent_tools = AgentTools {
             collab: config.multi_agent && may_spawn,
-            fanout: config.enable_fanout && may_spawn,
+            fanout: cfg!(feature = "agent-jobs") && config.enable_fanout && may_spawn,
             report: lineage.worker.is_some(),
         };
         let session_configured = SessionConfiguredEvent {

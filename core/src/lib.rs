@@ -35,6 +35,10 @@
 //! # }
 //! ```
 
+#[cfg(feature = "agent-jobs")]
+mod agent_jobs;
+#[cfg(not(feature = "agent-jobs"))]
+#[path = "agent_jobs_disabled.rs"]
 mod agent_jobs;
 mod agents;
 /// Codex's patch format: the `keel-apply-patch` crate, re-exported for embedders.
@@ -47,7 +51,12 @@ mod conversation_manager;
 mod error;
 mod images;
 mod manager_builder;
+#[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(not(feature = "mcp"))]
+#[path = "mcp_disabled.rs"]
+mod mcp;
+#[cfg(feature = "mcp")]
 pub use mcp::{McpError, McpServerState};
 mod model_family;
 mod models;

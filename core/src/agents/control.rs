@@ -118,11 +118,19 @@ impl AgentControl {
     }
 
     /// The configuration this conversation started with.
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
     /// The job row this conversation works on, when it is a job worker.
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) fn worker(&self) -> Option<&Arc<JobWorker>> {
         self.lineage.worker.as_ref()
     }
@@ -133,6 +141,10 @@ impl AgentControl {
     }
 
     /// The most sub-agents alive at once in this tree.
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) fn max_threads(&self) -> usize {
         self.config.agents_max_threads
     }
@@ -159,6 +171,10 @@ impl AgentControl {
     }
 
     /// Waits for one of the tree's thread slots (job workers queue for them).
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) async fn acquire_slot(&self) -> Result<OwnedSemaphorePermit, AgentError> {
         self.lineage
             .slots
@@ -169,6 +185,10 @@ impl AgentControl {
     }
 
     /// Thread slots free in this tree right now.
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) fn free_slots(&self) -> usize {
         self.lineage.slots.available_permits()
     }
@@ -223,6 +243,10 @@ impl AgentControl {
     }
 
     /// Spawns an unrecorded job worker holding `slot`; the caller owns it and shuts it down.
+    #[cfg_attr(
+        not(feature = "agent-jobs"),
+        expect(dead_code, reason = "used by agent jobs only")
+    )]
     pub(crate) async fn spawn_worker(
         &self,
         config: Config,

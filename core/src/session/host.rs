@@ -67,6 +67,7 @@ impl ToolHost for Session {
         Session::forget_dynamic_call(self, call_id);
     }
 
+    #[cfg(feature = "mcp")]
     fn register_elicitation(
         &self,
         server: &str,

@@ -90,6 +90,7 @@ pub(crate) struct Session {
     /// The external MCP servers whose tools the model is offered.
     mcp: McpServers,
     /// Questions MCP servers asked the user, by server and request id, waiting for answers.
+    #[cfg(feature = "mcp")]
     elicitations: Mutex<HashMap<(String, String), oneshot::Sender<rmcp::model::ElicitResult>>>,
     /// The embedder's own tools.
     embedder_tools: Arc<[Arc<dyn DynTool>]>,
@@ -137,6 +138,7 @@ impl Session {
             ),
             agents,
             mcp,
+            #[cfg(feature = "mcp")]
             elicitations: Mutex::new(HashMap::new()),
             embedder_tools: tools,
         }
@@ -170,6 +172,7 @@ impl Session {
     }
 
     /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
+    #[cfg(feature = "mcp")]
     pub(crate) fn register_elicitation(
         &self,
         server: &str,
@@ -184,6 +187,7 @@ impl Session {
     }
 
     /// Delivers the user's answer to an MCP server's question; unknown ones are logged.
+    #[cfg(feature = "mcp")]
     pub(crate) fn resolve_elicitation(
         &self,
         server: &str,

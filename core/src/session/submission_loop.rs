@@ -80,6 +80,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 response,
             } => session.resolve_dynamic_call(&call_id, response),
             Op::NextTurnOutputSchema { schema } => session.set_next_output_schema(schema),
+            #[cfg(feature = "mcp")]
             Op::ResolveElicitation {
                 server_name,
                 request_id,
@@ -101,6 +102,13 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 result.content =
                     content.filter(|_| decision == keel_protocol::ElicitationAction::Accept);
                 session.resolve_elicitation(&server_name, &request_id, result);
+            }
+            #[cfg(not(feature = "mcp"))]
+            Op::ResolveElicitation { server_name, .. } => {
+                tracing::warn!(
+                    server_name,
+                    "an elicitation answer, but this build has no MCP client"
+                );
             }
             Op::ThreadRollback { num_turns } => rollback(&session, &id, num_turns).await,
             Op::CloseBackgroundTerminals { process_id } => {

@@ -107,6 +107,10 @@ pub(crate) fn collab_tools() -> Vec<Value> {
 }
 
 /// `spawn_agents_on_csv`.
+#[cfg_attr(
+    not(feature = "agent-jobs"),
+    expect(dead_code, reason = "offered by agent jobs only")
+)]
 pub(crate) fn spawn_agents_on_csv_tool() -> Value {
     function(
         "spawn_agents_on_csv",
@@ -135,6 +139,10 @@ pub(crate) fn spawn_agents_on_csv_tool() -> Value {
 }
 
 /// `report_agent_job_result`, offered to job workers only.
+#[cfg_attr(
+    not(feature = "agent-jobs"),
+    expect(dead_code, reason = "offered by agent jobs only")
+)]
 pub(crate) fn report_agent_job_result_tool() -> Value {
     function(
         "report_agent_job_result",

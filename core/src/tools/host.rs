@@ -57,6 +57,7 @@ pub(crate) trait ToolHost: Send + Sync {
     fn forget_dynamic_call(&self, call_id: &CallId);
 
     /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
+    #[cfg(feature = "mcp")]
     fn register_elicitation(
         &self,
         server: &str,

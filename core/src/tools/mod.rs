@@ -6,13 +6,16 @@
 //! to this model and agent), the conversation's MCP tools and the embedder's tools, in that
 //! order; a later tool with a name already taken is skipped with a warning.
 
+#[cfg(feature = "agent-jobs")]
 mod agent_job_runner;
+#[cfg(feature = "agent-jobs")]
 mod agent_jobs;
 mod agent_spec;
 mod agents;
 mod context;
 mod dynamic;
 mod host;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod patch;
 mod plan;
@@ -130,6 +133,7 @@ pub(crate) fn registry_for(
         }
         builder.alias("wait", "wait_agent");
     }
+    #[cfg(feature = "agent-jobs")]
     if offered.fanout {
         add(
             &mut builder,
@@ -137,6 +141,7 @@ pub(crate) fn registry_for(
             true,
         );
     }
+    #[cfg(feature = "agent-jobs")]
     if offered.report {
         add(
             &mut builder,
@@ -144,9 +149,12 @@ pub(crate) fn registry_for(
             true,
         );
     }
+    #[cfg(feature = "mcp")]
     for tool in mcp.map(mcp::mcp_tools).unwrap_or_default() {
         add(&mut builder, tool, true);
     }
+    #[cfg(not(feature = "mcp"))]
+    let _ = mcp;
     for tool in embedder {
         add(&mut builder, tool.clone(), true);
     }
