@@ -15,8 +15,11 @@
 //!
 //! Behaviour callers rely on:
 //! - Relative paths join the cwd; absolute paths are used as given; `.`/`..` are resolved
-//!   lexically. No path is refused here: sandboxing is the caller's decision, made on the
-//!   absolute paths in [`ApplyPatchAction::changes`].
+//!   lexically. No path is refused here: sandboxing is the caller's decision, made on where
+//!   each of [`ApplyPatchAction::writes`] really leads ([`resolve_links`] follows the
+//!   symlinks on the way). [`apply_patch_in_dir`] makes no such check.
+//! - Writes replace files by renaming a new file into place, so a hard link is replaced,
+//!   never written through.
 //! - `*** Add File:` on an existing file overwrites it (reported as `Add`), and a move onto
 //!   an existing file replaces that file, as Codex does.
 //! - [`FileChange::Update`](keel_protocol::FileChange::Update) carries a header-less unified

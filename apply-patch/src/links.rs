@@ -57,7 +57,7 @@ pub fn resolve_links(path: &Path) -> io::Result<ResolvedPath> {
                             // Dangling: where it would create the file.
                             Err(_) => {
                                 let pointed = std::fs::read_link(&candidate)?;
-                                real.join(pointed)
+                                crate::plan::resolve(&real, &pointed)
                             }
                         };
                         if link.is_none() {

@@ -139,6 +139,7 @@ impl Conversation {
 }
 
 /// A freshly started conversation.
+#[non_exhaustive]
 pub struct NewConversation {
     /// Its id.
     pub conversation_id: ConversationId,

@@ -71,6 +71,7 @@ mod shell_snapshot;
 mod tls;
 mod tools;
 mod turn_context;
+mod turn_setup;
 mod unified_exec;
 
 pub use client::{

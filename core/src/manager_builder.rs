@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use crate::client::{ApiKeyFn, ModelProvider};
-use crate::conversation_manager::{ConversationManager, EmbedderModel, EnvLookup};
+use crate::conversation_manager::ConversationManager;
 use crate::tools::{DynTool, ToolRegistrationError, is_builtin_name, valid_tool_name};
+use crate::turn_setup::{EmbedderModel, EnvLookup};
 
 impl ConversationManager {
     /// Starts a manager with tools, credentials or storage of the embedder's.

@@ -523,7 +523,11 @@ pub(crate) async fn unsubscribe(
     let id = parse_thread_id(&params.thread_id)?;
     let status = match state.loaded(id).await {
         None => ThreadUnsubscribeStatus::NotLoaded,
-        Some(thread) if thread.unsubscribe(outgoing.id()) => ThreadUnsubscribeStatus::Unsubscribed,
+        Some(thread) if thread.unsubscribe(outgoing.id()) => {
+            // A client that stops following the thread stops running its own tools too.
+            thread.forget_tool_client(outgoing.id());
+            ThreadUnsubscribeStatus::Unsubscribed
+        }
         Some(_) => ThreadUnsubscribeStatus::NotSubscribed,
     };
     let response = ThreadUnsubscribeResponse { status };

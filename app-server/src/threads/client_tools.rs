@@ -49,7 +49,17 @@ impl LoadedThread {
             self.answer_client_tool(call_id, failure).await;
             return;
         };
-        lock(&self.tool_calls).insert(call_id.clone(), (client, request_id));
+        let connection = client.id();
+        lock(&self.tool_calls).insert(call_id.clone(), (client.clone(), request_id.clone()));
+        // The client may have gone between being picked and the call being recorded: a
+        // disconnect clears the tool client before failing the recorded calls, so if it is no
+        // longer this connection, this call must be failed here.
+        let still_there = lock(&self.tool_client)
+            .as_ref()
+            .is_some_and(|current| current.id() == connection);
+        if !still_there {
+            client.forget(&request_id);
+        }
         let thread = Arc::clone(self);
         tokio::spawn(async move {
             let response = match answer.await {

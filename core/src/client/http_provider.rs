@@ -169,6 +169,7 @@ impl HttpSender {
             ready: VecDeque::new(),
             finished: false,
             rate_limits,
+            idle_timeout: None,
         })
     }
 }

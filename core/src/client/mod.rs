@@ -107,6 +107,9 @@ pub struct ResponseStream {
     finished: bool,
     /// The rate limits the response's headers stated.
     rate_limits: Option<keel_protocol::RateLimitSnapshot>,
+    /// How long an embedder's event stream may stay silent before it counts as broken (the
+    /// HTTP streams keep their own watch on the socket).
+    idle_timeout: Option<Duration>,
 }
 
 /// Where a response's events come from.
@@ -131,6 +134,7 @@ impl ResponseStream {
             ready: VecDeque::new(),
             finished: false,
             rate_limits: None,
+            idle_timeout: None,
         }
     }
 
@@ -156,9 +160,13 @@ impl ResponseStream {
                 return None;
             }
             let mapped = match &mut self.source {
-                Source::Events(events) => match events.next().await {
-                    Some(event) => event.map(|event| vec![event]),
-                    None => {
+                Source::Events(events) => match next_within(events, self.idle_timeout).await {
+                    Err(idle) => {
+                        self.finished = true;
+                        return Some(Err(CoreError::StreamIdle(idle)));
+                    }
+                    Ok(Some(event)) => event.map(|event| vec![event]),
+                    Ok(None) => {
                         self.finished = true;
                         return Some(Err(CoreError::Stream(
                             "stream closed before response.completed".to_string(),
@@ -251,7 +259,22 @@ impl ModelClient {
     /// Sends one streaming request. Errors before the first event (connection, HTTP status,
     /// missing key) are returned here; errors mid-stream arrive on the stream.
     pub async fn stream(&self, prompt: &Prompt) -> Result<ResponseStream> {
-        self.provider.stream(&self.settings, prompt).await
+        let mut stream = self.provider.stream(&self.settings, prompt).await?;
+        stream.idle_timeout = Some(self.settings.stream_idle_timeout);
+        Ok(stream)
+    }
+}
+
+/// The next event, or `Err` with the bound when none came within it.
+async fn next_within(
+    events: &mut Pin<Box<dyn Stream<Item = Result<ResponseEvent>> + Send>>,
+    idle: Option<Duration>,
+) -> std::result::Result<Option<Result<ResponseEvent>>, Duration> {
+    match idle {
+        Some(idle) => tokio::time::timeout(idle, events.next())
+            .await
+            .map_err(|_| idle),
+        None => Ok(events.next().await),
     }
 }
 

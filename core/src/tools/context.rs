@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 use super::{ToolError, ToolHost, TurnDiffTracker};
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
+/// Marks a remembered tool approval, so it never matches a shell command's argv.
+const TOOL_APPROVAL_KEY: &str = "\0keel-tool-approval";
+
 /// One tool call's view of the conversation it runs in. Cheap to clone.
 #[derive(Clone)]
 pub struct ToolContext {
@@ -87,7 +90,12 @@ impl ToolContext {
         command: Vec<String>,
         reason: Option<String>,
     ) -> Result<ReviewDecision, ToolError> {
-        if self.host.is_approved_for_session(&command) {
+        // Remembered apart from shell commands: approving a tool's `["git", "push"]` for the
+        // session must not let the model's own `git push` run unsandboxed unasked.
+        let remembered: Vec<String> = std::iter::once(TOOL_APPROVAL_KEY.to_string())
+            .chain(command.iter().cloned())
+            .collect();
+        if self.host.is_approved_for_session(&remembered) {
             return Ok(ReviewDecision::ApprovedForSession);
         }
         let event = EventMsg::ExecApprovalRequest(ExecApprovalRequestEvent {
@@ -106,7 +114,7 @@ impl ToolContext {
         match decision {
             ReviewDecision::Abort => Err(ToolError::Interrupted),
             ReviewDecision::ApprovedForSession => {
-                self.host.approve_for_session(command);
+                self.host.approve_for_session(remembered);
                 Ok(decision)
             }
             ReviewDecision::Approved | ReviewDecision::Denied => Ok(decision),

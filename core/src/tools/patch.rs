@@ -97,6 +97,9 @@ impl BuiltinCall<'_> {
         );
         // Where each write really lands: a link planted in the workspace never carries a write
         // out of the writable roots, whatever the approval policy.
+        // Compared against the roots as written and as the kernel resolves them, so a
+        // workspace reached through a link (a symlinked home, macOS's `/tmp`) still counts.
+        let resolved = resolved.map(with_real_roots);
         let real_paths = match resolved.as_ref() {
             None => paths.clone(),
             Some(policy) => match real_targets(policy, &paths) {
@@ -141,7 +144,7 @@ impl BuiltinCall<'_> {
                 .diff()
                 .note_baseline(&write.path, write.before.as_deref());
         }
-        let result = apply_blocking(action).await;
+        let result = apply_blocking(action, resolved).await;
         let (success, stdout, stderr) = match &result {
             Ok(summary) => (true, summary.clone(), String::new()),
             Err(message) => (false, String::new(), message.clone()),
@@ -177,24 +180,15 @@ impl BuiltinCall<'_> {
 /// a symlink to somewhere outside the writable roots (or into a protected path). A plain
 /// path outside the roots is left to the approval policy.
 fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    // The roots as the kernel sees them too, so a root reached through a link still counts.
-    let canonical = |roots: &[PathBuf]| -> Vec<PathBuf> {
-        roots
-            .iter()
-            .flat_map(|root| {
-                [
-                    root.clone(),
-                    std::fs::canonicalize(root).unwrap_or_default(),
-                ]
-            })
-            .filter(|root| !root.as_os_str().is_empty())
-            .collect()
-    };
-    let writable = canonical(&policy.writable_roots);
-    let protected = canonical(&policy.read_only_subpaths);
     let allowed = |path: &Path| {
-        writable.iter().any(|root| path.starts_with(root))
-            && !protected.iter().any(|ro| path.starts_with(ro))
+        policy
+            .writable_roots
+            .iter()
+            .any(|root| path.starts_with(root))
+            && !policy
+                .read_only_subpaths
+                .iter()
+                .any(|ro| path.starts_with(ro))
     };
     let mut real = Vec::with_capacity(paths.len());
     for path in paths {
@@ -216,11 +210,38 @@ fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBu
     Ok(real)
 }
 
+/// `policy` with each root also as the kernel resolves it (symlinks followed).
+fn with_real_roots(mut policy: ResolvedPolicy) -> ResolvedPolicy {
+    let widen = |roots: &mut Vec<PathBuf>| {
+        let real: Vec<PathBuf> = roots
+            .iter()
+            .filter_map(|root| std::fs::canonicalize(root).ok())
+            .filter(|real| !roots.contains(real))
+            .collect();
+        roots.extend(real);
+    };
+    widen(&mut policy.writable_roots);
+    widen(&mut policy.read_only_subpaths);
+    policy
+}
+
 /// Runs the filesystem work off the async threads.
-async fn apply_blocking(action: ApplyPatchAction) -> Result<String, String> {
-    match tokio::task::spawn_blocking(move || apply(&action)).await {
+/// Links are checked again right before writing: one planted while the user was asked (by a
+/// process the model left running) is refused too.
+async fn apply_blocking(
+    action: ApplyPatchAction,
+    policy: Option<ResolvedPolicy>,
+) -> Result<String, String> {
+    let work = move || {
+        if let Some(policy) = &policy {
+            let paths: Vec<PathBuf> = action.writes().iter().map(|w| w.path.clone()).collect();
+            real_targets(policy, &paths).map_err(|refusal| format!("patch rejected: {refusal}"))?;
+        }
+        apply(&action).map_err(|err| err.to_string())
+    };
+    match tokio::task::spawn_blocking(work).await {
         Ok(Ok(summary)) => Ok(summary.to_string()),
-        Ok(Err(err)) => Err(err.to_string()),
+        Ok(Err(message)) => Err(message),
         Err(err) => Err(format!("patch task failed: {err}")),
     }
 }

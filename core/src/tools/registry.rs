@@ -34,8 +34,10 @@ pub(crate) struct ToolRegistryBuilder {
 impl ToolRegistryBuilder {
     /// Offers `tool` to the model and routes its calls to it.
     pub(crate) fn register(&mut self, tool: Arc<dyn DynTool>) -> Result<(), ToolRegistrationError> {
-        self.specs.push(tool.spec());
-        self.handle_only(tool)
+        let spec = tool.spec();
+        self.handle_only(tool)?;
+        self.specs.push(spec);
+        Ok(())
     }
 
     /// Routes calls of `tool` without offering it: a name models call from habit (`shell`
@@ -172,4 +174,49 @@ fn within_budget(output: String, limit: usize) -> String {
         return output;
     }
     crate::unified_exec::head_and_tail(&output, limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    struct Named(&'static str);
+
+    impl DynTool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn spec(&self) -> Value {
+            serde_json::json!({"type": "function", "name": self.0})
+        }
+        fn approval(&self) -> ToolApproval {
+            ToolApproval::Never
+        }
+        fn handle(
+            &self,
+            _ctx: ToolContext,
+            _input: ToolInput,
+        ) -> BoxFuture<'_, Result<String, ToolError>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+    }
+
+    #[test]
+    fn a_taken_name_is_neither_offered_nor_routed_twice() {
+        let mut builder = ToolRegistryBuilder::default();
+        assert_eq!(builder.register(Arc::new(Named("lookup"))), Ok(()));
+        assert_eq!(
+            builder.register(Arc::new(Named("lookup"))),
+            Err(ToolRegistrationError::Duplicate("lookup".into()))
+        );
+        builder.alias("find", "lookup");
+        builder.alias("ghost", "missing");
+        let registry = builder.build();
+        assert_eq!(registry.specs().len(), 1);
+        assert!(registry.get("find").is_some());
+        assert!(registry.get("ghost").is_none());
+    }
 }

@@ -197,3 +197,29 @@ async fn danger_full_access_writes_where_the_link_points() -> anyhow::Result<()>
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_reached_through_a_link_is_still_the_workspace() -> anyhow::Result<()> {
+    // The cwd is a symlink to the workspace (a symlinked home does this): patches inside it
+    // are inside the writable roots, not "outside" because their real paths differ.
+    let script = Script::new([
+        Turn::new([apply_patch_call("in", add("ok.txt"))]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let env = workspace_write(script, "never").await?;
+    let alias_dir = outside_dir()?;
+    let alias = alias_dir.path().join("ws-alias");
+    symlink(env.ws(), &alias)?;
+    let mut config = env.config()?;
+    config.cwd = alias.clone();
+    let new = env.manager.new_conversation(config).await?;
+    say(&new.conversation, "patch").await?;
+    until_turn_end(&new.conversation).await?;
+    assert_eq!(std::fs::read_to_string(env.ws().join("ok.txt"))?, "pwned\n");
+    assert!(
+        !output_of(&env, "in").contains("rejected"),
+        "{}",
+        output_of(&env, "in")
+    );
+    Ok(())
+}

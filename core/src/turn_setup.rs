@@ -1,0 +1,107 @@
+//! How a conversation's configuration and the embedder's model choices become the settings
+//! its turns run with: the model client (an HTTP backend or the embedder's own), the policies,
+//! the instructions and the tools it is offered.
+
+use std::sync::Arc;
+
+use crate::client::{
+    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, ResponsesApiProvider,
+};
+use crate::config::{Config, WireApi};
+use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
+use crate::turn_context::{AgentTools, TurnContext};
+
+/// Looks up an environment variable; injectable so tests never touch the process env.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What an embedder set about the model: its own backend, or a source of API keys for
+/// Keel's HTTP backends.
+#[derive(Default, Clone)]
+pub(crate) struct EmbedderModel {
+    pub provider: Option<Arc<dyn ModelProvider>>,
+    pub api_key: Option<ApiKeyFn>,
+}
+
+/// How a conversation's model client is made.
+pub(crate) enum ModelBackend {
+    /// Keel's HTTP backends on the shared pool, with the embedder's key source if any.
+    Http(reqwest::Client, Option<ApiKeyFn>),
+    /// The embedder's own backend.
+    Provider(Arc<dyn ModelProvider>),
+}
+
+impl ModelBackend {
+    fn client(self, settings: ClientSettings) -> ModelClient {
+        match self {
+            Self::Provider(provider) => ModelClient::with_provider(provider, settings),
+            Self::Http(http, None) => ModelClient::with_http(http, settings),
+            Self::Http(http, Some(key)) => {
+                let provider: Arc<dyn ModelProvider> = match settings.wire_api {
+                    WireApi::Responses => {
+                        Arc::new(ResponsesApiProvider::new(http).with_api_key(key))
+                    }
+                    WireApi::Chat => Arc::new(ChatApiProvider::new(http).with_api_key(key)),
+                };
+                ModelClient::with_provider(provider, settings)
+            }
+        }
+    }
+}
+
+/// Resolves configuration into the settings turns run with.
+pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBackend) -> TurnContext {
+    let lookup = |name: &str| env(name);
+    let provider = &config.model_provider;
+    let context_window = config
+        .model_context_window
+        .or_else(|| crate::model_family::known_context_window(&config.model));
+    let settings = ClientSettings {
+        url: provider.endpoint_url(),
+        wire_api: provider.wire_api,
+        headers: provider.headers(&lookup).into_iter().collect(),
+        api_key: provider.api_key(&lookup).map_err(|err| err.to_string()),
+        model: config.model.clone(),
+        reasoning_effort: config.model_reasoning_effort,
+        reasoning_summary: config.model_reasoning_summary,
+        verbosity: config.model_verbosity,
+        reasoning_override: config.model_supports_reasoning_summaries,
+        stream_idle_timeout: provider.stream_idle_timeout(),
+    };
+    TurnContext {
+        cwd: config.cwd.clone(),
+        approval_policy: config.approval_policy,
+        sandbox_policy: config.sandbox_policy.clone(),
+        sandbox_executable: config
+            .sandbox_executable
+            .clone()
+            .or_else(crate::sandbox::default_sandbox_executable),
+        sandbox_allow_git_writes: config.sandbox_allow_git_writes,
+        client: backend.client(settings),
+        model_context_window: context_window,
+        base_instructions: config
+            .base_instructions
+            .clone()
+            .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string()),
+        developer_instructions: config.developer_instructions.clone(),
+        user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
+        shell_env: config.shell_environment_policy.create_env_from_process(),
+        unified_exec: config
+            .unified_exec
+            .unwrap_or(crate::model_family::family(&config.model).unified_exec),
+        shell_snapshot: config.shell_snapshot,
+        auto_compact_token_limit: crate::model_family::auto_compact_limit(
+            config.model_auto_compact_token_limit,
+            context_window,
+        ),
+        compact_prompt: config.compact_prompt.clone(),
+        tool_output_token_limit: config.tool_output_token_limit,
+        request_max_retries: provider.request_max_retries(),
+        stream_max_retries: provider.stream_max_retries(),
+        agent_tools: AgentTools::default(),
+        web_search: config.web_search,
+        view_image: config.view_image,
+        shell_tool: config.shell_tool,
+        update_plan_tool: config.update_plan_tool,
+        request_user_input_tool: config.request_user_input_tool,
+    }
+}
