@@ -93,12 +93,12 @@ pub(crate) async fn dispatch(
         ClientRequest::TurnStart(p) => turns::start(state, p).await,
         ClientRequest::TurnSteer(p) => Reply::now(&turns::steer(state, p).await?),
         ClientRequest::TurnInterrupt(p) => Reply::now(&turns::interrupt(state, p).await?),
-        ClientRequest::CommandExec(p) => Reply::now(
-            &connection
-                .execs
-                .exec(p, &state.config.cwd, outgoing)
-                .await?,
-        ),
+        ClientRequest::CommandExec(p) => {
+            // The server's own settings decide the default sandbox (read per request, so an
+            // edit of `config.toml` applies to the next command).
+            let server = state.resolve_config(&Default::default())?;
+            Reply::now(&connection.execs.exec(p, &server, outgoing).await?)
+        }
         ClientRequest::CommandExecWrite(p) => Reply::now(&connection.execs.write(p).await?),
         ClientRequest::CommandExecResize(p) => Reply::now(&connection.execs.resize(p).await?),
         ClientRequest::CommandExecTerminate(p) => Reply::now(&connection.execs.terminate(p).await?),

@@ -136,9 +136,10 @@ impl CommandExecs {
     pub(crate) async fn exec(
         &self,
         params: CommandExecParams,
-        default_cwd: &std::path::Path,
+        server: &keel_core::Config,
         outgoing: &Arc<Outgoing>,
     ) -> Result<CommandExecResponse> {
+        let default_cwd = server.cwd.as_path();
         if params.command.is_empty() {
             return Err(AppServerError::InvalidParams {
                 method: "command/exec".into(),
@@ -181,15 +182,16 @@ impl CommandExecs {
                 process_id: process_id.clone(),
             }
         };
+        let (argv, arg0) = sandboxed(&params, server, &cwd)?;
         let client = self.client().await?;
         let mut events = client.subscribe();
         let session = client
             .exec(ExecParams {
-                argv: params.command.clone(),
+                argv,
                 cwd,
                 env,
                 tty: params.tty,
-                arg0: None,
+                arg0,
             })
             .await?
             .session_id;
@@ -390,10 +392,56 @@ impl CommandExecs {
     }
 }
 
+/// The argv (and `argv[0]`) that runs the command under its sandbox: the request's policy, or
+/// the server's configured one. Full access only when the server itself runs with it; a
+/// command that cannot be confined as promised is not run.
+fn sandboxed(
+    params: &CommandExecParams,
+    server: &keel_core::Config,
+    cwd: &std::path::Path,
+) -> Result<(Vec<String>, Option<String>)> {
+    use keel_core::sandbox::{LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel};
+    use keel_protocol::SandboxPolicy;
+
+    let server_full_access = matches!(server.sandbox_policy, SandboxPolicy::DangerFullAccess);
+    let policy = match params.sandbox_policy.clone().map(SandboxPolicy::from) {
+        Some(SandboxPolicy::DangerFullAccess) if !server_full_access => {
+            return Err(AppServerError::InvalidParams {
+                method: "command/exec".into(),
+                message: "`sandboxPolicy: dangerFullAccess` is honoured only when the server's \
+                          own sandbox_mode is danger-full-access"
+                    .into(),
+            });
+        }
+        Some(policy) => policy,
+        None => server.sandbox_policy.clone(),
+    };
+    if matches!(policy, SandboxPolicy::DangerFullAccess) {
+        return Ok((params.command.clone(), None));
+    }
+    let refused = |err: SandboxError| {
+        AppServerError::InvalidRequest(format!(
+            "command not run: it must run in the sandbox, which is unavailable here ({err})"
+        ))
+    };
+    let helper = server
+        .sandbox_executable
+        .clone()
+        .or_else(keel_core::sandbox::default_sandbox_executable)
+        .filter(|helper| helper.is_file())
+        .ok_or_else(|| refused(SandboxError::HelperNotFound))?;
+    probe_kernel().map_err(refused)?;
+    let command = SandboxCommand::new(&helper, &policy, cwd, server.sandbox_allow_git_writes)
+        .map_err(refused)?;
+    Ok((
+        command.wrap(&params.command),
+        Some(LINUX_SANDBOX_ARG0.to_string()),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     use crate::delivery::DeliveryQueue;
 
@@ -462,16 +510,38 @@ mod tests {
         Ok(())
     }
 
+    /// A server configured with full access, working in `/`.
+    fn full_access_server() -> anyhow::Result<(tempfile::TempDir, keel_core::Config)> {
+        let home = tempfile::tempdir()?;
+        std::fs::write(
+            home.path().join("config.toml"),
+            "sandbox_mode = \"danger-full-access\"\n",
+        )?;
+        let env = keel_core::ConfigEnv {
+            process_cwd: "/".into(),
+            openai_base_url: None,
+            oss_base_url: None,
+        };
+        let config = keel_core::Config::load_with_env(
+            home.path(),
+            Vec::new(),
+            keel_core::ConfigOverrides::default(),
+            &env,
+        )?;
+        Ok((home, config))
+    }
+
     /// Two requests for one process id: exactly one runs, whatever the interleaving.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_process_id_is_taken_once() -> anyhow::Result<()> {
+        let (_home, server) = full_access_server()?;
         let execs = CommandExecs::new(None);
         let outgoing = Arc::new(Outgoing::new(Arc::new(DeliveryQueue::new(16))));
         let mut params = params(&["sh", "-c", "sleep 0.3"]);
         params.process_id = Some("same".into());
         let (first, second) = tokio::join!(
-            execs.exec(params.clone(), Path::new("/"), &outgoing),
-            execs.exec(params.clone(), Path::new("/"), &outgoing),
+            execs.exec(params.clone(), &server, &outgoing),
+            execs.exec(params.clone(), &server, &outgoing),
         );
         let failures: Vec<String> = [&first, &second]
             .into_iter()
@@ -480,13 +550,7 @@ mod tests {
         assert_eq!(failures.len(), 1, "{first:?} {second:?}");
         assert!(failures[0].contains("already running"), "{failures:?}");
         // Once it has finished, the id is free again.
-        assert_eq!(
-            execs
-                .exec(params, Path::new("/"), &outgoing)
-                .await?
-                .exit_code,
-            0
-        );
+        assert_eq!(execs.exec(params, &server, &outgoing).await?.exit_code, 0);
         Ok(())
     }
 }

@@ -27,6 +27,10 @@ pub struct CommandExecParams {
     /// Absolute working directory (default: the server's).
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// The sandbox the command runs under (default: the server's configured `sandbox_mode`).
+    /// `dangerFullAccess` is honoured only when that is the server's own mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_policy: Option<super::SandboxPolicyV2>,
     /// Extra environment variables.
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod codex_0169;
+mod command_exec_sandbox;
 pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
