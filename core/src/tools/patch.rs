@@ -112,6 +112,7 @@ impl BuiltinCall<'_> {
             ExecDecision::Run => true,
             ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
             ExecDecision::Ask(reason) => {
+                let reason = with_link_targets(reason, &paths, &real_paths);
                 let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
                     call_id: call_id.clone(),
                     turn_id: self.ids.turn_id.clone(),
@@ -208,6 +209,29 @@ fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBu
         real.push(resolved.real);
     }
     Ok(real)
+}
+
+/// The approval's reason, telling the user where writes that go through a symlink really land
+/// (the changes it shows are keyed by the paths as the patch names them).
+fn with_link_targets(
+    reason: Option<String>,
+    paths: &[PathBuf],
+    real: &[PathBuf],
+) -> Option<String> {
+    let redirected: Vec<String> = paths
+        .iter()
+        .zip(real)
+        .filter(|(path, real)| path != real)
+        .map(|(path, real)| format!("`{}` is written at `{}`", path.display(), real.display()))
+        .collect();
+    if redirected.is_empty() {
+        return reason;
+    }
+    let note = format!("through a symlink: {}", redirected.join("; "));
+    Some(match reason {
+        Some(reason) => format!("{reason}; {note}"),
+        None => note,
+    })
 }
 
 /// `policy` with each root also as the kernel resolves it (symlinks followed).

@@ -223,3 +223,45 @@ async fn a_workspace_reached_through_a_link_is_still_the_workspace() -> anyhow::
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_shows_where_a_write_through_a_link_lands() -> anyhow::Result<()> {
+    // A link that stays inside the workspace is allowed; under `untrusted` the user is asked,
+    // and the question says where the file really goes.
+    let script = Script::new([
+        Turn::new([apply_patch_call("p", add("alias/x.txt"))]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let env = workspace_write(script, "untrusted").await?;
+    std::fs::create_dir(env.ws().join("real"))?;
+    symlink(env.ws().join("real"), env.ws().join("alias"))?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch").await?;
+    let asked = events_until(&new.conversation, |msg| {
+        matches!(msg, keel_protocol::EventMsg::ApplyPatchApprovalRequest(_))
+    })
+    .await?;
+    let Some(keel_protocol::EventMsg::ApplyPatchApprovalRequest(request)) =
+        asked.last().map(|event| event.msg.clone())
+    else {
+        anyhow::bail!("no patch approval request: {:?}", kinds(&asked));
+    };
+    let reason = request.reason.unwrap_or_default();
+    let real = std::fs::canonicalize(env.ws().join("real"))?.join("x.txt");
+    assert!(
+        reason.contains("through a symlink") && reason.contains(&real.display().to_string()),
+        "{reason}"
+    );
+    new.conversation
+        .submit(keel_protocol::Op::PatchApproval {
+            id: request.call_id,
+            decision: keel_protocol::ReviewDecision::Approved,
+        })
+        .await?;
+    until_turn_end(&new.conversation).await?;
+    assert_eq!(
+        std::fs::read_to_string(env.ws().join("real/x.txt"))?,
+        "pwned\n"
+    );
+    Ok(())
+}
