@@ -173,3 +173,30 @@ pub async fn answer_approvals(
         requests.push(request);
     }
 }
+
+/// A directory outside every writable root of [`workspace_write`]'s policy, wherever the
+/// checkout lives: that policy turns off the `/tmp` and `$TMPDIR` roots.
+pub fn outside_dir() -> anyhow::Result<tempfile::TempDir> {
+    Ok(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?)
+}
+
+/// `workspace-write` with only the workspace writable: the temp roots are excluded so a
+/// checkout (and so [`outside_dir`]) under `/tmp` is still outside.
+pub async fn workspace_write(
+    script: keel_test_support::Script,
+    approval: &str,
+) -> anyhow::Result<TestEnv> {
+    TestEnv::new(
+        script,
+        &[
+            ("sandbox_mode", "workspace-write".into()),
+            ("approval_policy", approval.into()),
+            ("sandbox_workspace_write.exclude_slash_tmp", true.into()),
+            (
+                "sandbox_workspace_write.exclude_tmpdir_env_var",
+                true.into(),
+            ),
+        ],
+    )
+    .await
+}

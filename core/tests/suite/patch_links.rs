@@ -14,34 +14,12 @@ use pretty_assertions::assert_eq;
 
 use super::common::*;
 
-/// A directory outside every writable root of the policy below (it turns off the `/tmp`
-/// and `$TMPDIR` roots, so this holds wherever the checkout lives).
-fn outside_dir() -> anyhow::Result<tempfile::TempDir> {
-    Ok(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?)
-}
-
 fn add(path: &str) -> String {
     format!("*** Begin Patch\n*** Add File: {path}\n+pwned\n*** End Patch")
 }
 
 fn update(path: &str) -> String {
     format!("*** Begin Patch\n*** Update File: {path}\n@@\n-orig\n+pwned\n*** End Patch")
-}
-
-async fn workspace_write(script: Script, approval: &str) -> anyhow::Result<TestEnv> {
-    TestEnv::new(
-        script,
-        &[
-            ("sandbox_mode", "workspace-write".into()),
-            ("approval_policy", approval.into()),
-            ("sandbox_workspace_write.exclude_slash_tmp", true.into()),
-            (
-                "sandbox_workspace_write.exclude_tmpdir_env_var",
-                true.into(),
-            ),
-        ],
-    )
-    .await
 }
 
 /// The workspace's traps: `dirlink` → the outside directory, `filelink.txt` → a file in it,

@@ -9,12 +9,6 @@ use pretty_assertions::assert_eq;
 
 use super::common::*;
 
-/// A directory outside every writable root of [`workspace_write`]'s policy, wherever the
-/// checkout lives: that policy turns off the `/tmp` and `$TMPDIR` roots.
-fn outside_dir() -> anyhow::Result<tempfile::TempDir> {
-    Ok(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?)
-}
-
 /// A script whose one command writes `path` (relative paths land in the workspace).
 fn write_to(path: &Path) -> Script {
     let script = format!("echo made > '{}'", path.display());
@@ -51,24 +45,6 @@ fn model_saw(env: &TestEnv) -> String {
         .tool_output("c1")
         .and_then(|output| output.as_str().map(str::to_string))
         .unwrap_or_default()
-}
-
-/// `workspace-write` with only the workspace writable: the temp roots are excluded so a
-/// checkout (and so `outside_dir`) under `/tmp` is still outside.
-async fn workspace_write(script: Script, approval: &str) -> anyhow::Result<TestEnv> {
-    TestEnv::new(
-        script,
-        &[
-            ("sandbox_mode", "workspace-write".into()),
-            ("approval_policy", approval.into()),
-            ("sandbox_workspace_write.exclude_slash_tmp", true.into()),
-            (
-                "sandbox_workspace_write.exclude_tmpdir_env_var",
-                true.into(),
-            ),
-        ],
-    )
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
