@@ -226,6 +226,15 @@ pub enum ToolRegistrationError {
     /// Another tool already has the name.
     #[error("a tool named `{0}` is already registered")]
     Duplicate(String),
+    /// The definition offered to the model names another tool than the one registered, so
+    /// the model's calls would find no handler.
+    #[error("the tool `{name}` offers a definition named `{offered}`")]
+    SpecNameMismatch {
+        /// The name the tool is registered under.
+        name: String,
+        /// The name in its definition.
+        offered: String,
+    },
     /// The name is not one the model APIs accept.
     #[error("invalid tool name `{0}`: use 1 to 64 of the characters A-Z a-z 0-9 _ -")]
     InvalidName(String),

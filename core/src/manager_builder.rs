@@ -65,7 +65,7 @@ impl ConversationManagerBuilder {
     }
 
     /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
-    /// one of Keel's own tools, or is given twice.
+    /// one of Keel's own tools, is given twice, or differs from the name in its definition.
     pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
         let mut seen = std::collections::HashSet::new();
         for tool in &self.tools {
@@ -75,6 +75,14 @@ impl ConversationManagerBuilder {
             }
             if is_builtin_name(name) || !seen.insert(name.to_string()) {
                 return Err(ToolRegistrationError::Duplicate(name.to_string()));
+            }
+            if let Some(offered) = tool.spec().get("name").and_then(|n| n.as_str())
+                && offered != name
+            {
+                return Err(ToolRegistrationError::SpecNameMismatch {
+                    name: name.to_string(),
+                    offered: offered.to_string(),
+                });
             }
         }
         let env = self

@@ -143,13 +143,13 @@ fn tool_names_are_checked_when_the_manager_is_built() {
         Some(ToolRegistrationError::Duplicate("delete_record".into()))
     );
 
-    struct Named(&'static str);
+    struct Named(&'static str, &'static str);
     impl keel_core::DynTool for Named {
         fn name(&self) -> &str {
             self.0
         }
         fn spec(&self) -> serde_json::Value {
-            serde_json::json!({"type": "function", "name": self.0})
+            serde_json::json!({"type": "function", "name": self.1})
         }
         fn approval(&self) -> ToolApproval {
             ToolApproval::Never
@@ -162,17 +162,30 @@ fn tool_names_are_checked_when_the_manager_is_built() {
             Box::pin(async { Ok(String::new()) })
         }
     }
-    let shadowing = ConversationManager::builder().tool(Named("shell")).build();
+    let shadowing = ConversationManager::builder()
+        .tool(Named("shell", "shell"))
+        .build();
     assert_eq!(
         shadowing.err(),
         Some(ToolRegistrationError::Duplicate("shell".into()))
     );
     let spaced = ConversationManager::builder()
-        .tool(Named("look up"))
+        .tool(Named("look up", "look up"))
         .build();
     assert_eq!(
         spaced.err(),
         Some(ToolRegistrationError::InvalidName("look up".into()))
+    );
+    // A definition that names another tool would be offered without a handler.
+    let mismatched = ConversationManager::builder()
+        .tool(Named("lookup", "search"))
+        .build();
+    assert_eq!(
+        mismatched.err(),
+        Some(ToolRegistrationError::SpecNameMismatch {
+            name: "lookup".into(),
+            offered: "search".into()
+        })
     );
 }
 
