@@ -94,6 +94,10 @@ pub enum CoreError {
         message: String,
     },
 
+    /// The conversation could no longer be recorded, so its turn was stopped.
+    #[error("the conversation can no longer be recorded ({0}); the turn was stopped")]
+    RecordingFailed(String),
+
     /// A filesystem or process operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -121,6 +125,7 @@ impl CoreError {
             | Self::ContextWindowExceeded(_)
             | Self::McpRequired(_)
             | Self::InvalidTool(_)
+            | Self::RecordingFailed(_)
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }

@@ -6,6 +6,7 @@ mod compaction;
 mod exec;
 mod faults;
 mod first_run;
+mod full_disk;
 mod fuzz;
 mod images;
 mod mcp_client;

@@ -94,6 +94,10 @@ pub(crate) struct Session {
     elicitations: Mutex<HashMap<(String, String), oneshot::Sender<rmcp::model::ElicitResult>>>,
     /// The embedder's own tools.
     embedder_tools: Arc<[Arc<dyn DynTool>]>,
+    /// The first failed rollout write, until the running turn reports it (once).
+    rollout_failure: Mutex<Option<String>>,
+    /// Whether a rollout write ever failed (later failures are only logged).
+    rollout_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -141,6 +145,8 @@ impl Session {
             #[cfg(feature = "mcp")]
             elicitations: Mutex::new(HashMap::new()),
             embedder_tools: tools,
+            rollout_failure: Mutex::new(None),
+            rollout_failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -287,7 +293,25 @@ impl Session {
             && let Err(err) = rollout.record(items).await
         {
             tracing::warn!(conversation = %self.id, "could not record rollout: {err}");
+            if !self
+                .rollout_failed
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                *self
+                    .rollout_failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(err.to_string());
+            }
         }
+    }
+
+    /// The first failed rollout write, once: the turn stops on it rather than go on
+    /// unrecorded.
+    pub(crate) fn take_rollout_failure(&self) -> Option<String> {
+        self.rollout_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Appends items to the model-facing history and the rollout.

@@ -172,6 +172,7 @@ async fn turn_loop(
             }
         };
         session.record_items(&items).await;
+        stop_if_unrecorded(session)?;
         let context = session.turn_context();
 
         let mut calls = Vec::new();
@@ -203,7 +204,17 @@ async fn turn_loop(
             };
             let output = registry.dispatch(ctx, &call).await?;
             session.record_items(&[output]).await;
+            stop_if_unrecorded(session)?;
         }
+    }
+}
+
+/// Fails the turn once the conversation can no longer be recorded (a full disk, say): the
+/// client hears why, and nothing more happens that a resume would not know about.
+fn stop_if_unrecorded(session: &Session) -> Result<(), TurnStop> {
+    match session.take_rollout_failure() {
+        Some(failure) => Err(TurnStop::Failed(CoreError::RecordingFailed(failure))),
+        None => Ok(()),
     }
 }
 
