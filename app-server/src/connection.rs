@@ -61,13 +61,20 @@ pub(crate) async fn serve(
 ) {
     // `command/exec` runs where the engine runs the model's commands (`exec_server_url`).
     // A configuration that does not load is reported by the requests that need it.
-    let remote_url = state
+    let remote = state
         .resolve_config(&Default::default())
         .ok()
-        .and_then(|config| config.exec_server_url);
+        .and_then(|config| {
+            config
+                .exec_server_url
+                .map(|url| crate::utilities::RemoteExecServer {
+                    url,
+                    token_env: config.exec_server_auth_token_env,
+                })
+        });
     let context = Arc::new(ConnectionContext {
         outgoing: outgoing.clone(),
-        execs: CommandExecs::new(remote_url),
+        execs: CommandExecs::new(remote),
     });
     let initialized = AtomicBool::new(false);
     let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));

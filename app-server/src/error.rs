@@ -57,6 +57,11 @@ pub enum AppServerError {
 }
 
 impl AppServerError {
+    /// Whether the server's own flags are at fault (exit code 2), not something at run time.
+    pub fn is_bad_flags(&self) -> bool {
+        matches!(self, Self::ExecServer(err) if err.is_bad_flags())
+    }
+
     /// The JSON-RPC error object a client receives.
     pub fn to_rpc_error(&self) -> JsonRpcErrorObject {
         let code = match self {

@@ -7,7 +7,12 @@ use std::sync::Arc;
 use crate::connection::ConnectionLimits;
 use crate::error::{AppServerError, Result};
 use crate::state::{AppState, ServerConfig};
-use crate::transport::{serve_stdio, serve_websocket};
+use crate::transport::{serve_stdio, serve_unix_socket, serve_websocket};
+use keel_exec_server::ExecServerError;
+use keel_exec_server::listener_auth::{ListenerAuthArgs, ListenerGuard, ListenerKind};
+
+/// Where `unix://` without a path puts the socket, under the Keel home.
+pub const DEFAULT_SOCKET: &str = "app-server-control/app-server.sock";
 
 /// Where the server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +21,9 @@ pub enum AppServerListen {
     Stdio,
     /// A websocket server on this address.
     WebSocket(SocketAddr),
+    /// A websocket server on a unix socket (mode 0600); `None` is [`DEFAULT_SOCKET`] under
+    /// the Keel home.
+    Unix(Option<PathBuf>),
 }
 
 impl std::str::FromStr for AppServerListen {
@@ -25,9 +33,12 @@ impl std::str::FromStr for AppServerListen {
         if text == "stdio://" || text == "stdio" {
             return Ok(Self::Stdio);
         }
+        if let Some(path) = text.strip_prefix("unix://") {
+            return Ok(Self::Unix((!path.is_empty()).then(|| PathBuf::from(path))));
+        }
         let Some(rest) = text.strip_prefix("ws://") else {
             return Err(format!(
-                "unsupported listen URL `{text}`: expected `stdio://` or `ws://IP:PORT`"
+                "unsupported listen URL `{text}`: expected `stdio://`, `ws://IP:PORT`, `unix://` or `unix://PATH`"
             ));
         };
         rest.trim_end_matches('/')
@@ -40,7 +51,9 @@ impl std::str::FromStr for AppServerListen {
 /// Arguments of `keel app-server`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AppServerArgs {
-    /// `stdio://` (default) or `ws://IP:PORT` (port 0 picks one; the address is printed on stderr).
+    /// `stdio://` (default), `ws://IP:PORT` (port 0 picks one; the address is printed on
+    /// stderr; a non-loopback address needs `--ws-auth`), or `unix://[PATH]` (a socket only
+    /// this user can open; default `KEEL_HOME/app-server-control/app-server.sock`).
     #[arg(long, default_value = "stdio://", value_parser = clap::value_parser!(AppServerListen))]
     pub listen: AppServerListen,
 
@@ -56,6 +69,10 @@ pub struct AppServerArgs {
     /// skipped and answered with -32700.
     #[arg(long, default_value_t = ConnectionLimits::default().max_line_bytes)]
     pub max_line_bytes: usize,
+
+    /// Who may connect over `ws://` or `unix://`.
+    #[command(flatten)]
+    pub auth: ListenerAuthArgs,
 }
 
 impl AppServerArgs {
@@ -78,6 +95,17 @@ pub async fn run_main(
     let cwd = std::env::current_dir().map_err(|err| {
         AppServerError::Transport(format!("cannot read the current directory: {err}"))
     })?;
+    let kind = match args.listen {
+        AppServerListen::Stdio => ListenerKind::Stdio,
+        AppServerListen::WebSocket(addr) => ListenerKind::Tcp(addr),
+        AppServerListen::Unix(_) => ListenerKind::UnixSocket,
+    };
+    // Before binding: an open network listener must never exist, even for a moment.
+    let guard = ListenerGuard::new(&args.auth, kind).map_err(ExecServerError::from)?;
+    let socket_path = match &args.listen {
+        AppServerListen::Unix(Some(path)) => cwd.join(path),
+        _ => keel_home.join(DEFAULT_SOCKET),
+    };
     let state = Arc::new(AppState::new(ServerConfig {
         keel_home,
         cli_overrides,
@@ -92,7 +120,17 @@ pub async fn run_main(
             }
         }
         AppServerListen::WebSocket(addr) => {
-            serve_websocket(state.clone(), addr, args.limits(), shutdown_signal()).await?;
+            serve_websocket(state.clone(), addr, args.limits(), guard, shutdown_signal()).await?;
+        }
+        AppServerListen::Unix(_) => {
+            serve_unix_socket(
+                state.clone(),
+                socket_path,
+                args.limits(),
+                guard,
+                shutdown_signal(),
+            )
+            .await?;
         }
     }
     let ids: Vec<_> = state.threads.lock().await.keys().copied().collect();

@@ -17,9 +17,16 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
 /// The exit code for `err`: 2 when a usage or configuration error is anywhere in its chain,
 /// else 1.
 pub fn exit_code(err: &anyhow::Error) -> ExitCode {
-    let is_usage = err
-        .chain()
-        .any(|cause| cause.is::<UsageError>() || cause.is::<keel_core::ConfigError>());
+    let is_usage = err.chain().any(|cause| {
+        cause.is::<UsageError>()
+            || cause.is::<keel_core::ConfigError>()
+            || cause
+                .downcast_ref::<keel_exec_server::ExecServerError>()
+                .is_some_and(keel_exec_server::ExecServerError::is_bad_flags)
+            || cause
+                .downcast_ref::<keel_app_server::AppServerError>()
+                .is_some_and(keel_app_server::AppServerError::is_bad_flags)
+    });
     ExitCode::from(if is_usage { 2 } else { 1 })
 }
 

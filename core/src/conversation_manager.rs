@@ -464,7 +464,10 @@ impl ManagerShared {
         let (tx_sub, rx_sub) = mpsc::channel(SUBMISSION_CAPACITY);
         let (tx_event, rx_event) = mpsc::channel(EVENT_CAPACITY);
         let exec_target = match &config.exec_server_url {
-            Some(url) => ExecTarget::Remote(url.clone()),
+            Some(url) => ExecTarget::Remote {
+                url: url.clone(),
+                token_env: config.exec_server_auth_token_env.clone(),
+            },
             None => ExecTarget::InProcess,
         };
         let status = Arc::new(tokio::sync::watch::Sender::new(

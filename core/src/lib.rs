@@ -87,6 +87,7 @@ pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversati
 pub use error::{CoreError, Result};
 pub use manager_builder::ConversationManagerBuilder;
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
+pub use processes::{ProcessError, exec_server_bearer_token};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,

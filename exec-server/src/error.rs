@@ -82,6 +82,9 @@ pub enum ExecServerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The listener's authentication flags are unusable or would leave it open.
+    #[error(transparent)]
+    ListenerAuth(#[from] crate::listener_auth::ListenerAuthError),
     /// An I/O operation failed.
     #[error("I/O error while {context}: {source}")]
     Io {
@@ -120,6 +123,12 @@ pub enum ExecServerError {
         /// The limit that elapsed.
         timeout: Duration,
     },
+    /// A bearer token would travel unencrypted to another host.
+    #[error(
+        "refusing to send a bearer token over plain ws:// to a non-loopback host ({0}); reach the \
+         server through a loopback tunnel (e.g. ssh -L)"
+    )]
+    TokenOverPlaintext(String),
     /// The server speaks a different protocol version.
     #[error("the exec-server speaks `{0}`, expected `exec-server.v0`")]
     UnsupportedVersion(String),
@@ -129,6 +138,11 @@ pub enum ExecServerError {
 pub type Result<T, E = ExecServerError> = std::result::Result<T, E>;
 
 impl ExecServerError {
+    /// Whether the server's own flags are at fault (exit code 2), not something at run time.
+    pub fn is_bad_flags(&self) -> bool {
+        matches!(self, Self::ListenerAuth(_) | Self::InvalidListenUrl { .. })
+    }
+
     /// The JSON-RPC error code a server reports for this error.
     pub fn rpc_code(&self) -> i64 {
         match self {
@@ -147,11 +161,13 @@ impl ExecServerError {
             Self::Spawn { .. }
             | Self::Pty { .. }
             | Self::InvalidListenUrl { .. }
+            | Self::ListenerAuth(_)
             | Self::Io { .. }
             | Self::WebSocket { .. }
             | Self::Protocol(_)
             | Self::ConnectionClosed
             | Self::Timeout { .. }
+            | Self::TokenOverPlaintext(_)
             | Self::UnsupportedVersion(_) => INTERNAL_ERROR,
             Self::Rpc { error, .. } => error.code,
         }

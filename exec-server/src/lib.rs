@@ -79,6 +79,7 @@ mod error;
 mod event;
 mod handler;
 mod json_lines;
+pub mod listener_auth;
 mod logging;
 mod owned_groups;
 mod pipe;
@@ -87,8 +88,8 @@ mod transport;
 mod utf8_stream;
 
 pub use client::{
-    ExecServerClient, ExecServerClientOptions, LocalExecServer, LocalExecServerOptions,
-    spawn_local_exec_server,
+    BearerToken, ExecServerClient, ExecServerClientOptions, LocalExecServer,
+    LocalExecServerOptions, spawn_local_exec_server,
 };
 pub use config::ExecServerConfig;
 pub use error::{ExecServerError, Result};

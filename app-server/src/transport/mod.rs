@@ -5,7 +5,7 @@ mod stdio;
 mod websocket;
 
 pub(crate) use stdio::serve_stdio;
-pub(crate) use websocket::serve_websocket;
+pub(crate) use websocket::{serve_unix_socket, serve_websocket};
 
 use keel_protocol::app_server::{ServerNotification, WarningNotification};
 use keel_protocol::{JsonRpcMessage, MethodTable};

@@ -1,8 +1,11 @@
-//! Websocket transport on `ws://IP:PORT`: one message per text frame, `GET /readyz` and
-//! `/healthz` on the same port, and no connections from browsers (requests carrying an
-//! `Origin` header are refused).
+//! Websocket transport on `ws://IP:PORT` or a unix socket: one message per text frame,
+//! `GET /readyz` and `/healthz` beside it, and every request through the listener's guard
+//! first (no browsers, a loopback `Host` on loopback listeners, the bearer token when one is
+//! required).
 
 use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,6 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, StreamExt};
+use keel_exec_server::listener_auth::{ListenerGuard, Refusal};
 use tokio::sync::mpsc;
 
 use super::{INCOMING_CAPACITY, next_for_client, parse};
@@ -25,6 +29,7 @@ use crate::state::AppState;
 struct Shared {
     state: Arc<AppState>,
     limits: ConnectionLimits,
+    guard: ListenerGuard,
 }
 
 /// Binds `addr`, prints the bound address on stderr, and serves until `shutdown` resolves.
@@ -32,6 +37,7 @@ pub(crate) async fn serve_websocket(
     state: Arc<AppState>,
     addr: SocketAddr,
     limits: ConnectionLimits,
+    guard: ListenerGuard,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -40,21 +46,88 @@ pub(crate) async fn serve_websocket(
     let bound = listener
         .local_addr()
         .map_err(|err| AppServerError::Transport(err.to_string()))?;
-    if !bound.ip().is_loopback() {
-        tracing::warn!(
-            "listening on non-loopback address {bound}: anyone who can reach it can run commands"
-        );
-    }
     eprintln!("listening on ws://{bound}");
-    let app = Router::new()
-        .route("/readyz", get(|| async { "ok" }))
-        .route("/healthz", get(|| async { "ok" }))
-        .fallback(get(upgrade))
-        .with_state(Shared { state, limits });
-    axum::serve(listener, app)
+    eprintln!("  auth: {}", guard.describe());
+    axum::serve(listener, router(state, limits, guard))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(|err| AppServerError::Transport(err.to_string()))
+}
+
+/// Creates the unix socket at `path` (mode 0600, in a directory created 0700 when missing),
+/// serves websocket connections on it until `shutdown` resolves, then removes it.
+pub(crate) async fn serve_unix_socket(
+    state: Arc<AppState>,
+    path: PathBuf,
+    limits: ConnectionLimits,
+    guard: ListenerGuard,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let listener = bind_private_socket(&path).await?;
+    eprintln!("listening on unix://{}", path.display());
+    eprintln!("  auth: {}", guard.describe());
+    let served = axum::serve(listener, router(state, limits, guard))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|err| AppServerError::Transport(err.to_string()));
+    if let Err(err) = std::fs::remove_file(&path) {
+        tracing::debug!("removing {}: {err}", path.display());
+    }
+    served
+}
+
+async fn bind_private_socket(path: &Path) -> Result<tokio::net::UnixListener> {
+    let transport = |what: &str, err: std::io::Error| {
+        AppServerError::Transport(format!("{what} {}: {err}", path.display()))
+    };
+    if let Some(parent) = path.parent()
+        && !parent.as_os_str().is_empty()
+        && !parent.exists()
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|err| transport("cannot create the directory of", err))?;
+    }
+    if path.exists() {
+        // A socket left by a server that died can be replaced; a live one cannot.
+        if tokio::net::UnixStream::connect(path).await.is_ok() {
+            return Err(AppServerError::Transport(format!(
+                "another server is already listening on {}",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path).map_err(|err| transport("cannot remove the stale", err))?;
+    }
+    let listener =
+        tokio::net::UnixListener::bind(path).map_err(|err| transport("cannot listen on", err))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|err| transport("cannot restrict", err))?;
+    Ok(listener)
+}
+
+fn router(state: Arc<AppState>, limits: ConnectionLimits, guard: ListenerGuard) -> Router {
+    Router::new()
+        .route("/readyz", get(health))
+        .route("/healthz", get(health))
+        .fallback(get(upgrade))
+        .with_state(Shared {
+            state,
+            limits,
+            guard,
+        })
+}
+
+fn refused(refusal: Refusal) -> Response {
+    (refusal.status, refusal.message).into_response()
+}
+
+async fn health(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    match shared.guard.check_host(&headers) {
+        Ok(()) => (StatusCode::OK, "ok").into_response(),
+        Err(refusal) => refused(refusal),
+    }
 }
 
 async fn upgrade(
@@ -62,12 +135,8 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if headers.contains_key(axum::http::header::ORIGIN) {
-        return (
-            StatusCode::FORBIDDEN,
-            "browser connections (with an Origin header) are refused",
-        )
-            .into_response();
+    if let Err(refusal) = shared.guard.check_upgrade(&headers) {
+        return refused(refusal);
     }
     let max = shared.limits.max_line_bytes;
     ws.max_message_size(max)

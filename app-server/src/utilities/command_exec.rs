@@ -34,12 +34,20 @@ const EVENT_CAPACITY: usize = 4096;
 pub(crate) struct CommandExecs {
     client: OnceCell<ExecServerClient>,
     /// A remote exec-server (`exec_server_url`) to run the commands on, instead of this
-    /// process.
-    remote_url: Option<String>,
+    /// process, and the variable holding its bearer token (`exec_server_auth_token_env`).
+    remote: Option<RemoteExecServer>,
     sessions: SessionMap,
     next_id: std::sync::atomic::AtomicU64,
     /// Events buffered per command before a slow reader misses some.
     event_capacity: usize,
+}
+
+/// Where `command/exec` runs when not in this process.
+pub(crate) struct RemoteExecServer {
+    /// `exec_server_url`.
+    pub(crate) url: String,
+    /// `exec_server_auth_token_env`.
+    pub(crate) token_env: Option<String>,
 }
 
 /// Frees a reserved process id however `exec` ends (error, cancellation or exit).
@@ -82,10 +90,10 @@ fn lock(
 }
 
 impl CommandExecs {
-    pub(crate) fn new(remote_url: Option<String>) -> Self {
+    pub(crate) fn new(remote: Option<RemoteExecServer>) -> Self {
         Self {
             client: OnceCell::new(),
-            remote_url,
+            remote,
             sessions: SessionMap::default(),
             next_id: std::sync::atomic::AtomicU64::new(1),
             event_capacity: EVENT_CAPACITY,
@@ -109,8 +117,19 @@ impl CommandExecs {
                     event_capacity: self.event_capacity,
                     ..ExecServerClientOptions::default()
                 };
-                match &self.remote_url {
-                    Some(url) => ExecServerClient::connect_websocket(url, options).await,
+                match &self.remote {
+                    Some(remote) => {
+                        let bearer_token =
+                            keel_core::exec_server_bearer_token(remote.token_env.as_deref())
+                                .map_err(|err| {
+                                    keel_exec_server::ExecServerError::Protocol(err.to_string())
+                                })?;
+                        let options = ExecServerClientOptions {
+                            bearer_token,
+                            ..options
+                        };
+                        ExecServerClient::connect_websocket(&remote.url, options).await
+                    }
                     None => {
                         ExecServerClient::in_process(ExecServerConfig::default(), options).await
                     }

@@ -10,7 +10,7 @@ mod info;
 mod mcp_status;
 
 pub(crate) use client_setup::*;
-pub(crate) use command_exec::CommandExecs;
+pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
 pub(crate) use config_write::{config_batch_write, config_value_write};
 pub(crate) use fs::*;
 pub(crate) use info::{config_read, model_list};

@@ -9,6 +9,7 @@ mod first_run;
 mod full_disk;
 mod fuzz;
 mod images;
+mod listener_auth;
 mod mcp_client;
 mod mcp_server;
 mod output_schema;

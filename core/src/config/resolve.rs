@@ -110,6 +110,10 @@ pub struct Config {
     /// Run the model's commands on a remote `keel exec-server` (`ws://HOST:PORT`) instead
     /// of in this process.
     pub exec_server_url: Option<String>,
+    /// The environment variable holding the bearer token for `exec_server_url`
+    /// (`exec_server_auth_token_env`), for an exec-server started with `--ws-auth`; read when
+    /// the first command connects.
+    pub exec_server_auth_token_env: Option<String>,
     /// Compact the history once a response reports this many tokens
     /// (`model_auto_compact_token_limit`); by default 90% of the model's context window when
     /// known.
@@ -316,7 +320,7 @@ fn deserialize(
 }
 
 /// Checks the URLs the file defines (providers' `base_url`: absolute `http`/`https` with
-/// a host; `exec_server_url`: `ws`/`wss`), so a typo fails at load with the key named.
+/// a host; `exec_server_url`: `ws`; `wss` is refused until there is client TLS), so a typo fails at load with the key named.
 fn validate_base_urls(
     file: &ConfigToml,
     path: &Path,
@@ -357,8 +361,12 @@ fn validate_base_urls(
             Err(err) => Some(format!(
                 "`{url}` is not a URL ({err}); expected e.g. `ws://127.0.0.1:4500`"
             )),
-            Ok(parsed) if !matches!(parsed.scheme(), "ws" | "wss") => Some(format!(
-                "`{url}` has scheme `{}`; expected `ws` or `wss`",
+            Ok(parsed) if parsed.scheme() == "wss" => Some(format!(
+                "`{url}`: `wss://` is not supported yet (this build has no client TLS); reach \
+                 the exec-server over `ws://` on a loopback address, e.g. through `ssh -L`"
+            )),
+            Ok(parsed) if parsed.scheme() != "ws" => Some(format!(
+                "`{url}` has scheme `{}`; expected `ws`",
                 parsed.scheme()
             )),
             Ok(_) => None,
@@ -424,6 +432,7 @@ fn resolve(
         model_context_window,
         features,
         exec_server_url,
+        exec_server_auth_token_env,
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit,
@@ -536,6 +545,7 @@ fn resolve(
         unified_exec: features.unified_exec,
         shell_snapshot: features.shell_snapshot.unwrap_or(true),
         exec_server_url,
+        exec_server_auth_token_env,
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),

@@ -35,6 +35,7 @@ pub(crate) struct ConfigToml {
     pub model_context_window: Option<u64>,
     pub features: FeaturesToml,
     pub exec_server_url: Option<String>,
+    pub exec_server_auth_token_env: Option<String>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub compact_prompt: Option<String>,
     pub tool_output_token_limit: Option<usize>,

@@ -34,6 +34,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "base_instructions",
     "compact_prompt",
     "developer_instructions",
+    "exec_server_auth_token_env",
     "exec_server_url",
     "features",
     "mcp_servers",

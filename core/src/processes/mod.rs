@@ -55,7 +55,31 @@ pub(crate) enum ExecTarget {
     /// An exec-server handler in this process.
     InProcess,
     /// A `keel exec-server` listening at this websocket URL.
-    Remote(String),
+    Remote {
+        /// `exec_server_url`.
+        url: String,
+        /// `exec_server_auth_token_env`: where the bearer token is, when the server wants one.
+        token_env: Option<String>,
+    },
+}
+
+/// The bearer token for a remote exec-server, read from the environment variable
+/// `exec_server_auth_token_env` names; `None` when no variable is named.
+pub fn exec_server_bearer_token(
+    token_env: Option<&str>,
+) -> Result<Option<keel_exec_server::BearerToken>, ProcessError> {
+    let Some(name) = token_env else {
+        return Ok(None);
+    };
+    match std::env::var(name) {
+        Ok(token) if !token.trim().is_empty() => {
+            Ok(Some(keel_exec_server::BearerToken::new(&token)))
+        }
+        _ => Err(ProcessError::Connect(format!(
+            "exec_server_auth_token_env names `{name}`, but that environment variable is unset \
+             or empty"
+        ))),
+    }
 }
 
 /// A command ready to start, after policy decided how.
@@ -113,7 +137,11 @@ impl ProcessLayer {
                         };
                         ExecServerClient::in_process(config, options).await
                     }
-                    ExecTarget::Remote(url) => {
+                    ExecTarget::Remote { url, token_env } => {
+                        let options = ExecServerClientOptions {
+                            bearer_token: exec_server_bearer_token(token_env.as_deref())?,
+                            ..options
+                        };
                         ExecServerClient::connect_websocket(url, options).await
                     }
                 }

@@ -1,7 +1,8 @@
 //! `keel-exec-server`: the exec-server as a standalone binary.
 //!
 //! Exit codes: 0 after a clean shutdown, 1 when the server fails (the error chain is printed
-//! on stderr), 2 for bad flags (clap).
+//! on stderr), 2 for bad flags (clap, or authentication flags that cannot work or would
+//! leave a network listener open).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -24,7 +25,15 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("keel-exec-server: {err:#}");
-            ExitCode::FAILURE
+            let bad_flags = err
+                .chain()
+                .filter_map(|cause| cause.downcast_ref::<keel_exec_server::ExecServerError>())
+                .any(keel_exec_server::ExecServerError::is_bad_flags);
+            if bad_flags {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

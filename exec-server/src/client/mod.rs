@@ -38,6 +38,31 @@ pub struct ExecServerClientOptions {
     /// [`ExecServerClient::subscribe`]). The broadcast ring keeps this many events alive, so
     /// it also bounds the client's buffered output (at most 256 KiB per event).
     pub event_capacity: usize,
+    /// Sent as `Authorization: Bearer …` when connecting over a websocket, for a server
+    /// started with `--ws-auth`.
+    pub bearer_token: Option<BearerToken>,
+}
+
+/// A token a client was given for a server's `--ws-auth`; its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Wraps a token, without surrounding whitespace.
+    pub fn new(token: &str) -> Self {
+        Self(token.trim().to_string())
+    }
+
+    /// The token itself, for the `Authorization` header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
 }
 
 impl Default for ExecServerClientOptions {
@@ -47,6 +72,7 @@ impl Default for ExecServerClientOptions {
             connect_timeout: Duration::from_secs(10),
             initialize_timeout: Duration::from_secs(10),
             event_capacity: 256,
+            bearer_token: None,
         }
     }
 }
@@ -92,7 +118,8 @@ impl ExecServerClient {
     pub async fn connect_websocket(url: &str, options: ExecServerClientOptions) -> Result<Self> {
         use futures::StreamExt;
 
-        let connect = tokio_tungstenite::connect_async(url);
+        let request = websocket_request(url, options.bearer_token.as_ref())?;
+        let connect = tokio_tungstenite::connect_async(request);
         let (stream, _response) = tokio::time::timeout(options.connect_timeout, connect)
             .await
             .map_err(|_| ExecServerError::Timeout {
@@ -253,4 +280,35 @@ impl ExecServerClient {
             handler.shutdown().await;
         }
     }
+}
+
+/// The upgrade request for `url`, with the bearer token when there is one. A token is only
+/// sent to a loopback host: over plain `ws://` anyone on the path could read it.
+fn websocket_request(
+    url: &str,
+    token: Option<&BearerToken>,
+) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+    let mut request = url
+        .into_client_request()
+        .map_err(ExecServerError::ws("reading the exec-server URL"))?;
+    let Some(token) = token else {
+        return Ok(request);
+    };
+    let host = request.uri().host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return Err(ExecServerError::TokenOverPlaintext(url.to_string()));
+    }
+    let value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
+        ExecServerError::InvalidParams("the bearer token is not a valid header value".into())
+    })?;
+    request.headers_mut().insert("authorization", value);
+    Ok(request)
 }

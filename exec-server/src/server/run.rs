@@ -12,6 +12,7 @@ use super::stdio::stdio_connection;
 use super::websocket::serve_websocket;
 use crate::config::ExecServerConfig;
 use crate::error::{ExecServerError, Result};
+use crate::listener_auth::{ListenerAuthArgs, ListenerGuard, ListenerKind};
 
 /// Command-line flags of the exec-server.
 #[derive(Debug, Clone, clap::Args)]
@@ -32,6 +33,10 @@ pub struct ExecServerArgs {
     /// Milliseconds between SIGTERM and SIGKILL when stopping processes.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub shutdown_grace_ms: u64,
+
+    /// Who may connect over `ws://`.
+    #[command(flatten)]
+    pub auth: ListenerAuthArgs,
 }
 
 impl ExecServerArgs {
@@ -53,6 +58,12 @@ impl ExecServerArgs {
 /// the caller should exit the process promptly afterwards.
 pub async fn run_main(args: ExecServerArgs) -> Result<()> {
     let config = args.config();
+    let kind = match args.listen {
+        ListenUrl::Stdio => ListenerKind::Stdio,
+        ListenUrl::WebSocket(address) => ListenerKind::Tcp(address),
+    };
+    // Before binding: an open network listener must never exist, even for a moment.
+    let guard = ListenerGuard::new(&args.auth, kind)?;
     let shutdown = CancellationToken::new();
     let signals = spawn_signal_listener(shutdown.clone())?;
     let result = match args.listen {
@@ -67,14 +78,9 @@ pub async fn run_main(args: ExecServerArgs) -> Result<()> {
             let bound = listener
                 .local_addr()
                 .map_err(ExecServerError::io("reading the bound address"))?;
-            if !bound.ip().is_loopback() {
-                eprintln!(
-                    "warning: listening on non-loopback address {bound}; anyone who can reach \
-                     it can run commands as this user"
-                );
-            }
             eprintln!("listening on ws://{bound}");
-            serve_websocket(listener, config, shutdown.clone()).await;
+            eprintln!("  auth: {}", guard.describe());
+            serve_websocket(listener, config, guard, shutdown.clone()).await;
             Ok(())
         }
     };

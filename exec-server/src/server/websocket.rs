@@ -1,6 +1,6 @@
 //! The `ws://` transport: a TCP listener whose every websocket connection gets its own
-//! processor. Connections carrying an `Origin` header are refused, so a web page cannot
-//! drive the server from a browser.
+//! processor, once the upgrade passed the listener's guard (no browser, a loopback `Host`
+//! on loopback listeners, the bearer token when one is required).
 
 use std::net::SocketAddr;
 
@@ -8,12 +8,12 @@ use futures::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::{StatusCode, header};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::processor::{Connection, serve_connection};
 use crate::config::ExecServerConfig;
+use crate::listener_auth::ListenerGuard;
 use crate::transport::websocket::{read_frames, write_frames};
 use crate::transport::{INCOMING_CHANNEL_CAPACITY, OUTGOING_CHANNEL_CAPACITY};
 
@@ -22,6 +22,7 @@ use crate::transport::{INCOMING_CHANNEL_CAPACITY, OUTGOING_CHANNEL_CAPACITY};
 pub(super) async fn serve_websocket(
     listener: TcpListener,
     config: ExecServerConfig,
+    guard: ListenerGuard,
     shutdown: CancellationToken,
 ) {
     let connections = TaskTracker::new();
@@ -32,7 +33,13 @@ pub(super) async fn serve_websocket(
         };
         match accepted {
             Ok((stream, peer)) => {
-                connections.spawn(serve_socket(stream, peer, config.clone(), shutdown.clone()));
+                connections.spawn(serve_socket(
+                    stream,
+                    peer,
+                    config.clone(),
+                    guard.clone(),
+                    shutdown.clone(),
+                ));
             }
             Err(err) => tracing::warn!(%err, "accept failed"),
         }
@@ -46,12 +53,18 @@ async fn serve_socket(
     stream: TcpStream,
     peer: SocketAddr,
     config: ExecServerConfig,
+    guard: ListenerGuard,
     shutdown: CancellationToken,
 ) {
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, %err, "could not disable Nagle");
     }
-    let websocket = match tokio_tungstenite::accept_hdr_async(stream, refuse_browsers).await {
+    #[expect(
+        clippy::result_large_err,
+        reason = "the callback signature is tungstenite's"
+    )]
+    let check = |request: &Request, response: Response| check_upgrade(&guard, request, response);
+    let websocket = match tokio_tungstenite::accept_hdr_async(stream, check).await {
         Ok(websocket) => websocket,
         Err(err) => {
             tracing::info!(%peer, %err, "websocket handshake refused or failed");
@@ -73,22 +86,22 @@ async fn serve_socket(
     reader.abort();
 }
 
-/// Handshake callback: a request with an `Origin` header comes from a browser; refuse it.
+/// Handshake callback: refuses what the guard refuses, with its status and reason.
 #[expect(
     clippy::result_large_err,
     reason = "the callback signature is tungstenite's"
 )]
-fn refuse_browsers(request: &Request, response: Response) -> Result<Response, ErrorResponse> {
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        tracing::warn!(
-            ?origin,
-            "refusing a websocket connection with an Origin header"
-        );
-        let mut refusal = ErrorResponse::new(Some(
-            "exec-server refuses connections with an Origin header".to_string(),
-        ));
-        *refusal.status_mut() = StatusCode::FORBIDDEN;
-        return Err(refusal);
+fn check_upgrade(
+    guard: &ListenerGuard,
+    request: &Request,
+    response: Response,
+) -> Result<Response, ErrorResponse> {
+    match guard.check_upgrade(request.headers()) {
+        Ok(()) => Ok(response),
+        Err(refusal) => {
+            let mut answer = ErrorResponse::new(Some(refusal.message));
+            *answer.status_mut() = refusal.status;
+            Err(answer)
+        }
     }
-    Ok(response)
 }
