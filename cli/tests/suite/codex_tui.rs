@@ -55,6 +55,18 @@ impl TuiPane {
         codex_home: &std::path::Path,
         cwd: &std::path::Path,
     ) -> anyhow::Result<Self> {
+        Self::start_with_env(codex, args, url, codex_home, cwd, &[])
+    }
+
+    /// [`Self::start`] with extra environment variables for the TUI.
+    fn start_with_env(
+        codex: &PathBuf,
+        args: &[&str],
+        url: &str,
+        codex_home: &std::path::Path,
+        cwd: &std::path::Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         static SESSIONS: AtomicUsize = AtomicUsize::new(0);
         let session = format!(
             "keel-tui-{}-{}",
@@ -77,6 +89,10 @@ impl TuiPane {
             .arg("-e")
             .arg(format!("CODEX_HOME={}", codex_home.display()))
             .args(["-e", "OPENAI_API_KEY=unused"])
+            .args(
+                env.iter()
+                    .flat_map(|(name, value)| ["-e".to_string(), format!("{name}={value}")]),
+            )
             .arg(codex)
             .args(args)
             .args(["--remote", url])
@@ -298,6 +314,65 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     tui.type_line("KEEL-STEP-3 once more").await?;
     tui.wait_for("keel second answer").await?;
 
+    tui.quit().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_sends_its_token_to_a_protected_keel() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let mock = MockModelServer::builder()
+        .responder(responder)
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[("approval_policy", "untrusted".into())])?;
+    let token_file = world.home.path().join("ws-token");
+    std::fs::write(&token_file, "tui-token-0123456789")?;
+    let mut server = world
+        .builder()
+        .args([
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--ws-auth",
+            "capability-token",
+        ])
+        .arg("--ws-token-file")
+        .arg(&token_file)
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let codex_home = tui_home()?;
+
+    // The wrong token is refused at the upgrade: the TUI never gets a session.
+    let refused = TuiPane::start_with_env(
+        &codex,
+        &["--remote-auth-token-env", "KEEL_TUI_TOKEN"],
+        &url,
+        codex_home.path(),
+        world.ws(),
+        &[("KEEL_TUI_TOKEN", "wrong-token")],
+    )?;
+    server
+        .wait_for_stderr_line("the refusal", |line| {
+            line.contains("refusing a connection") && line.contains("invalid bearer token")
+        })
+        .await?;
+    drop(refused);
+
+    let tui = TuiPane::start_with_env(
+        &codex,
+        &["--remote-auth-token-env", "KEEL_TUI_TOKEN"],
+        &url,
+        codex_home.path(),
+        world.ws(),
+        &[("KEEL_TUI_TOKEN", "tui-token-0123456789")],
+    )?;
+    tui.wait_for("Ask Codex to do anything").await?;
+    tui.type_line("KEEL-STEP-3 once more").await?;
+    tui.wait_for("keel second answer").await?;
     tui.quit().await?;
     Ok(())
 }

@@ -437,3 +437,53 @@ async fn the_engine_sends_its_token_to_a_protected_exec_server() -> anyhow::Resu
     assert!(output.contains("KEEL_TEST_EXEC_TOKEN"), "{output}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_server_listens_on_a_private_unix_socket() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+
+    let home = tempfile::tempdir()?;
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["app-server", "--listen", "unix://"])
+        .env("KEEL_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    server
+        .wait_for_stderr_line("the socket path", |line| {
+            line.contains("listening on unix://")
+        })
+        .await?;
+    let path = home.path().join("app-server-control/app-server.sock");
+    let mode = |path: &std::path::Path| -> anyhow::Result<u32> {
+        Ok(std::fs::metadata(path)?.permissions().mode() & 0o777)
+    };
+    assert_eq!(mode(&path)?, 0o600);
+    assert_eq!(mode(&home.path().join("app-server-control"))?, 0o700);
+
+    let stream = tokio::net::UnixStream::connect(&path).await?;
+    let (mut socket, _) = tokio_tungstenite::client_async("ws://localhost/", stream).await?;
+    let request = json!({"id": 1, "method": "initialize", "params": app_server_initialize()});
+    socket
+        .send(Message::Text(request.to_string().into()))
+        .await?;
+    let answer = loop {
+        let frame = tokio::time::timeout(WAIT, socket.next())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("closed"))??;
+        if let Message::Text(text) = frame {
+            break serde_json::from_str::<Value>(text.as_str())?;
+        }
+    };
+    assert!(answer["result"]["userAgent"].is_string(), "{answer}");
+
+    // A second server on the same socket is refused while the first lives.
+    let (code, stderr) = run_keel(&["app-server", "--listen", "unix://"], home.path()).await?;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("already listening"), "{stderr}");
+
+    server.signal(nix::sys::signal::Signal::SIGTERM)?;
+    let status = tokio::time::timeout(WAIT, server.wait()).await??;
+    assert!(status.success(), "{status}");
+    assert!(!path.exists(), "the socket is removed on shutdown");
+    Ok(())
+}

@@ -10,6 +10,7 @@ mod full_disk;
 mod fuzz;
 mod images;
 mod listener_auth;
+mod listener_netns;
 mod mcp_client;
 mod mcp_server;
 mod output_schema;
