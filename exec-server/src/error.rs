@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use keel_protocol::{
     ExecSessionId, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject,
-    METHOD_NOT_FOUND, SERVER_OVERLOADED,
+    SERVER_OVERLOADED,
 };
 
 /// Everything that can go wrong in the exec-server, its handler or its client.
@@ -154,8 +154,8 @@ impl ExecServerError {
             | Self::NotATerminal(_)
             | Self::SessionExited(_)
             | Self::ProcessLimit { .. }
+            | Self::UnknownMethod(_)
             | Self::ShuttingDown => INVALID_REQUEST,
-            Self::UnknownMethod(_) => METHOD_NOT_FOUND,
             Self::StdinFull(_) => SERVER_OVERLOADED,
             Self::InvalidParams(_) => INVALID_PARAMS,
             Self::Spawn { .. }

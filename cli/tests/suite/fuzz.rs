@@ -32,6 +32,7 @@ fn plan(seeds: Vec<Value>, check: (&str, Value), handshake: Vec<Value>) -> FuzzP
             None => Some(HUGE_LINE),
         },
         deep_nesting: DEEP,
+        closes_on_violation: false,
     }
 }
 
@@ -150,10 +151,13 @@ async fn mcp_server_over_stdio_survives_the_fuzzer() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The exec-server closes a connection on the first frame that is not JSON-RPC
+/// (`exec-server.v0`), so its long-lived connection gets every frame it must tolerate, and the
+/// others are thrown one per connection ([`exec_server_closes_each_violating_connection`]).
 fn exec_server_plan() -> FuzzPlan {
     let initialize =
         json!({"id": "init", "method": "initialize", "params": {"clientName": "fuzz"}});
-    plan(
+    let mut plan = plan(
         vec![
             initialize.clone(),
             json!({"method": "initialized", "params": {}}),
@@ -166,7 +170,9 @@ fn exec_server_plan() -> FuzzPlan {
         ],
         ("command/exec/snapshot", json!({"sessionId": "check"})),
         vec![initialize, json!({"method": "initialized", "params": {}})],
-    )
+    );
+    plan.closes_on_violation = true;
+    plan
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,5 +197,59 @@ async fn exec_server_over_websocket_survives_the_fuzzer() -> anyhow::Result<()> 
     plan.huge_line_bytes = None;
     let result = fuzz_websocket(&format!("ws://{addr}/"), &plan).await?;
     report("exec-server websocket", &result);
+    Ok(())
+}
+
+/// Frames the exec-server must not tolerate, one connection each: every one is answered or
+/// closed, never crashes the server, and the server still serves a new connection after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_server_closes_each_violating_connection() -> anyhow::Result<()> {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    const VIOLATIONS: usize = 300;
+    let home = home()?;
+    let mut server = keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .home_path(home.path())
+        .home_var("KEEL_HOME")
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    let url = format!("ws://{}/", server.websocket_address().await?);
+    let plan = exec_server_plan();
+    let mut fuzzer = keel_test_support::fuzz::FrameFuzzer::new(plan.seed, plan.seeds.clone());
+    let violations = std::iter::repeat_with(|| fuzzer.next_frame())
+        .filter(|frame| !keel_test_support::fuzz::is_tolerated(frame))
+        .take(VIOLATIONS);
+    for frame in violations {
+        let (mut socket, _) = tokio_tungstenite::connect_async(&url).await?;
+        let message = match String::from_utf8(frame) {
+            Ok(text) => Message::Text(text.into()),
+            Err(bytes) => Message::Binary(bytes.into_bytes().into()),
+        };
+        socket.send(message).await?;
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            while let Some(Ok(message)) = socket.next().await {
+                if message.is_close() {
+                    break;
+                }
+            }
+        })
+        .await;
+        anyhow::ensure!(closed.is_ok(), "a violating connection stayed open");
+    }
+    let (mut socket, _) = tokio_tungstenite::connect_async(&url).await?;
+    let initialize = json!({"id": 1, "method": "initialize", "params": {"clientName": "after"}});
+    socket
+        .send(Message::Text(initialize.to_string().into()))
+        .await?;
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(20), socket.next())
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("closed"))??;
+    let answer: Value = serde_json::from_str(answer.to_text()?)?;
+    assert_eq!(
+        answer["result"]["protocolVersion"], "exec-server.v0",
+        "{answer}"
+    );
     Ok(())
 }

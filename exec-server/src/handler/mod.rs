@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use keel_protocol::ExecSessionId;
 use keel_protocol::exec_server::{
-    CloseStdinParams, CloseStdinResponse, EXEC_SERVER_PROTOCOL_VERSION, ExecParams, ExecResponse,
-    InitializeParams, InitializeResponse, ResizeParams, ResizeResponse, SnapshotParams,
-    SnapshotResponse, TerminateMode, TerminateParams, TerminateResponse, WaitParams, WaitResponse,
-    WriteParams, WriteResponse,
+    CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
+    ExecParams, ExecResponse, InitializeParams, InitializeResponse, ResizeParams, ResizeResponse,
+    SnapshotParams, SnapshotResponse, TerminateMode, TerminateParams, TerminateResponse,
+    WaitParams, WaitResponse, WriteParams, WriteResponse,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, oneshot};
@@ -134,6 +134,10 @@ impl ExecServerHandler {
         tracing::debug!(client = %params.client_name, "initialize");
         Ok(InitializeResponse {
             protocol_version: EXEC_SERVER_PROTOCOL_VERSION.to_string(),
+            extensions: EXEC_SERVER_EXTENSIONS
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
         })
     }
 

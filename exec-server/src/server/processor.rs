@@ -79,11 +79,11 @@ pub(crate) async fn serve_connection(
             Some(Frame::Invalid(reason)) => processor.parse_error(reason).await,
             Some(Frame::Rejected(bad)) => processor.reject(&bad).await,
             Some(Frame::Text(text)) => processor.text(text.as_bytes()).await,
-            // Only client-side readers decode output notifications; a server never gets them.
-            Some(Frame::Event(_)) => {
-                tracing::warn!("ignoring a client notification `command/exec/outputDelta`");
-                Next::Continue
-            }
+            // Only client-side readers decode output notifications; from a client it is a
+            // notification the protocol does not have.
+            Some(Frame::Event(_)) => Next::Close(
+                "protocol error: the client sent `command/exec/outputDelta`".to_string(),
+            ),
             Some(Frame::Line(line)) => processor.text(&line).await,
             Some(Frame::Message(message)) => processor.handle(message).await,
         };
@@ -191,11 +191,12 @@ impl Processor {
         }
     }
 
-    /// Answers a line that is not a JSON-RPC message; the connection goes on.
+    /// Answers a line that is not a JSON-RPC message, then closes the connection, as
+    /// `exec-server.v0` specifies (the error tells the client why).
     async fn reject(&mut self, bad: &keel_protocol::FrameError) -> Next {
-        tracing::debug!(%bad, "rejected a message");
+        tracing::warn!(%bad, "closing the connection: not a JSON-RPC message");
         self.send(bad.to_response().into()).await;
-        Next::Continue
+        Next::Close(format!("protocol error: {bad}"))
     }
 
     async fn handle(&mut self, message: JsonRpcMessage) -> Next {
@@ -215,11 +216,14 @@ impl Processor {
     }
 
     async fn notification(&mut self, notification: JsonRpcNotification) -> Next {
-        // A notification cannot be answered; one that makes no sense is logged and ignored,
-        // never a reason to drop the connection.
+        // `initialized` is the only notification a client sends; any other one is a protocol
+        // error that closes the connection (`exec-server.v0`).
         if notification.method != "initialized" {
-            tracing::warn!(method = %notification.method, "ignoring an unknown client notification");
-            return Next::Continue;
+            tracing::warn!(method = %notification.method, "closing the connection: unknown client notification");
+            return Next::Close(format!(
+                "protocol error: unknown client notification `{}`",
+                notification.method
+            ));
         }
         if let Err(err) = self.handler.initialized().await {
             tracing::warn!(%err, "ignoring `initialized`");
@@ -227,7 +231,7 @@ impl Processor {
         Next::Continue
     }
 
-    /// Answers an unreadable message with a parse error; the connection goes on.
+    /// Answers an unreadable message with a parse error, then closes the connection.
     async fn parse_error(&mut self, reason: String) -> Next {
         let error = JsonRpcError {
             id: None,
@@ -237,7 +241,7 @@ impl Processor {
             ),
         };
         self.send(error.into()).await;
-        Next::Continue
+        Next::Close(format!("protocol error: {reason}"))
     }
 
     async fn route(&mut self, request: JsonRpcRequest) -> Next {

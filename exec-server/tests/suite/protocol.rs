@@ -1,5 +1,7 @@
-//! Wire-level rules, spoken as raw JSON: handshake order, error codes, malformed input,
-//! browser refusal and `--listen` validation.
+//! Wire-level rules, spoken as raw JSON, as `exec-server.v0` documents them
+//! (`docs/exec-server.md`): handshake order, the error table (-32600 for an unknown method),
+//! input that is not JSON-RPC closing its connection (and only that one), the extensions
+//! `initialize` announces, browser refusal and `--listen` validation.
 
 use anyhow::Context;
 use pretty_assertions::assert_eq;
@@ -34,7 +36,16 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
         .await?;
     assert_eq!(
         response["result"],
-        json!({"protocolVersion": "exec-server.v0"})
+        json!({
+            "protocolVersion": "exec-server.v0",
+            "extensions": [
+                "command/exec/resize",
+                "command/exec/closeStdin",
+                "command/exec/wait",
+                "command/exec/snapshot",
+                "command/exec/terminate.mode"
+            ]
+        })
     );
 
     let (code, message) = error_of(&peer.request(3, "command/exec", exec_params()).await?);
@@ -86,7 +97,7 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
     let (code, message) = error_of(&peer.request(9, "command/nope", json!({})).await?);
     assert_eq!(
         (code, message),
-        (-32601, "unknown method `command/nope`".to_string())
+        (-32600, "unknown method `command/nope`".to_string())
     );
     let (code, message) = error_of(
         &peer
@@ -102,42 +113,44 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn malformed_input_is_answered_and_the_connection_goes_on(
+/// Each line that is not a JSON-RPC message is answered with its error, then the
+/// connection closes (on stdio the server then exits, its work done).
+async fn malformed_input_is_answered_and_closes_the_connection(
     transport: Transport,
 ) -> anyhow::Result<()> {
-    let mut server = Server::start(transport, &[]).await?;
-    let mut peer = server.raw().await?;
-    peer.initialize().await?;
     for (text, code) in [
         ("{not json", -32700),
         ("[]", -32600),
         ("5", -32600),
         (r#"{"id": null, "method": "command/exec"}"#, -32600),
     ] {
+        let mut server = Server::start(transport, &[]).await?;
+        let mut peer = server.raw().await?;
+        peer.initialize().await?;
         peer.send_text(text).await?;
         let error = peer.recv().await?.context("an error answer")?;
         assert_eq!(error["id"], Value::Null, "{text}: {error}");
         assert_eq!(error["error"]["code"], code, "{text}: {error}");
+        assert_eq!(
+            peer.recv().await?,
+            None,
+            "{text}: the connection must close"
+        );
+        if transport == Transport::Stdio {
+            assert!(server.exited().await?.success());
+        }
     }
-    let response = peer.request(1, "command/exec", exec_params()).await?;
-    assert_eq!(response["result"]["sessionId"], "session-1");
     Ok(())
 }
 
-/// A notification cannot be answered: an unknown one (or a repeated `initialized`) is
-/// ignored and the connection goes on.
-async fn unexpected_notification_is_ignored(transport: Transport) -> anyhow::Result<()> {
+/// `initialized` is the only client notification: any other one closes the connection.
+async fn unknown_notification_closes_the_connection(transport: Transport) -> anyhow::Result<()> {
     let mut server = Server::start(transport, &[]).await?;
     let mut peer = server.raw().await?;
     peer.initialize().await?;
     peer.send(json!({"method": "command/exec/bogus", "params": {}}))
         .await?;
-    peer.send(json!({"method": "initialized", "params": {}}))
-        .await?;
-    let answer = peer
-        .request(7, "command/exec/snapshot", json!({"sessionId": "nope"}))
-        .await?;
-    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(peer.recv().await?, None, "the connection must close");
     Ok(())
 }
 
@@ -149,19 +162,49 @@ async fn jsonrpc_member_is_accepted_and_omitted(transport: Transport) -> anyhow:
     )
     .await?;
     let response = peer.recv().await?.context("a response")?;
-    assert_eq!(
-        response,
-        json!({"id": 1, "result": {"protocolVersion": "exec-server.v0"}})
-    );
+    assert_eq!(response["id"], 1, "{response}");
+    assert_eq!(response["result"]["protocolVersion"], "exec-server.v0");
+    assert!(response.get("jsonrpc").is_none(), "{response}");
     Ok(())
 }
 
 both_transports!(
     handshake_order_is_enforced,
-    malformed_input_is_answered_and_the_connection_goes_on,
-    unexpected_notification_is_ignored,
+    malformed_input_is_answered_and_closes_the_connection,
+    unknown_notification_closes_the_connection,
     jsonrpc_member_is_accepted_and_omitted,
 );
+
+/// A protocol violation ends only the connection that made it: another client's process and
+/// connection carry on, and the server accepts new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_violation_closes_only_its_own_connection() -> anyhow::Result<()> {
+    let server = Server::start(Transport::WebSocket, &[]).await?;
+    let url = server.url.clone().context("ws url")?;
+    let mut bystander = RawPeer::websocket(&url, &[]).await?;
+    bystander.initialize().await?;
+    let started = bystander
+        .request(
+            1,
+            "command/exec",
+            json!({"argv": ["sleep", "30"], "cwd": "/", "env": {"PATH": "/usr/bin:/bin"}, "tty": false, "arg0": null}),
+        )
+        .await?;
+    let session = started["result"]["sessionId"].clone();
+    for text in ["{not json", "[]", r#"{"method": "nope"}"#] {
+        let mut offender = RawPeer::websocket(&url, &[]).await?;
+        offender.initialize().await?;
+        offender.send_text(text).await?;
+        while offender.recv().await?.is_some() {}
+    }
+    let snapshot = bystander
+        .request(2, "command/exec/snapshot", json!({"sessionId": session}))
+        .await?;
+    assert_eq!(snapshot["result"]["running"], true, "{snapshot}");
+    let mut newcomer = RawPeer::websocket(&url, &[]).await?;
+    newcomer.initialize().await?;
+    Ok(())
+}
 
 #[tokio::test]
 async fn websocket_with_origin_is_refused() -> anyhow::Result<()> {

@@ -12,13 +12,17 @@ pub struct InitializeParams {
     pub client_name: String,
 }
 
-/// Result of `initialize`: the protocol the server speaks.
+/// Result of `initialize`: the protocol the server speaks and what it offers beyond it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "ExecServerInitializeResponse")]
 pub struct InitializeResponse {
     /// Always [`super::EXEC_SERVER_PROTOCOL_VERSION`] for this protocol.
     pub protocol_version: String,
+    /// The extensions this server supports ([`super::EXEC_SERVER_EXTENSIONS`] for Keel's), so a
+    /// client need not probe for them; absent from servers that predate the list.
+    #[serde(default)]
+    pub extensions: Vec<String>,
 }
 
 /// Params of the `initialized` notification; the server ignores any content.

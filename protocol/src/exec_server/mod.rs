@@ -13,6 +13,16 @@ pub use notifications::*;
 /// The protocol version the server reports from `initialize`.
 pub const EXEC_SERVER_PROTOCOL_VERSION: &str = "exec-server.v0";
 
+/// The extensions of `exec-server.v0` a Keel server announces in `initialize`: the planned
+/// methods, and `command/exec/terminate.mode` for terminate's `mode` parameter.
+pub const EXEC_SERVER_EXTENSIONS: &[&str] = &[
+    "command/exec/resize",
+    "command/exec/closeStdin",
+    "command/exec/wait",
+    "command/exec/snapshot",
+    "command/exec/terminate.mode",
+];
+
 crate::request_table! {
     /// Every request a client may send to an exec-server.
     pub enum ExecServerRequest in exec_server_request {

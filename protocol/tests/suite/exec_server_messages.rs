@@ -197,8 +197,9 @@ fn result_shapes() -> anyhow::Result<()> {
         (
             serde_json::to_value(InitializeResponse {
                 protocol_version: EXEC_SERVER_PROTOCOL_VERSION.into(),
+                extensions: vec!["command/exec/wait".into()],
             })?,
-            json!({"protocolVersion": "exec-server.v0"}),
+            json!({"protocolVersion": "exec-server.v0", "extensions": ["command/exec/wait"]}),
         ),
         (
             serde_json::to_value(ExecResponse { session_id: sid() })?,
@@ -285,5 +286,14 @@ fn golden_command_exec_exchange() -> anyhow::Result<()> {
         anyhow::bail!("not an output delta");
     };
     assert_eq!(delta.chunk.as_bytes(), b"ready\r\n");
+    Ok(())
+}
+
+#[test]
+fn an_initialize_result_without_extensions_still_reads() -> anyhow::Result<()> {
+    // Servers that predate the list answer with the version alone.
+    let old: InitializeResponse =
+        serde_json::from_value(json!({"protocolVersion": "exec-server.v0"}))?;
+    assert!(old.extensions.is_empty());
     Ok(())
 }

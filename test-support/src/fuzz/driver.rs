@@ -34,6 +34,22 @@ pub struct FuzzPlan {
     pub huge_line_bytes: Option<usize>,
     /// Depth of one deeply nested frame thrown in the second batch.
     pub deep_nesting: usize,
+    /// The server closes a connection on a frame that is not a JSON-RPC message or is an
+    /// unknown notification (`exec-server.v0`): only frames it must tolerate go over the
+    /// fuzzed connection, and neither the over-long line nor the deep nesting is sent.
+    pub closes_on_violation: bool,
+}
+
+/// Whether a server that closes on protocol violations must keep the connection after
+/// `frame`: a request, a response, or the `initialized` notification.
+pub fn is_tolerated(frame: &[u8]) -> bool {
+    match keel_protocol::decode_frame(frame) {
+        Ok(Some(keel_protocol::JsonRpcMessage::Notification(notification))) => {
+            notification.method == "initialized"
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
 /// What a run did.
@@ -89,6 +105,12 @@ fn batch_frames(
     sent: usize,
 ) -> Vec<Vec<u8>> {
     let count = plan.batch.min(plan.frames - sent);
+    if plan.closes_on_violation {
+        return std::iter::repeat_with(|| fuzzer.next_frame())
+            .filter(|frame| is_tolerated(frame))
+            .take(count)
+            .collect();
+    }
     let mut frames: Vec<Vec<u8>> = (0..count).map(|_| fuzzer.next_frame()).collect();
     if index == 1 {
         frames.push(deeply_nested_line(plan.deep_nesting));
@@ -173,6 +195,7 @@ pub async fn fuzz_stdio(
             stdin.write_all(b"\n").await.map_err(write_error)?;
         }
         if index == 1
+            && !plan.closes_on_violation
             && let Some(bytes) = plan.huge_line_bytes
         {
             let chunk = vec![b'x'; 1024 * 1024];

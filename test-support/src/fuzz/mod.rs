@@ -4,7 +4,7 @@
 mod driver;
 mod frames;
 
-pub use driver::{FuzzPlan, FuzzReport, fuzz_stdio, fuzz_websocket};
+pub use driver::{FuzzPlan, FuzzReport, fuzz_stdio, fuzz_websocket, is_tolerated};
 pub use frames::{
     DEFAULT_FUZZ_FRAMES, FrameFuzzer, deeply_nested_line, fuzz_frames_from_env, fuzz_seed_from_env,
 };
