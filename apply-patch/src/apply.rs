@@ -13,13 +13,21 @@
 //! Renames within one directory are atomic, so a reader sees each file either old or new;
 //! the set of files as a whole is "all or none" except during the commit window or a crash.
 
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::ApplyError;
+use super::links::ResolvedPath;
+use rustix::fs::Mode;
+
+use super::pinned_dir::{PinError, PinnedDir, set_mode};
 use super::plan::{ApplyPatchAction, PlannedWrite};
 
 /// What a successful apply changed, with paths as the patch wrote them.
@@ -58,7 +66,18 @@ impl fmt::Display for AppliedSummary {
 
 /// Writes every planned change, or none: on failure, changes already made are undone.
 pub fn apply(action: &ApplyPatchAction) -> Result<AppliedSummary, ApplyError> {
-    let warnings = Transaction::default().run(action.writes(), None)?;
+    apply_checked(action, |_| Ok(()))
+}
+
+/// Like [`apply`], but lets the caller refuse a place before anything is written: `check`
+/// sees where each write really leads ([`PlannedWrite::resolve`]) and returns why it may not
+/// go there. The writes then land exactly at the places `check` accepted: a symlink that
+/// appears on the way afterwards fails the patch instead of redirecting it.
+pub fn apply_checked(
+    action: &ApplyPatchAction,
+    check: impl FnMut(&ResolvedPath) -> Result<(), String>,
+) -> Result<AppliedSummary, ApplyError> {
+    let warnings = Transaction::default().run(action.writes(), check, None)?;
     let mut summary = action.summary().clone();
     summary.warnings = warnings;
     Ok(summary)
@@ -75,18 +94,24 @@ enum Fault<'a> {
 
 /// A completed commit step, undone in reverse on failure.
 enum Done {
-    /// The original file at `target` was renamed to `backup`.
-    MovedAside { target: PathBuf, backup: PathBuf },
-    /// A staged file was renamed to `target`, which did not exist before.
-    Installed { target: PathBuf },
+    /// The original file `name` in `dir` was renamed to `backup`.
+    MovedAside {
+        dir: Rc<PinnedDir>,
+        name: OsString,
+        backup: OsString,
+    },
+    /// A staged file was renamed to `name` in `dir`, which did not hold it before.
+    Installed { dir: Rc<PinnedDir>, name: OsString },
 }
 
 #[derive(Default)]
 struct Transaction {
-    /// Directories created for new files, outermost first.
-    created_dirs: Vec<PathBuf>,
+    /// Directories already opened, by path.
+    dirs: HashMap<PathBuf, Rc<PinnedDir>>,
+    /// Directories created for new files (parent, name), outermost first.
+    created_dirs: Vec<(PinnedDir, OsString)>,
     /// Hidden temporary and backup files; any that still exist at the end are removed.
-    scratch_files: Vec<PathBuf>,
+    scratch_files: Vec<(Rc<PinnedDir>, OsString)>,
     journal: Vec<Done>,
 }
 
@@ -95,19 +120,38 @@ struct StepError {
     step: &'static str,
     path: PathBuf,
     source: io::Error,
+    /// Set when the failure was a symlink on the way: the link.
+    link: Option<PathBuf>,
 }
 
 fn injected(step: &'static str, path: &Path) -> StepError {
-    StepError {
-        step,
-        path: path.to_path_buf(),
-        source: io::Error::other("injected failure"),
-    }
+    step_err(step, path)(io::Error::other("injected failure"))
 }
 
 fn step_err(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StepError {
     let path = path.to_path_buf();
-    move |source| StepError { step, path, source }
+    move |source| StepError {
+        step,
+        path,
+        source,
+        link: None,
+    }
+}
+
+/// Where one write lands: a file name in a directory reached without following links.
+struct Target<'a> {
+    write: &'a PlannedWrite,
+    real: PathBuf,
+}
+
+impl Target<'_> {
+    fn name(&self) -> &OsStr {
+        self.real.file_name().unwrap_or(self.real.as_os_str())
+    }
+
+    fn parent(&self) -> &Path {
+        self.real.parent().unwrap_or(Path::new("."))
+    }
 }
 
 impl Transaction {
@@ -115,13 +159,22 @@ impl Transaction {
     fn run(
         mut self,
         writes: &[PlannedWrite],
+        check: impl FnMut(&ResolvedPath) -> Result<(), String>,
         fault: Option<Fault<'_>>,
     ) -> Result<Vec<String>, ApplyError> {
-        let targets = verify(writes)?;
-        match self.stage_and_commit(writes, &targets, fault) {
+        let targets = verify(writes, check)?;
+        match self.stage_and_commit(&targets, fault) {
             Ok(()) => Ok(self.cleanup()),
-            Err(StepError { step, path, source }) => {
+            Err(StepError {
+                step,
+                path,
+                source,
+                link,
+            }) => {
                 let rollback_failures = self.rollback();
+                if let Some(link) = link.filter(|_| rollback_failures.is_empty()) {
+                    return Err(ApplyError::Redirected { path, link });
+                }
                 if rollback_failures.is_empty() {
                     Err(ApplyError::Io { step, path, source })
                 } else {
@@ -138,144 +191,154 @@ impl Transaction {
 
     fn stage_and_commit(
         &mut self,
-        writes: &[PlannedWrite],
-        targets: &[PathBuf],
+        targets: &[Target<'_>],
         fault: Option<Fault<'_>>,
     ) -> Result<(), StepError> {
-        let mut staged = Vec::with_capacity(writes.len());
-        for (write, target) in writes.iter().zip(targets) {
-            staged.push(match &write.after {
+        let mut staged = Vec::with_capacity(targets.len());
+        for target in targets {
+            let dir = self.pin(target, target.write.after.is_some())?;
+            staged.push(match &target.write.after {
                 Some(contents) => {
-                    if fault == Some(Fault::Stage(target)) {
-                        return Err(injected("write a temporary file for", target));
+                    if fault == Some(Fault::Stage(&target.real)) {
+                        return Err(injected("write a temporary file for", &target.real));
                     }
-                    Some(self.stage(write, target, contents)?)
+                    Some(self.stage(&dir, target, contents)?)
                 }
                 None => None,
             });
         }
         for (target, staged_file) in targets.iter().zip(staged) {
-            if fs::symlink_metadata(target).is_ok() {
-                let backup = self.reserve_scratch(target, "backup")?;
-                fs::rename(target, &backup).map_err(step_err("move aside", target))?;
+            let dir = self.pin(target, false)?;
+            let name = target.name().to_os_string();
+            let exists = dir
+                .exists(&name)
+                .map_err(step_err("move aside", &target.real))?;
+            if exists {
+                let (backup, _) = self.reserve_scratch(&dir, target, "backup")?;
+                dir.rename(&name, &backup)
+                    .map_err(step_err("move aside", &target.real))?;
                 self.journal.push(Done::MovedAside {
-                    target: target.clone(),
+                    dir: Rc::clone(&dir),
+                    name: name.clone(),
                     backup,
                 });
             }
             if let Some(staged_file) = staged_file {
-                if fault == Some(Fault::Install(target)) {
-                    return Err(injected("install", target));
+                if fault == Some(Fault::Install(&target.real)) {
+                    return Err(injected("install", &target.real));
                 }
-                fs::rename(&staged_file, target).map_err(step_err("install", target))?;
-                self.journal.push(Done::Installed {
-                    target: target.clone(),
-                });
+                dir.rename(&staged_file, &name)
+                    .map_err(step_err("install", &target.real))?;
+                self.journal.push(Done::Installed { dir, name });
             }
         }
         Ok(())
     }
 
-    /// Writes `contents` to a hidden file next to `target` and returns its path.
+    /// The directory `target` lands in, opened without following links (made with `create`).
+    fn pin(&mut self, target: &Target<'_>, create: bool) -> Result<Rc<PinnedDir>, StepError> {
+        let parent = target.parent();
+        if let Some(dir) = self.dirs.get(parent) {
+            return Ok(Rc::clone(dir));
+        }
+        let dir = match PinnedDir::open(parent, create, &mut self.created_dirs) {
+            Ok(dir) => Rc::new(dir),
+            Err(PinError::Link(link)) => {
+                return Err(StepError {
+                    step: "open",
+                    path: target.write.path.clone(),
+                    source: io::Error::other("a symlink appeared on the way"),
+                    link: Some(link),
+                });
+            }
+            Err(PinError::Io(path, source)) => {
+                let step = if create { "create directory" } else { "open" };
+                return Err(step_err(step, &path)(source));
+            }
+        };
+        self.dirs.insert(parent.to_path_buf(), Rc::clone(&dir));
+        Ok(dir)
+    }
+
+    /// Writes `contents` to a hidden file next to the target and returns its name.
     fn stage(
         &mut self,
-        write: &PlannedWrite,
-        target: &Path,
+        dir: &Rc<PinnedDir>,
+        target: &Target<'_>,
         contents: &str,
-    ) -> Result<PathBuf, StepError> {
-        if let Some(parent) = target.parent() {
-            self.create_dirs(parent)?;
-        }
-        let staged = self.reserve_scratch(target, "new")?;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&staged)
-            .map_err(step_err("write a temporary file for", target))?;
+    ) -> Result<OsString, StepError> {
+        let (staged, mut file) = self.reserve_scratch(dir, target, "new")?;
         file.write_all(contents.as_bytes())
-            .map_err(step_err("write a temporary file for", target))?;
+            .map_err(step_err("write a temporary file for", &target.real))?;
         // Keep the mode of the file being replaced (or of a move's source): an edited
         // script must stay executable.
-        let permissions_source = write.permissions_from.as_deref().unwrap_or(target);
-        if let Ok(metadata) = fs::metadata(permissions_source) {
-            fs::set_permissions(&staged, metadata.permissions())
-                .map_err(step_err("copy permissions to", target))?;
+        let mode = match &target.write.permissions_from {
+            Some(source) => fs::metadata(source)
+                .ok()
+                .map(|meta| Mode::from_raw_mode(meta.permissions().mode())),
+            None => dir.mode_of(target.name()),
+        };
+        if let Some(mode) = mode {
+            set_mode(&file, mode).map_err(step_err("copy permissions to", &target.real))?;
         }
         Ok(staged)
     }
 
-    fn create_dirs(&mut self, dir: &Path) -> Result<(), StepError> {
-        let missing: Vec<PathBuf> = dir
-            .ancestors()
-            .take_while(|ancestor| !ancestor.as_os_str().is_empty() && !ancestor.exists())
-            .map(Path::to_path_buf)
-            .collect();
-        for missing_dir in missing.into_iter().rev() {
-            fs::create_dir(&missing_dir).map_err(step_err("create directory", &missing_dir))?;
-            self.created_dirs.push(missing_dir);
-        }
-        Ok(())
-    }
-
-    /// Creates an empty hidden file beside `target`, reserving a name no one else uses.
-    fn reserve_scratch(&mut self, target: &Path, purpose: &str) -> Result<PathBuf, StepError> {
+    /// Creates an empty hidden file beside the target, reserving a name no one else uses.
+    fn reserve_scratch(
+        &mut self,
+        dir: &Rc<PinnedDir>,
+        target: &Target<'_>,
+        purpose: &str,
+    ) -> Result<(OsString, fs::File), StepError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dir = target.parent().unwrap_or(Path::new("."));
-        let name = target
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = target.name().to_string_lossy().into_owned();
         let mut last_error = io::Error::other("no free temporary name");
         for _ in 0..16 {
             let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let candidate = dir.join(format!(
+            let candidate = OsString::from(format!(
                 ".{name}.keel-patch-{purpose}-{}-{unique}",
                 std::process::id()
             ));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&candidate)
-            {
-                Ok(_) => {
-                    self.scratch_files.push(candidate.clone());
-                    return Ok(candidate);
+            match dir.create_new(&candidate) {
+                Ok(file) => {
+                    self.scratch_files.push((Rc::clone(dir), candidate.clone()));
+                    return Ok((candidate, file));
                 }
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => last_error = err,
                 Err(source) => {
-                    return Err(StepError {
-                        step: "create a temporary file for",
-                        path: target.to_path_buf(),
+                    return Err(step_err("create a temporary file for", &target.real)(
                         source,
-                    });
+                    ));
                 }
             }
         }
-        Err(StepError {
-            step: "create a temporary file for",
-            path: target.to_path_buf(),
-            source: last_error,
-        })
+        Err(step_err("create a temporary file for", &target.real)(
+            last_error,
+        ))
     }
 
     /// Undoes the journal in reverse and removes scratch files and created directories.
     fn rollback(mut self) -> Vec<String> {
         let mut failures = Vec::new();
         while let Some(done) = self.journal.pop() {
-            let (result, what) = match &done {
-                Done::Installed { target } => (fs::remove_file(target), target),
-                Done::MovedAside { target, backup } => (fs::rename(backup, target), target),
+            let (result, dir, name) = match &done {
+                Done::Installed { dir, name } => (dir.remove_file(name), dir, name),
+                Done::MovedAside { dir, name, backup } => (dir.rename(backup, name), dir, name),
             };
             if let Err(err) = result {
-                failures.push(format!("could not restore `{}`: {err}", what.display()));
+                failures.push(format!(
+                    "could not restore `{}`: {err}",
+                    dir.path().join(name).display()
+                ));
             }
         }
         failures.extend(self.remove_scratch_files());
-        while let Some(dir) = self.created_dirs.pop() {
-            if let Err(err) = fs::remove_dir(&dir) {
+        while let Some((parent, name)) = self.created_dirs.pop() {
+            if let Err(err) = parent.remove_dir(&name) {
                 failures.push(format!(
                     "could not remove directory `{}`: {err}",
-                    dir.display()
+                    parent.path().join(&name).display()
                 ));
             }
         }
@@ -290,43 +353,46 @@ impl Transaction {
     fn remove_scratch_files(&mut self) -> Vec<String> {
         self.scratch_files
             .drain(..)
-            .filter_map(|file| match fs::remove_file(&file) {
+            .filter_map(|(dir, name)| match dir.remove_file(&name) {
                 Ok(()) => None,
                 Err(err) if err.kind() == io::ErrorKind::NotFound => None,
                 Err(err) => Some(format!(
                     "could not remove temporary file `{}`: {err}",
-                    file.display()
+                    dir.path().join(&name).display()
                 )),
             })
             .collect()
     }
 }
 
-/// Checks every file still matches the plan and returns the real paths to write.
+/// Resolves where each write really leads, lets `check` refuse it, and checks every file
+/// still matches the plan.
 ///
-/// Writing through a symlink updates the file it points to, as an editor would.
-fn verify(writes: &[PlannedWrite]) -> Result<Vec<PathBuf>, ApplyError> {
+/// Writing through a symlink updates the file it points to, as an editor would; deleting a
+/// symlink removes the link.
+fn verify(
+    writes: &[PlannedWrite],
+    mut check: impl FnMut(&ResolvedPath) -> Result<(), String>,
+) -> Result<Vec<Target<'_>>, ApplyError> {
     writes
         .iter()
         .map(|write| {
-            let is_symlink = fs::symlink_metadata(&write.path)
-                .is_ok_and(|metadata| metadata.file_type().is_symlink());
-            let target = if is_symlink && write.after.is_some() {
-                fs::canonicalize(&write.path).map_err(|source| ApplyError::Io {
-                    step: "resolve the symlink",
-                    path: write.path.clone(),
-                    source,
-                })?
-            } else {
-                write.path.clone()
-            };
-            let current = match fs::read_to_string(&target) {
+            let resolved = write.resolve().map_err(|source| ApplyError::Io {
+                step: "resolve",
+                path: write.path.clone(),
+                source,
+            })?;
+            check(&resolved).map_err(|reason| ApplyError::Refused {
+                path: write.path.clone(),
+                reason,
+            })?;
+            let current = match fs::read_to_string(&resolved.real) {
                 Ok(contents) => Some(contents),
                 Err(err) if err.kind() == io::ErrorKind::NotFound => None,
                 Err(source) => {
                     return Err(ApplyError::Io {
                         step: "read",
-                        path: target,
+                        path: resolved.real,
                         source,
                     });
                 }
@@ -336,7 +402,10 @@ fn verify(writes: &[PlannedWrite]) -> Result<Vec<PathBuf>, ApplyError> {
                     path: write.path.clone(),
                 });
             }
-            Ok(target)
+            Ok(Target {
+                write,
+                real: resolved.real,
+            })
         })
         .collect()
 }

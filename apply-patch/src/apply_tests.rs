@@ -121,7 +121,7 @@ fn failure_while_committing_rolls_everything_back() {
     // and the delete have been committed.
     let fault = dir.path().join("src/renamed.rs");
     let err = Transaction::default()
-        .run(action.writes(), Some(Fault::Install(&fault)))
+        .run(action.writes(), |_| Ok(()), Some(Fault::Install(&fault)))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -257,7 +257,7 @@ fn stale_directory_layout_changes_nothing() {
     assert_eq!(
         err.to_string(),
         format!(
-            "failed to read `{}`: Not a directory (os error 20); no file was changed",
+            "failed to resolve `{}`: Not a directory (os error 20); no file was changed",
             dir.path().join("late/new.txt").display()
         )
     );
@@ -273,7 +273,7 @@ fn staging_failure_removes_temp_files_and_created_dirs() {
     let action = plan_patch(&parse_patch(patch).unwrap(), dir.path()).unwrap();
     let fault = dir.path().join("z.txt");
     let err = Transaction::default()
-        .run(action.writes(), Some(Fault::Stage(&fault)))
+        .run(action.writes(), |_| Ok(()), Some(Fault::Stage(&fault)))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -283,4 +283,109 @@ fn staging_failure_removes_temp_files_and_created_dirs() {
         )
     );
     assert_eq!(snapshot(dir.path()), before);
+}
+
+/// A process beside the agent swaps a checked directory for a link to somewhere else after
+/// the check and before the write: the write fails instead of following the link.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_after_the_check_fails_the_patch() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    seed(&ws, &[("sub/a.txt", "a\n")]);
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("a.txt"), "a\n").unwrap();
+    let patch = "*** Begin Patch\n*** Update File: sub/a.txt\n-a\n+pwned\n*** Add File: sub/new.txt\n+pwned\n*** End Patch";
+    let action = plan_patch(&parse_patch(patch).unwrap(), &ws).unwrap();
+    let mut checked = Vec::new();
+    let err = apply_checked(&action, |resolved| {
+        checked.push(resolved.real.clone());
+        if checked.len() == action.writes().len() {
+            // Every place was accepted; now the attacker moves the directory away and plants
+            // a link with its name.
+            fs::rename(ws.join("sub"), dir.path().join("moved")).unwrap();
+            symlink(&outside, ws.join("sub")).unwrap();
+        }
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(matches!(err, ApplyError::Redirected { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "`{}` was redirected by a symlink that appeared at `{}` after the patch was checked; no file was changed",
+            ws.join("sub/a.txt").display(),
+            ws.join("sub").display()
+        )
+    );
+    assert_eq!(checked, vec![ws.join("sub/a.txt"), ws.join("sub/new.txt")]);
+    assert_eq!(snapshot(&outside), files(&[("a.txt", "a\n")]));
+    assert_eq!(
+        snapshot(&dir.path().join("moved")),
+        files(&[("a.txt", "a\n")])
+    );
+}
+
+/// The caller's check sees where a write through a link really lands and can refuse it;
+/// nothing is written then.
+#[cfg(unix)]
+#[test]
+fn a_refused_place_writes_nothing() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    seed(&ws, &[("a.txt", "a\n")]);
+    seed(&outside, &[("b.txt", "b\n")]);
+    symlink(&outside, ws.join("out")).unwrap();
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n-a\n+x\n*** Update File: out/b.txt\n-b\n+pwned\n*** End Patch";
+    let action = plan_patch(&parse_patch(patch).unwrap(), &ws).unwrap();
+    let err = apply_checked(&action, |resolved| match &resolved.link {
+        Some(hop) if !resolved.real.starts_with(&ws) => {
+            Err(format!("through `{}`", hop.link.display()))
+        }
+        _ => Ok(()),
+    })
+    .unwrap_err();
+    assert!(matches!(err, ApplyError::Refused { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!("through `{}`", ws.join("out").display())
+    );
+    assert_eq!(snapshot(&outside), files(&[("b.txt", "b\n")]));
+    assert_eq!(fs::read_to_string(ws.join("a.txt")).unwrap(), "a\n");
+}
+
+/// A hard link to a file elsewhere is replaced, never written through; deleting a symlink
+/// removes the link, not what it points to.
+#[cfg(unix)]
+#[test]
+fn hard_links_are_replaced_and_deleted_links_leave_their_targets() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    fs::create_dir(&ws).unwrap();
+    seed(
+        &outside,
+        &[("secret.txt", "keep\n"), ("kept.txt", "kept\n")],
+    );
+    fs::hard_link(outside.join("secret.txt"), ws.join("hard.txt")).unwrap();
+    symlink(outside.join("kept.txt"), ws.join("soft.txt")).unwrap();
+    apply_patch_in_dir(
+        "*** Begin Patch\n*** Update File: hard.txt\n-keep\n+changed\n*** Delete File: soft.txt\n*** End Patch",
+        &ws,
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(ws.join("hard.txt")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        snapshot(&outside),
+        files(&[("kept.txt", "kept\n"), ("secret.txt", "keep\n")])
+    );
+    assert!(fs::symlink_metadata(ws.join("soft.txt")).is_err());
 }

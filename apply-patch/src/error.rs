@@ -188,6 +188,26 @@ pub enum ApplyError {
         /// The file that changed.
         path: PathBuf,
     },
+    /// The caller's check refused the place a write leads to; nothing was written.
+    #[error("{reason}")]
+    Refused {
+        /// The path as the patch names it.
+        path: PathBuf,
+        /// Why, as the caller's check put it.
+        reason: String,
+    },
+    /// A symlink appeared on a checked path before the write; nothing was written.
+    #[error(
+        "`{}` was redirected by a symlink that appeared at `{}` after the patch was checked; no file was changed",
+        .path.display(),
+        .link.display()
+    )]
+    Redirected {
+        /// The path as the patch names it.
+        path: PathBuf,
+        /// The symlink met on the way.
+        link: PathBuf,
+    },
     /// A filesystem step failed and the changes made so far were undone.
     #[error("failed to {step} `{}`: {source}; no file was changed", .path.display())]
     Io {

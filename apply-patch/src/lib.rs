@@ -19,7 +19,10 @@
 //!   each of [`ApplyPatchAction::writes`] really leads ([`resolve_links`] follows the
 //!   symlinks on the way). [`apply_patch_in_dir`] makes no such check.
 //! - Writes replace files by renaming a new file into place, so a hard link is replaced,
-//!   never written through.
+//!   never written through. [`apply_checked`] lets the caller refuse the real place of each
+//!   write and then writes exactly there: every directory on the way is opened without
+//!   following symlinks, so a link planted after the check fails the patch instead of
+//!   carrying the write elsewhere.
 //! - `*** Add File:` on an existing file overwrites it (reported as `Add`), and a move onto
 //!   an existing file replaces that file, as Codex does.
 //! - [`FileChange::Update`](keel_protocol::FileChange::Update) carries a header-less unified
@@ -34,6 +37,7 @@ mod apply;
 mod error;
 mod links;
 mod parser;
+mod pinned_dir;
 mod plan;
 mod seek;
 mod shell_detect;
@@ -42,7 +46,7 @@ mod update;
 
 use std::path::Path;
 
-pub use apply::{AppliedSummary, apply};
+pub use apply::{AppliedSummary, apply, apply_checked};
 pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
 pub use links::{ResolvedPath, SymlinkHop, resolve_links};
 pub use parser::{Hunk, Patch, UpdateChunk, parse_patch};

@@ -91,6 +91,25 @@ pub fn resolve_links(path: &Path) -> io::Result<ResolvedPath> {
     })
 }
 
+impl crate::PlannedWrite {
+    /// Where this write really lands: a new or updated file is written where its symlinks
+    /// lead; a deleted path loses the entry itself (deleting a link removes the link), so
+    /// only the directories on its way are followed.
+    pub fn resolve(&self) -> io::Result<ResolvedPath> {
+        match (&self.after, self.path.parent(), self.path.file_name()) {
+            (None, Some(parent), Some(name)) => {
+                let parent = resolve_links(parent)?;
+                Ok(ResolvedPath {
+                    path: self.path.clone(),
+                    real: parent.real.join(name),
+                    link: parent.link,
+                })
+            }
+            _ => resolve_links(&self.path),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::symlink;

@@ -11,7 +11,9 @@ use keel_protocol::{
 use futures::future::BoxFuture;
 
 use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
-use crate::apply_patch::{ApplyPatchAction, apply, parse_patch, plan_patch, resolve_links};
+use crate::apply_patch::{
+    ApplyError, ApplyPatchAction, ResolvedPath, apply_checked, parse_patch, plan_patch,
+};
 use crate::approvals::{ExecDecision, decide_patch};
 use crate::sandbox::ResolvedPolicy;
 use crate::turn_context::TurnStop;
@@ -102,7 +104,7 @@ impl BuiltinCall<'_> {
         let resolved = resolved.map(with_real_roots);
         let real_paths = match resolved.as_ref() {
             None => paths.clone(),
-            Some(policy) => match real_targets(policy, &paths) {
+            Some(policy) => match real_targets(policy, &action) {
                 Ok(real) => real,
                 Err(refusal) => return Ok(format!("patch rejected: {refusal}")),
             },
@@ -177,10 +179,25 @@ impl BuiltinCall<'_> {
     }
 }
 
-/// The places `paths` really reach, or why the patch is refused: a path that leads through
-/// a symlink to somewhere outside the writable roots (or into a protected path). A plain
-/// path outside the roots is left to the approval policy.
-fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// The places the writes of `action` really reach, or why the patch is refused.
+fn real_targets(
+    policy: &ResolvedPolicy,
+    action: &ApplyPatchAction,
+) -> Result<Vec<PathBuf>, String> {
+    let mut real = Vec::with_capacity(action.writes().len());
+    for write in action.writes() {
+        let resolved = write
+            .resolve()
+            .map_err(|err| format!("cannot resolve `{}`: {err}", write.path.display()))?;
+        check_place(policy, &resolved)?;
+        real.push(resolved.real);
+    }
+    Ok(real)
+}
+
+/// Refuses a write that leads through a symlink to somewhere outside the writable roots (or
+/// into a protected path). A plain path outside the roots is left to the approval policy.
+fn check_place(policy: &ResolvedPolicy, resolved: &ResolvedPath) -> Result<(), String> {
     let allowed = |path: &Path| {
         policy
             .writable_roots
@@ -191,24 +208,16 @@ fn real_targets(policy: &ResolvedPolicy, paths: &[PathBuf]) -> Result<Vec<PathBu
                 .iter()
                 .any(|ro| path.starts_with(ro))
     };
-    let mut real = Vec::with_capacity(paths.len());
-    for path in paths {
-        let resolved = resolve_links(path)
-            .map_err(|err| format!("cannot resolve `{}`: {err}", path.display()))?;
-        if let Some(hop) = &resolved.link
-            && !allowed(&resolved.real)
-        {
-            return Err(format!(
-                "`{}` leads through the symlink `{}` to `{}`, outside the writable roots; \
-                 patches never write through a link out of them",
-                path.display(),
-                hop.link.display(),
-                hop.target.display()
-            ));
-        }
-        real.push(resolved.real);
+    match &resolved.link {
+        Some(hop) if !allowed(&resolved.real) => Err(format!(
+            "`{}` leads through the symlink `{}` to `{}`, outside the writable roots; \
+             patches never write through a link out of them",
+            resolved.path.display(),
+            hop.link.display(),
+            hop.target.display()
+        )),
+        _ => Ok(()),
     }
-    Ok(real)
 }
 
 /// The approval's reason, telling the user where writes that go through a symlink really land
@@ -250,18 +259,22 @@ fn with_real_roots(mut policy: ResolvedPolicy) -> ResolvedPolicy {
 }
 
 /// Runs the filesystem work off the async threads.
-/// Links are checked again right before writing: one planted while the user was asked (by a
-/// process the model left running) is refused too.
+/// Links are checked again as the patch is written, and the writes land exactly where that
+/// check looked: a link planted while the user was asked (by a process the model left
+/// running), or even while the patch is written, fails the patch.
 async fn apply_blocking(
     action: ApplyPatchAction,
     policy: Option<ResolvedPolicy>,
 ) -> Result<String, String> {
     let work = move || {
-        if let Some(policy) = &policy {
-            let paths: Vec<PathBuf> = action.writes().iter().map(|w| w.path.clone()).collect();
-            real_targets(policy, &paths).map_err(|refusal| format!("patch rejected: {refusal}"))?;
-        }
-        apply(&action).map_err(|err| err.to_string())
+        apply_checked(&action, |resolved| match &policy {
+            Some(policy) => check_place(policy, resolved),
+            None => Ok(()),
+        })
+        .map_err(|err| match err {
+            ApplyError::Refused { reason, .. } => format!("patch rejected: {reason}"),
+            other => other.to_string(),
+        })
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(summary)) => Ok(summary.to_string()),
