@@ -98,6 +98,11 @@ pub enum CoreError {
     #[error("the conversation can no longer be recorded ({0}); the turn was stopped")]
     RecordingFailed(String),
 
+    /// A tool could not go on, nor could the turn (state it depends on, such as the
+    /// agent-job database, could no longer be written), so the turn was stopped.
+    #[error("{0}; the turn was stopped")]
+    ToolFatal(String),
+
     /// A filesystem or process operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -126,6 +131,7 @@ impl CoreError {
             | Self::McpRequired(_)
             | Self::InvalidTool(_)
             | Self::RecordingFailed(_)
+            | Self::ToolFatal(_)
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }

@@ -75,9 +75,17 @@ pub(crate) enum JobError {
         "all {0} agent slots (agents.max_threads) are held by open sub-agents; close some with close_agent, then call spawn_agents_on_csv again to run (or resume) the job"
     )]
     NoFreeSlot(usize),
-    /// The job database failed.
+    /// A job database step failed; [`super::JobStore`] turns this into [`Self::Database`].
     #[error("agent job database: {0}")]
     Store(String),
+    /// The job database (named) could not be opened, read or written.
+    #[error("the agent job database {} failed: {cause}", path.display())]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// What went wrong.
+        cause: String,
+    },
     /// The results file could not be written.
     #[error("cannot write {path}: {cause}")]
     WriteCsv {

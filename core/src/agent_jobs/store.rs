@@ -47,6 +47,8 @@ CREATE INDEX IF NOT EXISTS agent_job_items_by_row ON agent_job_items(job_id, row
 #[derive(Clone)]
 pub(crate) struct JobStore {
     conn: Arc<Mutex<Connection>>,
+    /// The database file, named in every failure.
+    path: Arc<PathBuf>,
 }
 
 /// A job as stored.
@@ -99,14 +101,26 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
 }
 
+/// A database failure with the file named; every other problem unchanged.
+fn named(path: &Path, err: JobError) -> JobError {
+    match err {
+        JobError::Store(cause) => JobError::Database {
+            path: path.to_path_buf(),
+            cause,
+        },
+        other => other,
+    }
+}
+
 impl JobStore {
-    /// Opens (creating) the job database under `keel_home`.
-    pub(crate) async fn open(keel_home: &Path) -> Result<Self, JobError> {
-        let path = keel_home.join("agent_jobs.sqlite3");
-        let home = keel_home.to_path_buf();
+    /// Opens (creating) the job database in `dir` (the configured `sqlite_home`).
+    pub(crate) async fn open(dir: &Path) -> Result<Self, JobError> {
+        let path = Arc::new(dir.join("agent_jobs.sqlite3"));
+        let home = dir.to_path_buf();
+        let file = path.clone();
         let conn = tokio::task::spawn_blocking(move || -> Result<Connection, JobError> {
             std::fs::create_dir_all(&home).map_err(|err| JobError::Store(err.to_string()))?;
-            let conn = Connection::open(&path)?;
+            let conn = Connection::open(file.as_path())?;
             conn.busy_timeout(std::time::Duration::from_secs(10))?;
             // WAL with NORMAL sync: every committed change survives the process being
             // killed, and writers do not block readers.
@@ -116,9 +130,12 @@ impl JobStore {
             Ok(conn)
         })
         .await
-        .map_err(|err| JobError::Store(err.to_string()))??;
+        .map_err(|err| JobError::Store(err.to_string()))
+        .and_then(|opened| opened)
+        .map_err(|err| named(&path, err))?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            path,
         })
     }
 
@@ -135,7 +152,9 @@ impl JobStore {
             f(&mut conn)
         })
         .await
-        .map_err(|err| JobError::Store(err.to_string()))?
+        .map_err(|err| JobError::Store(err.to_string()))
+        .and_then(|result| result)
+        .map_err(|err| named(&self.path, err))
     }
 
     /// The unfinished job with this key (same CSV file, instruction and output), if any.

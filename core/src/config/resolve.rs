@@ -82,6 +82,9 @@ pub struct Config {
     pub cwd: PathBuf,
     /// The Keel home directory the file was read from.
     pub keel_home: PathBuf,
+    /// Where the agent-job database lives (`sqlite_home`, as Codex names it; relative to the
+    /// Keel home), so it can sit on another disk; the Keel home by default.
+    pub sqlite_home: PathBuf,
     /// The selected profile, if any.
     pub active_profile: Option<String>,
     /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
@@ -442,6 +445,7 @@ fn resolve(
         model_verbosity,
         model_supports_reasoning_summaries,
         mcp_servers: _,
+        sqlite_home,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -528,6 +532,7 @@ fn resolve(
         shell_environment_policy: shell_environment_policy.into(),
         cwd,
         keel_home: keel_home.to_path_buf(),
+        sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
         active_profile,
         model_reasoning_effort: profile.model_reasoning_effort.or(model_reasoning_effort),
         base_instructions: overrides

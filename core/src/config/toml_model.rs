@@ -45,6 +45,7 @@ pub(crate) struct ConfigToml {
     pub model_verbosity: Option<Verbosity>,
     pub model_supports_reasoning_summaries: Option<bool>,
     pub mcp_servers: BTreeMap<String, McpServerToml>,
+    pub sqlite_home: Option<PathBuf>,
 }
 
 /// `[tools]`: optional tools. Other keys load silently.

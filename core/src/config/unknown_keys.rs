@@ -53,6 +53,7 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "sandbox_mode",
     "sandbox_workspace_write",
     "shell_environment_policy",
+    "sqlite_home",
     "tool_output_token_limit",
     "tools",
 ];

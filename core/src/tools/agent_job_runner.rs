@@ -19,6 +19,7 @@ use crate::agent_jobs::{
     export_results, render, row_object, worker_prompt,
 };
 use crate::config::Config;
+use crate::error::CoreError;
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
 /// Workers at once when the call does not say.
@@ -72,6 +73,8 @@ enum WorkerEnd {
     Completed,
     Failed,
     Cancelled,
+    /// The row's outcome could not be recorded: the job database failed.
+    Unrecorded(JobError),
 }
 
 /// Runs the job the model asked for and returns the summary for the model; an interrupt
@@ -85,12 +88,22 @@ pub(crate) async fn run_job(
 ) -> Result<String, TurnStop> {
     let run = match prepare(session, context, args).await {
         Ok(run) => run,
-        Err(err) => return Ok(error_output(&err)),
+        Err(err) => return fail(err),
     };
     match drive(session, ids, cancel, run).await {
         Ok(summary) => Ok(summary),
         Err(DriveEnd::Interrupted) => Err(TurnStop::Interrupted),
-        Err(DriveEnd::Failed(err)) => Ok(error_output(&err)),
+        Err(DriveEnd::Failed(err)) => fail(err),
+    }
+}
+
+/// A problem the model can act on goes back to it; a failed job database stops the turn,
+/// because the job's progress can no longer be kept (the client hears why, and `keel exec`
+/// exits non-zero).
+fn fail(err: JobError) -> Result<String, TurnStop> {
+    match err {
+        JobError::Database { .. } => Err(TurnStop::Failed(CoreError::ToolFatal(err.to_string()))),
+        other => Ok(error_output(&other)),
     }
 }
 
@@ -173,7 +186,7 @@ async fn prepare(
             .map(ToString::to_string)
             .unwrap_or_default()
     );
-    let store = JobStore::open(&agents.config().keel_home).await?;
+    let store = JobStore::open(&agents.config().sqlite_home).await?;
     let job = match store.find_resumable(resume_key.clone()).await? {
         Some(job) => {
             let requeued = store.requeue_running(job.id.clone()).await?;
@@ -298,6 +311,12 @@ async fn drive(
                     Some(Ok(WorkerEnd::Completed)) => counts.completed += 1,
                     Some(Ok(WorkerEnd::Failed)) => counts.failed += 1,
                     Some(Ok(WorkerEnd::Cancelled)) => counts.cancelled += 1,
+                    Some(Ok(WorkerEnd::Unrecorded(err))) => {
+                        // The job's state can no longer be kept: stop every worker and say so.
+                        run.halt.cancel();
+                        while workers.join_next().await.is_some() {}
+                        return Err(err.into());
+                    }
                     Some(Err(err)) => {
                         tracing::error!(job = %job_id, "worker task failed: {err}");
                         counts.failed += 1;
@@ -469,7 +488,7 @@ async fn run_worker(
         Ok(false) => WorkerEnd::Failed,
         Err(err) => {
             tracing::error!(job = %job.id, item = %item.item_id, "recording the row: {err}");
-            WorkerEnd::Failed
+            WorkerEnd::Unrecorded(err)
         }
     }
 }

@@ -43,6 +43,7 @@ pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 
 use crate::config::WireApi;
+use crate::error::CoreError;
 use crate::mcp::McpToolCatalog;
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
@@ -175,6 +176,7 @@ impl From<TurnStop> for ToolError {
     fn from(stop: TurnStop) -> Self {
         match stop {
             TurnStop::Interrupted => Self::Interrupted,
+            TurnStop::Failed(CoreError::ToolFatal(why)) => Self::Fatal(why),
             TurnStop::Failed(err) => Self::Respond(err.to_string()),
         }
     }

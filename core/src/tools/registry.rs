@@ -9,6 +9,7 @@ use keel_protocol::{AskForApproval, ReviewDecision};
 use serde_json::Value;
 
 use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+use crate::error::CoreError;
 pub use crate::error::ToolRegistrationError;
 use crate::models::ResponseItem;
 use crate::turn_context::TurnStop;
@@ -159,11 +160,13 @@ async fn run(tool: &dyn DynTool, ctx: ToolContext, input: ToolInput) -> Result<S
             }
             Err(ToolError::Interrupted) => return Err(TurnStop::Interrupted),
             Err(ToolError::Respond(text)) => return Ok(text),
+            Err(ToolError::Fatal(why)) => return Err(TurnStop::Failed(CoreError::ToolFatal(why))),
         }
     }
     match tool.handle(ctx, input).await {
         Ok(text) | Err(ToolError::Respond(text)) => Ok(text),
         Err(ToolError::Interrupted) => Err(TurnStop::Interrupted),
+        Err(ToolError::Fatal(why)) => Err(TurnStop::Failed(CoreError::ToolFatal(why))),
     }
 }
 

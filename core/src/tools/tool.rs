@@ -66,6 +66,11 @@ pub enum ToolError {
     /// approval with abort): the turn stops.
     #[error("interrupted")]
     Interrupted,
+    /// Neither the tool nor the turn can go on (state they depend on could no longer be
+    /// written, say): the turn stops with this error, which the client sees, and the model
+    /// is not asked again.
+    #[error("{0}")]
+    Fatal(String),
 }
 
 /// A tool as the engine holds it: a name, the definition offered to the model, who approves

@@ -71,6 +71,7 @@ fn default_config(keel_home: &Path) -> Config {
         shell_environment_policy: ShellEnvironmentPolicy::default(),
         cwd: PathBuf::from("/work/project"),
         keel_home: keel_home.to_path_buf(),
+        sqlite_home: keel_home.to_path_buf(),
         active_profile: None,
         model_reasoning_effort: None,
         base_instructions: None,
@@ -145,6 +146,7 @@ exec_server_url = "ws://10.0.0.5:4500"
 model_auto_compact_token_limit = 150000
 compact_prompt = "Summarise tersely."
 tool_output_token_limit = 2000
+sqlite_home = "state"
 model_supports_reasoning_summaries = true
 
 [features]
@@ -255,6 +257,7 @@ fn full_codex_style_file() -> TestResult {
             include_only: vec!["PATH".to_string(), "HOME".to_string(), "CI".to_string()],
         },
         cwd: PathBuf::from("/work/project"),
+        sqlite_home: home.path().join("state"),
         keel_home: home.path().to_path_buf(),
         active_profile: None,
         model_reasoning_effort: Some(ReasoningEffort::High),
