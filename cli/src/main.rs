@@ -44,6 +44,10 @@ fn main() -> ExitCode {
     if keel_core::sandbox::invoked_as_sandbox_helper() {
         return keel_core::sandbox::run_linux_sandbox_main();
     }
+    // Started as the process supervisor of a command (by the engine's exec-server).
+    if let Some(status) = keel_exec_server::supervisor::dispatch() {
+        return status;
+    }
     let cli = Cli::parse();
     keel_exec_server::init_stderr_logging("warn");
     tracing::debug!(version = env!("CARGO_PKG_VERSION"), command = ?cli.command, "keel starting");

@@ -13,6 +13,9 @@
 //! - scale: 200 concurrent short-lived processes on one connection, all exits reported;
 //! - the engine's process layer (in-process client): the PTY round trip, and a whole
 //!   `exec_command`-style exchange (start `cat` on a PTY, write a line, read it back);
+//! - the process supervisor's cost per command: one-shot `true` and `bash -c true`, exec to
+//!   reported exit, with and without it (`KEEL_BENCH_SUPERVISOR_ONLY=1` runs only this,
+//!   `KEEL_BENCH_SUPERVISOR_RUNS` sets the runs, default 300);
 //! - the CPU time the stdio stream used (client, server and child), next to the CPU floor of
 //!   the stdio path on this machine and the best ratio to the raw pipe it allows (see
 //!   `support/floor.rs`).
@@ -199,6 +202,63 @@ async fn pty_round_trip(
     Ok((median, p99))
 }
 
+/// Median and p99 from `command/exec` to the reported exit of `argv` (pipes), run one after
+/// another `runs` times after 20 warm-up runs: the fixed cost of starting and ending a command.
+async fn one_shot_latency(
+    client: &ExecServerClient,
+    argv: &[&str],
+    runs: u64,
+) -> anyhow::Result<(Duration, Duration)> {
+    let mut events = client.subscribe();
+    let mut samples = Vec::new();
+    for run in 0..runs + 20 {
+        let start = Instant::now();
+        let session = client.exec(params(argv, false)).await?.session_id;
+        loop {
+            if let ExecServerEvent::Exited { session_id, .. } = events.recv().await?
+                && session_id == session
+            {
+                break;
+            }
+        }
+        if run >= 20 {
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort();
+    Ok((
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+    ))
+}
+
+/// What the process supervisor adds to each command: the same one-shot commands through an
+/// in-process handler with and without it.
+async fn supervisor_cost(runs: u64) -> anyhow::Result<()> {
+    for argv in [&["true"][..], &["bash", "-c", "true"][..]] {
+        for supervisor in [None, Some(std::path::PathBuf::from(BIN))] {
+            let label = if supervisor.is_some() {
+                "supervised"
+            } else {
+                "unsupervised"
+            };
+            let config = keel_exec_server::ExecServerConfig {
+                supervisor,
+                ..keel_exec_server::ExecServerConfig::default()
+            };
+            let client =
+                ExecServerClient::in_process(config, ExecServerClientOptions::default()).await?;
+            let (median, p99) = one_shot_latency(&client, argv, runs).await?;
+            println!(
+                "one-shot {:<16} {label:<13} ({runs} runs): median {median:?}, p99 {p99:?}",
+                argv.join(" ")
+            );
+            client.shutdown().await;
+        }
+    }
+    Ok(())
+}
+
 /// Median and p99 of a whole interactive exchange, as the engine's `exec_command` does it:
 /// start `cat` on a PTY, write a line, read the line back; then end the process.
 async fn pty_session_cycle(
@@ -345,6 +405,10 @@ async fn main() -> anyhow::Result<()> {
     if stdio_runs > 0 {
         return stdio_only(bytes, stdio_runs).await;
     }
+    let supervisor_runs = env_number("KEEL_BENCH_SUPERVISOR_RUNS", 300)?;
+    if env_number("KEEL_BENCH_SUPERVISOR_ONLY", 0)? > 0 {
+        return supervisor_cost(supervisor_runs).await;
+    }
 
     let raw = raw_pipe(bytes).await?;
     println!("raw pipe (head | cat > /dev/null):   {raw:8.0} MB/s");
@@ -403,5 +467,5 @@ async fn main() -> anyhow::Result<()> {
         "start cat on a pty, write a line, read it back (in-proc, {cycles} runs): median {median:?}, p99 {p99:?}"
     );
     client.shutdown().await;
-    Ok(())
+    supervisor_cost(supervisor_runs).await
 }

@@ -1,5 +1,6 @@
 //! Server configuration shared by every connection.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Limits and timings of an exec-server; one value serves every connection.
@@ -16,6 +17,11 @@ pub struct ExecServerConfig {
     /// After a process exits, how long its output pipes may stay silent before the server
     /// stops waiting for end-of-file (a background grandchild may hold them open forever).
     pub output_drain_timeout: Duration,
+    /// The program that supervises each process, so that nothing it starts outlives it
+    /// (see [`crate::supervisor`]); `None` runs processes unsupervised, relying on their
+    /// process group alone. By default the running Keel binary, or a `keel` beside the
+    /// running program.
+    pub supervisor: Option<PathBuf>,
 }
 
 impl Default for ExecServerConfig {
@@ -25,6 +31,7 @@ impl Default for ExecServerConfig {
             max_processes: 1024,
             shutdown_grace: Duration::from_secs(2),
             output_drain_timeout: Duration::from_secs(1),
+            supervisor: crate::supervisor::default_process_supervisor(),
         }
     }
 }

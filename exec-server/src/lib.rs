@@ -84,6 +84,7 @@ mod logging;
 mod owned_groups;
 mod pipe;
 mod server;
+pub mod supervisor;
 mod transport;
 mod utf8_stream;
 

@@ -77,9 +77,19 @@ fn tell_watchdog(line: &str) {
 
 /// A process group this program started: SIGKILLed when dropped, and by the watchdog if this
 /// program ends before that.
+///
+/// A group led by the process supervisor ([`crate::supervisor`]) is killed through the
+/// supervisor instead (SIGUSR1: it kills every descendant, those that left the group
+/// included, then exits), and needs no watchdog: the supervisor notices its owner's death
+/// itself.
 #[derive(Debug)]
 pub struct OwnedProcessGroup {
     pgid: i32,
+    /// Set for a group led by the supervisor.
+    supervised: bool,
+    /// Set once the leader was reaped: a supervisor leaves nothing behind, so there is
+    /// nothing left to kill (and its pid may already belong to someone else).
+    leader_reaped: std::sync::atomic::AtomicBool,
 }
 
 impl OwnedProcessGroup {
@@ -87,7 +97,26 @@ impl OwnedProcessGroup {
     /// leader).
     pub fn register(pgid: i32) -> Self {
         tell_watchdog(&format!("+{pgid}\n"));
-        Self { pgid }
+        Self {
+            pgid,
+            supervised: false,
+            leader_reaped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Takes ownership of the group led by the supervisor `pid`.
+    pub(crate) fn supervised(pid: i32) -> Self {
+        Self {
+            pgid: pid,
+            supervised: true,
+            leader_reaped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Records that the group's leader was reaped.
+    pub(crate) fn leader_reaped(&self) {
+        self.leader_reaped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The group's id.
@@ -96,7 +125,25 @@ impl OwnedProcessGroup {
     }
 
     /// Sends `signal` to every process of the group; a group already gone is not an error.
+    /// For a supervised group, SIGKILL asks the supervisor to kill the whole tree.
     pub fn signal(&self, signal: Signal) {
+        if self.supervised {
+            if self
+                .leader_reaped
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return;
+            }
+            if signal == Signal::SIGKILL {
+                match nix::sys::signal::kill(Pid::from_raw(self.pgid), Signal::SIGUSR1) {
+                    Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+                    Err(err) => {
+                        tracing::warn!(pid = self.pgid, %err, "signalling the supervisor failed")
+                    }
+                }
+                return;
+            }
+        }
         match killpg(Pid::from_raw(self.pgid), signal) {
             Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
             Err(err) => tracing::warn!(pgid = self.pgid, %err, "killpg failed"),
@@ -107,6 +154,8 @@ impl OwnedProcessGroup {
 impl Drop for OwnedProcessGroup {
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
-        tell_watchdog(&format!("-{}\n", self.pgid));
+        if !self.supervised {
+            tell_watchdog(&format!("-{}\n", self.pgid));
+        }
     }
 }

@@ -9,6 +9,9 @@ use std::process::ExitCode;
 use keel_mcp_server::{McpServerError, McpServerOptions, run_main};
 
 fn main() -> ExitCode {
+    if let Some(status) = keel_exec_server::supervisor::dispatch() {
+        return status;
+    }
     keel_exec_server::init_stderr_logging("warn");
     let mut options = McpServerOptions::default();
     let mut args = std::env::args().skip(1);

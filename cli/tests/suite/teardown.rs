@@ -1,6 +1,8 @@
 //! Commands never outlive the binary that started them, however it ends: SIGTERM, SIGINT,
 //! end of input, or `kill -9`. Each test runs a command that leaves a shell, a background
-//! shell and two sleepers, ends the owner, and then looks for them in the process table.
+//! shell and sleepers, two of them escaped from its process group (`setsid`, a double fork),
+//! ends the owner, and then looks for them in the process table. And a command that returns
+//! at once takes what it left with it before the model hears back.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -169,14 +171,27 @@ async fn sigterm_to_the_app_server_ends_its_command() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_to_the_mcp_server_ends_its_command() -> anyhow::Result<()> {
-    let setup = setup("mcp-term").await?;
+    mcp_server_ended(Some(Signal::SIGTERM), "mcp-term").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_of_input_to_the_mcp_server_ends_its_command() -> anyhow::Result<()> {
+    mcp_server_ended(None, "mcp-eof").await
+}
+
+/// Runs the command through `keel mcp-server`, then sends it `signal` (or closes its input).
+async fn mcp_server_ended(signal: Option<Signal>, marker: &str) -> anyhow::Result<()> {
+    let setup = setup(marker).await?;
     let mut mcp = McpProcess::spawn(
         ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
             .arg("mcp-server")
             .home_path(setup.home.path())
             .home_var("KEEL_HOME")
             .cwd(setup.ws.path())
-            .env_remove("RUST_LOG"),
+            .env_remove("RUST_LOG")
+            // After end of input, running tool calls get 30 s to answer (the MCP stdio
+            // shutdown sequence) before they are stopped.
+            .timeout(Duration::from_secs(90)),
     )?;
     mcp.initialize().await?;
     mcp.send_tool_call(
@@ -186,8 +201,67 @@ async fn sigterm_to_the_mcp_server_ends_its_command() -> anyhow::Result<()> {
     .await?;
     mcp.read_codex_event("exec_command_begin").await?;
     wait_for_sleepers(&setup.sleeper).await?;
-    mcp.signal(Signal::SIGTERM)?;
+    match signal {
+        Some(signal) => mcp.signal(signal)?,
+        None => mcp.close_stdin(),
+    }
     mcp.wait().await?;
     setup.sleeper.wait_until_gone(GONE_WITHIN).await?;
+    Ok(())
+}
+
+/// A one-shot command that starts servers in the background (two of them escaping its
+/// process group) and returns at once: they are gone before the model is asked again, and
+/// the model still gets the command's output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commands_leftovers_are_gone_before_the_model_hears_back() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let sleeper = std::sync::Arc::new(MarkedSleeper::new(ws.path(), "one-shot")?);
+    let command = sleeper.background_command(60);
+    let seen = sleeper.clone();
+    let left_when_asked = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let record = left_when_asked.clone();
+    let mock = MockModelServer::builder()
+        .responder(move |request| {
+            if request.tool_output("c1").is_none() {
+                return Some(Turn::new([shell_call(
+                    "c1",
+                    ["bash", "-c", command.as_str()],
+                )]));
+            }
+            if let Ok(mut left) = record.lock() {
+                left.get_or_insert_with(|| seen.live_processes());
+            }
+            Some(Turn::new([assistant_message("done")]))
+        })
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("approval_policy", "never"),
+            ("sandbox_mode", "danger-full-access"),
+        ],
+    )?;
+    let out = super::exec::keel_exec(home.path(), ws.path(), &["start servers"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let output = mock
+        .requests()
+        .iter()
+        .find_map(|request| request.tool_output("c1"))
+        .map(|output| output.to_string())
+        .unwrap_or_default();
+    assert!(output.contains("started"), "{output}");
+    let left = left_when_asked
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    assert_eq!(
+        left,
+        Some(Vec::new()),
+        "processes alive when the model was asked again"
+    );
     Ok(())
 }

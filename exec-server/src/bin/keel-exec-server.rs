@@ -19,6 +19,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    if let Some(status) = keel_exec_server::supervisor::dispatch() {
+        return status;
+    }
     let cli = Cli::parse();
     init_stderr_logging("warn");
     match run(cli.args) {

@@ -190,7 +190,7 @@ impl ExecServerHandler {
                 limit: self.inner.config.max_processes,
             });
         }
-        let spawned = spawn::spawn(&params)?;
+        let spawned = spawn::spawn(&params, self.inner.config.supervisor.as_deref())?;
         let id = ExecSessionId::new(format!("session-{}", state.next_id));
         state.next_id += 1;
         let (gate, start) = oneshot::channel();

@@ -103,7 +103,12 @@ impl Session {
         std::sync::Arc<Self>,
         impl Future<Output = ()> + Send + 'static,
     ) {
-        let super::spawn::Spawned { child, pid, io } = spawned;
+        let super::spawn::Spawned {
+            child,
+            pid,
+            supervised,
+            io,
+        } = spawned;
         let (terminal, sources, retained) = match io {
             super::spawn::SpawnedIo::Pipes { stdout, stderr } => (
                 None,
@@ -145,7 +150,11 @@ impl Session {
         };
         let session = std::sync::Arc::new(Self {
             id,
-            group: OwnedProcessGroup::register(pid),
+            group: if supervised {
+                OwnedProcessGroup::supervised(pid)
+            } else {
+                OwnedProcessGroup::register(pid)
+            },
             terminal,
             phase: watch::Sender::new(Phase::Running),
             retained: Mutex::new(retained),
@@ -327,6 +336,7 @@ impl Session {
                 child.wait().await
             }
         };
+        self.group.leader_reaped();
         let exit_code = match status {
             Ok(status) => status
                 .code()

@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use keel_protocol::exec_server::ExecParams;
@@ -12,6 +13,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::error::{ExecServerError, Result};
 use crate::pipe::enlarge_pipe;
+use crate::supervisor::{PROCESS_SUPERVISOR_ARG0, handled_signals, supervisor_args};
 
 /// Window size of a new PTY, before any `command/exec/resize`.
 const INITIAL_PTY_SIZE: PtySize = PtySize {
@@ -23,10 +25,12 @@ const INITIAL_PTY_SIZE: PtySize = PtySize {
 
 /// A started process and the ends of its I/O the server keeps.
 pub(crate) struct Spawned {
-    /// The child; its pid is also its process group id.
+    /// The child (the supervisor, when there is one); its pid is also its process group id.
     pub(crate) child: Child,
     /// Process id and process group id of the child.
     pub(crate) pid: i32,
+    /// Whether the child is the supervisor running the process.
+    pub(crate) supervised: bool,
     /// Output and input ends.
     pub(crate) io: SpawnedIo,
 }
@@ -51,8 +55,8 @@ pub(crate) enum SpawnedIo {
     },
 }
 
-/// Checks the params and starts the process.
-pub(crate) fn spawn(params: &ExecParams) -> Result<Spawned> {
+/// Checks the params and starts the process, under `supervisor` when given.
+pub(crate) fn spawn(params: &ExecParams, supervisor: Option<&Path>) -> Result<Spawned> {
     let Some(program) = params.argv.first() else {
         return Err(ExecServerError::InvalidParams(
             "`argv` must not be empty".to_string(),
@@ -76,19 +80,42 @@ pub(crate) fn spawn(params: &ExecParams) -> Result<Spawned> {
         )));
     }
 
-    let mut command = Command::new(program);
+    let mut command = match supervisor {
+        Some(supervisor) => {
+            // Found here, so a missing program is an error of this request, as without a
+            // supervisor, not an exit status of 127.
+            let resolved =
+                find_program(program, &params.cwd, params.env.get("PATH")).map_err(spawn_error)?;
+            let arg0 = params.arg0.as_deref().unwrap_or(program);
+            let mut command = Command::new(supervisor);
+            command.arg0(PROCESS_SUPERVISOR_ARG0).args(supervisor_args(
+                &resolved,
+                &params.argv[1..],
+                Some(arg0),
+            ));
+            block_supervisor_signals(&mut command);
+            command
+        }
+        None => {
+            let mut command = Command::new(program);
+            command.args(&params.argv[1..]);
+            if let Some(arg0) = &params.arg0 {
+                command.arg0(arg0);
+            }
+            command
+        }
+    };
     command
-        .args(&params.argv[1..])
         .current_dir(&params.cwd)
         .env_clear()
         .envs(&params.env)
-        .kill_on_drop(true);
-    if let Some(arg0) = &params.arg0 {
-        command.arg0(arg0);
-    }
+        // A supervisor is asked to kill (it then takes the whole tree down), never killed:
+        // killing it would orphan whatever the process left.
+        .kill_on_drop(supervisor.is_none());
+    let supervised = supervisor.is_some();
 
     if params.tty {
-        spawn_on_pty(command, spawn_error)
+        spawn_on_pty(command, supervised, spawn_error)
     } else {
         command
             .stdin(Stdio::null())
@@ -107,13 +134,48 @@ pub(crate) fn spawn(params: &ExecParams) -> Result<Spawned> {
         Ok(Spawned {
             child,
             pid,
+            supervised,
             io: SpawnedIo::Pipes { stdout, stderr },
         })
     }
 }
 
+/// Where `program` is, looked up as the process would look it up: a name with a `/` relative
+/// to `cwd`, any other name on `path` (the process's `PATH`, else `/bin:/usr/bin`).
+fn find_program(program: &str, cwd: &Path, path: Option<&String>) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |candidate: &Path| -> std::io::Result<()> {
+        let metadata = std::fs::metadata(candidate)?;
+        if metadata.is_file() && metadata.permissions().mode() & 0o111 != 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        }
+    };
+    if program.contains('/') {
+        let candidate = cwd.join(program);
+        runnable(&candidate)?;
+        return Ok(candidate);
+    }
+    let mut denied = false;
+    for dir in path.map_or("/bin:/usr/bin", String::as_str).split(':') {
+        let candidate = cwd.join(dir).join(program);
+        match runnable(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => denied = true,
+            Err(_) => {}
+        }
+    }
+    Err(std::io::Error::from(if denied {
+        std::io::ErrorKind::PermissionDenied
+    } else {
+        std::io::ErrorKind::NotFound
+    }))
+}
+
 fn spawn_on_pty(
     mut command: Command,
+    supervised: bool,
     spawn_error: impl FnOnce(std::io::Error) -> ExecServerError,
 ) -> Result<Spawned> {
     let pty_error = |context| {
@@ -164,12 +226,37 @@ fn spawn_on_pty(
     Ok(Spawned {
         child,
         pid,
+        supervised,
         io: SpawnedIo::Pty {
             master: pair.master,
             reader,
             writer,
         },
     })
+}
+
+/// Starts the supervisor with the signals it handles blocked, so a terminate that arrives
+/// before it is ready waits for it instead of killing it (which would leave no one to report
+/// or clean up).
+#[expect(
+    unsafe_code,
+    reason = "pre_exec is the only way to set the signal mask between fork and exec; the \
+              closure calls only sigprocmask, which is async-signal-safe"
+)]
+fn block_supervisor_signals(command: &mut Command) {
+    let blocked = handled_signals();
+    // SAFETY: runs in the forked child before exec; sigprocmask is async-signal-safe and the
+    // set was built before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_BLOCK,
+                Some(&blocked),
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
+    }
 }
 
 /// Makes the child a session leader (hence a process group leader) whose controlling

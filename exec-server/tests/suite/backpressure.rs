@@ -17,22 +17,31 @@ const OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 /// each), the bounded queues (32 chunks of 256 KiB) and the write batch, with room to spare.
 const PAUSED_BYTES_MAX: u64 = 32 * 1024 * 1024;
 
-/// Pids of the server's children, found through every thread's `children` list (whichever
-/// worker thread spawned them).
-fn children_of(pid: u32, name: &str) -> anyhow::Result<Vec<u32>> {
-    let mut children = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let list = std::fs::read_to_string(task?.path().join("children"))?;
-        for child in list.split_whitespace() {
-            let child: u32 = child.parse()?;
-            // The server also has its process-group watchdog as a child.
-            let comm = std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
-            if comm.trim_end() == name {
-                children.push(child);
+/// Pids of the server's descendants named `name`, found through every thread's `children`
+/// list (whichever worker thread spawned them).
+fn descendants_named(pid: u32, name: &str) -> anyhow::Result<Vec<u32>> {
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks {
+            let list = std::fs::read_to_string(task?.path().join("children")).unwrap_or_default();
+            for child in list.split_whitespace() {
+                let child: u32 = child.parse()?;
+                parents.push(child);
+                // The server also has its process-group watchdog, and each process its
+                // supervisor, as children.
+                let comm =
+                    std::fs::read_to_string(format!("/proc/{child}/comm")).unwrap_or_default();
+                if comm.trim_end() == name {
+                    found.push(child);
+                }
             }
         }
     }
-    Ok(children)
+    Ok(found)
 }
 
 /// Bytes a process has written so far (`wchar` in `/proc/PID/io`).
@@ -104,7 +113,7 @@ async fn a_client_that_stops_reading_pauses_the_process() -> anyhow::Result<()> 
     // From here on nobody reads the server's stdout.
     let child = tokio::time::timeout(DEADLINE, async {
         loop {
-            if let [child] = children_of(server_pid, "head")?[..] {
+            if let [child] = descendants_named(server_pid, "head")?[..] {
                 return anyhow::Ok(child);
             }
             tokio::task::yield_now().await;

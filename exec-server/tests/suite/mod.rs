@@ -1,5 +1,6 @@
 mod backpressure;
 mod client;
+mod escapes;
 mod harness;
 mod lifecycle;
 mod processes;

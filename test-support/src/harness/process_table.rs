@@ -28,20 +28,31 @@ impl MarkedSleeper {
         Ok(Self { path })
     }
 
-    /// A shell command that leaves three processes sleeping for `seconds`: a shell, a
-    /// background shell and its sleeper, the way a model starts a server.
+    /// A shell command that sleeps for `seconds` and leaves at least three processes
+    /// sleeping the way a model starts a server: a background shell and its sleeper, plus
+    /// two that leave the process group on purpose: a `setsid` sleeper and a double fork
+    /// through `setsid` (a shell re-parented away from the command, and its sleeper).
     pub fn nested_command(&self, seconds: u32) -> String {
-        let sleeper = self.path.display();
-        format!("bash -c '{sleeper} {seconds}; :' & {sleeper} {seconds}; :")
+        format!(
+            "{} {} {seconds}; :",
+            self.escaping(seconds),
+            self.path.display()
+        )
     }
 
     /// A shell command that returns at once, leaving the same processes running in the
     /// background with their output redirected (how a model starts a dev server and moves on).
     pub fn background_command(&self, seconds: u32) -> String {
+        format!("{} echo started", self.escaping(seconds))
+    }
+
+    /// Background sleepers, two of which escape the process group, each line ending in `&`.
+    fn escaping(&self, seconds: u32) -> String {
         let sleeper = self.path.display();
         format!(
             "bash -c '{sleeper} {seconds}; :' >/dev/null 2>&1 & \
-             {sleeper} {seconds} >/dev/null 2>&1 & echo started"
+             setsid {sleeper} {seconds} >/dev/null 2>&1 & \
+             (setsid bash -c '{sleeper} {seconds}; :' >/dev/null 2>&1 &) ; "
         )
     }
 
