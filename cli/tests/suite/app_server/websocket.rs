@@ -1,7 +1,9 @@
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use keel_test_support::{JsonLinesProcess, Script, Turn, assistant_message, shell_call};
+use keel_test_support::{
+    JsonLinesProcess, MarkedSleeper, Script, Turn, assistant_message, exec_command_call, shell_call,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -409,4 +411,41 @@ fn droppable(message: &Value) -> bool {
                 | "turn/diff/updated"
         )
     )
+}
+
+/// A client leaves a thread whose finished turn left an `exec_command` session running (a
+/// server with `setsid` and double-forked children): the thread unloads, and the session
+/// and everything it started go with it, while the server itself keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnected_clients_background_sessions_end_with_its_thread() -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let sleeper = MarkedSleeper::new(scratch.path(), "ws-disconnect")?;
+    let script = Script::new([
+        Turn::new([exec_command_call(
+            "server",
+            json!({"cmd": sleeper.nested_command(60), "yield_time_ms": 250}),
+        )]),
+        Turn::new([assistant_message("the server runs")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let (_server, addr) = listen(&world).await?;
+    let mut c = connect(&addr, "c").await?;
+    let start = request(&mut c, 1, "thread/start", json!({"cwd": world.ws()})).await?;
+    let thread_id = start.last().cloned().unwrap_or_default()["result"]["thread"]["id"].clone();
+    send(&mut c, json!({"id": 2, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "start a server"}]}})).await?;
+    read_until(&mut c, |m| m["method"] == "turn/completed").await?;
+    // The process table has no change notification: look until the session's processes run.
+    tokio::time::timeout(WAIT, async {
+        while sleeper.live_processes().len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("the session's processes never ran"))?;
+    c.close(None).await?;
+    drop(c);
+    sleeper.wait_until_gone(WAIT).await?;
+    let mut again = connect(&addr, "again").await?;
+    assert_eq!(loaded(&mut again, 1).await?, Vec::<Value>::new());
+    Ok(())
 }
