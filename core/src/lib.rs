@@ -68,6 +68,7 @@ mod rollout;
 pub use keel_sandbox as sandbox;
 mod session;
 mod shell_snapshot;
+pub mod skills;
 mod tls;
 mod tools;
 mod turn_context;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use keel_protocol::SandboxPolicy;
 
 use crate::client::Prompt;
-use crate::models::ResponseItem;
+use crate::models::{ContentItem, ResponseItem};
 use crate::turn_context::TurnContext;
 
 /// The instructions Keel gives the model unless configuration replaces them.
@@ -26,9 +26,22 @@ pub(crate) fn build_prompt(
     tools: Vec<serde_json::Value>,
 ) -> Prompt {
     let mut input = Vec::with_capacity(history.len() + 4);
-    input.push(ResponseItem::developer_text(
-        crate::permissions_message::permissions_message(context),
-    ));
+    // The skills list, when there are skills, leads the developer message that states the
+    // permissions (where Codex puts it).
+    let permissions = crate::permissions_message::permissions_message(context);
+    let skills = crate::skills::skills_section(
+        &context.skills,
+        crate::skills::budget_chars(context.model_context_window),
+    );
+    input.push(ResponseItem::Message {
+        id: None,
+        role: "developer".to_string(),
+        content: skills
+            .into_iter()
+            .chain(std::iter::once(permissions))
+            .map(|text| ContentItem::InputText { text })
+            .collect(),
+    });
     if let Some(developer) = &context.developer_instructions {
         input.push(ResponseItem::developer_text(developer.clone()));
     }

@@ -27,6 +27,8 @@ pub(crate) struct TurnContext {
     pub developer_instructions: Option<String>,
     /// `AGENTS.md` project docs, already read.
     pub user_instructions: Option<String>,
+    /// The skills installed for this working directory.
+    pub skills: std::sync::Arc<crate::skills::SkillInventory>,
     /// The environment commands run with.
     pub shell_env: BTreeMap<String, String>,
     /// Offer `exec_command`/`write_stdin` instead of `shell`.

@@ -9,6 +9,7 @@ use crate::client::{
 };
 use crate::config::{Config, WireApi};
 use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
+use crate::skills::{load_skills, skill_roots, user_home};
 use crate::turn_context::{AgentTools, TurnContext};
 
 /// Looks up an environment variable; injectable so tests never touch the process env.
@@ -84,6 +85,12 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string()),
         developer_instructions: config.developer_instructions.clone(),
         user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
+        skills: Arc::new(load_skills(&skill_roots(
+            &config.keel_home,
+            user_home().as_deref(),
+            &config.cwd,
+            config.project_trusted(&config.cwd),
+        ))),
         shell_env: config.shell_environment_policy.create_env_from_process(),
         unified_exec: config
             .unified_exec

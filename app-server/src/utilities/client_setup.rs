@@ -1,13 +1,12 @@
 //! What a client asks once at start-up besides models and config (Codex 0.169's TUI among
 //! them): the account, administrator requirements, and per-workspace hooks, skills, plugins
-//! and collaboration modes. Keel has no ChatGPT login, requirements, hooks, skills or
-//! plugins, so these answer honestly with API-key authentication and empty lists.
+//! and collaboration modes. Keel has no ChatGPT login, requirements, hooks or plugins, so
+//! these answer honestly with API-key authentication and empty lists (skills: `skills.rs`).
 
 use keel_protocol::app_server::{
     Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
     CollaborationModeMask, ConfigRequirementsReadResponse, GetAccountResponse, HooksListEntry,
-    HooksListParams, HooksListResponse, PluginInstalledResponse, SkillsListEntry, SkillsListParams,
-    SkillsListResponse, ThreadOverrides,
+    HooksListParams, HooksListResponse, PluginInstalledResponse, ThreadOverrides,
 };
 
 use crate::error::Result;
@@ -50,21 +49,6 @@ pub(crate) fn hooks_list(params: HooksListParams) -> HooksListResponse {
                 cwd,
                 hooks: Vec::new(),
                 warnings: Vec::new(),
-                errors: Vec::new(),
-            })
-            .collect(),
-    }
-}
-
-/// `skills/list`: an empty entry per directory.
-pub(crate) fn skills_list(params: SkillsListParams) -> SkillsListResponse {
-    SkillsListResponse {
-        data: params
-            .cwds
-            .into_iter()
-            .map(|cwd| SkillsListEntry {
-                cwd,
-                skills: Vec::new(),
                 errors: Vec::new(),
             })
             .collect(),

@@ -8,6 +8,7 @@ mod config_write;
 mod fs;
 mod info;
 mod mcp_status;
+mod skills;
 
 pub(crate) use client_setup::*;
 pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
@@ -15,6 +16,7 @@ pub(crate) use config_write::{config_batch_write, config_value_write};
 pub(crate) use fs::*;
 pub(crate) use info::{config_read, model_list};
 pub(crate) use mcp_status::mcp_server_status_list;
+pub(crate) use skills::skills_list;
 
 use std::path::Path;
 

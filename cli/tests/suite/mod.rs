@@ -19,6 +19,7 @@ mod quickstart;
 mod rate_limits;
 mod reasoning;
 mod sandbox;
+mod skills;
 mod teardown;
 mod unified_exec;
 mod user_input;

@@ -85,6 +85,9 @@ pub struct Config {
     /// Where the agent-job database lives (`sqlite_home`, as Codex names it; relative to the
     /// Keel home), so it can sit on another disk; the Keel home by default.
     pub sqlite_home: PathBuf,
+    /// Projects the user trusts (`[projects."/abs/path"] trust_level = "trusted"`, as Codex
+    /// records it): their own skills load, and a working directory inside one counts.
+    pub trusted_projects: Vec<PathBuf>,
     /// The selected profile, if any.
     pub active_profile: Option<String>,
     /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
@@ -217,6 +220,18 @@ impl Config {
         config.mcp_servers = mcp_servers;
         config.warnings = warnings;
         Ok(config)
+    }
+
+    /// Whether `dir` is inside a project the user trusts (compared as written and resolved).
+    pub fn project_trusted(&self, dir: &Path) -> bool {
+        let real = std::fs::canonicalize(dir).ok();
+        self.trusted_projects.iter().any(|project| {
+            dir.starts_with(project)
+                || real.as_deref().is_some_and(|real| {
+                    real.starts_with(project)
+                        || std::fs::canonicalize(project).is_ok_and(|p| real.starts_with(p))
+                })
+        })
     }
 
     /// The path of the configuration file this config was (or would have been) read from.
@@ -446,6 +461,7 @@ fn resolve(
         model_supports_reasoning_summaries,
         mcp_servers: _,
         sqlite_home,
+        projects,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -533,6 +549,11 @@ fn resolve(
         cwd,
         keel_home: keel_home.to_path_buf(),
         sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
+        trusted_projects: projects
+            .into_iter()
+            .filter(|(_, project)| project.trust_level.as_deref() == Some("trusted"))
+            .map(|(path, _)| PathBuf::from(path))
+            .collect(),
         active_profile,
         model_reasoning_effort: profile.model_reasoning_effort.or(model_reasoning_effort),
         base_instructions: overrides

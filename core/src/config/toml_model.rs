@@ -46,6 +46,16 @@ pub(crate) struct ConfigToml {
     pub model_supports_reasoning_summaries: Option<bool>,
     pub mcp_servers: BTreeMap<String, McpServerToml>,
     pub sqlite_home: Option<PathBuf>,
+    pub projects: BTreeMap<String, ProjectToml>,
+}
+
+/// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct ProjectToml {
+    /// `"trusted"` lets the project's own skills (and hooks) load.
+    pub trust_level: Option<String>,
 }
 
 /// `[tools]`: optional tools. Other keys load silently.

@@ -66,9 +66,10 @@ pub(crate) async fn run_turn(
             match auto_compact_if_full(&session, &ids, &cancel).await {
                 Err(stop) => Err(stop),
                 Ok(_) => {
-                    session
-                        .record_items(&[user_input_item(&context.cwd, &input)])
-                        .await;
+                    // Skills the user names (`$name`) come with the message they are named in.
+                    let mut items = vec![user_input_item(&context.cwd, &input)];
+                    items.extend(crate::skills::attached_skill_items(&context.skills, &input));
+                    session.record_items(&items).await;
                     session
                         .send_event(
                             &ids.sub_id,

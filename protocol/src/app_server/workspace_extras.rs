@@ -1,6 +1,6 @@
 //! What a client lists per workspace besides threads: hooks, skills, installed plugins and
-//! collaboration modes. Keel has no hooks, skills or plugins, so each lists an entry per
-//! asked directory with nothing in it; the one collaboration mode is the default.
+//! collaboration modes. Keel has no hooks or plugins yet, so those list an entry per asked
+//! directory with nothing in it; the one collaboration mode is the default.
 
 use std::path::PathBuf;
 
@@ -58,11 +58,57 @@ pub struct SkillsListParams {
 pub struct SkillsListEntry {
     /// The directory.
     pub cwd: String,
-    /// Its skills (none in Keel).
-    pub skills: Vec<Value>,
-    /// Errors found loading them.
-    pub errors: Vec<Value>,
+    /// The skills a thread started there is offered.
+    pub skills: Vec<SkillMetadata>,
+    /// `SKILL.md` files that could not be loaded, and why.
+    pub errors: Vec<SkillErrorInfo>,
 }
+
+/// Where a skill was found, which decides who may change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SkillScope {
+    /// The user's own skills folder.
+    User,
+    /// The repository being worked in (loaded for trusted projects only).
+    Repo,
+    /// Shipped with the program.
+    System,
+    /// Installed by an administrator for every user.
+    Admin,
+}
+
+/// A skill a client can show or a user can name with `$name`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillMetadata {
+    /// The name the model and the user refer to it by.
+    pub name: String,
+    /// When to use it, as its front matter says.
+    pub description: String,
+    /// A one-line summary for lists, when the skill gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_description: Option<String>,
+    /// Its `SKILL.md`.
+    pub path: String,
+    /// Where it was found.
+    pub scope: SkillScope,
+    /// Whether it is offered (a user may turn a skill off).
+    pub enabled: bool,
+}
+
+/// A `SKILL.md` that could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillErrorInfo {
+    /// The file.
+    pub path: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// `skills/changed`: the skills on disk changed; clients list them again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsChangedNotification {}
 
 /// Result of `skills/list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -72,6 +72,7 @@ fn default_config(keel_home: &Path) -> Config {
         cwd: PathBuf::from("/work/project"),
         keel_home: keel_home.to_path_buf(),
         sqlite_home: keel_home.to_path_buf(),
+        trusted_projects: Vec::new(),
         active_profile: None,
         model_reasoning_effort: None,
         base_instructions: None,
@@ -194,7 +195,7 @@ args = ["-y", "docs-mcp"]
 startup_timeout_sec = 20
 enabled_tools = ["search"]
 
-[projects."/work/project"]                # Codex-only: ignored
+[projects."/work/project"]
 trust_level = "trusted"
 
 [tui]
@@ -257,6 +258,7 @@ fn full_codex_style_file() -> TestResult {
             include_only: vec!["PATH".to_string(), "HOME".to_string(), "CI".to_string()],
         },
         cwd: PathBuf::from("/work/project"),
+        trusted_projects: vec![PathBuf::from("/work/project")],
         sqlite_home: home.path().join("state"),
         keel_home: home.path().to_path_buf(),
         active_profile: None,

@@ -1,0 +1,206 @@
+//! Finding `SKILL.md` files under the skill folders of a working directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{Skill, SkillInventory, SkillLoadError, SkillScope, front_matter};
+
+/// The file that makes a folder a skill.
+const SKILL_FILE: &str = "SKILL.md";
+/// How deep under a skills folder a `SKILL.md` may sit (`skills/<group>/<name>/SKILL.md`).
+const MAX_DEPTH: usize = 4;
+/// Largest `SKILL.md` read; a bigger one is reported, not loaded.
+const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
+
+/// A folder searched for skills, and the scope of what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillRoot {
+    /// The folder.
+    pub dir: PathBuf,
+    /// What its skills count as.
+    pub scope: SkillScope,
+}
+
+/// The folders searched for a thread working in `cwd`, nearest first: the project's (only
+/// when `project_trusted`), from `cwd` up to the repository root, then the user's
+/// (`KEEL_HOME/skills` and `~/.agents/skills`), then the system's (`KEEL_HOME/skills/.system`).
+/// `user_home` is the user's home directory (`$HOME`), if known.
+pub fn skill_roots(
+    keel_home: &Path,
+    user_home: Option<&Path>,
+    cwd: &Path,
+    project_trusted: bool,
+) -> Vec<SkillRoot> {
+    let mut roots = Vec::new();
+    if project_trusted {
+        let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+        for dir in cwd.ancestors() {
+            for name in [".codex", ".agents"] {
+                roots.push(SkillRoot {
+                    dir: dir.join(name).join("skills"),
+                    scope: SkillScope::Repo,
+                });
+            }
+            // Outside a repository only the working directory's own folders count.
+            if repo_root.is_none_or(|root| dir == root) {
+                break;
+            }
+        }
+    }
+    roots.push(SkillRoot {
+        dir: keel_home.join("skills"),
+        scope: SkillScope::User,
+    });
+    if let Some(home) = user_home {
+        roots.push(SkillRoot {
+            dir: home.join(".agents/skills"),
+            scope: SkillScope::User,
+        });
+    }
+    roots.push(SkillRoot {
+        dir: keel_home.join("skills/.system"),
+        scope: SkillScope::System,
+    });
+    roots
+}
+
+/// The user's home directory from `$HOME`, for [`skill_roots`].
+pub fn user_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// Loads every skill under `roots`; when two share a name, the one in the earlier root wins.
+pub fn load_skills(roots: &[SkillRoot]) -> SkillInventory {
+    let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for root in roots {
+        let mut files = Vec::new();
+        find_skill_files(&root.dir, 0, &mut files);
+        files.sort();
+        for path in files {
+            match load_one(&path, root.scope) {
+                Ok(skill) => {
+                    by_name.entry(skill.name.clone()).or_insert(skill);
+                }
+                Err(message) => errors.push(SkillLoadError { path, message }),
+            }
+        }
+    }
+    SkillInventory {
+        skills: by_name.into_values().collect(),
+        errors,
+    }
+}
+
+fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        // Follows links, as users link skill folders in from elsewhere; the depth bound stops
+        // a link cycle.
+        if path.is_dir() {
+            if !hidden && depth < MAX_DEPTH {
+                find_skill_files(&path, depth + 1, out);
+            }
+        } else if entry.file_name() == SKILL_FILE && depth > 0 {
+            out.push(path);
+        }
+    }
+}
+
+fn load_one(path: &Path, scope: SkillScope) -> Result<Skill, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|err| format!("cannot read: {err}"))?
+        .len();
+    if size > MAX_SKILL_FILE_BYTES {
+        return Err(format!(
+            "the file is {size} bytes; at most {MAX_SKILL_FILE_BYTES} are read"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|err| format!("cannot read: {err}"))?;
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let front = front_matter::parse(&text, &folder)?;
+    Ok(Skill {
+        name: front.name,
+        description: front.description,
+        short_description: front.short_description,
+        path: path.to_path_buf(),
+        scope,
+    })
+}
+
+/// A skill's whole `SKILL.md`, as it is attached when the user names the skill.
+pub(crate) fn read_file(skill: &Skill) -> std::io::Result<String> {
+    std::fs::read_to_string(&skill.path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn write_skill(dir: &Path, name: &str, description: &str) -> std::io::Result<PathBuf> {
+        let folder = dir.join(name);
+        std::fs::create_dir_all(&folder)?;
+        let path = folder.join(SKILL_FILE);
+        std::fs::write(
+            &path,
+            format!("---\nname: {name}\ndescription: {description}\n---\nDo {name}.\n"),
+        )?;
+        Ok(path)
+    }
+
+    #[test]
+    fn project_skills_win_over_the_users_and_errors_are_kept() -> std::io::Result<()> {
+        let home = tempfile::tempdir()?;
+        let repo = tempfile::tempdir()?;
+        std::fs::create_dir(repo.path().join(".git"))?;
+        let sub = repo.path().join("crates/app");
+        std::fs::create_dir_all(&sub)?;
+        write_skill(&home.path().join("skills"), "deploy", "user deploy")?;
+        write_skill(&home.path().join("skills"), "lint", "user lint")?;
+        let project = write_skill(&repo.path().join(".agents/skills"), "deploy", "repo deploy")?;
+        let broken = home.path().join("skills/broken/SKILL.md");
+        std::fs::create_dir_all(home.path().join("skills/broken"))?;
+        std::fs::write(&broken, "no front matter\n")?;
+        write_skill(
+            &home.path().join("skills/.system"),
+            "imagegen",
+            "system one",
+        )?;
+
+        let trusted = load_skills(&skill_roots(home.path(), None, &sub, true));
+        let names: Vec<(&str, &str)> = trusted
+            .skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.description.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("deploy", "repo deploy"),
+                ("imagegen", "system one"),
+                ("lint", "user lint")
+            ]
+        );
+        assert_eq!(trusted.skills[0].path, project);
+        assert_eq!(trusted.skills[0].scope, SkillScope::Repo);
+        assert_eq!(trusted.skills[1].scope, SkillScope::System);
+        assert_eq!(trusted.errors.len(), 1);
+        assert_eq!(trusted.errors[0].path, broken);
+
+        // An untrusted project's skills are not loaded.
+        let untrusted = load_skills(&skill_roots(home.path(), None, &sub, false));
+        assert_eq!(untrusted.skills[0].description, "user deploy");
+        Ok(())
+    }
+}
