@@ -29,6 +29,14 @@ pub(crate) struct TurnContext {
     pub user_instructions: Option<String>,
     /// The skills installed for this working directory.
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
+    /// The hooks defined for this working directory.
+    pub hooks: std::sync::Arc<crate::hooks::HookInventory>,
+    /// Run hooks whatever their trust.
+    pub bypass_hook_trust: bool,
+    /// The user's config file (where trust records go).
+    pub user_config_file: PathBuf,
+    /// The model's name, as hooks are told.
+    pub model: String,
     /// The environment commands run with.
     pub shell_env: BTreeMap<String, String>,
     /// Offer `exec_command`/`write_stdin` instead of `shell`.

@@ -85,6 +85,14 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string()),
         developer_instructions: config.developer_instructions.clone(),
         user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
+        hooks: Arc::new(crate::hooks::load_hooks(
+            &config.keel_home,
+            &config.cwd,
+            config.project_trusted(&config.cwd),
+        )),
+        bypass_hook_trust: config.bypass_hook_trust,
+        user_config_file: config.config_file(),
+        model: config.model.clone(),
         skills: Arc::new(load_skills(&skill_roots(
             &config.keel_home,
             user_home().as_deref(),

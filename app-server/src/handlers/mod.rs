@@ -119,7 +119,7 @@ pub(crate) async fn dispatch(
             Reply::now(&utilities::check_gov_cloud())
         }
         ClientRequest::ConfigRequirementsRead(_) => Reply::now(&utilities::config_requirements()),
-        ClientRequest::HooksList(p) => Reply::now(&utilities::hooks_list(p)),
+        ClientRequest::HooksList(p) => Reply::now(&utilities::hooks_list(state, p)?),
         ClientRequest::SkillsList(p) => Reply::now(&utilities::skills_list(state, p)?),
         ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
         ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),

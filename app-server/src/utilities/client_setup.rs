@@ -5,8 +5,8 @@
 
 use keel_protocol::app_server::{
     Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
-    CollaborationModeMask, ConfigRequirementsReadResponse, GetAccountResponse, HooksListEntry,
-    HooksListParams, HooksListResponse, PluginInstalledResponse, ThreadOverrides,
+    CollaborationModeMask, ConfigRequirementsReadResponse, GetAccountResponse,
+    PluginInstalledResponse, ThreadOverrides,
 };
 
 use crate::error::Result;
@@ -36,22 +36,6 @@ pub(crate) fn config_requirements() -> ConfigRequirementsReadResponse {
     ConfigRequirementsReadResponse {
         requirements: None,
         supports_independent_speed_modes: Some(false),
-    }
-}
-
-/// `hooks/list`: an empty entry per directory.
-pub(crate) fn hooks_list(params: HooksListParams) -> HooksListResponse {
-    HooksListResponse {
-        data: params
-            .cwds
-            .into_iter()
-            .map(|cwd| HooksListEntry {
-                cwd,
-                hooks: Vec::new(),
-                warnings: Vec::new(),
-                errors: Vec::new(),
-            })
-            .collect(),
     }
 }
 

@@ -82,6 +82,11 @@ pub struct ExecArgs {
     #[arg(long)]
     json: bool,
 
+    /// Run enabled hooks even when their definitions are not trusted (for automation whose
+    /// hooks were vetted). Hooks of an untrusted project still do not load.
+    #[arg(long)]
+    dangerously_bypass_hook_trust: bool,
+
     /// Accepted for compatibility with Codex's `exec`; Keel does not require a git repository.
     #[arg(long, hide = true)]
     skip_git_repo_check: bool,
@@ -121,6 +126,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(profile) = &args.profile {
         cli_overrides.push(("profile".to_string(), toml::Value::String(profile.clone())));
+    }
+    if args.dangerously_bypass_hook_trust {
+        eprintln!(
+            "warning: --dangerously-bypass-hook-trust is on: enabled hooks run without review"
+        );
+        cli_overrides.push(("bypass_hook_trust".to_string(), toml::Value::Boolean(true)));
     }
     let mut model = args.model.clone();
     if args.oss {

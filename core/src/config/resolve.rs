@@ -88,6 +88,10 @@ pub struct Config {
     /// Projects the user trusts (`[projects."/abs/path"] trust_level = "trusted"`, as Codex
     /// records it): their own skills load, and a working directory inside one counts.
     pub trusted_projects: Vec<PathBuf>,
+    /// Run enabled hooks whether or not their definitions are trusted
+    /// (`bypass_hook_trust`; `keel exec --dangerously-bypass-hook-trust`). Only for vetted
+    /// automation.
+    pub bypass_hook_trust: bool,
     /// The selected profile, if any.
     pub active_profile: Option<String>,
     /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
@@ -462,6 +466,8 @@ fn resolve(
         mcp_servers: _,
         sqlite_home,
         projects,
+        hooks: _,
+        bypass_hook_trust,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -549,6 +555,7 @@ fn resolve(
         cwd,
         keel_home: keel_home.to_path_buf(),
         sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
+        bypass_hook_trust: bypass_hook_trust.unwrap_or(false),
         trusted_projects: projects
             .into_iter()
             .filter(|(_, project)| project.trust_level.as_deref() == Some("trusted"))

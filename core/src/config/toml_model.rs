@@ -47,6 +47,10 @@ pub(crate) struct ConfigToml {
     pub mcp_servers: BTreeMap<String, McpServerToml>,
     pub sqlite_home: Option<PathBuf>,
     pub projects: BTreeMap<String, ProjectToml>,
+    /// Hook definitions and trust records; read by the hooks module from the file itself.
+    #[cfg_attr(test, serde(skip_serializing))]
+    pub hooks: Option<toml::Value>,
+    pub bypass_hook_trust: Option<bool>,
 }
 
 /// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.

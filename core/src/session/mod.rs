@@ -5,6 +5,7 @@
 //! interrupts, approvals and extra input are handled while it runs.
 
 mod compact;
+mod hook_points;
 mod host;
 
 mod submission_loop;
@@ -98,6 +99,8 @@ pub(crate) struct Session {
     rollout_failure: Mutex<Option<String>>,
     /// Whether a rollout write ever failed (later failures are only logged).
     rollout_failed: std::sync::atomic::AtomicBool,
+    /// Whether hooks held back for lack of trust were reported (once per conversation).
+    pub(super) hook_warnings_sent: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -147,6 +150,7 @@ impl Session {
             embedder_tools: tools,
             rollout_failure: Mutex::new(None),
             rollout_failed: std::sync::atomic::AtomicBool::new(false),
+            hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -262,6 +266,13 @@ impl Session {
     /// Takes the output schema set for the turn that is starting.
     pub(crate) fn take_next_output_schema(&self) -> Option<serde_json::Value> {
         self.state().next_output_schema.take()
+    }
+
+    /// The rollout file, when the conversation is recorded.
+    pub(crate) fn rollout_path(&self) -> Option<std::path::PathBuf> {
+        self.rollout
+            .as_ref()
+            .map(|rollout| rollout.path().to_path_buf())
     }
 
     pub(crate) fn turn_context(&self) -> Arc<TurnContext> {

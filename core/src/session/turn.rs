@@ -66,17 +66,37 @@ pub(crate) async fn run_turn(
             match auto_compact_if_full(&session, &ids, &cancel).await {
                 Err(stop) => Err(stop),
                 Ok(_) => {
-                    // Skills the user names (`$name`) come with the message they are named in.
-                    let mut items = vec![user_input_item(&context.cwd, &input)];
-                    items.extend(crate::skills::attached_skill_items(&context.skills, &input));
-                    session.record_items(&items).await;
-                    session
-                        .send_event(
-                            &ids.sub_id,
-                            EventMsg::UserMessage(user_message_event(&input)),
-                        )
-                        .await;
-                    turn_loop(&session, &ids, &cancel).await
+                    super::hook_points::warn_held_back_once(&session, &ids, &context).await;
+                    let message = user_message_event(&input);
+                    match super::hook_points::user_prompt_submit(
+                        &session,
+                        &ids,
+                        &context,
+                        &message.message,
+                    )
+                    .await
+                    {
+                        // A hook dropped the prompt: the turn ends with nothing recorded.
+                        Err(reason) => {
+                            tracing::info!(conversation = %session.id(), "a UserPromptSubmit hook dropped the prompt: {reason}");
+                            Ok(None)
+                        }
+                        Ok(hook_context) => {
+                            // Skills the user names (`$name`) come with the message they are
+                            // named in; hook context follows.
+                            let mut items = vec![user_input_item(&context.cwd, &input)];
+                            items.extend(crate::skills::attached_skill_items(
+                                &context.skills,
+                                &input,
+                            ));
+                            items.extend(hook_context);
+                            session.record_items(&items).await;
+                            session
+                                .send_event(&ids.sub_id, EventMsg::UserMessage(message))
+                                .await;
+                            turn_loop(&session, &ids, &cancel).await
+                        }
+                    }
                 }
             }
         }
@@ -141,6 +161,7 @@ async fn turn_loop(
     cancel: &CancellationToken,
 ) -> Result<Option<String>, TurnStop> {
     let mut last_agent_message = None;
+    let mut stop_continuations = 0;
     let diff = Arc::new(std::sync::Mutex::new(TurnDiffTracker::default()));
     let ids = Arc::new(ids.clone());
     let host: Arc<dyn ToolHost> = session.clone();
@@ -186,6 +207,21 @@ async fn turn_loop(
             }
         }
         if calls.is_empty() {
+            if let Some(prompt) = super::hook_points::stop(
+                session,
+                &ids,
+                &context,
+                last_agent_message.as_deref(),
+                stop_continuations,
+            )
+            .await
+            {
+                // A Stop hook wants more: the turn goes on with its reason.
+                stop_continuations += 1;
+                session.record_items(&[prompt]).await;
+                stop_if_unrecorded(session)?;
+                continue;
+            }
             if session.finish_turn_unless_pending(&ids.sub_id) {
                 continue;
             }
@@ -203,8 +239,16 @@ async fn turn_loop(
                 call_id: keel_protocol::CallId::new(call_id),
                 diff: diff.clone(),
             };
-            let output = registry.dispatch(ctx, &call).await?;
-            session.record_items(&[output]).await;
+            let registry = &registry;
+            let items = super::hook_points::around_tool_call(
+                session,
+                &ids,
+                &context,
+                &call,
+                |call| async move { registry.dispatch(ctx, &call).await },
+            )
+            .await?;
+            session.record_items(&items).await;
             stop_if_unrecorded(session)?;
         }
     }

@@ -243,7 +243,7 @@ fn spawn_on_pty(
     reason = "pre_exec is the only way to set the signal mask between fork and exec; the \
               closure calls only sigprocmask, which is async-signal-safe"
 )]
-fn block_supervisor_signals(command: &mut Command) {
+pub(crate) fn block_supervisor_signals(command: &mut Command) {
     let blocked = handled_signals();
     // SAFETY: runs in the forked child before exec; sigprocmask is async-signal-safe and the
     // set was built before the fork.

@@ -88,6 +88,23 @@ pub fn default_process_supervisor() -> Option<PathBuf> {
     find_process_supervisor(&exe)
 }
 
+/// A command that runs `program` (a path, not looked up) with `args` under `supervisor`, so
+/// nothing it starts outlives it; for programs that start processes outside the
+/// exec-server (the engine's hooks). Kill it by sending SIGUSR1 to its pid, never SIGKILL
+/// (which would orphan what it started).
+pub fn supervised_command(
+    supervisor: &Path,
+    program: &Path,
+    args: &[String],
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(supervisor);
+    command
+        .arg0(PROCESS_SUPERVISOR_ARG0)
+        .args(supervisor_args(program, args, None));
+    crate::handler::block_supervisor_signals(&mut command);
+    command
+}
+
 /// The supervisor's command line for running `program` with `args` (and `arg0`, if the
 /// command wants one of its own): what follows the supervisor's own `argv[0]`.
 pub(crate) fn supervisor_args(

@@ -26,12 +26,49 @@ pub struct HooksListParams {
 pub struct HooksListEntry {
     /// The directory.
     pub cwd: String,
-    /// Its hooks (none in Keel).
-    pub hooks: Vec<Value>,
-    /// Warnings found loading them.
+    /// The hooks a thread started there would have, in display order.
+    pub hooks: Vec<HookMetadata>,
+    /// Problems found loading them (files that did not parse, dropped groups).
     pub warnings: Vec<String>,
     /// Errors found loading them.
     pub errors: Vec<Value>,
+}
+
+/// One configured hook, as a client shows it and the user trusts it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookMetadata {
+    /// The name its trust is recorded under (`[hooks.state."KEY"]`).
+    pub key: String,
+    /// When it runs (`preToolUse`, ...).
+    pub event_name: String,
+    /// `command` for the hooks Keel runs.
+    pub handler_type: String,
+    /// The command line.
+    pub command: String,
+    /// Fire and forget.
+    #[serde(rename = "async")]
+    pub is_async: bool,
+    /// Which tool (or source) it applies to; `null` for all.
+    pub matcher: Option<String>,
+    /// Seconds before it is stopped.
+    pub timeout_sec: u64,
+    /// What a client shows while it runs.
+    pub status_message: Option<String>,
+    /// Where it was defined: `user` or `project`.
+    pub source: String,
+    /// The file it was defined in.
+    pub source_path: String,
+    /// Its place among all hooks.
+    pub display_order: u64,
+    /// `false` when the user turned it off.
+    pub enabled: bool,
+    /// Whether it is imposed by an administrator (never, in Keel).
+    pub is_managed: bool,
+    /// `sha256:…` of its definition; trusting it records this.
+    pub current_hash: String,
+    /// `trusted`, `untrusted` or `modified`.
+    pub trust_status: String,
 }
 
 /// Result of `hooks/list`.

@@ -1,0 +1,268 @@
+//! Hooks through the real binaries against the mock model: a trusted `PreToolUse` hook blocks
+//! a command (the model gets the reason, the command does not run) and the same hook
+//! untrusted is held back with a warning naming it; `PostToolUse` after a patch;
+//! `UserPromptSubmit` context in the request; `Stop` making the turn go on; a hook that hangs
+//! and one that fails are ignored with warnings; an untrusted project's hooks never run.
+
+use std::path::Path;
+
+use keel_test_support::{
+    AppServerProcess, MockModelServer, ProcessBuilder, Script, Turn, apply_patch_call,
+    assistant_message, shell_call, write_config,
+};
+use serde_json::{Value, json};
+
+use super::exec::keel_exec;
+
+fn write_hooks(dir: &Path, hooks: Value) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(
+        dir.join("hooks.json"),
+        json!({ "hooks": hooks }).to_string(),
+    )?;
+    Ok(())
+}
+
+/// Records the user's trust in every hook `hooks/list` reports for `ws`, as a client does.
+async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut server = AppServerProcess::spawn(
+        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("app-server")
+            .home_path(home)
+            .home_var("KEEL_HOME")
+            .cwd(ws)
+            .env_remove("RUST_LOG"),
+    )?;
+    server.initialize().await?;
+    let listed = server
+        .request("hooks/list", json!({"cwds": [ws.display().to_string()]}))
+        .await?;
+    let hooks = listed["data"][0]["hooks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let config = home.join("config.toml");
+    let mut text = std::fs::read_to_string(&config)?;
+    for hook in &hooks {
+        text.push_str(&format!(
+            "\n[hooks.state.{}]\ntrusted_hash = {}\n",
+            toml::Value::from(hook["key"].as_str().unwrap_or_default()),
+            toml::Value::from(hook["currentHash"].as_str().unwrap_or_default()),
+        ));
+    }
+    std::fs::write(config, text)?;
+    Ok(hooks)
+}
+
+fn tool_output(mock: &MockModelServer, call_id: &str) -> String {
+    mock.requests()
+        .iter()
+        .find_map(|request| request.tool_output(call_id).cloned())
+        .map(|output| {
+            output
+                .as_str()
+                .map_or_else(|| output.to_string(), str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+fn blocking_script() -> Script {
+    Script::new([
+        Turn::new([shell_call("c1", ["bash", "-lc", "touch blocked.txt"])]),
+        Turn::new([assistant_message("done")]),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_tool_use_hook_blocks_once_trusted_and_is_held_back_with_a_warning_before()
+-> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let seen = home.path().join("pre.json");
+    write_hooks(
+        home.path(),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": format!("cat > {}; echo 'no touching' >&2; exit 2", seen.display())}]}]}),
+    )?;
+
+    // Untrusted: held back, said so, and the command runs.
+    let mock = MockModelServer::start(blocking_script()).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let out = keel_exec(home.path(), ws.path(), &["touch it"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("PreToolUse hook")
+            && out.stderr.contains("is not trusted")
+            && out.stderr.contains(":pre_tool_use:0:0"),
+        "{}",
+        out.stderr
+    );
+    assert!(ws.path().join("blocked.txt").exists());
+    assert!(!seen.exists());
+    std::fs::remove_file(ws.path().join("blocked.txt"))?;
+
+    // Trusted (as a client records it): the command is blocked and the model told why.
+    let mock = MockModelServer::start(blocking_script()).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let listed = trust_all(home.path(), ws.path()).await?;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["eventName"], "preToolUse");
+    assert_eq!(listed[0]["trustStatus"], "untrusted");
+    let out = keel_exec(home.path(), ws.path(), &["touch it"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        !ws.path().join("blocked.txt").exists(),
+        "the blocked command ran"
+    );
+    assert_eq!(
+        tool_output(&mock, "c1"),
+        "Command blocked by PreToolUse hook: no touching. Command: touch blocked.txt"
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen)?)?;
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "Bash");
+    assert_eq!(input["tool_input"]["command"], "touch blocked.txt");
+    assert_eq!(input["tool_use_id"], "c1");
+    assert_eq!(input["cwd"], ws.path().display().to_string());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_tool_use_after_a_patch_prompt_context_and_a_stop_that_goes_on() -> anyhow::Result<()>
+{
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let post = home.path().join("post.json");
+    write_hooks(
+        home.path(),
+        json!({
+            "PostToolUse": [{"matcher": "apply_patch", "hooks": [{"type": "command",
+                "command": format!("cat > {}", post.display())}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo KEEL-HOOK-CONTEXT-7"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command":
+                "input=$(cat); case \"$input\" in *'\"stop_hook_active\":false'*) echo 'run the tests first' >&2; exit 2;; esac"}]}]
+        }),
+    )?;
+    let script = Script::new([
+        Turn::new([apply_patch_call(
+            "p1",
+            "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch",
+        )]),
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("tests ran")]),
+    ]);
+    let mock = MockModelServer::start(script).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["--dangerously-bypass-hook-trust", "write notes"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "tests ran", "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--dangerously-bypass-hook-trust"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("notes.txt"))?,
+        "hello\n"
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&post)?)?;
+    assert_eq!(input["hook_event_name"], "PostToolUse");
+    assert_eq!(input["tool_name"], "apply_patch");
+    assert!(
+        input["tool_response"]
+            .as_str()
+            .is_some_and(|r| r.contains("notes.txt")),
+        "{input}"
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let first = requests[0].body.to_string();
+    assert!(first.contains("KEEL-HOOK-CONTEXT-7"), "{first}");
+    let third = requests[2].body.to_string();
+    assert!(
+        third.contains("<hook_prompt hook_run_id=\\\"stop:")
+            && third.contains("run the tests first"),
+        "{third}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_that_hang_or_fail_are_ignored_with_a_warning() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_hooks(
+        home.path(),
+        json!({"PreToolUse": [{"hooks": [
+            {"type": "command", "command": "sleep 30", "timeout": 1},
+            {"type": "command", "command": "exit 3"}
+        ]}]}),
+    )?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([shell_call("c1", ["bash", "-lc", "echo ran > ran.txt"])]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["--dangerously-bypass-hook-trust", "go"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        ws.path().join("ran.txt").exists(),
+        "the command did not run"
+    );
+    assert!(
+        out.stderr.contains("hook timed out after 1s")
+            && out.stderr.contains("hook exited with code 3"),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_hooks_run_only_once_the_project_is_trusted() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let marker = home.path().join("project-hook-ran");
+    write_hooks(
+        &ws.path().join(".codex"),
+        json!({"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}),
+    )?;
+    for trusted in [false, true] {
+        let mock =
+            MockModelServer::start(Script::new([Turn::new([assistant_message("ok")])])).await?;
+        write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+        if trusted {
+            let config = home.path().join("config.toml");
+            let mut text = std::fs::read_to_string(&config)?;
+            text.push_str(&format!(
+                "\n[projects.{}]\ntrust_level = \"trusted\"\n",
+                toml::Value::from(ws.path().display().to_string())
+            ));
+            std::fs::write(config, text)?;
+        }
+        let out = keel_exec(
+            home.path(),
+            ws.path(),
+            &["--dangerously-bypass-hook-trust", "hi"],
+            None,
+        )
+        .await?;
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert_eq!(marker.exists(), trusted, "trusted project: {trusted}");
+    }
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! Every hook defined for a working directory, with where it comes from and whether it may
+//! run. Layers add up (every file's hooks run): the user's (`KEEL_HOME/hooks.json` and
+//! `[hooks]` in `KEEL_HOME/config.toml`), then, for a trusted project only, the project's
+//! (`.codex/hooks.json` and `[hooks]` in `.codex/config.toml`, from the repository root down to
+//! the working directory). Trust records are read from the user's config only.
+
+use std::path::{Path, PathBuf};
+
+use super::config::{CommandHandler, DefinedHook, parse_hooks};
+use super::event::HookEvent;
+use super::trust::{TrustStatus, definition_hash, hook_key, read_states, status};
+
+/// Where a hook was defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookSource {
+    /// The user's own files.
+    User,
+    /// The project's files (trusted projects only).
+    Project,
+}
+
+impl HookSource {
+    /// The app-server's name for it.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+        }
+    }
+}
+
+/// One hook handler, ready to list or run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    /// The name its trust is recorded under.
+    pub key: String,
+    /// When it runs.
+    pub event: HookEvent,
+    /// Which tool (or source) it applies to; `None` for all.
+    pub matcher: Option<String>,
+    /// What it runs.
+    pub handler: CommandHandler,
+    /// Where it was defined.
+    pub source: HookSource,
+    /// The file it was defined in.
+    pub source_path: PathBuf,
+    /// Its place among all hooks: by event, then layer, file and position.
+    pub display_order: usize,
+    /// `sha256:…` of its definition.
+    pub current_hash: String,
+    /// Whether the user reviewed it in this form.
+    pub trust: TrustStatus,
+    /// `false` when the user turned it off.
+    pub enabled: bool,
+}
+
+impl Hook {
+    /// Whether it runs: enabled and trusted (or trust bypassed).
+    pub fn runs(&self, bypass_trust: bool) -> bool {
+        self.enabled && (bypass_trust || self.trust == TrustStatus::Trusted)
+    }
+}
+
+/// The hooks of one working directory and the problems found loading them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookInventory {
+    /// In display order.
+    pub hooks: Vec<Hook>,
+    /// Files that could not be read or parsed, and groups that were dropped.
+    pub warnings: Vec<String>,
+}
+
+impl HookInventory {
+    /// The hooks of `event` that run for `name` (a tool name, a session-start source), in
+    /// display order.
+    pub fn matching<'a>(
+        &'a self,
+        event: HookEvent,
+        name: Option<&'a str>,
+        bypass_trust: bool,
+    ) -> impl Iterator<Item = &'a Hook> + 'a {
+        self.hooks.iter().filter(move |hook| {
+            hook.event == event
+                && hook.runs(bypass_trust)
+                && name.is_none_or(|name| super::config::matches(hook.matcher.as_deref(), name))
+        })
+    }
+
+    /// Hooks that would run but are held back for lack of trust.
+    pub fn held_back(&self) -> impl Iterator<Item = &Hook> {
+        self.hooks
+            .iter()
+            .filter(|hook| hook.enabled && hook.trust != TrustStatus::Trusted)
+    }
+}
+
+/// Loads the hooks for a thread in `cwd`.
+pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookInventory {
+    let user_config = keel_home.join(crate::config::CONFIG_FILE_NAME);
+    let user_text = std::fs::read_to_string(&user_config).unwrap_or_default();
+    let states = read_states(&user_text);
+    let mut layers = vec![(HookSource::User, keel_home.to_path_buf())];
+    if project_trusted {
+        let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+        let mut dirs: Vec<&Path> = Vec::new();
+        for dir in cwd.ancestors() {
+            dirs.push(dir);
+            if repo_root.is_none_or(|root| dir == root) {
+                break;
+            }
+        }
+        // From the repository root down to the working directory.
+        for dir in dirs.into_iter().rev() {
+            layers.push((HookSource::Project, dir.join(".codex")));
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut found: Vec<(usize, usize, PathBuf, HookSource, DefinedHook)> = Vec::new();
+    for (layer_index, (source, dir)) in layers.iter().enumerate() {
+        let json_path = dir.join("hooks.json");
+        let toml_path = dir.join(crate::config::CONFIG_FILE_NAME);
+        let from_json = read_json_layer(&json_path, &mut warnings);
+        let from_toml = read_toml_layer(&toml_path, &mut warnings);
+        if !from_json.is_empty() && !from_toml.is_empty() {
+            warnings.push(format!(
+                "loading hooks from both {} and {}; prefer one of them",
+                json_path.display(),
+                toml_path.display()
+            ));
+        }
+        for (file_index, (path, hooks)) in [(json_path, from_json), (toml_path, from_toml)]
+            .into_iter()
+            .enumerate()
+        {
+            for hook in hooks {
+                found.push((layer_index, file_index, path.clone(), *source, hook));
+            }
+        }
+    }
+    found.sort_by_key(|(layer, file, _, _, hook)| {
+        (
+            hook.event.rank(),
+            *layer,
+            *file,
+            hook.group_index,
+            hook.handler_index,
+        )
+    });
+    let hooks = found
+        .into_iter()
+        .enumerate()
+        .map(|(display_order, (_, _, path, source, hook))| {
+            let key = hook_key(&path, &hook);
+            let current_hash = definition_hash(&hook);
+            let state = states.get(&key);
+            Hook {
+                trust: status(state, &current_hash),
+                enabled: state.and_then(|state| state.enabled).unwrap_or(true),
+                key,
+                event: hook.event,
+                matcher: hook.matcher,
+                handler: hook.handler,
+                source,
+                source_path: path,
+                display_order,
+                current_hash,
+            }
+        })
+        .collect();
+    HookInventory { hooks, warnings }
+}
+
+fn read_json_layer(path: &Path, warnings: &mut Vec<String>) -> Vec<DefinedHook> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(root) => parse_hooks(root, path, warnings),
+        Err(err) => {
+            warnings.push(format!(
+                "failed to parse hooks config {}: {err}",
+                path.display()
+            ));
+            Vec::new()
+        }
+    }
+}
+
+fn read_toml_layer(path: &Path, warnings: &mut Vec<String>) -> Vec<DefinedHook> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(table) = text.parse::<toml::Table>() else {
+        // A config file that does not parse is reported where the config is loaded.
+        return Vec::new();
+    };
+    let Some(toml::Value::Table(hooks)) = table.get("hooks") else {
+        return Vec::new();
+    };
+    let mut events = hooks.clone();
+    events.remove("state");
+    if events.is_empty() {
+        return Vec::new();
+    }
+    match serde_json::to_value(&events) {
+        Ok(events) => parse_hooks(serde_json::json!({ "hooks": events }), path, warnings),
+        Err(err) => {
+            warnings.push(format!(
+                "failed to read the hooks in {}: {err}",
+                path.display()
+            ));
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Hooks: commands the user configures to run at lifecycle events of a session, to block a
+//! dangerous tool call, format files after a patch, add context to a prompt, or make a turn go
+//! on. Compatible with Codex 0.169: the same files and shape (`hooks.json` or `[hooks]`), the
+//! same JSON on stdin and meaning of exit codes and output, the same trust records (a hook
+//! runs only once the user trusted its definition). Beyond Codex, a hook held back for lack
+//! of trust is reported, not skipped in silence. `docs/hooks.md` has the facts.
+
+mod config;
+mod event;
+mod inventory;
+mod outcome;
+mod run;
+mod trust;
+
+use std::path::{Path, PathBuf};
+
+pub use config::CommandHandler;
+pub use event::HookEvent;
+pub use inventory::{Hook, HookInventory, HookSource, load_hooks};
+pub use trust::TrustStatus;
+
+use outcome::{HookOutcome, interpret};
+
+/// What every hook of a session is told besides the event's own fields.
+#[derive(Debug, Clone)]
+pub(crate) struct HookSession {
+    pub session_id: String,
+    pub transcript_path: Option<PathBuf>,
+    pub cwd: PathBuf,
+    pub model: String,
+    /// `bypassPermissions` when nothing is asked (approval `never`), else `default`.
+    pub permission_mode: &'static str,
+    pub bypass_trust: bool,
+}
+
+/// One hook's run, for reports to the client.
+#[derive(Debug, Clone)]
+pub(crate) struct HookRunReport {
+    pub hook: Hook,
+    pub outcome: HookOutcome,
+}
+
+/// What the hooks of one event decided together.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventOutcome {
+    /// The first block, in display order: its reason and the hook.
+    pub block: Option<(String, Hook)>,
+    /// The first stop request's reason.
+    pub stop: Option<String>,
+    /// Context for the model, in display order.
+    pub contexts: Vec<String>,
+    /// The last replacement of the tool input.
+    pub updated_input: Option<serde_json::Value>,
+    /// Every synchronous run.
+    pub runs: Vec<HookRunReport>,
+}
+
+impl EventOutcome {
+    /// Warnings the user should see: failed hooks and their system messages.
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for run in &self.runs {
+            if let Some(error) = &run.outcome.error {
+                out.push(format!(
+                    "{} hook `{}` failed and was ignored: {error}",
+                    run.hook.event.config_name(),
+                    run.hook.handler.command
+                ));
+            }
+            if let Some(message) = &run.outcome.warning {
+                out.push(message.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Runs the hooks of `event` that match `name` (all of them at once; fire-and-forget ones in
+/// the background), with `fields` added to the common input.
+pub(crate) async fn run_event(
+    inventory: &HookInventory,
+    session: &HookSession,
+    event: HookEvent,
+    name: Option<&str>,
+    turn_id: Option<&str>,
+    fields: serde_json::Value,
+) -> EventOutcome {
+    let hooks: Vec<Hook> = inventory
+        .matching(event, name, session.bypass_trust)
+        .cloned()
+        .collect();
+    if hooks.is_empty() {
+        return EventOutcome::default();
+    }
+    let input = hook_input(session, event, turn_id, fields);
+    let cwd = session.cwd.clone();
+    let mut waiting = Vec::new();
+    for hook in hooks {
+        if hook.handler.is_async {
+            let input = input.clone();
+            let cwd = cwd.clone();
+            tokio::spawn(async move {
+                let _ = run::run_command(&hook.handler, &input, &cwd).await;
+            });
+            continue;
+        }
+        let input = &input;
+        let cwd = &cwd;
+        waiting.push(async move {
+            let run = run::run_command(&hook.handler, input, cwd).await;
+            let outcome = interpret(hook.event, &run);
+            if let Some(error) = &outcome.error {
+                tracing::warn!(hook = %hook.key, "{error}");
+            }
+            HookRunReport { hook, outcome }
+        });
+    }
+    let runs = futures::future::join_all(waiting).await;
+    let mut combined = EventOutcome::default();
+    for run in &runs {
+        let outcome = &run.outcome;
+        if outcome.error.is_some() {
+            continue;
+        }
+        if combined.block.is_none()
+            && let Some(reason) = &outcome.block
+        {
+            combined.block = Some((reason.clone(), run.hook.clone()));
+        }
+        if combined.stop.is_none() {
+            combined.stop.clone_from(&outcome.stop);
+        }
+        combined.contexts.extend(outcome.context.clone());
+        if outcome.updated_input.is_some() {
+            combined.updated_input.clone_from(&outcome.updated_input);
+        }
+    }
+    combined.runs = runs;
+    combined
+}
+
+fn hook_input(
+    session: &HookSession,
+    event: HookEvent,
+    turn_id: Option<&str>,
+    fields: serde_json::Value,
+) -> serde_json::Value {
+    let mut input = serde_json::json!({
+        "session_id": session.session_id,
+        "transcript_path": session.transcript_path,
+        "cwd": session.cwd,
+        "hook_event_name": event.config_name(),
+        "model": session.model,
+    });
+    if let Some(map) = input.as_object_mut() {
+        if let Some(turn_id) = turn_id {
+            map.insert("turn_id".into(), turn_id.into());
+        }
+        if !matches!(
+            event,
+            HookEvent::PreModelRequest
+                | HookEvent::PostModelRequest
+                | HookEvent::PreCompact
+                | HookEvent::PostCompact
+                | HookEvent::SessionEnd
+        ) {
+            map.insert("permission_mode".into(), session.permission_mode.into());
+        }
+        if let serde_json::Value::Object(fields) = fields {
+            map.extend(fields);
+        }
+    }
+    input
+}
+
+/// What hooks see of a tool call: the name they match on and its input. Commands are `Bash`
+/// with `{"command": "<the command line>"}`, as in Codex; other tools keep their name and
+/// arguments.
+pub(crate) fn tool_view(name: &str, arguments: &str) -> (String, serde_json::Value) {
+    let args: serde_json::Value = serde_json::from_str(arguments)
+        .unwrap_or_else(|_| serde_json::Value::String(arguments.to_string()));
+    match name {
+        "exec_command" => (
+            "Bash".to_string(),
+            serde_json::json!({"command": args.get("cmd").cloned().unwrap_or_default()}),
+        ),
+        "shell" | "local_shell" | "container.exec" => {
+            let argv: Vec<String> = args
+                .get("command")
+                .and_then(serde_json::Value::as_array)
+                .map(|argv| {
+                    argv.iter()
+                        .filter_map(|part| part.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let command = match argv.as_slice() {
+                [shell, flag, script]
+                    if flag.starts_with('-') && flag.ends_with('c') && shell.contains("sh") =>
+                {
+                    script.clone()
+                }
+                _ => shlex::try_join(argv.iter().map(String::as_str))
+                    .unwrap_or_else(|_| argv.join(" ")),
+            };
+            (
+                "Bash".to_string(),
+                serde_json::json!({ "command": command }),
+            )
+        }
+        _ => (name.to_string(), args),
+    }
+}
+
+/// A hook's key and command, for messages about it.
+pub(crate) fn describe(hook: &Hook) -> String {
+    format!(
+        "{} hook `{}` ({}, {})",
+        hook.event.config_name(),
+        hook.handler.command,
+        hook.source_path.display(),
+        hook.key
+    )
+}
+
+/// How to trust `hook`: the record to add to the user's config.
+pub(crate) fn trust_hint(hook: &Hook, config_file: &Path) -> String {
+    format!(
+        "{} is not trusted ({}) and did not run; to run it, add to {}:\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n(or run once with `keel exec --dangerously-bypass-hook-trust`)",
+        describe(hook),
+        hook.trust.wire_name(),
+        config_file.display(),
+        hook.key,
+        hook.current_hash
+    )
+}

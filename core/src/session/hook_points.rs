@@ -1,0 +1,295 @@
+//! Where the turn loop runs hooks: when the user's prompt arrives (`UserPromptSubmit`),
+//! around each tool call (`PreToolUse`, `PostToolUse`) and when the turn would end (`Stop`).
+//! What they decide reaches the model as Codex delivers it: a blocked call's output names the
+//! reason, context comes as developer messages, a `Stop` block goes on with the reason as a
+//! `<hook_prompt>` user message. A hook that fails is ignored with a warning to the client; a
+//! hook held back for lack of trust is reported once per conversation.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use keel_protocol::{EventMsg, WarningEvent};
+
+use super::Session;
+use crate::hooks::{EventOutcome, HookEvent, HookSession, run_event, tool_view, trust_hint};
+use crate::models::ResponseItem;
+use crate::turn_context::{TurnContext, TurnIds};
+
+/// Turns a `Stop` hook may continue in a row before Keel ends the turn anyway.
+const MAX_STOP_CONTINUATIONS: usize = 8;
+
+/// What every hook of this conversation is told.
+fn hook_session(session: &Session, context: &TurnContext) -> HookSession {
+    HookSession {
+        session_id: session.id().to_string(),
+        transcript_path: session.rollout_path(),
+        cwd: context.cwd.clone(),
+        model: context.model.clone(),
+        permission_mode: if context.approval_policy == keel_protocol::AskForApproval::Never {
+            "bypassPermissions"
+        } else {
+            "default"
+        },
+        bypass_trust: context.bypass_hook_trust,
+    }
+}
+
+async fn warn(session: &Session, ids: &TurnIds, message: String) {
+    session
+        .send_event(&ids.sub_id, EventMsg::Warning(WarningEvent { message }))
+        .await;
+}
+
+/// Reports failed hooks and their messages to the client.
+async fn report(session: &Session, ids: &TurnIds, outcome: &EventOutcome) {
+    for message in outcome.warnings() {
+        warn(session, ids, message).await;
+    }
+}
+
+/// Once per conversation: names each hook held back for lack of trust, and how to trust it.
+pub(super) async fn warn_held_back_once(session: &Session, ids: &TurnIds, context: &TurnContext) {
+    if context.bypass_hook_trust || session.hook_warnings_sent.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    for hook in context.hooks.held_back() {
+        warn(session, ids, trust_hint(hook, &context.user_config_file)).await;
+    }
+}
+
+/// `UserPromptSubmit`: `Err(reason)` when a hook dropped the prompt; else the context items to
+/// follow it.
+pub(super) async fn user_prompt_submit(
+    session: &Session,
+    ids: &TurnIds,
+    context: &TurnContext,
+    prompt: &str,
+) -> Result<Vec<ResponseItem>, String> {
+    let outcome = run_event(
+        &context.hooks,
+        &hook_session(session, context),
+        HookEvent::UserPromptSubmit,
+        None,
+        Some(ids.turn_id.as_str()),
+        serde_json::json!({ "prompt": prompt }),
+    )
+    .await;
+    report(session, ids, &outcome).await;
+    if let Some((reason, _)) = outcome.block {
+        return Err(reason);
+    }
+    if let Some(reason) = outcome.stop {
+        return Err(reason);
+    }
+    Ok(developer_messages(outcome.contexts))
+}
+
+/// Runs one tool call with its `PreToolUse` and `PostToolUse` hooks around it; returns the
+/// items to record: context messages, then the call's output.
+pub(super) async fn around_tool_call<F, Fut>(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    context: &TurnContext,
+    call: &ResponseItem,
+    run: F,
+) -> Result<Vec<ResponseItem>, crate::turn_context::TurnStop>
+where
+    F: FnOnce(ResponseItem) -> Fut,
+    Fut: Future<Output = Result<ResponseItem, crate::turn_context::TurnStop>>,
+{
+    let Some((name, arguments, call_id)) = call_parts(call) else {
+        return run(call.clone()).await.map(|output| vec![output]);
+    };
+    if context.hooks.hooks.is_empty() {
+        return run(call.clone()).await.map(|output| vec![output]);
+    }
+    let hooks_session = hook_session(session, context);
+    let (tool_name, tool_input) = tool_view(&name, &arguments);
+    let pre = run_event(
+        &context.hooks,
+        &hooks_session,
+        HookEvent::PreToolUse,
+        Some(&tool_name),
+        Some(ids.turn_id.as_str()),
+        serde_json::json!({
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_use_id": call_id,
+        }),
+    )
+    .await;
+    report(session, ids, &pre).await;
+    let mut items = developer_messages(pre.contexts.clone());
+    if let Some((reason, _)) = &pre.block {
+        let command = tool_input
+            .get("command")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| tool_input.to_string());
+        let text = if tool_name == "Bash" {
+            format!("Command blocked by PreToolUse hook: {reason}. Command: {command}")
+        } else {
+            format!("Tool call blocked by PreToolUse hook: {reason}")
+        };
+        items.push(output_for(call, text));
+        return Ok(items);
+    }
+    let call = match &pre.updated_input {
+        Some(updated) => with_input(call, &name, updated),
+        None => call.clone(),
+    };
+    let mut output = run(call).await?;
+    let response = output_text(&output);
+    let post = run_event(
+        &context.hooks,
+        &hooks_session,
+        HookEvent::PostToolUse,
+        Some(&tool_name),
+        Some(ids.turn_id.as_str()),
+        serde_json::json!({
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_use_id": call_id,
+            "tool_response": response,
+        }),
+    )
+    .await;
+    report(session, ids, &post).await;
+    items.extend(developer_messages(post.contexts.clone()));
+    if let Some(replacement) = post.block.map(|(reason, _)| reason).or(post.stop) {
+        output = output_for(&output_call(call_id.as_str(), &output), replacement);
+    }
+    items.push(output);
+    Ok(items)
+}
+
+/// `Stop`: the reason to go on with, when a hook blocks the end of the turn.
+pub(super) async fn stop(
+    session: &Session,
+    ids: &TurnIds,
+    context: &TurnContext,
+    last_message: Option<&str>,
+    continuations: usize,
+) -> Option<ResponseItem> {
+    if continuations >= MAX_STOP_CONTINUATIONS {
+        return None;
+    }
+    let outcome = run_event(
+        &context.hooks,
+        &hook_session(session, context),
+        HookEvent::Stop,
+        None,
+        Some(ids.turn_id.as_str()),
+        serde_json::json!({
+            "stop_hook_active": continuations > 0,
+            "last_assistant_message": last_message,
+        }),
+    )
+    .await;
+    report(session, ids, &outcome).await;
+    let (reason, hook) = outcome.block?;
+    Some(ResponseItem::user_text(format!(
+        "<hook_prompt hook_run_id=\"stop:{}:{}\">{reason}</hook_prompt>",
+        hook.display_order,
+        hook.source_path.display()
+    )))
+}
+
+fn developer_messages(contexts: Vec<String>) -> Vec<ResponseItem> {
+    contexts
+        .into_iter()
+        .map(ResponseItem::developer_text)
+        .collect()
+}
+
+/// Name, arguments and call id of a tool call.
+fn call_parts(call: &ResponseItem) -> Option<(String, String, String)> {
+    match call {
+        ResponseItem::FunctionCall {
+            name,
+            arguments,
+            call_id,
+            ..
+        } => Some((name.clone(), arguments.clone(), call_id.clone())),
+        ResponseItem::CustomToolCall {
+            name,
+            input,
+            call_id,
+            ..
+        } => Some((name.clone(), input.clone(), call_id.clone())),
+        _ => None,
+    }
+}
+
+/// The call with a hook's replacement input: for a command, `{"command": "..."}` becomes the
+/// command the tool runs; for other tools the replacement is the new arguments.
+fn with_input(call: &ResponseItem, name: &str, updated: &serde_json::Value) -> ResponseItem {
+    let mut call = call.clone();
+    let command = updated.get("command").and_then(serde_json::Value::as_str);
+    match &mut call {
+        ResponseItem::FunctionCall { arguments, .. } => {
+            let mut args: serde_json::Value =
+                serde_json::from_str(arguments).unwrap_or_else(|_| serde_json::json!({}));
+            match (name, command, args.as_object_mut()) {
+                ("exec_command", Some(command), Some(map)) => {
+                    map.insert("cmd".into(), command.into());
+                }
+                ("shell" | "local_shell" | "container.exec", Some(command), Some(map)) => {
+                    map.insert(
+                        "command".into(),
+                        serde_json::json!(["bash", "-lc", command]),
+                    );
+                }
+                _ => args = updated.clone(),
+            }
+            *arguments = args.to_string();
+        }
+        ResponseItem::CustomToolCall { input, .. } => {
+            *input = updated
+                .as_str()
+                .map_or_else(|| updated.to_string(), str::to_string);
+        }
+        _ => {}
+    }
+    call
+}
+
+fn output_text(output: &ResponseItem) -> String {
+    match output {
+        ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } => output.clone(),
+        _ => String::new(),
+    }
+}
+
+/// A stand-in call of the same kind as `output`, to build a replacement output for it.
+fn output_call(call_id: &str, output: &ResponseItem) -> ResponseItem {
+    match output {
+        ResponseItem::CustomToolCallOutput { .. } => ResponseItem::CustomToolCall {
+            id: None,
+            call_id: call_id.to_string(),
+            name: String::new(),
+            input: String::new(),
+        },
+        _ => ResponseItem::FunctionCall {
+            id: None,
+            name: String::new(),
+            arguments: String::new(),
+            call_id: call_id.to_string(),
+        },
+    }
+}
+
+/// The output item answering `call` with `text`.
+fn output_for(call: &ResponseItem, text: String) -> ResponseItem {
+    match call {
+        ResponseItem::CustomToolCall { call_id, .. } => ResponseItem::CustomToolCallOutput {
+            call_id: call_id.clone(),
+            output: text,
+        },
+        other => ResponseItem::FunctionCallOutput {
+            call_id: other.tool_call_id().unwrap_or_default().to_string(),
+            output: text,
+        },
+    }
+}
