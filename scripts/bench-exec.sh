@@ -8,7 +8,7 @@
 #   scripts/bench-exec.sh --keel /work/target-bench/release/keel \
 #       --mock /work/target-bench/release/keel-mock-model \
 #       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"] \
-#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]...
+#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]... [--hooks noop]
 #
 # Realistic mode (`--commands bash-lc --profile-ms 100`): models send their commands as
 # `["bash", "-lc", "..."]`, and a developer's login profile (pyenv, nvm, conda, cargo env) costs
@@ -19,6 +19,10 @@
 # that HOME is printed with the table, so the figure says what workload it stands for.
 # `--keel-flag` passes one more argument to `keel exec` (repeatable), e.g.
 # `--keel-flag -c --keel-flag features.shell_snapshot=false` to measure without snapshots.
+# `--hooks noop` gives both tools a user hooks file with one no-op (`true`) `PreToolUse` and one
+# no-op `PostToolUse` hook for every tool, and runs both with `--dangerously-bypass-hook-trust`
+# (so no trust records are needed): the difference to a run without it is what a hook pair
+# costs per tool call.
 #
 # For each script size N the harness writes a mock script of N model turns: N-1 turns that
 # each make one `shell` call (`echo "step K"`) and a last turn that answers "done". Every run
@@ -49,6 +53,7 @@ turn_counts="1 11 51"
 commands="echo"
 profile_ms=0
 keel_flags=()
+hooks=""
 while (($#)); do
     case "$1" in
         --keel) keel="$2"; shift 2 ;;
@@ -60,6 +65,7 @@ while (($#)); do
         --commands) commands="$2"; shift 2 ;;
         --profile-ms) profile_ms="$2"; shift 2 ;;
         --keel-flag) keel_flags+=("$2"); shift 2 ;;
+        --hooks) hooks="$2"; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "bench-exec: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -77,6 +83,7 @@ die() {
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer"
 [[ "$commands" == echo || "$commands" == bash-lc ]] || die "--commands must be echo or bash-lc"
 [[ "$profile_ms" =~ ^[0-9]+$ ]] || die "--profile-ms must be a non-negative integer"
+[[ -z "$hooks" || "$hooks" == noop ]] || die "--hooks must be noop"
 /usr/bin/time --version 2>&1 | grep -q GNU || die "needs GNU time at /usr/bin/time (apt-get install time)"
 
 work="$(mktemp -d -t keel-bench.XXXXXX)"
@@ -179,10 +186,15 @@ run_one() {
     mkdir -p "$ws"
     start_mock "$work/script-$n.json"
     write_config "$home" "$mock_uri"
+    local -a hook_flags=()
+    if [[ "$hooks" == noop ]]; then
+        printf '%s\n' '{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"true"}]}],"PostToolUse":[{"hooks":[{"type":"command","command":"true"}]}]}}' >"$home/hooks.json"
+        hook_flags=(--dangerously-bypass-hook-trust)
+    fi
     local -a cmd
     case "$tool" in
-        keel) cmd=(env HOME="$user_home" KEEL_HOME="$home" "$keel" exec "${keel_flags[@]}" "do the task") ;;
-        codex) cmd=(env HOME="$user_home" CODEX_HOME="$home" OPENAI_API_KEY=x "$codex" exec --skip-git-repo-check "do the task") ;;
+        keel) cmd=(env HOME="$user_home" KEEL_HOME="$home" "$keel" exec "${hook_flags[@]}" "${keel_flags[@]}" "do the task") ;;
+        codex) cmd=(env HOME="$user_home" CODEX_HOME="$home" OPENAI_API_KEY=x "$codex" exec "${hook_flags[@]}" --skip-git-repo-check "do the task") ;;
     esac
     t0=$(date +%s%N)
     (cd "$ws" && /usr/bin/time -f '%M' -o "$work/time" "${cmd[@]}" </dev/null >"$out" 2>"$err") || status=$?

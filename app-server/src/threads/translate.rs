@@ -475,6 +475,24 @@ impl Translator {
                 }
             }
             EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
+            EventMsg::HookStarted(event) => {
+                out.push(Output::Notify(ServerNotification::HookStarted(
+                    keel_protocol::app_server::HookRunNotification {
+                        thread_id,
+                        turn_id: event.turn_id.clone(),
+                        run: event.run.clone(),
+                    },
+                )));
+            }
+            EventMsg::HookCompleted(event) => {
+                out.push(Output::Notify(ServerNotification::HookCompleted(
+                    keel_protocol::app_server::HookRunNotification {
+                        thread_id,
+                        turn_id: event.turn_id.clone(),
+                        run: event.run.clone(),
+                    },
+                )));
+            }
             EventMsg::Warning(warning) => {
                 out.push(Output::Notify(ServerNotification::Warning(
                     keel_protocol::app_server::WarningNotification {

@@ -266,3 +266,58 @@ async fn a_projects_hooks_run_only_once_the_project_is_trusted() -> anyhow::Resu
     }
     Ok(())
 }
+
+/// Over the app-server, with trust bypassed the way Codex's app-server takes it
+/// (`thread/start` `config.bypass_hook_trust`): `hook/started` then `hook/completed` with the
+/// block, in Codex's shapes, and the command not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_server_announces_hook_runs() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_hooks(
+        home.path(),
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": "echo 'not here' >&2; exit 2", "statusMessage": "Checking"}]}]}),
+    )?;
+    let mock = MockModelServer::start(blocking_script()).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let mut server = AppServerProcess::spawn(
+        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("app-server")
+            .home_path(home.path())
+            .home_var("KEEL_HOME")
+            .cwd(ws.path())
+            .env_remove("RUST_LOG"),
+    )?;
+    server.initialize().await?;
+    let thread_id = server
+        .start_thread(json!({"cwd": ws.path(), "config": {"bypass_hook_trust": true}}))
+        .await?;
+    let turn_id = server.start_turn(&thread_id, "touch it").await?;
+    let started = server.read_notification("hook/started").await?;
+    let completed = server.read_notification("hook/completed").await?;
+    server.read_turn_completed(&turn_id).await?;
+    for message in [&started, &completed] {
+        let params = &message["params"];
+        assert_eq!(params["threadId"], thread_id.as_str());
+        assert_eq!(params["turnId"], turn_id.as_str());
+        assert_eq!(params["run"]["eventName"], "preToolUse");
+        assert_eq!(params["run"]["handlerType"], "command");
+        assert_eq!(params["run"]["executionMode"], "sync");
+        assert_eq!(params["run"]["statusMessage"], "Checking");
+        let id = params["run"]["id"].as_str().unwrap_or_default();
+        assert!(
+            id.starts_with("pre-tool-use:") && id.ends_with(":c1"),
+            "{id}"
+        );
+    }
+    assert_eq!(started["params"]["run"]["status"], "running");
+    assert_eq!(completed["params"]["run"]["status"], "blocked");
+    assert_eq!(
+        completed["params"]["run"]["entries"],
+        json!([{"kind": "feedback", "text": "not here"}])
+    );
+    assert!(!ws.path().join("blocked.txt").exists());
+    assert!(tool_output(&mock, "c1").contains("not here"));
+    Ok(())
+}

@@ -48,7 +48,6 @@ pub(crate) struct ConfigToml {
     pub sqlite_home: Option<PathBuf>,
     pub projects: BTreeMap<String, ProjectToml>,
     /// Hook definitions and trust records; read by the hooks module from the file itself.
-    #[cfg_attr(test, serde(skip_serializing))]
     pub hooks: Option<toml::Value>,
     pub bypass_hook_trust: Option<bool>,
 }

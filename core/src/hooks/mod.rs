@@ -38,6 +38,100 @@ pub(crate) struct HookSession {
 pub(crate) struct HookRunReport {
     pub hook: Hook,
     pub outcome: HookOutcome,
+    pub started_at: std::time::SystemTime,
+    pub duration: std::time::Duration,
+}
+
+/// Seconds since the Unix epoch.
+fn unix_secs(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+/// The client's view of a run of `hook` (`outcome` is `None` while it runs).
+pub(crate) fn run_summary(
+    hook: &Hook,
+    call_id: Option<&str>,
+    started_at: std::time::SystemTime,
+    finished: Option<(&HookOutcome, std::time::Duration)>,
+) -> keel_protocol::app_server::HookRunSummary {
+    use keel_protocol::app_server::{HookOutputEntry, HookRunSummary};
+    let mut id = format!(
+        "{}:{}:{}",
+        hook.event.kebab_name(),
+        hook.display_order,
+        hook.source_path.display()
+    );
+    if let Some(call_id) = call_id {
+        id.push(':');
+        id.push_str(call_id);
+    }
+    let entry = |kind: &str, text: &str| HookOutputEntry {
+        kind: kind.to_string(),
+        text: text.to_string(),
+    };
+    let (status, entries, completed_at, duration_ms) = match finished {
+        None => ("running", Vec::new(), None, None),
+        Some((outcome, duration)) => {
+            let mut entries = Vec::new();
+            entries.extend(outcome.error.as_deref().map(|text| entry("error", text)));
+            entries.extend(outcome.block.as_deref().map(|text| entry("feedback", text)));
+            entries.extend(outcome.stop.as_deref().map(|text| entry("stop", text)));
+            entries.extend(
+                outcome
+                    .context
+                    .as_deref()
+                    .map(|text| entry("context", text)),
+            );
+            entries.extend(
+                outcome
+                    .warning
+                    .as_deref()
+                    .map(|text| entry("warning", text)),
+            );
+            let status = if outcome.error.is_some() {
+                "failed"
+            } else if outcome.block.is_some() {
+                "blocked"
+            } else if outcome.stop.is_some() {
+                "stopped"
+            } else {
+                "completed"
+            };
+            (
+                status,
+                entries,
+                Some(unix_secs(started_at + duration)),
+                Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+            )
+        }
+    };
+    HookRunSummary {
+        id,
+        event_name: hook.event.wire_name(),
+        handler_type: "command".to_string(),
+        execution_mode: if hook.handler.is_async {
+            "async"
+        } else {
+            "sync"
+        }
+        .to_string(),
+        scope: if hook.event == HookEvent::SessionStart {
+            "thread"
+        } else {
+            "turn"
+        }
+        .to_string(),
+        source_path: hook.source_path.display().to_string(),
+        source: Some(hook.source.wire_name().to_string()),
+        display_order: u64::try_from(hook.display_order).unwrap_or(u64::MAX),
+        status_message: hook.handler.status_message.clone(),
+        started_at: unix_secs(started_at),
+        completed_at,
+        duration_ms,
+        status: status.to_string(),
+        entries,
+    }
 }
 
 /// What the hooks of one event decided together.
@@ -107,12 +201,18 @@ pub(crate) async fn run_event(
         let input = &input;
         let cwd = &cwd;
         waiting.push(async move {
+            let started_at = std::time::SystemTime::now();
             let run = run::run_command(&hook.handler, input, cwd).await;
             let outcome = interpret(hook.event, &run);
             if let Some(error) = &outcome.error {
                 tracing::warn!(hook = %hook.key, "{error}");
             }
-            HookRunReport { hook, outcome }
+            HookRunReport {
+                hook,
+                outcome,
+                started_at,
+                duration: run.duration,
+            }
         });
     }
     let runs = futures::future::join_all(waiting).await;

@@ -8,10 +8,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use keel_protocol::{EventMsg, WarningEvent};
+use keel_protocol::{EventMsg, HookRunEvent, WarningEvent};
 
 use super::Session;
-use crate::hooks::{EventOutcome, HookEvent, HookSession, run_event, tool_view, trust_hint};
+use crate::hooks::{
+    EventOutcome, HookEvent, HookSession, run_event, run_summary, tool_view, trust_hint,
+};
 use crate::models::ResponseItem;
 use crate::turn_context::{TurnContext, TurnIds};
 
@@ -40,8 +42,53 @@ async fn warn(session: &Session, ids: &TurnIds, message: String) {
         .await;
 }
 
-/// Reports failed hooks and their messages to the client.
-async fn report(session: &Session, ids: &TurnIds, outcome: &EventOutcome) {
+/// Tells the client which hooks of `event` are starting (those it waits for).
+async fn announce(
+    session: &Session,
+    ids: &TurnIds,
+    context: &TurnContext,
+    event: HookEvent,
+    name: Option<&str>,
+    call_id: Option<&str>,
+) {
+    let now = std::time::SystemTime::now();
+    for hook in context
+        .hooks
+        .matching(event, name, context.bypass_hook_trust)
+        .filter(|hook| !hook.handler.is_async)
+    {
+        let run = run_summary(hook, call_id, now, None);
+        session
+            .send_event(
+                &ids.sub_id,
+                EventMsg::HookStarted(HookRunEvent {
+                    turn_id: Some(ids.turn_id.to_string()),
+                    run,
+                }),
+            )
+            .await;
+    }
+}
+
+/// Reports each run's end, and failed hooks and their messages as warnings.
+async fn report(session: &Session, ids: &TurnIds, outcome: &EventOutcome, call_id: Option<&str>) {
+    for report in &outcome.runs {
+        let run = run_summary(
+            &report.hook,
+            call_id,
+            report.started_at,
+            Some((&report.outcome, report.duration)),
+        );
+        session
+            .send_event(
+                &ids.sub_id,
+                EventMsg::HookCompleted(HookRunEvent {
+                    turn_id: Some(ids.turn_id.to_string()),
+                    run,
+                }),
+            )
+            .await;
+    }
     for message in outcome.warnings() {
         warn(session, ids, message).await;
     }
@@ -65,6 +112,15 @@ pub(super) async fn user_prompt_submit(
     context: &TurnContext,
     prompt: &str,
 ) -> Result<Vec<ResponseItem>, String> {
+    announce(
+        session,
+        ids,
+        context,
+        HookEvent::UserPromptSubmit,
+        None,
+        None,
+    )
+    .await;
     let outcome = run_event(
         &context.hooks,
         &hook_session(session, context),
@@ -74,7 +130,7 @@ pub(super) async fn user_prompt_submit(
         serde_json::json!({ "prompt": prompt }),
     )
     .await;
-    report(session, ids, &outcome).await;
+    report(session, ids, &outcome, None).await;
     if let Some((reason, _)) = outcome.block {
         return Err(reason);
     }
@@ -105,6 +161,15 @@ where
     }
     let hooks_session = hook_session(session, context);
     let (tool_name, tool_input) = tool_view(&name, &arguments);
+    announce(
+        session,
+        ids,
+        context,
+        HookEvent::PreToolUse,
+        Some(&tool_name),
+        Some(&call_id),
+    )
+    .await;
     let pre = run_event(
         &context.hooks,
         &hooks_session,
@@ -118,7 +183,7 @@ where
         }),
     )
     .await;
-    report(session, ids, &pre).await;
+    report(session, ids, &pre, Some(&call_id)).await;
     let mut items = developer_messages(pre.contexts.clone());
     if let Some((reason, _)) = &pre.block {
         let command = tool_input
@@ -140,6 +205,15 @@ where
     };
     let mut output = run(call).await?;
     let response = output_text(&output);
+    announce(
+        session,
+        ids,
+        context,
+        HookEvent::PostToolUse,
+        Some(&tool_name),
+        Some(&call_id),
+    )
+    .await;
     let post = run_event(
         &context.hooks,
         &hooks_session,
@@ -154,7 +228,7 @@ where
         }),
     )
     .await;
-    report(session, ids, &post).await;
+    report(session, ids, &post, Some(&call_id)).await;
     items.extend(developer_messages(post.contexts.clone()));
     if let Some(replacement) = post.block.map(|(reason, _)| reason).or(post.stop) {
         output = output_for(&output_call(call_id.as_str(), &output), replacement);
@@ -174,6 +248,7 @@ pub(super) async fn stop(
     if continuations >= MAX_STOP_CONTINUATIONS {
         return None;
     }
+    announce(session, ids, context, HookEvent::Stop, None, None).await;
     let outcome = run_event(
         &context.hooks,
         &hook_session(session, context),
@@ -186,7 +261,7 @@ pub(super) async fn stop(
         }),
     )
     .await;
-    report(session, ids, &outcome).await;
+    report(session, ids, &outcome, None).await;
     let (reason, hook) = outcome.block?;
     Some(ResponseItem::user_text(format!(
         "<hook_prompt hook_run_id=\"stop:{}:{}\">{reason}</hook_prompt>",

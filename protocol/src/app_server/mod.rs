@@ -10,6 +10,7 @@ mod command_exec;
 mod common;
 mod config_write;
 mod fs;
+mod hook_runs;
 mod initialize;
 mod item;
 mod mcp;
@@ -26,6 +27,7 @@ pub use command_exec::*;
 pub use common::*;
 pub use config_write::*;
 pub use fs::*;
+pub use hook_runs::*;
 pub use initialize::*;
 pub use item::*;
 pub use mcp::*;
@@ -192,6 +194,10 @@ crate::notification_table! {
         AccountRateLimitsUpdated("account/rateLimits/updated", AccountRateLimitsUpdatedNotification),
         /// Something the user should know that is not an error of a turn.
         Warning("warning", WarningNotification),
+        /// A hook started running.
+        HookStarted("hook/started", HookRunNotification),
+        /// A hook finished, with what it decided.
+        HookCompleted("hook/completed", HookRunNotification),
         /// An MCP server reported progress on a running tool call.
         McpToolCallProgress("item/mcpToolCall/progress", McpToolCallProgressNotification),
         /// An MCP server's start-up state changed.

@@ -281,6 +281,7 @@ impl super::ServerNotification {
             N::ServerRequestResolved(n) => &n.thread_id,
             N::Error(n) => &n.thread_id,
             N::Warning(n) => return n.thread_id.as_deref(),
+            N::HookStarted(n) | N::HookCompleted(n) => &n.thread_id,
             N::McpToolCallProgress(n) => &n.thread_id,
             N::McpServerStatusUpdated(n) => return n.thread_id.as_deref(),
             N::CommandExecOutputDelta(_) | N::AccountRateLimitsUpdated(_) => return None,

@@ -71,6 +71,10 @@ pub enum EventMsg {
     Error(ErrorEvent),
     /// Something the user should know that did not stop the turn.
     Warning(WarningEvent),
+    /// A hook started running.
+    HookStarted(HookRunEvent),
+    /// A hook finished.
+    HookCompleted(HookRunEvent),
     /// Progress worth showing, such as a retry.
     BackgroundEvent(BackgroundEventEvent),
     /// The model stream failed and is being retried.
@@ -285,4 +289,13 @@ pub struct TurnAbortedEvent {
     pub turn_id: Option<TurnId>,
     /// Why.
     pub reason: TurnAbortReason,
+}
+
+/// Payload of `hook_started` and `hook_completed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct HookRunEvent {
+    /// The turn, when the event belongs to one.
+    pub turn_id: Option<String>,
+    /// The run, in the app-server's shape.
+    pub run: crate::app_server::HookRunSummary,
 }
