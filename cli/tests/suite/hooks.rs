@@ -321,3 +321,87 @@ async fn the_app_server_announces_hook_runs() -> anyhow::Result<()> {
     assert!(tool_output(&mock, "c1").contains("not here"));
     Ok(())
 }
+
+/// The session's own events: `SessionStart` (its output is context ahead of the prompt) and
+/// `PreModelRequest` / `PostModelRequest` around each request in `keel exec`; `SessionEnd`
+/// when the last app-server client leaves a thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let log = home.path().join("events.log");
+    // Appends the event's name (and the session start's source) to the log.
+    let record = format!(
+        "input=$(cat); name=$(printf '%s' \"$input\" | sed -n 's/.*\"hook_event_name\":\"\\([A-Za-z]*\\)\".*/\\1/p'); echo \"$name\" >> {}",
+        log.display()
+    );
+    let hook = |command: &str| json!([{"hooks": [{"type": "command", "command": command}]}]);
+    write_hooks(
+        home.path(),
+        json!({
+            "SessionStart": hook(&format!("{record}; echo KEEL-SESSION-CTX")),
+            "PreModelRequest": hook(&record),
+            "PostModelRequest": hook(&record),
+            "SessionEnd": hook(&record),
+        }),
+    )?;
+    let mock = MockModelServer::start(Script::new([Turn::new([assistant_message("hi")])])).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["--dangerously-bypass-hook-trust", "hello"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let events = std::fs::read_to_string(&log)?;
+    assert_eq!(
+        events.lines().collect::<Vec<_>>(),
+        ["SessionStart", "PreModelRequest", "PostModelRequest"],
+        "{events}"
+    );
+    let body = mock
+        .requests()
+        .first()
+        .map(|request| request.body.to_string())
+        .unwrap_or_default();
+    let context = body.find("KEEL-SESSION-CTX");
+    let prompt = body.find("\"hello\"");
+    assert!(context.is_some() && context < prompt, "{body}");
+
+    // SessionEnd: an app-server thread whose only client unsubscribes is shut down.
+    std::fs::remove_file(&log)?;
+    let mock = MockModelServer::start(Script::new([Turn::new([assistant_message("hi")])])).await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let mut server = AppServerProcess::spawn(
+        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("app-server")
+            .home_path(home.path())
+            .home_var("KEEL_HOME")
+            .cwd(ws.path())
+            .env_remove("RUST_LOG"),
+    )?;
+    server.initialize().await?;
+    let thread_id = server
+        .start_thread(json!({"cwd": ws.path(), "config": {"bypass_hook_trust": true}}))
+        .await?;
+    let turn_id = server.start_turn(&thread_id, "hello").await?;
+    server.read_turn_completed(&turn_id).await?;
+    server
+        .request("thread/unsubscribe", json!({"threadId": thread_id}))
+        .await?;
+    // The hook runs as the thread shuts down; the file is the only sign, so look until it
+    // shows (bounded).
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            if std::fs::read_to_string(&log).is_ok_and(|text| text.contains("SessionEnd")) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "{:?}", std::fs::read_to_string(&log));
+    Ok(())
+}

@@ -94,6 +94,56 @@ async fn report(session: &Session, ids: &TurnIds, outcome: &EventOutcome, call_i
     }
 }
 
+/// Runs the hooks of `event` that take no decision here (the model-request, interrupt and
+/// session-end events): announced, run, reported; their context is returned for the events
+/// that take it.
+pub(super) async fn fire(
+    session: &Session,
+    ids: &TurnIds,
+    context: &TurnContext,
+    event: HookEvent,
+    name: Option<&str>,
+    fields: serde_json::Value,
+) -> Vec<ResponseItem> {
+    if context.hooks.hooks.is_empty() {
+        return Vec::new();
+    }
+    announce(session, ids, context, event, name, None).await;
+    let outcome = run_event(
+        &context.hooks,
+        &hook_session(session, context),
+        event,
+        name,
+        Some(ids.turn_id.as_str()),
+        fields,
+    )
+    .await;
+    report(session, ids, &outcome, None).await;
+    developer_messages(outcome.contexts)
+}
+
+/// `SessionStart`, once per conversation, before its first prompt is recorded: its context
+/// goes into the history ahead of the prompt. `source` is `startup` or `resume`.
+pub(super) async fn session_start_once(
+    session: &Session,
+    ids: &TurnIds,
+    context: &TurnContext,
+    source: &str,
+) -> Vec<ResponseItem> {
+    if session.session_started.swap(true, Ordering::Relaxed) {
+        return Vec::new();
+    }
+    fire(
+        session,
+        ids,
+        context,
+        HookEvent::SessionStart,
+        Some(source),
+        serde_json::json!({ "source": source }),
+    )
+    .await
+}
+
 /// Once per conversation: names each hook held back for lack of trust, and how to trust it.
 pub(super) async fn warn_held_back_once(session: &Session, ids: &TurnIds, context: &TurnContext) {
     if context.bypass_hook_trust || session.hook_warnings_sent.swap(true, Ordering::Relaxed) {

@@ -101,6 +101,8 @@ pub(crate) struct Session {
     rollout_failed: std::sync::atomic::AtomicBool,
     /// Whether hooks held back for lack of trust were reported (once per conversation).
     pub(super) hook_warnings_sent: std::sync::atomic::AtomicBool,
+    /// Whether the `SessionStart` hooks ran (before the first prompt).
+    pub(super) session_started: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -151,6 +153,7 @@ impl Session {
             rollout_failure: Mutex::new(None),
             rollout_failed: std::sync::atomic::AtomicBool::new(false),
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
+            session_started: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -133,6 +133,15 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                     sub_id: id.clone(),
                     output_schema: None,
                 };
+                super::hook_points::fire(
+                    &session,
+                    &ids,
+                    &session.turn_context(),
+                    crate::hooks::HookEvent::SessionEnd,
+                    Some("other"),
+                    serde_json::json!({ "reason": "other" }),
+                )
+                .await;
                 crate::tools::close_all_sessions(session.as_ref(), &ids).await;
                 session.send_event(&id, EventMsg::ShutdownComplete).await;
                 return;
@@ -146,6 +155,21 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
         }
     }
     stop_turn(&session).await;
+    // Every client let go of the conversation: the session ends.
+    let ids = crate::turn_context::TurnIds {
+        turn_id: keel_protocol::TurnId::new("session-end"),
+        sub_id: SubmissionId::new("session-end"),
+        output_schema: None,
+    };
+    super::hook_points::fire(
+        &session,
+        &ids,
+        &session.turn_context(),
+        crate::hooks::HookEvent::SessionEnd,
+        Some("other"),
+        serde_json::json!({ "reason": "other" }),
+    )
+    .await;
 }
 
 /// Converts user input to a history item.

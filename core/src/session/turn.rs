@@ -67,6 +67,15 @@ pub(crate) async fn run_turn(
                 Err(stop) => Err(stop),
                 Ok(_) => {
                     super::hook_points::warn_held_back_once(&session, &ids, &context).await;
+                    let source = if session.history().is_empty() {
+                        "startup"
+                    } else {
+                        "resume"
+                    };
+                    let start_context =
+                        super::hook_points::session_start_once(&session, &ids, &context, source)
+                            .await;
+                    session.record_items(&start_context).await;
                     let message = user_message_event(&input);
                     match super::hook_points::user_prompt_submit(
                         &session,
@@ -126,6 +135,15 @@ pub(crate) async fn run_turn(
             if matches!(stop, TurnStop::Interrupted) {
                 // An interrupt stops everything the model started, long-lived processes too.
                 crate::tools::close_all_sessions(session.as_ref(), &ids).await;
+                super::hook_points::fire(
+                    &session,
+                    &ids,
+                    &session.turn_context(),
+                    crate::hooks::HookEvent::Interrupt,
+                    None,
+                    serde_json::json!({}),
+                )
+                .await;
             }
             let msg = match stop {
                 TurnStop::Interrupted => EventMsg::TurnAborted(TurnAbortedEvent {
@@ -178,7 +196,36 @@ async fn turn_loop(
             let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
             prompt.conversation_id = Some(session.id().to_string());
             prompt.output_schema = ids.output_schema.clone();
-            match sample_with_retries(session, &ids, &prompt, cancel).await {
+            super::hook_points::fire(
+                session,
+                &ids,
+                &context,
+                crate::hooks::HookEvent::PreModelRequest,
+                None,
+                serde_json::json!({}),
+            )
+            .await;
+            let sampled = sample_with_retries(session, &ids, &prompt, cancel).await;
+            super::hook_points::fire(
+                session,
+                &ids,
+                &context,
+                crate::hooks::HookEvent::PostModelRequest,
+                None,
+                serde_json::json!({
+                    "status": match &sampled {
+                        Ok(_) => "completed",
+                        Err(TurnStop::Interrupted) => "cancelled",
+                        Err(TurnStop::Failed(_)) => "failed",
+                    },
+                    "error": match &sampled {
+                        Err(TurnStop::Failed(err)) => Some(err.to_string()),
+                        _ => None,
+                    },
+                }),
+            )
+            .await;
+            match sampled {
                 Ok(items) => break (items, registry),
                 Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
                     if compacted {
