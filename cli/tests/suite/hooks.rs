@@ -343,6 +343,8 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
             "PreModelRequest": hook(&record),
             "PostModelRequest": hook(&record),
             "SessionEnd": hook(&record),
+            "PreCompact": hook(&record),
+            "PostCompact": hook(&record),
         }),
     )?;
     let mock = MockModelServer::start(Script::new([Turn::new([assistant_message("hi")])])).await?;
@@ -370,9 +372,14 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     let prompt = body.find("\"hello\"");
     assert!(context.is_some() && context < prompt, "{body}");
 
-    // SessionEnd: an app-server thread whose only client unsubscribes is shut down.
+    // Compaction asked by a client, then SessionEnd: an app-server thread whose only client
+    // unsubscribes is shut down.
     std::fs::remove_file(&log)?;
-    let mock = MockModelServer::start(Script::new([Turn::new([assistant_message("hi")])])).await?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("hi")]),
+        Turn::new([assistant_message("SUMMARY of the talk")]),
+    ]))
+    .await?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
     let mut server = AppServerProcess::spawn(
         ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
@@ -389,6 +396,10 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     let turn_id = server.start_turn(&thread_id, "hello").await?;
     server.read_turn_completed(&turn_id).await?;
     server
+        .request("thread/compact/start", json!({"threadId": thread_id}))
+        .await?;
+    server.read_notification("thread/compacted").await?;
+    server
         .request("thread/unsubscribe", json!({"threadId": thread_id}))
         .await?;
     // The hook runs as the thread shuts down; the file is the only sign, so look until it
@@ -403,5 +414,15 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     })
     .await;
     assert!(ended.is_ok(), "{:?}", std::fs::read_to_string(&log));
+    let events = std::fs::read_to_string(&log)?;
+    let order: Vec<&str> = events
+        .lines()
+        .filter(|name| name.ends_with("Compact") || *name == "SessionEnd")
+        .collect();
+    assert_eq!(
+        order,
+        ["PreCompact", "PostCompact", "SessionEnd"],
+        "{events}"
+    );
     Ok(())
 }

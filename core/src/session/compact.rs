@@ -22,11 +22,14 @@ const COMPACT_INSTRUCTIONS: &str = include_str!("../compact_instructions.md");
 const USER_MESSAGES_MAX_BYTES: usize = 80 * 1024;
 
 /// Summarises the history and replaces it. On failure the history is left as it was.
+/// `trigger` (`manual`: the client asked; `auto`: the context filled up) is what the
+/// `PreCompact` and `PostCompact` hooks are told.
 pub(crate) async fn compact(
     session: &Arc<Session>,
     ids: &TurnIds,
     cancel: &CancellationToken,
     instructions: Option<&str>,
+    trigger: &'static str,
 ) -> Result<(), TurnStop> {
     let id = format!("compaction-{:08x}", rand::rng().random::<u32>());
     let event = ContextCompactionEvent {
@@ -40,6 +43,15 @@ pub(crate) async fn compact(
         )
         .await;
     let context = session.turn_context();
+    super::hook_points::fire(
+        session,
+        ids,
+        &context,
+        crate::hooks::HookEvent::PreCompact,
+        Some(trigger),
+        serde_json::json!({ "trigger": trigger }),
+    )
+    .await;
     let history = session.history();
     let instructions = instructions
         .or(context.compact_prompt.as_deref())
@@ -56,6 +68,15 @@ pub(crate) async fn compact(
     session
         .send_event(&ids.sub_id, EventMsg::ContextCompacted(event))
         .await;
+    super::hook_points::fire(
+        session,
+        ids,
+        &context,
+        crate::hooks::HookEvent::PostCompact,
+        Some(trigger),
+        serde_json::json!({ "trigger": trigger }),
+    )
+    .await;
     Ok(())
 }
 

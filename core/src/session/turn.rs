@@ -110,7 +110,7 @@ pub(crate) async fn run_turn(
             }
         }
         TurnTask::Compact(instructions) => {
-            let done = compact(&session, &ids, &cancel, instructions.as_deref()).await;
+            let done = compact(&session, &ids, &cancel, instructions.as_deref(), "manual").await;
             if done.is_ok() {
                 session.clear_active_turn(&ids.sub_id);
             }
@@ -234,7 +234,7 @@ async fn turn_loop(
                         )));
                     }
                     tracing::info!(conversation = %session.id(), "{err}; compacting and retrying");
-                    compact(session, &ids, cancel, None).await?;
+                    compact(session, &ids, cancel, None, "auto").await?;
                     compacted = true;
                 }
                 Err(stop) => return Err(stop),
@@ -357,7 +357,7 @@ async fn auto_compact_if_full(
         return Ok(false);
     }
     tracing::info!(conversation = %session.id(), used, limit, "compacting the history");
-    match compact(session, ids, cancel, None).await {
+    match compact(session, ids, cancel, None, "auto").await {
         Ok(()) => Ok(true),
         Err(TurnStop::Failed(err)) => {
             session
