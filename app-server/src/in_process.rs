@@ -81,6 +81,8 @@ pub struct InProcessAppServerClient {
     pending: Pending,
     events: Arc<DeliveryQueue>,
     tasks: Vec<JoinHandle<()>>,
+    /// The server's state, for [`Self::shutdown`].
+    state: Arc<AppState>,
     /// What `initialize` answered.
     pub initialize: InitializeResponse,
 }
@@ -102,6 +104,7 @@ impl InProcessAppServerClient {
     ) -> Result<Self, InProcessError> {
         let state = Arc::new(AppState::new(config));
         state.follow_spawned_threads();
+        let kept_state = Arc::clone(&state);
         let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
         let outgoing_queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
         let server = tokio::spawn(serve(
@@ -143,6 +146,7 @@ impl InProcessAppServerClient {
             pending,
             events,
             tasks: vec![server, router],
+            state: kept_state,
             initialize: InitializeResponse {
                 user_agent: String::new(),
                 platform_family: String::new(),
@@ -157,6 +161,13 @@ impl InProcessAppServerClient {
             })
             .await?;
         Ok(client)
+    }
+
+    /// Ends every thread as a stopping server does and waits, up to `limit`, until their
+    /// engines have stopped, so a program about to exit lets end-of-session work (the
+    /// `SessionEnd` hooks) finish.
+    pub async fn shutdown(&self, limit: std::time::Duration) {
+        self.state.shutdown_threads(limit).await;
     }
 
     /// Sends a typed request and waits for its typed result.

@@ -230,6 +230,27 @@ impl AppState {
         }
     }
 
+    /// Unloads every thread and waits, up to `limit` in all, until their engines have stopped
+    /// (their end-of-session work, such as `SessionEnd` hooks, done).
+    pub(crate) async fn shutdown_threads(&self, limit: std::time::Duration) {
+        let threads: Vec<(ConversationId, Arc<LoadedThread>)> =
+            self.threads.lock().await.drain().collect();
+        let mut stopped = Vec::new();
+        for (id, thread) in &threads {
+            let status = thread.conversation.watch_agent_status();
+            self.stop(*id, thread).await;
+            stopped.push(status);
+        }
+        let all = futures::future::join_all(stopped.into_iter().map(|mut status| async move {
+            let _ = status
+                .wait_for(|state| state.status == keel_protocol::CollabAgentStatus::Shutdown)
+                .await;
+        }));
+        if tokio::time::timeout(limit, all).await.is_err() {
+            tracing::warn!("threads still shutting down after {limit:?}; leaving them");
+        }
+    }
+
     /// Unloads thread `id` if no connection follows it any more; `true` if it did. Checked
     /// under the map's lock, so a concurrent `thread/resume` either finds the thread still
     /// loaded (and keeps it) or not loaded (and loads it again from its file).

@@ -117,6 +117,10 @@ enum ResumeCommand {
     },
 }
 
+/// Longest `keel exec` waits at its end for the session to shut down (its `SessionEnd`
+/// hooks).
+const SESSION_END_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs `keel exec` and returns the process exit code.
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
@@ -420,6 +424,8 @@ async fn drive(
                         TurnOutcome::Interrupted if !json => eprintln!("keel: turn interrupted"),
                         _ => {}
                     }
+                    // The session ends with the run: its end-of-session hooks finish first.
+                    client.shutdown(SESSION_END_LIMIT).await;
                     return Ok(ExitCode::from(outcome.exit_code()));
                 }
             }

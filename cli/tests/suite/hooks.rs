@@ -322,9 +322,10 @@ async fn the_app_server_announces_hook_runs() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The session's own events: `SessionStart` (its output is context ahead of the prompt) and
-/// `PreModelRequest` / `PostModelRequest` around each request in `keel exec`; `SessionEnd`
-/// when the last app-server client leaves a thread.
+/// The session's own events: `SessionStart` (its output is context ahead of the prompt),
+/// `PreModelRequest` / `PostModelRequest` around each request and `SessionEnd` as `keel exec`
+/// ends; then, over the app-server, `PreCompact` / `PostCompact` around a compaction a client
+/// asks for and `SessionEnd` when the last client leaves the thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
@@ -360,7 +361,12 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     let events = std::fs::read_to_string(&log)?;
     assert_eq!(
         events.lines().collect::<Vec<_>>(),
-        ["SessionStart", "PreModelRequest", "PostModelRequest"],
+        [
+            "SessionStart",
+            "PreModelRequest",
+            "PostModelRequest",
+            "SessionEnd"
+        ],
         "{events}"
     );
     let body = mock
