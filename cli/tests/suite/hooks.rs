@@ -432,3 +432,60 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+/// `PermissionRequest` answers in the user's place: over the app-server, with a policy that
+/// asks about every command, an allowing hook lets the command run and a refusing one stops
+/// it, and the client is asked neither time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_hook_answers_for_the_user() -> anyhow::Result<()> {
+    for (answer, runs) in [
+        (
+            r#"echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'"#,
+            true,
+        ),
+        ("echo 'not today' >&2; exit 2", false),
+    ] {
+        let home = tempfile::tempdir()?;
+        let ws = tempfile::tempdir()?;
+        write_hooks(
+            home.path(),
+            json!({"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": answer}]}]}),
+        )?;
+        let mock = MockModelServer::start(Script::new([
+            Turn::new([shell_call("c1", ["bash", "-lc", "touch asked.txt"])]),
+            Turn::new([assistant_message("done")]),
+        ]))
+        .await?;
+        write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+        let mut server = AppServerProcess::spawn(
+            ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+                .arg("app-server")
+                .home_path(home.path())
+                .home_var("KEEL_HOME")
+                .cwd(ws.path())
+                .env_remove("RUST_LOG"),
+        )?;
+        server.initialize().await?;
+        let thread_id = server
+            .start_thread(json!({"cwd": ws.path(), "config": {
+                "approval_policy": "untrusted",
+                "sandbox_mode": "danger-full-access",
+                "bypass_hook_trust": true,
+            }}))
+            .await?;
+        let turn_id = server.start_turn(&thread_id, "touch it").await?;
+        let completed = server
+            .read_until("the turn's end or a question", |m| {
+                (m.get("id").is_some() && m.get("method").is_some())
+                    || (m["method"] == "turn/completed"
+                        && m["params"]["turn"]["id"] == turn_id.as_str())
+            })
+            .await?;
+        assert_eq!(
+            completed["method"], "turn/completed",
+            "the client was asked: {completed}"
+        );
+        assert_eq!(ws.path().join("asked.txt").exists(), runs, "{answer}");
+    }
+    Ok(())
+}

@@ -134,9 +134,20 @@ pub(crate) fn run_summary(
     }
 }
 
+/// A `PermissionRequest` hook's answer for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PermissionAnswer {
+    /// Approve without asking.
+    Allow,
+    /// Refuse without asking, with this message.
+    Deny(String),
+}
+
 /// What the hooks of one event decided together.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct EventOutcome {
+    /// The first `PermissionRequest` answer, in display order.
+    pub permission: Option<PermissionAnswer>,
     /// The first block, in display order: its reason and the hook.
     pub block: Option<(String, Hook)>,
     /// The first stop request's reason.
@@ -233,6 +244,9 @@ pub(crate) async fn run_event(
         combined.contexts.extend(outcome.context.clone());
         if outcome.updated_input.is_some() {
             combined.updated_input.clone_from(&outcome.updated_input);
+        }
+        if combined.permission.is_none() {
+            combined.permission.clone_from(&outcome.permission);
         }
     }
     combined.runs = runs;
@@ -333,4 +347,55 @@ pub(crate) fn trust_hint(hook: &Hook, config_file: &Path) -> String {
         hook.key,
         hook.current_hash
     )
+}
+
+/// `hook_started` events for the hooks of `event` about to run (those waited for).
+pub(crate) fn started_events(
+    inventory: &HookInventory,
+    event: HookEvent,
+    name: Option<&str>,
+    bypass_trust: bool,
+    call_id: Option<&str>,
+    turn_id: &str,
+) -> Vec<keel_protocol::EventMsg> {
+    let now = std::time::SystemTime::now();
+    inventory
+        .matching(event, name, bypass_trust)
+        .filter(|hook| !hook.handler.is_async)
+        .map(|hook| {
+            keel_protocol::EventMsg::HookStarted(keel_protocol::HookRunEvent {
+                turn_id: Some(turn_id.to_string()),
+                run: run_summary(hook, call_id, now, None),
+            })
+        })
+        .collect()
+}
+
+/// `hook_completed` events for each run, then warnings for failed hooks and system messages.
+pub(crate) fn finished_events(
+    outcome: &EventOutcome,
+    call_id: Option<&str>,
+    turn_id: &str,
+) -> Vec<keel_protocol::EventMsg> {
+    let mut events: Vec<keel_protocol::EventMsg> = outcome
+        .runs
+        .iter()
+        .map(|report| {
+            keel_protocol::EventMsg::HookCompleted(keel_protocol::HookRunEvent {
+                turn_id: Some(turn_id.to_string()),
+                run: run_summary(
+                    &report.hook,
+                    call_id,
+                    report.started_at,
+                    Some((&report.outcome, report.duration)),
+                ),
+            })
+        })
+        .collect();
+    events.extend(
+        outcome.warnings().into_iter().map(|message| {
+            keel_protocol::EventMsg::Warning(keel_protocol::WarningEvent { message })
+        }),
+    );
+    events
 }

@@ -25,6 +25,8 @@ pub(crate) struct HookOutcome {
     pub updated_input: Option<serde_json::Value>,
     /// A message for the user, never shown to the model.
     pub warning: Option<String>,
+    /// A `PermissionRequest` answer.
+    pub permission: Option<super::PermissionAnswer>,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +57,15 @@ struct SpecificOutput {
     permission_decision_reason: Option<String>,
     #[serde(default)]
     updated_input: Option<serde_json::Value>,
+    #[serde(default)]
+    decision: Option<PermissionDecisionJson>,
+}
+
+#[derive(Deserialize)]
+struct PermissionDecisionJson {
+    behavior: String,
+    #[serde(default)]
+    message: Option<String>,
 }
 
 /// Whether hooks of `event` can block it.
@@ -97,6 +108,11 @@ pub(crate) fn interpret(event: HookEvent, run: &ProcessRun) -> HookOutcome {
                     "{} hook exited with code 2 but did not write a blocking reason to stderr",
                     event.config_name()
                 ))
+            } else if event == HookEvent::PermissionRequest {
+                HookOutcome {
+                    permission: Some(super::PermissionAnswer::Deny(reason.to_string())),
+                    ..HookOutcome::default()
+                }
             } else {
                 HookOutcome {
                     block: Some(reason.to_string()),
@@ -163,6 +179,21 @@ fn from_json(event: HookEvent, stdout: &str) -> HookOutcome {
         }
     }
     if let Some(specific) = json.hook_specific_output {
+        if let Some(decision) = &specific.decision {
+            match (event, decision.behavior.as_str()) {
+                (HookEvent::PermissionRequest, "allow") => {
+                    outcome.permission = Some(super::PermissionAnswer::Allow);
+                }
+                (HookEvent::PermissionRequest, "deny") => {
+                    outcome.permission = Some(super::PermissionAnswer::Deny(
+                        decision.message.clone().unwrap_or_default(),
+                    ));
+                }
+                (_, other) => {
+                    outcome.error = Some(format!("unsupported decision behavior `{other}`"));
+                }
+            }
+        }
         outcome.context = specific
             .additional_context
             .filter(|context| !context.trim().is_empty());

@@ -8,11 +8,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use keel_protocol::{EventMsg, HookRunEvent, WarningEvent};
+use keel_protocol::{EventMsg, WarningEvent};
 
 use super::Session;
 use crate::hooks::{
-    EventOutcome, HookEvent, HookSession, run_event, run_summary, tool_view, trust_hint,
+    EventOutcome, HookEvent, HookSession, finished_events, run_event, started_events, tool_view,
+    trust_hint,
 };
 use crate::models::ResponseItem;
 use crate::turn_context::{TurnContext, TurnIds};
@@ -51,46 +52,22 @@ async fn announce(
     name: Option<&str>,
     call_id: Option<&str>,
 ) {
-    let now = std::time::SystemTime::now();
-    for hook in context
-        .hooks
-        .matching(event, name, context.bypass_hook_trust)
-        .filter(|hook| !hook.handler.is_async)
-    {
-        let run = run_summary(hook, call_id, now, None);
-        session
-            .send_event(
-                &ids.sub_id,
-                EventMsg::HookStarted(HookRunEvent {
-                    turn_id: Some(ids.turn_id.to_string()),
-                    run,
-                }),
-            )
-            .await;
+    for msg in started_events(
+        &context.hooks,
+        event,
+        name,
+        context.bypass_hook_trust,
+        call_id,
+        ids.turn_id.as_str(),
+    ) {
+        session.send_event(&ids.sub_id, msg).await;
     }
 }
 
 /// Reports each run's end, and failed hooks and their messages as warnings.
 async fn report(session: &Session, ids: &TurnIds, outcome: &EventOutcome, call_id: Option<&str>) {
-    for report in &outcome.runs {
-        let run = run_summary(
-            &report.hook,
-            call_id,
-            report.started_at,
-            Some((&report.outcome, report.duration)),
-        );
-        session
-            .send_event(
-                &ids.sub_id,
-                EventMsg::HookCompleted(HookRunEvent {
-                    turn_id: Some(ids.turn_id.to_string()),
-                    run,
-                }),
-            )
-            .await;
-    }
-    for message in outcome.warnings() {
-        warn(session, ids, message).await;
+    for msg in finished_events(outcome, call_id, ids.turn_id.as_str()) {
+        session.send_event(&ids.sub_id, msg).await;
     }
 }
 

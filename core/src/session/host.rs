@@ -13,6 +13,10 @@ use crate::tools::ToolHost;
 use crate::unified_exec::UnifiedExecSessions;
 
 impl ToolHost for Session {
+    fn rollout_path(&self) -> Option<std::path::PathBuf> {
+        Session::rollout_path(self)
+    }
+
     fn id(&self) -> ConversationId {
         Session::id(self)
     }

@@ -128,6 +128,9 @@ impl ToolContext {
         call_id: &CallId,
         event: EventMsg,
     ) -> Result<ReviewDecision, TurnStop> {
+        if let Some(decision) = self.permission_hooks(call_id, &event).await {
+            return Ok(decision);
+        }
         let rx = self.host.register_approval(call_id.clone());
         self.host.send_event(&self.ids.sub_id, event).await;
         tokio::select! {
@@ -136,6 +139,79 @@ impl ToolContext {
                 Err(TurnStop::Interrupted)
             }
             decision = rx => Ok(decision.unwrap_or(ReviewDecision::Denied)),
+        }
+    }
+
+    /// `PermissionRequest` hooks: a hook may approve or refuse in the user's place; `None`
+    /// leaves the question to the user.
+    async fn permission_hooks(&self, call_id: &CallId, event: &EventMsg) -> Option<ReviewDecision> {
+        use crate::hooks::{HookEvent, PermissionAnswer};
+        let hooks = &self.turn.hooks;
+        if hooks.hooks.is_empty() {
+            return None;
+        }
+        let (tool_name, tool_input) = match event {
+            EventMsg::ExecApprovalRequest(request) => {
+                let (_, input) = crate::hooks::tool_view(
+                    "shell",
+                    &serde_json::json!({ "command": request.command }).to_string(),
+                );
+                let command = input.get("command").cloned().unwrap_or_default();
+                (
+                    "Bash".to_string(),
+                    serde_json::json!({"command": command, "description": request.reason}),
+                )
+            }
+            EventMsg::ApplyPatchApprovalRequest(request) => (
+                "apply_patch".to_string(),
+                serde_json::json!({
+                    "description": request.reason,
+                    "files": request.changes.keys().collect::<Vec<_>>(),
+                }),
+            ),
+            _ => return None,
+        };
+        let turn_id = self.ids.turn_id.as_str();
+        for msg in crate::hooks::started_events(
+            hooks,
+            HookEvent::PermissionRequest,
+            Some(&tool_name),
+            self.turn.bypass_hook_trust,
+            Some(call_id.as_str()),
+            turn_id,
+        ) {
+            self.host.send_event(&self.ids.sub_id, msg).await;
+        }
+        let session = crate::hooks::HookSession {
+            session_id: self.host.id().to_string(),
+            transcript_path: self.host.rollout_path(),
+            cwd: self.turn.cwd.clone(),
+            model: self.turn.model.clone(),
+            permission_mode: if self.turn.approval_policy == keel_protocol::AskForApproval::Never {
+                "bypassPermissions"
+            } else {
+                "default"
+            },
+            bypass_trust: self.turn.bypass_hook_trust,
+        };
+        let outcome = crate::hooks::run_event(
+            hooks,
+            &session,
+            HookEvent::PermissionRequest,
+            Some(&tool_name),
+            Some(turn_id),
+            serde_json::json!({"tool_name": tool_name, "tool_input": tool_input}),
+        )
+        .await;
+        for msg in crate::hooks::finished_events(&outcome, Some(call_id.as_str()), turn_id) {
+            self.host.send_event(&self.ids.sub_id, msg).await;
+        }
+        match outcome.permission? {
+            PermissionAnswer::Allow => Some(ReviewDecision::Approved),
+            PermissionAnswer::Deny(message) => {
+                tracing::info!(call = %call_id.as_str(), "a PermissionRequest hook refused: {message}");
+                Some(ReviewDecision::Denied)
+            }
         }
     }
 

@@ -16,6 +16,9 @@ pub(crate) trait ToolHost: Send + Sync {
     /// The conversation's id.
     fn id(&self) -> ConversationId;
 
+    /// The conversation's rollout file, when it is recorded (hooks are told it).
+    fn rollout_path(&self) -> Option<std::path::PathBuf>;
+
     /// Sends an event to the conversation's client (and its rollout when it is part of the
     /// transcript); waits while the client is slow.
     fn send_event<'a>(&'a self, sub_id: &'a SubmissionId, msg: EventMsg) -> BoxFuture<'a, ()>;
