@@ -29,6 +29,8 @@ pub(crate) struct TurnContext {
     pub user_instructions: Option<String>,
     /// The skills installed for this working directory.
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
+    /// Where they are looked for (read again at each turn, to notice changes).
+    pub skill_roots: Vec<crate::skills::SkillRoot>,
     /// The hooks defined for this working directory.
     pub hooks: std::sync::Arc<crate::hooks::HookInventory>,
     /// Run hooks whatever their trust.

@@ -68,6 +68,12 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
     };
+    let roots = skill_roots(
+        &config.keel_home,
+        user_home().as_deref(),
+        &config.cwd,
+        config.project_trusted(&config.cwd),
+    );
     TurnContext {
         cwd: config.cwd.clone(),
         approval_policy: config.approval_policy,
@@ -93,12 +99,8 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         bypass_hook_trust: config.bypass_hook_trust,
         user_config_file: config.config_file(),
         model: config.model.clone(),
-        skills: Arc::new(load_skills(&skill_roots(
-            &config.keel_home,
-            user_home().as_deref(),
-            &config.cwd,
-            config.project_trusted(&config.cwd),
-        ))),
+        skills: Arc::new(load_skills(&roots)),
+        skill_roots: roots,
         shell_env: config.shell_environment_policy.create_env_from_process(),
         unified_exec: config
             .unified_exec

@@ -475,6 +475,11 @@ impl Translator {
                 }
             }
             EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
+            EventMsg::SkillsChanged(_) => {
+                out.push(Output::Notify(ServerNotification::SkillsChanged(
+                    keel_protocol::app_server::SkillsChangedNotification {},
+                )));
+            }
             EventMsg::HookStarted(event) => {
                 out.push(Output::Notify(ServerNotification::HookStarted(
                     keel_protocol::app_server::HookRunNotification {

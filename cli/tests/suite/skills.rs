@@ -176,3 +176,48 @@ async fn skills_list_reports_skills_errors_and_project_skills_once_trusted() -> 
     );
     Ok(())
 }
+
+/// A skill installed while a thread is loaded: the next turn offers it, and clients are told
+/// with `skills/changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_added_during_a_session_is_announced_and_offered() -> anyhow::Result<()> {
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("one")]),
+        Turn::new([assistant_message("two")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let mut server = AppServerProcess::spawn(
+        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("app-server")
+            .home_path(home.path())
+            .home_var("KEEL_HOME")
+            .cwd(ws.path())
+            .env_remove("RUST_LOG"),
+    )?;
+    server.initialize().await?;
+    let thread_id = server.start_thread(json!({"cwd": ws.path()})).await?;
+    let first = server.start_turn(&thread_id, "first").await?;
+    server.read_turn_completed(&first).await?;
+    write_skill(
+        &home.path().join("skills"),
+        "late-skill",
+        "name: late-skill\ndescription: Installed while the thread ran.\n",
+        "x\n",
+    )?;
+    let second = server.start_turn(&thread_id, "second").await?;
+    let changed = server.read_notification("skills/changed").await?;
+    assert_eq!(changed["params"], json!({}));
+    server.read_turn_completed(&second).await?;
+    let requests = mock.requests();
+    assert!(!requests[0].body.to_string().contains("late-skill"));
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("- late-skill: Installed while the thread ran.")
+    );
+    Ok(())
+}

@@ -121,6 +121,29 @@ pub(super) async fn session_start_once(
     .await
 }
 
+/// Reads the skill folders again; when the skills changed, the conversation is offered the
+/// new set from now on and the client is told (`skills_changed`). Returns the context to use.
+pub(super) async fn refresh_skills(
+    session: &Session,
+    ids: &TurnIds,
+    context: Arc<TurnContext>,
+) -> Arc<TurnContext> {
+    let fresh = crate::skills::load_skills(&context.skill_roots);
+    if fresh == *context.skills {
+        return context;
+    }
+    let mut updated = (*context).clone();
+    updated.skills = Arc::new(fresh);
+    session.set_turn_context(updated);
+    session
+        .send_event(
+            &ids.sub_id,
+            EventMsg::SkillsChanged(keel_protocol::SkillsChangedEvent {}),
+        )
+        .await;
+    session.turn_context()
+}
+
 /// Once per conversation: names each hook held back for lack of trust, and how to trust it.
 pub(super) async fn warn_held_back_once(session: &Session, ids: &TurnIds, context: &TurnContext) {
     if context.bypass_hook_trust || session.hook_warnings_sent.swap(true, Ordering::Relaxed) {

@@ -66,6 +66,8 @@ pub(crate) async fn run_turn(
             match auto_compact_if_full(&session, &ids, &cancel).await {
                 Err(stop) => Err(stop),
                 Ok(_) => {
+                    let context =
+                        super::hook_points::refresh_skills(&session, &ids, context.clone()).await;
                     super::hook_points::warn_held_back_once(&session, &ids, &context).await;
                     let source = if session.history().is_empty() {
                         "startup"

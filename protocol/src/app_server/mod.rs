@@ -194,6 +194,8 @@ crate::notification_table! {
         AccountRateLimitsUpdated("account/rateLimits/updated", AccountRateLimitsUpdatedNotification),
         /// Something the user should know that is not an error of a turn.
         Warning("warning", WarningNotification),
+        /// The installed skills changed; clients list them again.
+        SkillsChanged("skills/changed", SkillsChangedNotification),
         /// A hook started running.
         HookStarted("hook/started", HookRunNotification),
         /// A hook finished, with what it decided.

@@ -71,6 +71,8 @@ pub enum EventMsg {
     Error(ErrorEvent),
     /// Something the user should know that did not stop the turn.
     Warning(WarningEvent),
+    /// The installed skills changed since the conversation last looked.
+    SkillsChanged(SkillsChangedEvent),
     /// A hook started running.
     HookStarted(HookRunEvent),
     /// A hook finished.
@@ -299,3 +301,7 @@ pub struct HookRunEvent {
     /// The run, in the app-server's shape.
     pub run: crate::app_server::HookRunSummary,
 }
+
+/// Payload of `skills_changed`: nothing; clients list the skills again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SkillsChangedEvent {}
