@@ -489,3 +489,72 @@ async fn a_permission_request_hook_answers_for_the_user() -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+/// A sub-agent's life: `SubagentStart` when it starts, `SubagentStop` (not `Stop`) when its
+/// turn ends; the parent's own turn ends with `Stop`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_agents_start_and_stop_with_their_own_events() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let log = home.path().join("agents.log");
+    let record = format!(
+        "input=$(cat); name=$(printf '%s' \"$input\" | sed -n 's/.*\"hook_event_name\":\"\\([A-Za-z]*\\)\".*/\\1/p'); echo \"$name\" >> {}",
+        log.display()
+    );
+    let hook = |command: &str| json!([{"hooks": [{"type": "command", "command": command}]}]);
+    write_hooks(
+        home.path(),
+        json!({
+            "SubagentStart": hook(&record),
+            "SubagentStop": hook(&record),
+            "Stop": hook(&record),
+        }),
+    )?;
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            // The child's messages carry its task; the parent's only name it in a call.
+            if super::agents::input_text(request).contains("CHILD-TASK") {
+                return Some(Turn::new([assistant_message("child done")]));
+            }
+            let Some(spawned) = request.tool_output("s1") else {
+                return Some(Turn::new([keel_test_support::function_call(
+                    "s1",
+                    "spawn_agent",
+                    json!({"message": "CHILD-TASK: say hi"}).to_string(),
+                )]));
+            };
+            if request.tool_output("w1").is_none() {
+                let id = spawned
+                    .as_str()
+                    .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                    .and_then(|v| v["agent_id"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                return Some(Turn::new([keel_test_support::function_call(
+                    "w1",
+                    "wait_agent",
+                    json!({"ids": [id], "timeout_ms": 30000}).to_string(),
+                )]));
+            }
+            Some(Turn::new([assistant_message("parent done")]))
+        })
+        .start()
+        .await?;
+    write_config(home.path(), &mock.uri(), [("agents.max_threads", 2)])?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["--dangerously-bypass-hook-trust", "delegate"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "parent done", "{}", out.stderr);
+    let events = std::fs::read_to_string(&log)?;
+    let events: Vec<&str> = events.lines().collect();
+    assert_eq!(
+        events,
+        ["SubagentStart", "SubagentStop", "Stop"],
+        "{events:?}"
+    );
+    Ok(())
+}

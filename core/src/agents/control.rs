@@ -98,6 +98,11 @@ impl AgentControl {
         }
     }
 
+    /// The conversation that spawned this one; `None` for one a client started.
+    pub(crate) fn parent(&self) -> Option<ConversationId> {
+        self.lineage.parent
+    }
+
     /// Moves the conversation's own status on for an event it is sending.
     pub(crate) fn track_status(
         &self,

@@ -18,6 +18,9 @@ use crate::hooks::{
 use crate::models::ResponseItem;
 use crate::turn_context::{TurnContext, TurnIds};
 
+/// The agent type hooks are told for a sub-agent (Keel's sub-agents have one role).
+const SUBAGENT_TYPE: &str = "default";
+
 /// Turns a `Stop` hook may continue in a row before Keel ends the turn anyway.
 const MAX_STOP_CONTINUATIONS: usize = 8;
 
@@ -109,6 +112,18 @@ pub(super) async fn session_start_once(
 ) -> Vec<ResponseItem> {
     if session.session_started.swap(true, Ordering::Relaxed) {
         return Vec::new();
+    }
+    if session.agents().parent().is_some() {
+        // A sub-agent's session starts: `SubagentStart` (matched on the agent type).
+        fire(
+            session,
+            ids,
+            context,
+            HookEvent::SubagentStart,
+            Some(SUBAGENT_TYPE),
+            serde_json::json!({"agent_id": session.id().to_string(), "agent_type": SUBAGENT_TYPE}),
+        )
+        .await;
     }
     fire(
         session,
@@ -298,17 +313,37 @@ pub(super) async fn stop(
     if continuations >= MAX_STOP_CONTINUATIONS {
         return None;
     }
-    announce(session, ids, context, HookEvent::Stop, None, None).await;
+    // A sub-agent's turn ends with `SubagentStop` instead (matched on the agent type).
+    let (event, name, fields) = if session.agents().parent().is_some() {
+        (
+            HookEvent::SubagentStop,
+            Some(SUBAGENT_TYPE),
+            serde_json::json!({
+                "agent_id": session.id().to_string(),
+                "agent_type": SUBAGENT_TYPE,
+                "agent_transcript_path": session.rollout_path(),
+                "stop_hook_active": continuations > 0,
+                "last_assistant_message": last_message,
+            }),
+        )
+    } else {
+        (
+            HookEvent::Stop,
+            None,
+            serde_json::json!({
+                "stop_hook_active": continuations > 0,
+                "last_assistant_message": last_message,
+            }),
+        )
+    };
+    announce(session, ids, context, event, name, None).await;
     let outcome = run_event(
         &context.hooks,
         &hook_session(session, context),
-        HookEvent::Stop,
-        None,
+        event,
+        name,
         Some(ids.turn_id.as_str()),
-        serde_json::json!({
-            "stop_hook_active": continuations > 0,
-            "last_assistant_message": last_message,
-        }),
+        fields,
     )
     .await;
     report(session, ids, &outcome, None).await;
