@@ -2,8 +2,6 @@
 //! trust, so a client can show them and record the user's trust (`config/batchWrite` of
 //! `hooks.state."KEY".trusted_hash`).
 
-use std::path::{Path, PathBuf};
-
 use keel_core::hooks::{HookInventory, load_hooks};
 use keel_protocol::app_server::{
     HookMetadata, HooksListEntry, HooksListParams, HooksListResponse, ThreadOverrides,
@@ -15,29 +13,14 @@ use crate::state::AppState;
 /// `hooks/list`: read from disk on every call; no directory asked means the server's.
 pub(crate) fn hooks_list(state: &AppState, params: HooksListParams) -> Result<HooksListResponse> {
     let config = state.resolve_config(&ThreadOverrides::default())?;
-    let cwds: Vec<String> = if params.cwds.is_empty() {
-        vec![config.cwd.display().to_string()]
-    } else {
-        params.cwds
-    };
-    let data = cwds
+    let data = super::asked_dirs::asked_dirs(&config.cwd, params.cwds)
         .into_iter()
-        .map(|cwd| {
-            let dir = absolute(&config.cwd, &cwd);
+        .map(|(cwd, dir)| {
             let inventory = load_hooks(&config.keel_home, &dir, config.project_trusted(&dir));
             entry(cwd, &inventory)
         })
         .collect();
     Ok(HooksListResponse { data })
-}
-
-fn absolute(base: &Path, dir: &str) -> PathBuf {
-    let dir = Path::new(dir);
-    if dir.is_absolute() {
-        dir.to_path_buf()
-    } else {
-        base.join(dir)
-    }
 }
 
 fn entry(cwd: String, inventory: &HookInventory) -> HooksListEntry {

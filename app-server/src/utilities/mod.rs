@@ -2,6 +2,7 @@
 //! `config/read`, `config/*Write`, `mcpServerStatus/list`, and the start-up questions of Codex 0.169 clients
 //! (`account/read`, `configRequirements/read`, `hooks/list`, `skills/list`, ...).
 
+mod asked_dirs;
 mod client_setup;
 mod command_exec;
 mod config_write;

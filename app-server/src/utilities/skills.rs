@@ -1,8 +1,6 @@
 //! `skills/list`: the skills a thread started in each asked directory would be offered, with
 //! the `SKILL.md` files that failed to load.
 
-use std::path::{Path, PathBuf};
-
 use keel_core::skills::{SkillInventory, load_skills, skill_roots, user_home};
 use keel_protocol::app_server::{
     SkillErrorInfo, SkillMetadata, SkillsListEntry, SkillsListParams, SkillsListResponse,
@@ -19,15 +17,9 @@ pub(crate) fn skills_list(
     params: SkillsListParams,
 ) -> Result<SkillsListResponse> {
     let config = state.resolve_config(&ThreadOverrides::default())?;
-    let cwds: Vec<String> = if params.cwds.is_empty() {
-        vec![config.cwd.display().to_string()]
-    } else {
-        params.cwds
-    };
-    let data = cwds
+    let data = super::asked_dirs::asked_dirs(&config.cwd, params.cwds)
         .into_iter()
-        .map(|cwd| {
-            let dir = absolute(&config.cwd, &cwd);
+        .map(|(cwd, dir)| {
             let inventory = load_skills(&skill_roots(
                 &config.keel_home,
                 user_home().as_deref(),
@@ -38,15 +30,6 @@ pub(crate) fn skills_list(
         })
         .collect();
     Ok(SkillsListResponse { data })
-}
-
-fn absolute(base: &Path, dir: &str) -> PathBuf {
-    let dir = Path::new(dir);
-    if dir.is_absolute() {
-        dir.to_path_buf()
-    } else {
-        base.join(dir)
-    }
 }
 
 /// The protocol's view of an inventory.

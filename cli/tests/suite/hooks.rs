@@ -23,8 +23,8 @@ fn write_hooks(dir: &Path, hooks: Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Records the user's trust in every hook `hooks/list` reports for `ws`, as a client does.
-async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
+/// A started, initialised `keel app-server` on `home` working in `ws`.
+pub(super) async fn app_server(home: &Path, ws: &Path) -> anyhow::Result<AppServerProcess> {
     let mut server = AppServerProcess::spawn(
         ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
             .arg("app-server")
@@ -34,6 +34,12 @@ async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
             .env_remove("RUST_LOG"),
     )?;
     server.initialize().await?;
+    Ok(server)
+}
+
+/// Records the user's trust in every hook `hooks/list` reports for `ws`, as a client does.
+async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut server = app_server(home, ws).await?;
     let listed = server
         .request("hooks/list", json!({"cwds": [ws.display().to_string()]}))
         .await?;
@@ -281,15 +287,7 @@ async fn the_app_server_announces_hook_runs() -> anyhow::Result<()> {
     )?;
     let mock = MockModelServer::start(blocking_script()).await?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let mut server = AppServerProcess::spawn(
-        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-            .arg("app-server")
-            .home_path(home.path())
-            .home_var("KEEL_HOME")
-            .cwd(ws.path())
-            .env_remove("RUST_LOG"),
-    )?;
-    server.initialize().await?;
+    let mut server = app_server(home.path(), ws.path()).await?;
     let thread_id = server
         .start_thread(json!({"cwd": ws.path(), "config": {"bypass_hook_trust": true}}))
         .await?;
@@ -387,15 +385,7 @@ async fn session_and_model_request_events_fire_in_order() -> anyhow::Result<()> 
     ]))
     .await?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let mut server = AppServerProcess::spawn(
-        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-            .arg("app-server")
-            .home_path(home.path())
-            .home_var("KEEL_HOME")
-            .cwd(ws.path())
-            .env_remove("RUST_LOG"),
-    )?;
-    server.initialize().await?;
+    let mut server = app_server(home.path(), ws.path()).await?;
     let thread_id = server
         .start_thread(json!({"cwd": ws.path(), "config": {"bypass_hook_trust": true}}))
         .await?;
@@ -457,15 +447,7 @@ async fn a_permission_request_hook_answers_for_the_user() -> anyhow::Result<()> 
         ]))
         .await?;
         write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-        let mut server = AppServerProcess::spawn(
-            ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-                .arg("app-server")
-                .home_path(home.path())
-                .home_var("KEEL_HOME")
-                .cwd(ws.path())
-                .env_remove("RUST_LOG"),
-        )?;
-        server.initialize().await?;
+        let mut server = app_server(home.path(), ws.path()).await?;
         let thread_id = server
             .start_thread(json!({"cwd": ws.path(), "config": {
                 "approval_policy": "untrusted",

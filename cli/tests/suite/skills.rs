@@ -5,13 +5,11 @@
 
 use std::path::Path;
 
-use keel_test_support::{
-    AppServerProcess, MockModelServer, ProcessBuilder, Script, Turn, assistant_message,
-    write_config,
-};
+use keel_test_support::{MockModelServer, Script, Turn, assistant_message, write_config};
 use serde_json::{Value, json};
 
 use super::exec::keel_exec;
+use super::hooks::app_server;
 
 fn write_skill(root: &Path, folder: &str, front: &str, body: &str) -> anyhow::Result<()> {
     let dir = root.join(folder);
@@ -94,15 +92,7 @@ async fn skills_reach_the_model_and_a_named_one_is_attached() -> anyhow::Result<
 }
 
 async fn skills_list(home: &Path, ws: &Path) -> anyhow::Result<Value> {
-    let mut server = AppServerProcess::spawn(
-        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-            .arg("app-server")
-            .home_path(home)
-            .home_var("KEEL_HOME")
-            .cwd(ws)
-            .env_remove("RUST_LOG"),
-    )?;
-    server.initialize().await?;
+    let mut server = app_server(home, ws).await?;
     let listed = server
         .request("skills/list", json!({"cwds": [ws.display().to_string()]}))
         .await?;
@@ -189,15 +179,7 @@ async fn a_skill_added_during_a_session_is_announced_and_offered() -> anyhow::Re
     let home = tempfile::tempdir()?;
     let ws = tempfile::tempdir()?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let mut server = AppServerProcess::spawn(
-        ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-            .arg("app-server")
-            .home_path(home.path())
-            .home_var("KEEL_HOME")
-            .cwd(ws.path())
-            .env_remove("RUST_LOG"),
-    )?;
-    server.initialize().await?;
+    let mut server = app_server(home.path(), ws.path()).await?;
     let thread_id = server.start_thread(json!({"cwd": ws.path()})).await?;
     let first = server.start_turn(&thread_id, "first").await?;
     server.read_turn_completed(&first).await?;

@@ -95,24 +95,10 @@ pub(crate) async fn run_command(
             let _ = stdin.write_all(text.as_bytes()).await;
         }
     };
-    let read = |stream: Option<tokio::process::ChildStdout>| async move {
-        let mut out = Vec::new();
-        if let Some(stream) = stream {
-            let _ = stream.take(MAX_OUTPUT_BYTES).read_to_end(&mut out).await;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    let read_err = |stream: Option<tokio::process::ChildStderr>| async move {
-        let mut out = Vec::new();
-        if let Some(stream) = stream {
-            let _ = stream.take(MAX_OUTPUT_BYTES).read_to_end(&mut out).await;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
     let timeout = Duration::from_secs(handler.timeout_secs);
     let finished = tokio::time::timeout(timeout, async {
         let ((), stdout, stderr, status) =
-            tokio::join!(feed, read(stdout), read_err(stderr), child.wait());
+            tokio::join!(feed, read_capped(stdout), read_capped(stderr), child.wait());
         (stdout, stderr, status)
     })
     .await;
@@ -144,4 +130,13 @@ pub(crate) async fn run_command(
         stop();
     }
     run
+}
+
+/// Up to [`MAX_OUTPUT_BYTES`] of a hook's output stream, as text.
+async fn read_capped(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let mut out = Vec::new();
+    if let Some(stream) = stream {
+        let _ = stream.take(MAX_OUTPUT_BYTES).read_to_end(&mut out).await;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -102,6 +102,19 @@ pub(super) async fn fire(
     developer_messages(outcome.contexts)
 }
 
+/// `SessionEnd`, as the conversation shuts down (Codex reports the reason as `other`).
+pub(super) async fn session_end(session: &Session, ids: &TurnIds) {
+    fire(
+        session,
+        ids,
+        &session.turn_context(),
+        HookEvent::SessionEnd,
+        Some("other"),
+        serde_json::json!({ "reason": "other" }),
+    )
+    .await;
+}
+
 /// `SessionStart`, once per conversation, before its first prompt is recorded: its context
 /// goes into the history ahead of the prompt. `source` is `startup` or `resume`.
 pub(super) async fn session_start_once(

@@ -133,15 +133,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                     sub_id: id.clone(),
                     output_schema: None,
                 };
-                super::hook_points::fire(
-                    &session,
-                    &ids,
-                    &session.turn_context(),
-                    crate::hooks::HookEvent::SessionEnd,
-                    Some("other"),
-                    serde_json::json!({ "reason": "other" }),
-                )
-                .await;
+                super::hook_points::session_end(&session, &ids).await;
                 crate::tools::close_all_sessions(session.as_ref(), &ids).await;
                 session.send_event(&id, EventMsg::ShutdownComplete).await;
                 return;
@@ -161,15 +153,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
         sub_id: SubmissionId::new("session-end"),
         output_schema: None,
     };
-    super::hook_points::fire(
-        &session,
-        &ids,
-        &session.turn_context(),
-        crate::hooks::HookEvent::SessionEnd,
-        Some("other"),
-        serde_json::json!({ "reason": "other" }),
-    )
-    .await;
+    super::hook_points::session_end(&session, &ids).await;
 }
 
 /// Converts user input to a history item.
