@@ -41,9 +41,10 @@ fn background_command_runs() -> bool {
 /// How long the screen may take to show what a step expects, on two busy cores.
 const SCREEN_WAIT: Duration = Duration::from_secs(60);
 
-/// A tmux session running the TUI; killed when dropped.
+/// A tmux session running the TUI with a `CODEX_HOME` of its own; killed when dropped.
 struct TuiPane {
     session: String,
+    _codex_home: tempfile::TempDir,
 }
 
 impl TuiPane {
@@ -52,10 +53,9 @@ impl TuiPane {
         codex: &PathBuf,
         args: &[&str],
         url: &str,
-        codex_home: &std::path::Path,
         cwd: &std::path::Path,
     ) -> anyhow::Result<Self> {
-        Self::start_with_env(codex, args, url, codex_home, cwd, &[])
+        Self::start_with_env(codex, args, url, cwd, &[])
     }
 
     /// [`Self::start`] with extra environment variables for the TUI.
@@ -63,10 +63,10 @@ impl TuiPane {
         codex: &PathBuf,
         args: &[&str],
         url: &str,
-        codex_home: &std::path::Path,
         cwd: &std::path::Path,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
+        let codex_home = tui_home()?;
         static SESSIONS: AtomicUsize = AtomicUsize::new(0);
         let session = format!(
             "keel-tui-{}-{}",
@@ -87,7 +87,7 @@ impl TuiPane {
             ])
             .arg(cwd)
             .arg("-e")
-            .arg(format!("CODEX_HOME={}", codex_home.display()))
+            .arg(format!("CODEX_HOME={}", codex_home.path().display()))
             .args(["-e", "OPENAI_API_KEY=unused"])
             .args(
                 env.iter()
@@ -99,7 +99,10 @@ impl TuiPane {
             .status()
             .context("run tmux")?;
         anyhow::ensure!(status.success(), "tmux new-session failed: {status}");
-        Ok(Self { session })
+        Ok(Self {
+            session,
+            _codex_home: codex_home,
+        })
     }
 
     fn screen(&self) -> String {
@@ -132,12 +135,22 @@ impl TuiPane {
         poll_until(|| Some(self.screen()).filter(|screen| screen.contains(text)))
             .await
             .map_err(|_| {
-                anyhow::anyhow!(
+                let message = format!(
                     "the screen never showed {text:?}; it shows:\n{}",
                     self.screen()
-                )
+                );
+                report_now(&message);
+                anyhow::anyhow!(message)
             })
     }
+}
+
+/// Writes `message` to the test process's stderr at once, past the test harness's capture, so
+/// a failure's screen shows beside the test's name even where only part of a run's output is
+/// kept.
+fn report_now(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "codex_tui: {message}");
 }
 
 /// Checks `ready` every 100 ms until it gives a value, for at most [`SCREEN_WAIT`]: the pane,
@@ -175,7 +188,11 @@ impl TuiPane {
             (!alive).then_some(())
         })
         .await
-        .map_err(|_| anyhow::anyhow!("the TUI did not quit; it shows:\n{}", self.screen()))
+        .map_err(|_| {
+            let message = format!("the TUI did not quit; it shows:\n{}", self.screen());
+            report_now(&message);
+            anyhow::anyhow!(message)
+        })
     }
 }
 
@@ -269,14 +286,15 @@ async fn keel_on_websocket() -> anyhow::Result<(World, JsonLinesProcess, String)
     Ok((world, server, url))
 }
 
-/// A `CODEX_HOME` for the TUI. Typed keys arrive faster than a person types; without
+/// A fresh `CODEX_HOME` for one TUI process (never shared, so nothing one run leaves behind
+/// changes the next). Typed keys arrive faster than a person types; without
 /// `disable_paste_burst` the TUI takes them for a paste and the Enter that follows for a
-/// newline in it.
+/// newline in it. The update check is off: what it finds depends on the network.
 fn tui_home() -> anyhow::Result<tempfile::TempDir> {
     let codex_home = tempfile::tempdir()?;
     std::fs::write(
         codex_home.path().join("config.toml"),
-        "disable_paste_burst = true\n",
+        "disable_paste_burst = true\ncheck_for_update_on_startup = false\n",
     )?;
     Ok(codex_home)
 }
@@ -289,8 +307,7 @@ fn tui_home() -> anyhow::Result<tempfile::TempDir> {
 async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
     let (world, _server, url) = keel_on_websocket().await?;
-    let codex_home = tui_home()?;
-    let tui = TuiPane::start(&codex, &[], &url, codex_home.path(), world.ws())?;
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
 
     tui.type_line("KEEL-STEP-1 write a file").await?;
@@ -344,14 +361,12 @@ async fn the_codex_tui_sends_its_token_to_a_protected_keel() -> anyhow::Result<(
         .arg(&token_file)
         .spawn()?;
     let url = format!("ws://{}", server.websocket_address().await?);
-    let codex_home = tui_home()?;
 
     // The wrong token is refused at the upgrade: the TUI never gets a session.
     let refused = TuiPane::start_with_env(
         &codex,
         &["--remote-auth-token-env", "KEEL_TUI_TOKEN"],
         &url,
-        codex_home.path(),
         world.ws(),
         &[("KEEL_TUI_TOKEN", "wrong-token")],
     )?;
@@ -366,7 +381,6 @@ async fn the_codex_tui_sends_its_token_to_a_protected_keel() -> anyhow::Result<(
         &codex,
         &["--remote-auth-token-env", "KEEL_TUI_TOKEN"],
         &url,
-        codex_home.path(),
         world.ws(),
         &[("KEEL_TUI_TOKEN", "tui-token-0123456789")],
     )?;
@@ -395,8 +409,7 @@ fn conversation_requests(world: &World) -> Vec<CapturedRequest> {
 async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
     let (world, _server, url) = keel_on_websocket().await?;
-    let codex_home = tui_home()?;
-    let tui = TuiPane::start(&codex, &[], &url, codex_home.path(), world.ws())?;
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
 
     // The model picker: the model, then "High" as the default effort (saved to config.toml
@@ -464,13 +477,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     drop(tui);
 
     // `codex resume --last`: the /new thread comes back with its history, and goes on.
-    let resumed = TuiPane::start(
-        &codex,
-        &["resume", "--last"],
-        &url,
-        codex_home.path(),
-        world.ws(),
-    )?;
+    let resumed = TuiPane::start(&codex, &["resume", "--last"], &url, world.ws())?;
     resumed.wait_for("keel second answer").await?;
     resumed.type_line("KEEL-STEP-4 after resume").await?;
     resumed.wait_for("keel answer after resume").await?;
