@@ -31,6 +31,9 @@ pub(crate) struct TurnContext {
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
     /// Where they are looked for (read again at each turn, to notice changes).
     pub skill_roots: Vec<crate::skills::SkillRoot>,
+    /// The skills the configuration turned off or on, used when the user's config file
+    /// cannot be read again.
+    pub skill_switches: Vec<crate::skills::SkillSwitch>,
     /// The hooks defined for this working directory.
     pub hooks: std::sync::Arc<crate::hooks::HookInventory>,
     /// Run hooks whatever their trust.

@@ -99,8 +99,9 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         bypass_hook_trust: config.bypass_hook_trust,
         user_config_file: config.config_file(),
         model: config.model.clone(),
-        skills: Arc::new(load_skills(&roots)),
+        skills: Arc::new(load_skills(&roots).with_switches(&config.skill_switches)),
         skill_roots: roots,
+        skill_switches: config.skill_switches.clone(),
         shell_env: config.shell_environment_policy.create_env_from_process(),
         unified_exec: config
             .unified_exec

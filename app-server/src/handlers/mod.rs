@@ -121,6 +121,9 @@ pub(crate) async fn dispatch(
         ClientRequest::ConfigRequirementsRead(_) => Reply::now(&utilities::config_requirements()),
         ClientRequest::HooksList(p) => Reply::now(&utilities::hooks_list(state, p)?),
         ClientRequest::SkillsList(p) => Reply::now(&utilities::skills_list(state, p)?),
+        ClientRequest::SkillsConfigWrite(p) => {
+            Reply::now(&utilities::skills_config_write(state, p)?)
+        }
         ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
         ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
         ClientRequest::ConfigValueWrite(p) => Reply::now(&utilities::config_value_write(state, p)?),

@@ -19,7 +19,7 @@ pub(crate) use fs::*;
 pub(crate) use hooks::hooks_list;
 pub(crate) use info::{config_read, model_list};
 pub(crate) use mcp_status::mcp_server_status_list;
-pub(crate) use skills::skills_list;
+pub(crate) use skills::{skills_config_write, skills_list};
 
 use std::path::Path;
 

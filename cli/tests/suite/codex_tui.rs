@@ -509,3 +509,75 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     resumed.quit().await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let (world, _server, url) = keel_on_websocket().await?;
+    let skill_dir = world.home.path().join("skills/tui-demo-skill");
+    std::fs::create_dir_all(&skill_dir)?;
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: tui-demo-skill\ndescription: Shows how Keel lists a skill\n---\nBody.\n",
+    )?;
+    let config_file = world.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&config_file)?;
+    config.push_str(
+        "\n[[hooks.UserPromptSubmit]]\n[[hooks.UserPromptSubmit.hooks]]\n\
+         type = \"command\"\ncommand = \"touch hook-ran\"\n",
+    );
+    std::fs::write(&config_file, config)?;
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
+    // The TUI asks about the untrusted hook Keel reports at start; go on without trusting.
+    tui.wait_for("Hooks need review").await?;
+    tui.wait_for("3. Continue without trusting").await?;
+    tui.keys(&["3"])?;
+    tui.wait_for("Ask Codex to do anything").await?;
+
+    // /skills lists Keel's skill; turning it off is written to Keel's config.
+    tui.type_line("/skills").await?;
+    tui.wait_for("Enable/Disable Skills").await?;
+    tui.keys(&["2"])?;
+    tui.wait_for("[x] tui-demo-skill  Shows how Keel lists a skill")
+        .await?;
+    tui.keys(&["Space"])?;
+    tui.wait_for("[ ] tui-demo-skill").await?;
+    poll_until(|| {
+        std::fs::read_to_string(&config_file)
+            .ok()
+            .filter(|text| text.contains("tui-demo-skill") && text.contains("enabled = false"))
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("the skill switch never reached config.toml"))?;
+    tui.keys(&["Escape"])?;
+
+    // /hooks shows the untrusted hook; trusting it records its hash, and it then runs.
+    tui.type_line("/hooks").await?;
+    tui.wait_for("1 hook needs review before it can run")
+        .await?;
+    tui.wait_for("UserPromptSubmit").await?;
+    tui.keys(&["t"])?;
+    poll_until(|| {
+        std::fs::read_to_string(&config_file)
+            .ok()
+            .filter(|text| text.contains("trusted_hash = \"sha256:"))
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("trusting the hook never reached config.toml"))?;
+    poll_until(|| (!tui.screen().contains("needs review")).then_some(()))
+        .await
+        .map_err(|_| anyhow::anyhow!("the hook still needs review:\n{}", tui.screen()))?;
+    tui.keys(&["Escape"])?;
+    tui.type_line("KEEL-STEP-3 once more").await?;
+    tui.wait_for("keel second answer").await?;
+    assert!(
+        world.ws_file("hook-ran").exists(),
+        "the trusted hook did not run"
+    );
+    tui.quit().await?;
+    Ok(())
+}

@@ -203,3 +203,84 @@ async fn a_skill_added_during_a_session_is_announced_and_offered() -> anyhow::Re
     );
     Ok(())
 }
+
+/// `skills/config/write` turns a skill off (an entry in the user's config, as Codex writes it)
+/// and on again: `skills/list` marks it, and a loaded thread's next turn neither lists it nor
+/// attaches it for `$name` while it is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_turned_off_is_listed_as_off_and_not_offered() -> anyhow::Result<()> {
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("one")]),
+        Turn::new([assistant_message("two")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    install(home.path(), ws.path())?;
+    let mut server = app_server(home.path(), ws.path()).await?;
+    let thread_id = server.start_thread(json!({"cwd": ws.path()})).await?;
+
+    let id = server
+        .send_request("skills/config/write", json!({"enabled": false}))
+        .await?;
+    let bad = server.read_response(id).await?["error"].clone();
+    assert_eq!(bad["code"], -32602, "{bad}");
+    assert!(
+        bad["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`name`"))
+    );
+
+    let answer = server
+        .request(
+            "skills/config/write",
+            json!({"name": "release-notes", "enabled": false}),
+        )
+        .await?;
+    assert_eq!(answer, json!({"effectiveEnabled": false}));
+    let config = std::fs::read_to_string(home.path().join("config.toml"))?;
+    let table: toml::Table = config.parse()?;
+    assert_eq!(
+        table["skills"]["config"].as_array().map(Vec::len),
+        Some(1),
+        "{config}"
+    );
+    assert_eq!(
+        table["skills"]["config"][0]["name"].as_str(),
+        Some("release-notes")
+    );
+    assert_eq!(
+        table["skills"]["config"][0]["enabled"].as_bool(),
+        Some(false)
+    );
+    let listed = server
+        .request("skills/list", json!({"cwds": [ws.path()]}))
+        .await?;
+    assert_eq!(listed["data"][0]["skills"][0]["enabled"], false, "{listed}");
+
+    let off = server
+        .start_turn(&thread_id, "use $release-notes please")
+        .await?;
+    server.read_turn_completed(&off).await?;
+    let request = mock.requests()[0].body.to_string();
+    assert!(!request.contains("- release-notes:"), "{request}");
+    assert!(!request.contains("KEEL-SKILL-BODY"), "{request}");
+
+    server
+        .request(
+            "skills/config/write",
+            json!({"name": "release-notes", "enabled": true}),
+        )
+        .await?;
+    let config = std::fs::read_to_string(home.path().join("config.toml"))?;
+    assert!(!config.contains("release-notes"), "{config}");
+    let on = server
+        .start_turn(&thread_id, "use $release-notes please")
+        .await?;
+    server.read_turn_completed(&on).await?;
+    let request = mock.requests()[1].body.to_string();
+    assert!(request.contains("- release-notes:"), "{request}");
+    assert!(request.contains("KEEL-SKILL-BODY"), "{request}");
+    Ok(())
+}

@@ -92,6 +92,8 @@ pub struct Config {
     /// (`bypass_hook_trust`; `keel exec --dangerously-bypass-hook-trust`). Only for vetted
     /// automation.
     pub bypass_hook_trust: bool,
+    /// Skills the user turned off or on (`[[skills.config]]`, as Codex writes them).
+    pub skill_switches: Vec<crate::skills::SkillSwitch>,
     /// The selected profile, if any.
     pub active_profile: Option<String>,
     /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
@@ -468,6 +470,7 @@ fn resolve(
         projects,
         hooks: _,
         bypass_hook_trust,
+        skills,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -556,6 +559,7 @@ fn resolve(
         keel_home: keel_home.to_path_buf(),
         sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
         bypass_hook_trust: bypass_hook_trust.unwrap_or(false),
+        skill_switches: skills.config,
         trusted_projects: projects
             .into_iter()
             .filter(|(_, project)| project.trust_level.as_deref() == Some("trusted"))

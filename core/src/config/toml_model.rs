@@ -50,6 +50,8 @@ pub(crate) struct ConfigToml {
     /// Hook definitions and trust records; read by the hooks module from the file itself.
     pub hooks: Option<toml::Value>,
     pub bypass_hook_trust: Option<bool>,
+    /// `[[skills.config]]`: skills turned off or on.
+    pub skills: crate::skills::SkillsToml,
 }
 
 /// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.

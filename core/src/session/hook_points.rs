@@ -149,14 +149,17 @@ pub(super) async fn session_start_once(
     .await
 }
 
-/// Reads the skill folders again; when the skills changed, the conversation is offered the
+/// Reads the skill folders (and the user's choices of skills turned off) again; when the
+/// skills changed, the conversation is offered the
 /// new set from now on and the client is told (`skills_changed`). Returns the context to use.
 pub(super) async fn refresh_skills(
     session: &Session,
     ids: &TurnIds,
     context: Arc<TurnContext>,
 ) -> Arc<TurnContext> {
-    let fresh = crate::skills::load_skills(&context.skill_roots);
+    let switches = crate::skills::read_switches(&context.user_config_file)
+        .unwrap_or_else(|| context.skill_switches.clone());
+    let fresh = crate::skills::load_skills(&context.skill_roots).with_switches(&switches);
     if fresh == *context.skills {
         return context;
     }

@@ -135,6 +135,7 @@ fn load_one(path: &Path, scope: SkillScope) -> Result<Skill, String> {
         short_description: front.short_description,
         path: path.to_path_buf(),
         scope,
+        enabled: true,
     })
 }
 

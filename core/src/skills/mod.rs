@@ -12,12 +12,15 @@
 mod discover;
 mod front_matter;
 mod prompt;
+mod switches;
 
 use std::path::PathBuf;
 
 pub use discover::{SkillRoot, load_skills, skill_roots, user_home};
 pub use keel_protocol::app_server::SkillScope;
 pub(crate) use prompt::{attached_skill_items, budget_chars, skills_section};
+pub(crate) use switches::SkillsToml;
+pub use switches::{SkillSwitch, read_switches, switched};
 
 /// A skill that loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub struct Skill {
     pub path: PathBuf,
     /// Where it was found.
     pub scope: SkillScope,
+    /// Offered to the model and attachable by `$name` (the user may turn a skill off).
+    pub enabled: bool,
 }
 
 /// A `SKILL.md` that could not be loaded, and why.

@@ -29,14 +29,18 @@ pub(crate) fn budget_chars(context_window: Option<u64>) -> usize {
     })
 }
 
-/// The prompt's block listing the skills, or `None` when there are none. Over `budget`
+/// The prompt's block listing the skills that are on, or `None` when there are none. Over `budget`
 /// characters, descriptions are shortened, then dropped, then skills left out (the block says
 /// how many).
 pub(crate) fn skills_section(inventory: &SkillInventory, budget: usize) -> Option<String> {
-    if inventory.skills.is_empty() {
+    let mut ordered: Vec<&Skill> = inventory
+        .skills
+        .iter()
+        .filter(|skill| skill.enabled)
+        .collect();
+    if ordered.is_empty() {
         return None;
     }
-    let mut ordered: Vec<&Skill> = inventory.skills.iter().collect();
     ordered.sort_by_key(|skill| (scope_rank(skill.scope), skill.name.clone()));
     let roots = roots_of(&ordered);
 
@@ -188,7 +192,7 @@ fn attached_skills<'a>(inventory: &'a SkillInventory, text: &str) -> Vec<(&'a Sk
     let mut named: Vec<&Skill> = inventory
         .skills
         .iter()
-        .filter(|skill| mentioned.contains(&skill.name.as_str()))
+        .filter(|skill| skill.enabled && mentioned.contains(&skill.name.as_str()))
         .collect();
     named.sort_by_key(|skill| (scope_rank(skill.scope), skill.name.clone()));
     named
@@ -219,6 +223,7 @@ mod tests {
             short_description: None,
             path,
             scope: SkillScope::User,
+            enabled: true,
         })
     }
 

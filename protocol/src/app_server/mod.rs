@@ -107,10 +107,12 @@ crate::request_table! {
         AccountBedrockCheckGovCloudRequirements("account/bedrock/checkGovCloudRequirements", NoParams) -> CheckGovCloudRequirementsResponse,
         /// Administrator constraints on the configuration (none; Codex 0.169).
         ConfigRequirementsRead("configRequirements/read", NoParams) -> ConfigRequirementsReadResponse,
-        /// Hooks per directory (none in Keel; Codex 0.169).
+        /// The hooks a thread started in each directory would run, with their trust (Codex 0.169).
         HooksList("hooks/list", HooksListParams) -> HooksListResponse,
-        /// Skills per directory (none in Keel; Codex 0.169).
+        /// The skills a thread started in each directory would be offered (Codex 0.169).
         SkillsList("skills/list", SkillsListParams) -> SkillsListResponse,
+        /// Turns a skill on or off in the user's `config.toml` (Codex 0.169).
+        SkillsConfigWrite("skills/config/write", SkillsConfigWriteParams) -> SkillsConfigWriteResponse,
         /// Installed plugins (none in Keel; Codex 0.169).
         PluginInstalled("plugin/installed", PluginInstalledParams) -> PluginInstalledResponse,
         /// A thread's turns, a page at a time (Codex 0.169).

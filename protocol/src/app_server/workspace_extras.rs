@@ -143,6 +143,28 @@ pub struct SkillErrorInfo {
     pub message: String,
 }
 
+/// Params of `skills/config/write`: turn one skill on or off, chosen by name or by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillsConfigWriteParams {
+    /// On or off.
+    pub enabled: bool,
+    /// The skill's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The skill's `SKILL.md` (absolute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Result of `skills/config/write`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillsConfigWriteResponse {
+    /// Whether the skill is now on.
+    pub effective_enabled: bool,
+}
+
 /// `skills/changed`: the skills on disk changed; clients list them again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SkillsChangedNotification {}
