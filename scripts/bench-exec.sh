@@ -8,7 +8,8 @@
 #   scripts/bench-exec.sh --keel /work/target-bench/release/keel \
 #       --mock /work/target-bench/release/keel-mock-model \
 #       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"] \
-#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]... [--hooks noop]
+#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]... [--hooks noop] \
+#       [--tool shell|exec_command]
 #
 # Realistic mode (`--commands bash-lc --profile-ms 100`): models send their commands as
 # `["bash", "-lc", "..."]`, and a developer's login profile (pyenv, nvm, conda, cargo env) costs
@@ -23,9 +24,14 @@
 # no-op `PostToolUse` hook for every tool, and runs both with `--dangerously-bypass-hook-trust`
 # (so no trust records are needed): the difference to a run without it is what a hook pair
 # costs per tool call.
+# `--tool exec_command` makes every call an `exec_command` function call (the unified-exec tool
+# that both Keel and Codex offer by default) instead of a `shell` call: arguments
+# `{"cmd": "echo step K", "yield_time_ms": 10000, "login": false}`, i.e. `bash -c 'echo step K'`
+# (with `--commands bash-lc`: `"login": true`, i.e. `bash -lc 'echo step K'`). Codex 0.169 runs
+# its hooks on this path (tool name `Bash`) but not for `shell` calls, so hook figures need it.
 #
 # For each script size N the harness writes a mock script of N model turns: N-1 turns that
-# each make one `shell` call (`echo "step K"`) and a last turn that answers "done". Every run
+# each make one tool call (`echo "step K"`) and a last turn that answers "done". Every run
 # gets a fresh mock (it serves its queue of turns once), a config.toml pointing at it, and
 # a scratch workspace; the run must exit 0, print "done" on stdout and leave the mock with
 # 0 turns left and no protocol violations, otherwise the harness stops with the logs.
@@ -54,6 +60,7 @@ commands="echo"
 profile_ms=0
 keel_flags=()
 hooks=""
+tool_kind="shell"
 while (($#)); do
     case "$1" in
         --keel) keel="$2"; shift 2 ;;
@@ -66,6 +73,7 @@ while (($#)); do
         --profile-ms) profile_ms="$2"; shift 2 ;;
         --keel-flag) keel_flags+=("$2"); shift 2 ;;
         --hooks) hooks="$2"; shift 2 ;;
+        --tool) tool_kind="$2"; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "bench-exec: unknown argument: $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -84,6 +92,7 @@ die() {
 [[ "$commands" == echo || "$commands" == bash-lc ]] || die "--commands must be echo or bash-lc"
 [[ "$profile_ms" =~ ^[0-9]+$ ]] || die "--profile-ms must be a non-negative integer"
 [[ -z "$hooks" || "$hooks" == noop ]] || die "--hooks must be noop"
+[[ "$tool_kind" == shell || "$tool_kind" == exec_command ]] || die "--tool must be shell or exec_command"
 /usr/bin/time --version 2>&1 | grep -q GNU || die "needs GNU time at /usr/bin/time (apt-get install time)"
 
 work="$(mktemp -d -t keel-bench.XXXXXX)"
@@ -105,13 +114,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# gen_script N FILE: N model turns, the first N-1 of them one shell call each.
+# gen_script N FILE: N model turns, the first N-1 of them one tool call each.
 gen_script() {
-    local n="$1" file="$2" k
+    local n="$1" file="$2" k login=false
+    [[ "$commands" == bash-lc ]] && login=true
     {
         printf '{"model":"mock-model","turns":[\n'
         for ((k = 1; k < n; k++)); do
-            if [[ "$commands" == bash-lc ]]; then
+            if [[ "$tool_kind" == exec_command ]]; then
+                printf '{"items":[{"type":"function_call","call_id":"call-%d","name":"exec_command","arguments":{"cmd":"echo step %d","yield_time_ms":10000,"login":%s}}]},\n' "$k" "$k" "$login"
+            elif [[ "$commands" == bash-lc ]]; then
                 printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["bash","-lc","echo step %d"]}]},\n' "$k" "$k"
             else
                 printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["echo","step %d"]}]},\n' "$k" "$k"
@@ -271,7 +283,11 @@ if ((profile_ms > 0)); then
 else
     home_note="no profile (empty HOME)"
 fi
-if [[ "$commands" == bash-lc ]]; then
+if [[ "$tool_kind" == exec_command && "$commands" == bash-lc ]]; then
+    echo "Workload: each tool call is exec_command {\"cmd\": \"echo step K\", \"login\": true} (\`bash -lc\`); HOME has ${home_note}; one \`bash -lc true\` takes ${login_ms} ms there, \`bash -c 'echo step'\` ${bare_ms} ms."
+elif [[ "$tool_kind" == exec_command ]]; then
+    echo "Workload: each tool call is exec_command {\"cmd\": \"echo step K\", \"login\": false} (\`bash -c\`); HOME has ${home_note}."
+elif [[ "$commands" == bash-lc ]]; then
     echo "Workload: each tool call runs [\"bash\", \"-lc\", \"echo step K\"]; HOME has ${home_note}; one \`bash -lc true\` takes ${login_ms} ms there, \`bash -c 'echo step'\` ${bare_ms} ms."
 else
     echo "Workload: each tool call runs [\"echo\", \"step K\"] (no shell); HOME has ${home_note}."

@@ -57,6 +57,8 @@ pub(crate) struct ManagerShared {
     tools: Arc<[Arc<dyn DynTool>]>,
     /// The embedder's model backend and key source, when it set them.
     model: EmbedderModel,
+    /// The embedder's hooks, run in every conversation after the user's.
+    hooks: Arc<[crate::hooks::EmbeddedHook]>,
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -88,13 +90,19 @@ impl ConversationManager {
 
     /// A manager reading API keys and headers through `env`.
     pub fn with_env(env: EnvLookup) -> Self {
-        Self::from_parts(env, Arc::from(Vec::new()), EmbedderModel::default())
+        Self::from_parts(
+            env,
+            Arc::from(Vec::new()),
+            EmbedderModel::default(),
+            Arc::from(Vec::new()),
+        )
     }
 
     pub(crate) fn from_parts(
         env: EnvLookup,
         tools: Arc<[Arc<dyn DynTool>]>,
         model: EmbedderModel,
+        hooks: Arc<[crate::hooks::EmbeddedHook]>,
     ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
@@ -105,6 +113,7 @@ impl ConversationManager {
                 spawned: std::sync::Mutex::new(None),
                 tools,
                 model,
+                hooks,
             }),
         }
     }
@@ -442,6 +451,9 @@ impl ManagerShared {
             "starting conversation"
         );
         let mut context = turn_context(&config, &self.env, self.model_backend());
+        if !self.hooks.is_empty() {
+            context.hooks = Arc::new((*context.hooks).clone().with_embedded(&self.hooks));
+        }
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.agent_tools = AgentTools {
             collab: config.multi_agent && may_spawn,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::client::{ApiKeyFn, ModelProvider};
 use crate::conversation_manager::ConversationManager;
+use crate::hooks::EmbeddedHook;
 use crate::tools::{DynTool, ToolRegistrationError, is_builtin_name, valid_tool_name};
 use crate::turn_setup::{EmbedderModel, EnvLookup};
 
@@ -21,6 +22,7 @@ pub struct ConversationManagerBuilder {
     env: Option<EnvLookup>,
     tools: Vec<Arc<dyn DynTool>>,
     model: EmbedderModel,
+    hooks: Vec<EmbeddedHook>,
 }
 
 impl ConversationManagerBuilder {
@@ -64,6 +66,13 @@ impl ConversationManagerBuilder {
         self
     }
 
+    /// Runs `hook` in every conversation of the manager (sub-agents' included), after the
+    /// hooks the user configured; no trust record is needed for it.
+    pub fn hook(mut self, hook: EmbeddedHook) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
     /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
     /// one of Keel's own tools, is given twice, or differs from the name in its definition.
     pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
@@ -92,6 +101,7 @@ impl ConversationManagerBuilder {
             env,
             Arc::from(self.tools),
             self.model,
+            Arc::from(self.hooks),
         ))
     }
 }

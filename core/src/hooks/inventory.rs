@@ -68,6 +68,8 @@ pub struct HookInventory {
     pub hooks: Vec<Hook>,
     /// Files that could not be read or parsed, and groups that were dropped.
     pub warnings: Vec<String>,
+    /// Hooks the embedding program registered in code; they run after the user's.
+    pub embedded: Vec<super::EmbeddedHook>,
 }
 
 impl HookInventory {
@@ -84,6 +86,17 @@ impl HookInventory {
                 && hook.runs(bypass_trust)
                 && name.is_none_or(|name| super::config::matches(hook.matcher.as_deref(), name))
         })
+    }
+
+    /// The inventory with the embedding program's hooks added.
+    pub fn with_embedded(mut self, hooks: &[super::EmbeddedHook]) -> Self {
+        self.embedded.extend(hooks.iter().cloned());
+        self
+    }
+
+    /// Whether no hook of any kind is defined.
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty() && self.embedded.is_empty()
     }
 
     /// Hooks that would run but are held back for lack of trust.
@@ -167,7 +180,11 @@ pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookIn
             }
         })
         .collect();
-    HookInventory { hooks, warnings }
+    HookInventory {
+        hooks,
+        warnings,
+        embedded: Vec::new(),
+    }
 }
 
 fn read_json_layer(path: &Path, warnings: &mut Vec<String>) -> Vec<DefinedHook> {

@@ -6,6 +6,7 @@
 //! of trust is reported, not skipped in silence. `docs/hooks.md` has the facts.
 
 mod config;
+mod embedded;
 mod event;
 mod inventory;
 mod outcome;
@@ -15,6 +16,7 @@ mod trust;
 use std::path::{Path, PathBuf};
 
 pub use config::CommandHandler;
+pub use embedded::{EmbeddedHook, HookCallback, HookMatcherError, HookResponse};
 pub use event::HookEvent;
 pub use inventory::{Hook, HookInventory, HookSource, load_hooks};
 pub use trust::TrustStatus;
@@ -148,16 +150,19 @@ pub(crate) enum PermissionAnswer {
 pub(crate) struct EventOutcome {
     /// The first `PermissionRequest` answer, in display order.
     pub permission: Option<PermissionAnswer>,
-    /// The first block, in display order: its reason and the hook.
-    pub block: Option<(String, Hook)>,
+    /// The first block, in display order: its reason and which hook (`ORDER:PATH` for a
+    /// user's hook, `embedded:NAME` for one in code).
+    pub block: Option<(String, String)>,
     /// The first stop request's reason.
     pub stop: Option<String>,
     /// Context for the model, in display order.
     pub contexts: Vec<String>,
     /// The last replacement of the tool input.
     pub updated_input: Option<serde_json::Value>,
-    /// Every synchronous run.
+    /// Every synchronous run of a user's hook.
     pub runs: Vec<HookRunReport>,
+    /// Failures and messages of the embedding program's hooks.
+    pub embedded_warnings: Vec<String>,
 }
 
 impl EventOutcome {
@@ -176,6 +181,7 @@ impl EventOutcome {
                 out.push(message.clone());
             }
         }
+        out.extend(self.embedded_warnings.iter().cloned());
         out
     }
 }
@@ -194,7 +200,12 @@ pub(crate) async fn run_event(
         .matching(event, name, session.bypass_trust)
         .cloned()
         .collect();
-    if hooks.is_empty() {
+    let embedded: Vec<&EmbeddedHook> = inventory
+        .embedded
+        .iter()
+        .filter(|hook| hook.applies(event, name))
+        .collect();
+    if hooks.is_empty() && embedded.is_empty() {
         return EventOutcome::default();
     }
     let input = hook_input(session, event, turn_id, fields);
@@ -226,17 +237,41 @@ pub(crate) async fn run_event(
             }
         });
     }
-    let runs = futures::future::join_all(waiting).await;
+    let in_code = embedded.iter().map(|hook| {
+        let input = input.clone();
+        async move { (*hook, interpret(event, &hook.run(input).await)) }
+    });
+    let (runs, in_code) = futures::future::join(
+        futures::future::join_all(waiting),
+        futures::future::join_all(in_code),
+    )
+    .await;
     let mut combined = EventOutcome::default();
-    for run in &runs {
-        let outcome = &run.outcome;
+    let labelled = runs
+        .iter()
+        .map(|run| {
+            (
+                format!(
+                    "{}:{}",
+                    run.hook.display_order,
+                    run.hook.source_path.display()
+                ),
+                &run.outcome,
+            )
+        })
+        .chain(
+            in_code
+                .iter()
+                .map(|(hook, outcome)| (format!("embedded:{}", hook.name()), outcome)),
+        );
+    for (label, outcome) in labelled {
         if outcome.error.is_some() {
             continue;
         }
         if combined.block.is_none()
             && let Some(reason) = &outcome.block
         {
-            combined.block = Some((reason.clone(), run.hook.clone()));
+            combined.block = Some((reason.clone(), label));
         }
         if combined.stop.is_none() {
             combined.stop.clone_from(&outcome.stop);
@@ -250,6 +285,17 @@ pub(crate) async fn run_event(
         }
     }
     combined.runs = runs;
+    for (hook, outcome) in &in_code {
+        if let Some(error) = &outcome.error {
+            tracing::warn!(hook = %hook.name(), "{error}");
+            combined.embedded_warnings.push(format!(
+                "{} hook `{}` (in code) failed and was ignored: {error}",
+                event.config_name(),
+                hook.name()
+            ));
+        }
+        combined.embedded_warnings.extend(outcome.warning.clone());
+    }
     combined
 }
 

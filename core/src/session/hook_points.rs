@@ -85,7 +85,7 @@ pub(super) async fn fire(
     name: Option<&str>,
     fields: serde_json::Value,
 ) -> Vec<ResponseItem> {
-    if context.hooks.hooks.is_empty() {
+    if context.hooks.is_empty() {
         return Vec::new();
     }
     announce(session, ids, context, event, name, None).await;
@@ -237,7 +237,7 @@ where
     let Some((name, arguments, call_id)) = call_parts(call) else {
         return run(call.clone()).await.map(|output| vec![output]);
     };
-    if context.hooks.hooks.is_empty() {
+    if context.hooks.is_empty() {
         return run(call.clone()).await.map(|output| vec![output]);
     }
     let hooks_session = hook_session(session, context);
@@ -365,9 +365,7 @@ pub(super) async fn stop(
     report(session, ids, &outcome, None).await;
     let (reason, hook) = outcome.block?;
     Some(ResponseItem::user_text(format!(
-        "<hook_prompt hook_run_id=\"stop:{}:{}\">{reason}</hook_prompt>",
-        hook.display_order,
-        hook.source_path.display()
+        "<hook_prompt hook_run_id=\"stop:{hook}\">{reason}</hook_prompt>"
     )))
 }
 

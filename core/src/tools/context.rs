@@ -147,7 +147,7 @@ impl ToolContext {
     async fn permission_hooks(&self, call_id: &CallId, event: &EventMsg) -> Option<ReviewDecision> {
         use crate::hooks::{HookEvent, PermissionAnswer};
         let hooks = &self.turn.hooks;
-        if hooks.hooks.is_empty() {
+        if hooks.is_empty() {
             return None;
         }
         let (tool_name, tool_input) = match event {
