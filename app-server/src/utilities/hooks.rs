@@ -37,6 +37,7 @@ fn entry(cwd: String, inventory: &HookInventory) -> HooksListEntry {
                 is_async: hook.handler.is_async,
                 matcher: hook.matcher.clone(),
                 timeout_sec: hook.handler.timeout_secs,
+                additional_context_limit: hook.handler.additional_context_limit,
                 status_message: hook.handler.status_message.clone(),
                 source: hook.source.wire_name().to_string(),
                 source_path: hook.source_path.display().to_string(),

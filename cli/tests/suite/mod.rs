@@ -8,6 +8,7 @@ mod faults;
 mod first_run;
 mod full_disk;
 mod fuzz;
+mod hook_context_spill;
 mod hooks;
 mod images;
 mod listener_auth;

@@ -31,6 +31,8 @@ pub struct CommandHandler {
     pub is_async: bool,
     /// What a client shows while it runs.
     pub status_message: Option<String>,
+    /// Tokens of `additionalContext` put into the history whole (`None`: 2,500; `0`: all).
+    pub additional_context_limit: Option<u64>,
 }
 
 /// One handler as defined, with where it sits in its file.
@@ -72,6 +74,8 @@ enum HandlerConfig {
         is_async: bool,
         #[serde(default, rename = "statusMessage")]
         status_message: Option<String>,
+        #[serde(default, rename = "additionalContextLimit")]
+        additional_context_limit: Option<u64>,
     },
     McpTool {},
     Prompt {},
@@ -122,6 +126,7 @@ pub(crate) fn parse_hooks(
                         timeout,
                         is_async,
                         status_message,
+                        additional_context_limit,
                     } => defined.push(DefinedHook {
                         event,
                         matcher: matcher.clone(),
@@ -132,6 +137,7 @@ pub(crate) fn parse_hooks(
                             timeout_secs: timeout.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1),
                             is_async,
                             status_message,
+                            additional_context_limit,
                         },
                     }),
                     HandlerConfig::McpTool {}

@@ -11,6 +11,7 @@ mod event;
 mod inventory;
 mod outcome;
 mod run;
+mod spill;
 mod trust;
 
 use std::path::{Path, PathBuf};
@@ -257,14 +258,15 @@ pub(crate) async fn run_event(
                     run.hook.source_path.display()
                 ),
                 &run.outcome,
+                run.hook.handler.additional_context_limit,
             )
         })
         .chain(
             in_code
                 .iter()
-                .map(|(hook, outcome)| (format!("embedded:{}", hook.name()), outcome)),
+                .map(|(hook, outcome)| (format!("embedded:{}", hook.name()), outcome, None)),
         );
-    for (label, outcome) in labelled {
+    for (label, outcome, context_limit) in labelled {
         if outcome.error.is_some() {
             continue;
         }
@@ -276,7 +278,12 @@ pub(crate) async fn run_event(
         if combined.stop.is_none() {
             combined.stop.clone_from(&outcome.stop);
         }
-        combined.contexts.extend(outcome.context.clone());
+        combined.contexts.extend(
+            outcome
+                .context
+                .clone()
+                .map(|context| spill::fit_context(context, context_limit, &session.session_id)),
+        );
         if outcome.updated_input.is_some() {
             combined.updated_input.clone_from(&outcome.updated_input);
         }

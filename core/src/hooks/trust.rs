@@ -136,6 +136,7 @@ mod tests {
                 timeout_secs: 600,
                 is_async: false,
                 status_message: None,
+                additional_context_limit: None,
             },
         }
     }

@@ -53,6 +53,10 @@ pub struct HookMetadata {
     pub matcher: Option<String>,
     /// Seconds before it is stopped.
     pub timeout_sec: u64,
+    /// Tokens of its `additionalContext` kept in the history before the rest goes to a file
+    /// (`null`: 2,500; `0`: no limit).
+    #[serde(default)]
+    pub additional_context_limit: Option<u64>,
     /// What a client shows while it runs.
     pub status_message: Option<String>,
     /// Where it was defined: `user` or `project`.
