@@ -3,6 +3,7 @@
 //! Exit codes: 0 on success, 1 when the task failed or was interrupted, 2 on bad usage or
 //! configuration. Every error is printed on stderr as `keel: ` and its cause chain.
 
+mod doctor;
 mod exec;
 mod failure;
 mod mcp_server;
@@ -36,6 +37,9 @@ enum Command {
     ExecServer(keel_exec_server::ExecServerArgs),
     /// Serve MCP on stdio: Keel as the `codex` and `codex-reply` tools.
     McpServer(mcp_server::McpServerArgs),
+    /// Check the setup (config, provider, sandbox, MCP servers, hooks, skills) without
+    /// running a model; exits 1 when something would stop a run.
+    Doctor(doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
             Command::AppServer(command) => servers::app_server(command).await,
             Command::ExecServer(args) => servers::exec_server(args).await,
             Command::McpServer(args) => mcp_server::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
         }
     });
     // A stdio server's stdin reader may still be blocked in a read; do not wait for it.

@@ -81,19 +81,29 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         }
         SandboxPolicy::ReadOnly | SandboxPolicy::DangerFullAccess => {}
     }
+    let status = run_confined(&config, &policy, &args.command).await?;
+    Ok(exit_code(status))
+}
+
+/// Runs `command` in the configuration's working directory under `policy`, as the engine runs
+/// the model's commands, and returns how it ended.
+pub(crate) async fn run_confined(
+    config: &Config,
+    policy: &SandboxPolicy,
+    command: &[String],
+) -> anyhow::Result<std::process::ExitStatus> {
     // This binary is the helper when started under its name; running it (rather than
     // confining this multi-threaded process) is also exactly what the engine does.
     let exe = std::env::current_exe().context("cannot find the keel executable")?;
-    let helper = SandboxCommand::new(&exe, &policy, &config.cwd, config.sandbox_allow_git_writes)?;
-    let argv = helper.wrap(&args.command);
-    let status = tokio::process::Command::new(&exe)
+    let helper = SandboxCommand::new(&exe, policy, &config.cwd, config.sandbox_allow_git_writes)?;
+    let argv = helper.wrap(command);
+    tokio::process::Command::new(&exe)
         .arg0(LINUX_SANDBOX_ARG0)
         .args(&argv[1..])
         .current_dir(&config.cwd)
         .status()
         .await
-        .context("cannot start the sandbox helper")?;
-    Ok(exit_code(status))
+        .context("cannot start the sandbox helper")
 }
 
 /// The command's status as this process's: its code, or `128 + signal` as a shell reports.

@@ -3,6 +3,7 @@ mod app_server;
 mod chat_streams;
 mod codex_tui;
 mod compaction;
+mod doctor;
 mod exec;
 mod faults;
 mod first_run;

@@ -41,6 +41,19 @@ pub(crate) async fn handle(
     let body_len = body.len();
     let captured = shared.record(|index| capture(index, endpoint, &method, &path, &headers, &body));
     tracing::debug!(index = captured.index, ?endpoint, %path, "mock model request");
+    if let Some(key) = &shared.api_key {
+        let expected = format!("Bearer {key}");
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok());
+        if given != Some(expected.as_str()) {
+            return json_error(
+                StatusCode::UNAUTHORIZED,
+                "keel-mock-model: incorrect API key provided",
+                "invalid_api_key",
+            );
+        }
+    }
 
     match endpoint {
         Endpoint::Models => axum::Json(json!({

@@ -35,6 +35,7 @@ pub struct MockModelBuilder {
     turns: Vec<Turn>,
     responder: Option<Responder>,
     repeat: bool,
+    api_key: Option<String>,
 }
 
 impl MockModelBuilder {
@@ -62,6 +63,13 @@ impl MockModelBuilder {
     /// Queues one turn.
     pub fn turn(mut self, turn: Turn) -> Self {
         self.turns.push(turn);
+        self
+    }
+
+    /// Answers every request that does not carry `Authorization: Bearer KEY` with HTTP 401
+    /// `invalid_api_key`, as a provider does for a wrong key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
         self
     }
 
@@ -93,7 +101,13 @@ impl MockModelBuilder {
             .map_err(bind_error)?;
         let addr = listener.local_addr().map_err(bind_error)?;
         let model = self.model.unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        let shared = Arc::new(Shared::new(model, self.turns, self.responder, self.repeat));
+        let shared = Arc::new(Shared::new(
+            model,
+            self.turns,
+            self.responder,
+            self.repeat,
+            self.api_key,
+        ));
         let router = Router::new()
             .fallback(handle)
             .with_state(Arc::clone(&shared))
@@ -128,6 +142,7 @@ impl MockModelServer {
             turns: Vec::new(),
             responder: None,
             repeat: false,
+            api_key: None,
         }
     }
 

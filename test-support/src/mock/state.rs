@@ -18,6 +18,8 @@ pub(crate) struct Shared {
     pub(crate) model: String,
     /// The optional hook consulted before the queue.
     pub(crate) responder: Option<Responder>,
+    /// The only API key accepted, when one is required.
+    pub(crate) api_key: Option<String>,
     /// The whole script, when it starts over once the queue is used up.
     replay: Option<Vec<Turn>>,
     /// Counts model requests recorded, so tests can wait for the n-th without sleeping.
@@ -42,10 +44,12 @@ impl Shared {
         turns: Vec<Turn>,
         responder: Option<Responder>,
         repeat: bool,
+        api_key: Option<String>,
     ) -> Self {
         Self {
             model,
             responder,
+            api_key,
             replay: (repeat && !turns.is_empty()).then(|| turns.clone()),
             model_requests: watch::Sender::new(0),
             state: Mutex::new(State {

@@ -1,0 +1,439 @@
+//! The checks `keel doctor` runs, each answering one [`Check`] line (or several, one per
+//! server, hook problem or skill problem).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_core::config::process_env;
+use keel_core::hooks::load_hooks;
+use keel_core::skills::{load_skills, skill_roots, user_home};
+use keel_core::{Config, ConfigOverrides, ConversationManager};
+use keel_protocol::SandboxPolicy;
+
+use super::{Check, Status};
+
+/// How long the provider may take to answer `GET /models`.
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the MCP servers may take to start and list their tools, together.
+const MCP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Free space under which `KEEL_HOME` is reported (rollouts and the job database grow there).
+const LOW_SPACE_BYTES: u64 = 100 * 1024 * 1024;
+
+/// Every check, in the order a run depends on them.
+pub(crate) async fn run_all(
+    home: &Path,
+    cli_overrides: Vec<(String, toml::Value)>,
+    cwd: Option<PathBuf>,
+) -> Vec<Check> {
+    let mut checks = vec![keel_home(home)];
+    let overrides = ConfigOverrides {
+        cwd,
+        ..ConfigOverrides::default()
+    };
+    let config = match Config::load(home, cli_overrides, overrides) {
+        Ok(config) => config,
+        Err(err) => {
+            checks.push(Check::new("config", Status::Fail, err.to_string()));
+            checks.push(Check::new(
+                "the rest",
+                Status::Skip,
+                "not checked: the configuration does not load",
+            ));
+            return checks;
+        }
+    };
+    checks.push(Check::new(
+        "config",
+        Status::Ok,
+        format!(
+            "{} (model `{}`, provider `{}`, approvals `{}`, sandbox `{}`)",
+            config.config_file().display(),
+            config.model,
+            config.model_provider_id,
+            serde_plain(&config.approval_policy),
+            sandbox_name(&config.sandbox_policy),
+        ),
+    ));
+    checks.extend(
+        config
+            .warnings
+            .iter()
+            .map(|warning| Check::new("config", Status::Warn, warning.to_string())),
+    );
+    checks.push(provider(&config).await);
+    checks.push(sandbox(&config).await);
+    checks.extend(mcp_servers(&config).await);
+    checks.extend(hooks(&config));
+    checks.extend(skills(&config));
+    checks
+}
+
+/// A value's serde name (`on-request`), for messages.
+fn serde_plain(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn sandbox_name(policy: &SandboxPolicy) -> &'static str {
+    match policy {
+        SandboxPolicy::ReadOnly => "read-only",
+        SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
+        SandboxPolicy::DangerFullAccess => "danger-full-access",
+    }
+}
+
+/// `KEEL_HOME`: a directory this user can write, with room for rollouts.
+fn keel_home(home: &Path) -> Check {
+    let name = "keel home";
+    match std::fs::metadata(home) {
+        Err(err) => {
+            return Check::new(
+                name,
+                Status::Fail,
+                format!(
+                    "{}: {err}\ncreate it with a config.toml (see docs/configuration.md), or set KEEL_HOME",
+                    home.display()
+                ),
+            );
+        }
+        Ok(meta) if !meta.is_dir() => {
+            return Check::new(
+                name,
+                Status::Fail,
+                format!("{} is not a directory", home.display()),
+            );
+        }
+        Ok(_) => {}
+    }
+    let probe = home.join(format!(".keel-doctor-{}", std::process::id()));
+    if let Err(err) = std::fs::write(&probe, b"") {
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "{} is not writable: {err} (sessions are recorded there)",
+                home.display()
+            ),
+        );
+    }
+    let _ = std::fs::remove_file(&probe);
+    match rustix::fs::statvfs(home) {
+        Ok(stats) => {
+            let free = stats.f_bavail.saturating_mul(stats.f_frsize);
+            let detail = format!("{} ({} MiB free)", home.display(), free / (1024 * 1024));
+            if free < LOW_SPACE_BYTES {
+                Check::new(
+                    name,
+                    Status::Warn,
+                    format!("{detail}: low on space for session recordings"),
+                )
+            } else {
+                Check::new(name, Status::Ok, detail)
+            }
+        }
+        Err(err) => Check::new(
+            name,
+            Status::Warn,
+            format!("{}: free space unknown ({err})", home.display()),
+        ),
+    }
+}
+
+/// The provider: its API key is set, it answers, it takes the key, and it lists the model.
+async fn provider(config: &Config) -> Check {
+    let name = "provider";
+    let provider = &config.model_provider;
+    let key = match provider.api_key(&process_env) {
+        Ok(key) => key,
+        Err(err) => return Check::new(name, Status::Fail, err.to_string()),
+    };
+    keel_core::install_tls_provider();
+    let url = provider.url_for("models");
+    let client = match reqwest::Client::builder().timeout(PROVIDER_TIMEOUT).build() {
+        Ok(client) => client,
+        Err(err) => return Check::new(name, Status::Fail, format!("no HTTP client: {err}")),
+    };
+    let mut request = client.get(&url);
+    for (header, value) in provider.headers(&process_env) {
+        request = request.header(header, value);
+    }
+    if let Some(key) = &key {
+        request = request.bearer_auth(key);
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(err) => {
+            let why = if err.is_timeout() {
+                format!("no answer within {}s", PROVIDER_TIMEOUT.as_secs())
+            } else if err.is_connect() {
+                "cannot connect".to_string()
+            } else {
+                err.to_string()
+            };
+            return Check::new(
+                name,
+                Status::Fail,
+                format!(
+                    "`{}` at {}: {why}\ncheck `base_url` of [model_providers.{}] and that the server runs",
+                    config.model_provider_id,
+                    provider.base_url(),
+                    config.model_provider_id
+                ),
+            );
+        }
+    };
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        let var = provider.env_key.as_deref().unwrap_or("the provider's key");
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "`{}` refused the API key (HTTP {}): {}\ncheck {var}",
+                config.model_provider_id,
+                status.as_u16(),
+                error_message(&body)
+            ),
+        );
+    }
+    if !status.is_success() {
+        return Check::new(
+            name,
+            Status::Ok,
+            format!(
+                "`{}` at {} answers (HTTP {} for GET /models, so the model was not looked up)",
+                config.model_provider_id,
+                provider.base_url(),
+                status.as_u16()
+            ),
+        );
+    }
+    let listed: Vec<String> = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|json| json["data"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|model| model["id"].as_str().map(str::to_string))
+        .collect();
+    if listed.is_empty() || listed.contains(&config.model) {
+        Check::new(
+            name,
+            Status::Ok,
+            format!(
+                "`{}` at {} answers{}",
+                config.model_provider_id,
+                provider.base_url(),
+                if listed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and lists `{}`", config.model)
+                }
+            ),
+        )
+    } else {
+        let mut shown: Vec<&str> = listed.iter().map(String::as_str).take(8).collect();
+        if listed.len() > shown.len() {
+            shown.push("...");
+        }
+        Check::new(
+            name,
+            Status::Warn,
+            format!(
+                "`{}` answers but does not list the model `{}` (it lists {})",
+                config.model_provider_id,
+                config.model,
+                shown.join(", ")
+            ),
+        )
+    }
+}
+
+/// The `error.message` of an OpenAI-style error body, else the body's start.
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|json| json["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| body.chars().take(200).collect())
+}
+
+/// The sandbox: the kernel can enforce the configured policy, and a command runs under it.
+async fn sandbox(config: &Config) -> Check {
+    let name = "sandbox";
+    if config.sandbox_policy == SandboxPolicy::DangerFullAccess {
+        return Check::new(
+            name,
+            Status::Ok,
+            "danger-full-access: commands run without a sandbox",
+        );
+    }
+    if let Err(err) = keel_core::sandbox::probe_kernel() {
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "this kernel cannot enforce `{}`: {err}\ncommands would need approval to run unconfined",
+                sandbox_name(&config.sandbox_policy)
+            ),
+        );
+    }
+    match crate::sandbox::run_confined(config, &config.sandbox_policy, &["true".to_string()]).await
+    {
+        Ok(status) if status.success() => Check::new(
+            name,
+            Status::Ok,
+            format!(
+                "`{}` (Landlock and seccomp): a command ran confined",
+                sandbox_name(&config.sandbox_policy)
+            ),
+        ),
+        Ok(status) => Check::new(
+            name,
+            Status::Fail,
+            format!("`true` failed under the sandbox ({status}); try `keel sandbox linux -- true`"),
+        ),
+        Err(err) => Check::new(name, Status::Fail, format!("{err:#}")),
+    }
+}
+
+/// Each configured MCP server: it starts and lists its tools.
+async fn mcp_servers(config: &Config) -> Vec<Check> {
+    if config.mcp_servers.is_empty() {
+        return vec![Check::new("mcp", Status::Ok, "no MCP servers configured")];
+    }
+    let manager = ConversationManager::with_env(Arc::new(process_env));
+    let Ok(states) = tokio::time::timeout(MCP_TIMEOUT, manager.mcp_server_states(config)).await
+    else {
+        return vec![Check::new(
+            "mcp",
+            Status::Fail,
+            format!(
+                "the MCP servers did not all start within {}s",
+                MCP_TIMEOUT.as_secs()
+            ),
+        )];
+    };
+    states
+        .into_iter()
+        .map(|state| {
+            let name = format!("mcp:{}", state.name);
+            if !state.enabled {
+                return Check::new(name, Status::Skip, "enabled = false");
+            }
+            match state.tools {
+                Ok(tools) => {
+                    let names: Vec<&str> = tools
+                        .iter()
+                        .filter_map(|tool| tool["name"].as_str())
+                        .collect();
+                    Check::new(
+                        name,
+                        Status::Ok,
+                        format!("{} tools: {}", names.len(), names.join(", ")),
+                    )
+                }
+                Err(err) => Check::new(name, Status::Fail, err),
+            }
+        })
+        .collect()
+}
+
+/// The hooks a thread in the working directory would have: problems loading them, and those
+/// held back for lack of trust.
+fn hooks(config: &Config) -> Vec<Check> {
+    let inventory = load_hooks(
+        &config.keel_home,
+        &config.cwd,
+        config.project_trusted(&config.cwd),
+    );
+    let held_back: Vec<_> = if config.bypass_hook_trust {
+        Vec::new()
+    } else {
+        inventory.held_back().collect()
+    };
+    let mut checks = vec![Check::new(
+        "hooks",
+        Status::Ok,
+        format!(
+            "{} defined, {} will run{}",
+            inventory.hooks.len(),
+            inventory
+                .hooks
+                .iter()
+                .filter(|hook| hook.runs(config.bypass_hook_trust))
+                .count(),
+            if config.project_trusted(&config.cwd) {
+                ""
+            } else {
+                " (the project is not trusted: its own hooks are not loaded)"
+            }
+        ),
+    )];
+    checks.extend(
+        inventory
+            .warnings
+            .iter()
+            .map(|warning| Check::new("hooks", Status::Warn, warning.clone())),
+    );
+    checks.extend(held_back.into_iter().map(|hook| {
+        Check::new(
+            "hooks",
+            Status::Warn,
+            format!(
+                "{} hook `{}` ({}) is {} and will not run; trust it in the Codex TUI's /hooks or add to {}:\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"",
+                hook.event.config_name(),
+                hook.handler.command,
+                hook.source_path.display(),
+                hook.trust.wire_name(),
+                config.config_file().display(),
+                hook.key,
+                hook.current_hash
+            ),
+        )
+    }));
+    checks
+}
+
+/// The skills a thread in the working directory would be offered, and the files that fail.
+fn skills(config: &Config) -> Vec<Check> {
+    let inventory = load_skills(&skill_roots(
+        &config.keel_home,
+        user_home().as_deref(),
+        &config.cwd,
+        config.project_trusted(&config.cwd),
+    ))
+    .with_switches(&config.skill_switches);
+    let off = inventory
+        .skills
+        .iter()
+        .filter(|skill| !skill.enabled)
+        .count();
+    let mut checks = vec![Check::new(
+        "skills",
+        Status::Ok,
+        format!(
+            "{} found{}",
+            inventory.skills.len(),
+            if off > 0 {
+                format!(", {off} turned off")
+            } else {
+                String::new()
+            }
+        ),
+    )];
+    checks.extend(inventory.errors.iter().map(|error| {
+        Check::new(
+            "skills",
+            Status::Warn,
+            format!(
+                "{}: {} (the skill is left out)",
+                error.path.display(),
+                error.message
+            ),
+        )
+    }));
+    checks
+}
