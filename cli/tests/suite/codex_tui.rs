@@ -130,6 +130,38 @@ impl TuiPane {
         self.keys(&["Enter"])
     }
 
+    /// Opens the model picker. The TUI refuses it, with a line saying so, until its start-up
+    /// requests are all answered (which takes a while on busy cores, after the composer is
+    /// already shown); each refusal is answered by asking again.
+    async fn open_model_picker(&self) -> anyhow::Result<()> {
+        const NOT_YET: &str = "Model selection is disabled until startup completes";
+        let refusals = |screen: &str| screen.matches(NOT_YET).count();
+        tokio::time::timeout(SCREEN_WAIT, async {
+            loop {
+                let before = refusals(&self.screen());
+                self.type_line("/model").await?;
+                let screen = poll_until(|| {
+                    Some(self.screen()).filter(|screen| {
+                        screen.contains("Select Model and Effort") || refusals(screen) > before
+                    })
+                })
+                .await?;
+                if screen.contains("Select Model and Effort") {
+                    return anyhow::Ok(());
+                }
+            }
+        })
+        .await
+        .map_err(|_| {
+            let message = format!(
+                "the model picker never opened; the screen shows:\n{}",
+                self.screen()
+            );
+            report_now(&message);
+            anyhow::anyhow!(message)
+        })?
+    }
+
     /// Waits until the screen holds `text`; fails with the screen otherwise.
     async fn wait_for(&self, text: &str) -> anyhow::Result<String> {
         poll_until(|| Some(self.screen()).filter(|screen| screen.contains(text)))
@@ -414,8 +446,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
 
     // The model picker: the model, then "High" as the default effort (saved to config.toml
     // with config/batchWrite, applied to this thread with thread/settings/update).
-    tui.type_line("/model").await?;
-    tui.wait_for("Select Model and Effort").await?;
+    tui.open_model_picker().await?;
     tui.wait_for("1. mock-model").await?;
     tui.keys(&["Enter"])?;
     tui.wait_for("Select Reasoning Level").await?;
