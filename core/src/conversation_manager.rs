@@ -15,7 +15,7 @@ use crate::conversation::{Conversation, NewConversation};
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 use crate::processes::ExecTarget;
-use crate::rollout::{self, RolloutRecorder};
+use crate::rollout::{self, RolloutRecorder, RolloutSink, RolloutStore};
 use crate::session::{Session, submission_loop};
 use crate::tools::DynTool;
 use crate::turn_context::AgentTools;
@@ -32,8 +32,8 @@ const EVENT_CAPACITY: usize = 1024;
 enum Recording {
     /// A new rollout file.
     New,
-    /// Continue this file (resume) or one already seeded (fork).
-    Existing(RolloutRecorder),
+    /// Continue this record (resume) or one already seeded (fork).
+    Existing(Arc<dyn RolloutSink>),
     /// Not recorded (ephemeral).
     Off,
 }
@@ -59,6 +59,9 @@ pub(crate) struct ManagerShared {
     model: EmbedderModel,
     /// The embedder's hooks, run in every conversation after the user's.
     hooks: Arc<[crate::hooks::EmbeddedHook]>,
+    /// Where new conversations are recorded, when the embedder chose; else rollout files
+    /// under each conversation's `keel_home`.
+    store: Option<Arc<dyn RolloutStore>>,
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -95,6 +98,7 @@ impl ConversationManager {
             Arc::from(Vec::new()),
             EmbedderModel::default(),
             Arc::from(Vec::new()),
+            None,
         )
     }
 
@@ -103,6 +107,7 @@ impl ConversationManager {
         tools: Arc<[Arc<dyn DynTool>]>,
         model: EmbedderModel,
         hooks: Arc<[crate::hooks::EmbeddedHook]>,
+        store: Option<Arc<dyn RolloutStore>>,
     ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
@@ -114,6 +119,7 @@ impl ConversationManager {
                 tools,
                 model,
                 hooks,
+                store,
             }),
         }
     }
@@ -170,6 +176,18 @@ impl ConversationManager {
             .await
     }
 
+    /// Continues the conversation `id` from the manager's rollout store (the rollout files
+    /// under `config.keel_home` unless the builder set another store): its history rebuilt
+    /// from what was recorded, new items added to the same record.
+    pub async fn resume_conversation_by_id(
+        &self,
+        config: Config,
+        id: ConversationId,
+    ) -> Result<NewConversation> {
+        let lineage = Lineage::root(&config);
+        self.shared.resume_stored(config, id, lineage).await
+    }
+
     /// [`Self::resume_conversation`] for a client that builds its own view of a long thread:
     /// the transcript is not collected into `initial_messages` but handed to `step` entry by
     /// entry while the file is read (once). A turn the file left open ends in the view as the
@@ -184,9 +202,11 @@ impl ConversationManager {
         let (loaded, state) =
             rollout::load_rollout_streaming(rollout_path, turn_boundaries, state, step).await?;
         let lineage = Lineage::root(&config);
+        let recorder: Arc<dyn RolloutSink> =
+            Arc::new(RolloutRecorder::open_append(rollout_path).await?);
         let mut new = self
             .shared
-            .resume_loaded(config, rollout_path, loaded, lineage)
+            .resume_loaded(config, recorder, loaded, lineage)
             .await?;
         new.session_configured.initial_messages = None;
         Ok((new, state))
@@ -212,7 +232,7 @@ impl ConversationManager {
             Some(loaded.meta.id),
             &config.dynamic_tools,
         );
-        let recorder = RolloutRecorder::create(&config.keel_home, meta).await?;
+        let recorder = self.shared.create_record(&config, meta).await?;
         let items: Vec<rollout::RolloutItem> = loaded
             .history
             .iter()
@@ -361,14 +381,51 @@ impl ManagerShared {
     ) -> Result<NewConversation> {
         let (loaded, ()) =
             rollout::load_rollout_streaming(rollout_path, |_| true, (), |(), _| {}).await?;
-        self.resume_loaded(config, rollout_path, loaded, lineage)
-            .await
+        let recorder: Arc<dyn RolloutSink> =
+            Arc::new(RolloutRecorder::open_append(rollout_path).await?);
+        self.resume_loaded(config, recorder, loaded, lineage).await
+    }
+
+    /// The store conversations started with `config` are recorded in.
+    fn store_for(&self, config: &Config) -> Arc<dyn RolloutStore> {
+        self.store
+            .clone()
+            .unwrap_or_else(|| Arc::new(rollout::FileRolloutStore::new(config.keel_home.clone())))
+    }
+
+    /// Starts the record of a new conversation.
+    async fn create_record(
+        &self,
+        config: &Config,
+        meta: rollout::SessionMeta,
+    ) -> Result<Arc<dyn RolloutSink>> {
+        self.store_for(config).create(meta).await
+    }
+
+    /// Resumes the conversation `id` from the store.
+    async fn resume_stored(
+        self: &Arc<Self>,
+        config: Config,
+        id: ConversationId,
+        lineage: Lineage,
+    ) -> Result<NewConversation> {
+        let store = self.store_for(&config);
+        let items = store
+            .load(id)
+            .await?
+            .ok_or(CoreError::ConversationNotFound(id))?;
+        let loaded = rollout::fold_items(items, rollout::stored_source(id))?;
+        let recorder = store
+            .open(id)
+            .await?
+            .ok_or(CoreError::ConversationNotFound(id))?;
+        self.resume_loaded(config, recorder, loaded, lineage).await
     }
 
     async fn resume_loaded(
         self: &Arc<Self>,
         mut config: Config,
-        rollout_path: &Path,
+        recorder: Arc<dyn RolloutSink>,
         mut loaded: rollout::LoadedRollout,
         lineage: Lineage,
     ) -> Result<NewConversation> {
@@ -377,7 +434,6 @@ impl ManagerShared {
         if config.dynamic_tools.is_empty() {
             config.dynamic_tools = std::mem::take(&mut loaded.meta.dynamic_tools);
         }
-        let recorder = RolloutRecorder::open_append(rollout_path).await?;
         let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
         recorder.record(&repairs).await?;
         let mut new = self
@@ -439,11 +495,13 @@ impl ManagerShared {
                     None,
                     &config.dynamic_tools,
                 );
-                Some(RolloutRecorder::create(&config.keel_home, meta).await?)
+                Some(self.create_record(&config, meta).await?)
             }
             Recording::Off => None,
         };
-        let rollout_path = recorder.as_ref().map(|r| r.path().to_path_buf());
+        let rollout_path = recorder
+            .as_ref()
+            .and_then(|r| r.path().map(Path::to_path_buf));
         tracing::debug!(
             conversation = %id,
             prompt_version = crate::prompt_context::BASE_INSTRUCTIONS_VERSION,

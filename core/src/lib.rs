@@ -92,10 +92,11 @@ pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use processes::{ProcessError, exec_server_bearer_token};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
-    ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, LoadedRollout, RolloutItem,
-    RolloutRecorder, SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout,
-    find_rollout_path, list_conversations, list_conversations_in, load_rollout, read_transcript,
-    summarise, unarchive_rollout,
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,
+    InMemoryRolloutStore, LoadedRollout, RolloutItem, RolloutRecorder, RolloutSink, RolloutStore,
+    SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout, find_rollout_path,
+    list_conversations, list_conversations_in, load_rollout, read_transcript, summarise,
+    unarchive_rollout,
 };
 pub use tls::install_tls_provider;
 pub use tools::{

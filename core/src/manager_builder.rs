@@ -1,12 +1,16 @@
 //! How an embedder sets up a [`ConversationManager`] with more than the defaults: its own
-//! tools, its own model backend, or API keys from code rather than the environment.
+//! tools, hooks and model backend, API keys from code rather than the environment, and where
+//! conversations are recorded.
 
 use std::sync::Arc;
 
 use crate::client::{ApiKeyFn, ModelProvider};
 use crate::conversation_manager::ConversationManager;
 use crate::hooks::EmbeddedHook;
-use crate::tools::{DynTool, ToolRegistrationError, is_builtin_name, valid_tool_name};
+use crate::rollout::RolloutStore;
+use crate::tools::{
+    DynTool, ObservedTool, ToolRegistrationError, is_builtin_name, valid_tool_name,
+};
 use crate::turn_setup::{EmbedderModel, EnvLookup};
 
 impl ConversationManager {
@@ -23,6 +27,7 @@ pub struct ConversationManagerBuilder {
     tools: Vec<Arc<dyn DynTool>>,
     model: EmbedderModel,
     hooks: Vec<EmbeddedHook>,
+    store: Option<Arc<dyn RolloutStore>>,
 }
 
 impl ConversationManagerBuilder {
@@ -73,6 +78,14 @@ impl ConversationManagerBuilder {
         self
     }
 
+    /// Records every conversation of the manager (sub-agents' included) in `store` instead of
+    /// rollout files under each configuration's `keel_home`;
+    /// [`ConversationManager::resume_conversation_by_id`] reads them back from it.
+    pub fn rollout_store(mut self, store: Arc<dyn RolloutStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
     /// one of Keel's own tools, is given twice, or differs from the name in its definition.
     pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
@@ -97,11 +110,13 @@ impl ConversationManagerBuilder {
         let env = self
             .env
             .unwrap_or_else(|| Arc::new(|name: &str| std::env::var(name).ok()));
+        let tools: Vec<Arc<dyn DynTool>> = self.tools.into_iter().map(ObservedTool::wrap).collect();
         Ok(ConversationManager::from_parts(
             env,
-            Arc::from(self.tools),
+            Arc::from(tools),
             self.model,
             Arc::from(self.hooks),
+            self.store,
         ))
     }
 }

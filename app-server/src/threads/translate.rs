@@ -357,7 +357,10 @@ impl Translator {
             | EventMsg::McpToolCallProgress(_)
             | EventMsg::McpStartupUpdate(_)
             | EventMsg::ElicitationRequest(_) => out.extend(self.mcp(&event.msg)),
-            EventMsg::DynamicToolCallRequest(_) | EventMsg::DynamicToolCallEnd(_) => {
+            EventMsg::DynamicToolCallRequest(_)
+            | EventMsg::DynamicToolCallEnd(_)
+            | EventMsg::ToolCallBegin(_)
+            | EventMsg::ToolCallEnd(_) => {
                 out.extend(self.client_tool(&event.msg));
             }
             EventMsg::CollabToolCallBegin(call) => {

@@ -1,12 +1,15 @@
 //! Rollout files: every conversation is recorded as JSONL under
 //! `$KEEL_HOME/sessions/YYYY/MM/DD/rollout-<timestamp>-<id>.jsonl`, one line per item, flushed
 //! as it goes, so a crash loses at most the line in flight. Resume and fork read them back.
+//! An embedding program may record them elsewhere through a [`RolloutStore`].
 
 mod archive;
+mod fold;
 mod list;
 mod reader;
 mod reader_thread;
 mod recorder;
+mod store;
 
 pub use archive::{archive_rollout, unarchive_rollout};
 pub use list::{
@@ -20,6 +23,8 @@ pub const SESSIONS_DIR: &str = "sessions";
 pub const ARCHIVED_SESSIONS_DIR: &str = "archived_sessions";
 pub use recorder::RolloutRecorder;
 pub(crate) use recorder::recorder_meta;
+pub use store::{FileRolloutStore, InMemoryRolloutStore, RolloutSink, RolloutStore};
+pub(crate) use store::{fold_items, stored_source};
 
 use std::path::{Path, PathBuf};
 
@@ -165,11 +170,7 @@ fn load_rollout_blocking(
         }
     }
     let mut lines = RolloutLines::open(path).map_err(io_error)?;
-    let mut meta = None;
-    let mut history = Vec::new();
-    let mut events = Vec::new();
-    let mut name = None;
-    let mut token_info = None;
+    let mut fold = fold::RolloutFold::default();
     // History before the last compaction is replaced by it: those lines are not even read.
     let needed = |number: usize, kind: LineKind, _: &[u8]| {
         number >= last_compaction || !matches!(kind, LineKind::ResponseItem | LineKind::Compacted)
@@ -179,44 +180,11 @@ fn load_rollout_blocking(
             && line.len() > HUGE_LINE_BYTES
             && let Some(end) = huge_exec_command_end(line)
         {
-            let end = EventMsg::ExecCommandEnd(end);
-            if keep(&end) {
-                events.push(end.clone());
-            }
-            step(TranscriptEntry::Event(end));
+            fold.push_event(EventMsg::ExecCommandEnd(end), keep, step);
             continue;
         }
         match serde_json::from_slice::<RolloutLine>(line) {
-            Ok(RolloutLine { item, .. }) => match item {
-                RolloutItem::SessionMeta(found) => {
-                    if meta.is_none() {
-                        meta = Some(found);
-                    }
-                }
-                RolloutItem::ResponseItem(item) => history.push(item),
-                RolloutItem::EventMsg(event) => {
-                    if let EventMsg::TokenCount(count) = &event
-                        && count.info.is_some()
-                    {
-                        token_info.clone_from(&count.info);
-                    }
-                    let event = for_transcript(event);
-                    if keep(&event) {
-                        events.push(event.clone());
-                    }
-                    step(TranscriptEntry::Event(event));
-                }
-                RolloutItem::ThreadName(found) => name = Some(found),
-                RolloutItem::Rollback(num_turns) => {
-                    drop_last_turns(&mut history, &mut events, num_turns);
-                    step(TranscriptEntry::Rollback(num_turns));
-                }
-                RolloutItem::Compacted(compacted) => {
-                    history = compacted.replacement_history.unwrap_or_else(|| {
-                        vec![crate::models::compacted_summary_item(&compacted.message)]
-                    });
-                }
-            },
+            Ok(RolloutLine { item, .. }) => fold.push(item, keep, step),
             Err(err) => {
                 tracing::warn!(
                     "{}:{}: skipping unreadable rollout line: {err}",
@@ -226,18 +194,7 @@ fn load_rollout_blocking(
             }
         }
     }
-    let meta = meta.ok_or_else(|| CoreError::Rollout {
-        path: path.to_path_buf(),
-        message: "no session_meta line; not a Keel rollout file".to_string(),
-    })?;
-    Ok(LoadedRollout {
-        meta,
-        history,
-        events,
-        name,
-        token_info,
-        path: path.to_path_buf(),
-    })
+    fold.finish(path.to_path_buf())
 }
 
 /// A step of a recorded transcript, as [`read_transcript`] hands them out.
@@ -444,5 +401,6 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::ContextCompacted(_)
             | EventMsg::McpToolCallEnd(_)
             | EventMsg::DynamicToolCallEnd(_)
+            | EventMsg::ToolCallEnd(_)
     )
 }

@@ -29,7 +29,7 @@ use crate::agents::AgentControl;
 use crate::mcp::{McpServers, McpToolCatalog};
 use crate::models::ResponseItem;
 use crate::processes::{ExecTarget, ProcessLayer};
-use crate::rollout::{RolloutItem, RolloutRecorder, is_persisted_event};
+use crate::rollout::{RolloutItem, RolloutSink, is_persisted_event};
 use crate::shell_snapshot::ShellSnapshots;
 use crate::tools::DynTool;
 use crate::unified_exec::UnifiedExecSessions;
@@ -78,7 +78,7 @@ pub(crate) struct Session {
     user_inputs: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::UserInputResponse>>>,
     /// Calls of the client's own tools waiting for its answers.
     dynamic_calls: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::DynamicToolResponse>>>,
-    rollout: Option<RolloutRecorder>,
+    rollout: Option<Arc<dyn RolloutSink>>,
     /// Where the conversation's commands run; dropping it kills them all.
     processes: ProcessLayer,
     /// The model's live `exec_command` sessions.
@@ -110,7 +110,7 @@ impl Session {
         id: ConversationId,
         turn_context: TurnContext,
         history: Vec<ResponseItem>,
-        rollout: Option<RolloutRecorder>,
+        rollout: Option<Arc<dyn RolloutSink>>,
         tx_event: mpsc::Sender<Event>,
         links: SessionLinks,
     ) -> Self {
@@ -275,7 +275,7 @@ impl Session {
     pub(crate) fn rollout_path(&self) -> Option<std::path::PathBuf> {
         self.rollout
             .as_ref()
-            .map(|rollout| rollout.path().to_path_buf())
+            .and_then(|rollout| rollout.path().map(std::path::Path::to_path_buf))
     }
 
     pub(crate) fn turn_context(&self) -> Arc<TurnContext> {

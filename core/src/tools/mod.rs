@@ -17,6 +17,7 @@ mod dynamic;
 mod host;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod observed;
 mod patch;
 mod plan;
 mod registry;
@@ -35,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 pub use context::ToolContext;
 pub(crate) use dynamic::dynamic_tools;
 pub(crate) use host::ToolHost;
+pub(crate) use observed::ObservedTool;
 pub use registry::ToolRegistrationError;
 pub(crate) use registry::{ToolRegistry, ToolRegistryBuilder, valid_tool_name};
 pub(crate) use tool::function_spec;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use keel_core::{
     ConversationManager, Tool, ToolApproval, ToolContext, ToolError, ToolRegistrationError,
 };
-use keel_protocol::ReviewDecision;
+use keel_protocol::{EventMsg, ReviewDecision};
 use keel_test_support::{Script, Turn, assistant_message, function_call};
 use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
@@ -116,6 +116,7 @@ async fn a_tool_that_wants_approval_runs_only_once_the_user_says_yes() -> anyhow
 async fn under_never_a_tool_that_wants_approval_runs_without_asking() -> anyhow::Result<()> {
     let script = Script::new([
         Turn::new([function_call("d1", "delete_record", r#"{"id":7}"#)]),
+        Turn::new([function_call("d2", "delete_record", r#"{"id":"x"}"#)]),
         Turn::new([assistant_message("done")]),
     ]);
     let mut env = TestEnv::new(script, &[]).await?;
@@ -123,9 +124,44 @@ async fn under_never_a_tool_that_wants_approval_runs_without_asking() -> anyhow:
     env.manager = manager_with(&deleted)?;
     let new = env.start().await?;
     say(&new.conversation, "clean up").await?;
-    let (_, requests) = answer_approvals(&new.conversation, &[]).await?;
+    let (events, requests) = answer_approvals(&new.conversation, &[]).await?;
     assert_eq!(requests.len(), 0);
     assert_eq!(deleted.load(Ordering::SeqCst), 1);
+
+    // Each call is announced as built-in calls are: begin, then end with the output.
+    let calls: Vec<(String, String, bool)> = events
+        .iter()
+        .filter_map(|event| match &event.msg {
+            EventMsg::ToolCallBegin(begin) => Some((
+                format!("begin {}", begin.call_id),
+                begin.arguments.to_string(),
+                true,
+            )),
+            EventMsg::ToolCallEnd(end) => Some((
+                format!("end {} {}", end.call_id, end.tool),
+                end.output.clone(),
+                end.success,
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    assert_eq!(
+        calls[0],
+        ("begin d1".to_string(), r#"{"id":7}"#.to_string(), true)
+    );
+    assert_eq!(
+        calls[1],
+        (
+            "end d1 delete_record".to_string(),
+            "deleted 7 (call d1)".to_string(),
+            true
+        )
+    );
+    assert_eq!(calls[2].0, "begin d2");
+    assert_eq!(calls[3].0, "end d2 delete_record");
+    assert!(calls[3].1.starts_with("invalid arguments"), "{calls:#?}");
+    assert!(!calls[3].2);
     Ok(())
 }
 

@@ -11,6 +11,7 @@ mod parser_properties;
 mod patch_links;
 mod patches;
 mod retries;
+mod rollout_store;
 mod rollouts;
 mod sandbox;
 mod sandbox_approvals;

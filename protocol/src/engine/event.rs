@@ -115,6 +115,10 @@ pub enum EventMsg {
     DynamicToolCallRequest(super::DynamicToolCallRequestEvent),
     /// A call of a client's tool ended.
     DynamicToolCallEnd(super::DynamicToolCallEndEvent),
+    /// The model called a tool the embedding program registered.
+    ToolCallBegin(super::ToolCallBeginEvent),
+    /// A call of the embedding program's tool ended.
+    ToolCallEnd(super::ToolCallEndEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }
