@@ -100,6 +100,7 @@ pub use rollout::{
 };
 pub use tls::install_tls_provider;
 pub use tools::{
-    DynTool, Tool, ToolApproval, ToolContext, ToolError, ToolInput, ToolRegistrationError,
+    CommandOutput, DynTool, Tool, ToolApproval, ToolContext, ToolError, ToolInput,
+    ToolRegistrationError,
 };
 pub use unified_exec::BackgroundTerminal;

@@ -24,6 +24,7 @@ mod registry;
 mod shell;
 mod spec;
 mod tool;
+mod tool_command;
 mod turn_diff;
 mod unified_exec;
 mod user_input;
@@ -41,6 +42,7 @@ pub use registry::ToolRegistrationError;
 pub(crate) use registry::{ToolRegistry, ToolRegistryBuilder, valid_tool_name};
 pub(crate) use tool::function_spec;
 pub use tool::{DynTool, Tool, ToolApproval, ToolError, ToolInput};
+pub use tool_command::CommandOutput;
 pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 

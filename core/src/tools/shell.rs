@@ -209,7 +209,7 @@ impl BuiltinCall<'_> {
 
     /// Whether `call` may run outside the sandbox that cannot confine it: the user's answer,
     /// or `Err` with the text for the model.
-    async fn allow_without_sandbox(
+    pub(super) async fn allow_without_sandbox(
         &self,
         call: &ExecCall,
         reason: &str,
@@ -275,7 +275,7 @@ impl BuiltinCall<'_> {
     }
 
     /// Runs `call` (under `sandbox`, if given), reporting it with `exec_command_*` events.
-    async fn execute(
+    pub(super) async fn execute(
         &self,
         call: &ExecCall,
         sandbox: Option<&SandboxCommand>,

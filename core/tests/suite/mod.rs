@@ -3,6 +3,7 @@ mod common;
 mod concurrency;
 mod config_errors;
 mod embedder;
+mod embedder_commands;
 mod embedder_hooks;
 mod examples;
 mod interrupt;
