@@ -3,7 +3,9 @@
 //! items as a well-formed stream (the command runs with the right arguments, the text and the
 //! reasoning arrive whole).
 
-use keel_test_support::{MockModelServer, Script, Turn, assistant_message, write_config};
+use std::time::Duration;
+
+use keel_test_support::{Fault, MockModelServer, Script, Turn, assistant_message, write_config};
 use serde_json::{Value, json};
 
 use super::exec::keel_exec;
@@ -41,8 +43,13 @@ fn call_fragment(index: Option<u64>, id: Option<&str>, name: Option<&str>, args:
 /// Runs `keel exec` on the Chat API with `first` as the first reply and a plain answer after;
 /// returns the mock and keel's stdout and stderr.
 async fn run(first: Vec<String>) -> anyhow::Result<(MockModelServer, String, String)> {
+    run_turn(Turn::raw(first)).await
+}
+
+/// [`run`] with the first reply as a whole turn (a raw one with a fault, say).
+async fn run_turn(first: Turn) -> anyhow::Result<(MockModelServer, String, String)> {
     let mock = MockModelServer::start(Script::new([
-        Turn::raw(first),
+        first,
         Turn::new([assistant_message("all done")]),
     ]))
     .await?;
@@ -55,6 +62,11 @@ async fn run(first: Vec<String>) -> anyhow::Result<(MockModelServer, String, Str
             ("model_providers.mock.wire_api", toml::Value::from("chat")),
             // The recorded streams call `shell`.
             ("features.unified_exec", toml::Value::from(false)),
+            // Only the stream's own end may finish an answer, never the idle timeout.
+            (
+                "model_providers.mock.stream_idle_timeout_ms",
+                toml::Value::from(600_000),
+            ),
         ],
     )?;
     let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
@@ -143,6 +155,76 @@ async fn parallel_calls_interleaved_by_index() -> anyhow::Result<()> {
     assert!(outputs[0].1.contains("FIRST"));
     assert_eq!(outputs[1].0, "call_y");
     assert!(outputs[1].1.contains("SECOND"));
+
+    // Replayed in the form strict chat templates take: roles alternate (only `tool` repeats),
+    // and both calls sit in one assistant message, followed by one tool message each.
+    let requests = mock.requests();
+    let messages = requests[1].input();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        roles
+            .windows(2)
+            .all(|pair| pair[0] != pair[1] || pair[0] == "tool"),
+        "{roles:?}"
+    );
+    assert_eq!(roles[roles.len() - 3..], ["assistant", "tool", "tool"]);
+    let calls = messages[roles.len() - 3]["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<&str> = calls.iter().filter_map(|c| c["id"].as_str()).collect();
+    assert_eq!(ids, ["call_x", "call_y"]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_reused_with_a_new_id_is_a_new_call() -> anyhow::Result<()> {
+    let frames = vec![
+        chunk(
+            Some("c-5"),
+            call_fragment(
+                Some(0),
+                Some("call_one"),
+                Some("shell"),
+                json!("{\"command\":[\"echo\",\"ONE\"]}"),
+            ),
+            None,
+        ),
+        chunk(
+            None,
+            call_fragment(
+                Some(0),
+                Some("call_two"),
+                Some("shell"),
+                json!("{\"command\":[\"echo\",\"TWO\"]}"),
+            ),
+            Some("tool_calls"),
+        ),
+        "[DONE]".to_string(),
+    ];
+    let (mock, _, _) = run(frames).await?;
+    let outputs = outputs(&mock);
+    assert_eq!(outputs.len(), 2, "{outputs:?}");
+    assert_eq!(outputs[0].0, "call_one");
+    assert!(outputs[0].1.contains("ONE"), "{outputs:?}");
+    assert_eq!(outputs[1].0, "call_two");
+    assert!(outputs[1].1.contains("TWO"), "{outputs:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_reason_ends_the_answer_though_the_stream_stays_open() -> anyhow::Result<()> {
+    let frames = vec![
+        chunk(Some("c-6"), json!({"content": "open-ended answer"}), None),
+        chunk(None, json!({}), Some("stop")),
+    ];
+    // The server sends nothing more (no usage, no `[DONE]`) and keeps the connection open.
+    let turn = Turn::raw(frames).with_fault(Fault::stall_after(2, Duration::from_secs(600)));
+    let (_, stdout, stderr) = run_turn(turn).await?;
+    assert_eq!(stdout, "open-ended answer\n", "{stderr}");
     Ok(())
 }
 

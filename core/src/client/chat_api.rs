@@ -65,12 +65,16 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     let tools: Vec<Value> = prompt.tools.iter().filter_map(chat_tool).collect();
     let mut body = json!({
         "model": settings.model,
-        "messages": messages,
+        "messages": merge_adjacent(messages),
         "stream": true,
         "stream_options": {"include_usage": true},
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+    }
+    if let Some(effort) = settings.reasoning_effort {
+        // Only when the user chose one: servers of models that do not reason may refuse it.
+        body["reasoning_effort"] = serde_json::to_value(effort).unwrap_or(Value::Null);
     }
     if let Some(schema) = &prompt.output_schema {
         body["response_format"] = json!({
@@ -83,6 +87,77 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
         });
     }
     body
+}
+
+/// The canonical form strict chat templates expect: the calls of one assistant step in one
+/// assistant message (after its text, if any), then one `tool` message per call; consecutive
+/// messages of the same role (system, user) joined into one. `tool` messages stay apart.
+fn merge_adjacent(messages: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let role = message["role"].as_str().unwrap_or_default().to_string();
+        let Some(last) = out.last_mut() else {
+            out.push(message);
+            continue;
+        };
+        if role == "tool" || last["role"] != role.as_str() {
+            out.push(message);
+            continue;
+        }
+        if role == "assistant" {
+            // Text after calls would change their order: only calls (and text before them)
+            // join the message.
+            let last_has_calls = last.get("tool_calls").is_some();
+            let text = message["content"].as_str().unwrap_or_default();
+            match message.get("tool_calls").and_then(Value::as_array) {
+                Some(calls) => {
+                    if !text.is_empty() {
+                        out.push(message);
+                        continue;
+                    }
+                    let mut joined = last["tool_calls"].as_array().cloned().unwrap_or_default();
+                    joined.extend(calls.iter().cloned());
+                    last["tool_calls"] = Value::Array(joined);
+                }
+                None if last_has_calls => {
+                    out.push(message);
+                    continue;
+                }
+                None => join_content(last, &message),
+            }
+        } else {
+            join_content(last, &message);
+        }
+    }
+    out
+}
+
+/// Appends `message`'s content to `last`'s: text joined by a blank line, parts concatenated.
+fn join_content(last: &mut Value, message: &Value) {
+    let as_parts = |content: &Value| -> Vec<Value> {
+        match content {
+            Value::String(text) if text.is_empty() => Vec::new(),
+            Value::String(text) => vec![json!({"type": "text", "text": text})],
+            Value::Array(parts) => parts.clone(),
+            _ => Vec::new(),
+        }
+    };
+    match (&last["content"], &message["content"]) {
+        (Value::String(a), Value::String(b)) => {
+            let joined = match (a.is_empty(), b.is_empty()) {
+                (true, _) => b.clone(),
+                (_, true) => a.clone(),
+                _ => format!("{a}\n\n{b}"),
+            };
+            last["content"] = Value::String(joined);
+        }
+        (Value::Null, other) => last["content"] = other.clone(),
+        (first, second) => {
+            let mut parts = as_parts(first);
+            parts.extend(as_parts(second));
+            last["content"] = Value::Array(parts);
+        }
+    }
 }
 
 fn assistant_tool_call(call_id: &str, name: &str, arguments: String) -> Value {
@@ -135,8 +210,11 @@ pub(super) struct ChatAccumulator {
     text: String,
     reasoning: String,
     tool_calls: BTreeMap<u64, PendingToolCall>,
-    /// The key the last fragment without an index went to.
+    /// The key the last fragment went to.
     last_call_key: Option<u64>,
+    /// The call each stream `index` currently continues (a server may reuse an index for a
+    /// new call, with a new id).
+    index_keys: BTreeMap<u64, u64>,
     usage: Option<TokenUsage>,
     response_id: String,
     finish_reason_seen: bool,
@@ -208,6 +286,10 @@ impl ChatAccumulator {
                 self.add_call_fragment(call);
             }
         }
+        // Usage comes last, after the `finish_reason`: the answer is complete.
+        if self.finish_reason_seen && self.usage.is_some() {
+            events.extend(self.finish());
+        }
         Ok(events)
     }
 
@@ -217,17 +299,32 @@ impl ChatAccumulator {
             .get("id")
             .and_then(Value::as_str)
             .filter(|id| !id.is_empty());
+        let next_key = self.tool_calls.keys().next_back().map_or(0, |k| k + 1);
+        // A fragment with an id other than that of the call it would continue starts a call.
+        let starts_new = |key: u64| {
+            id.is_some_and(|id| {
+                self.tool_calls
+                    .get(&key)
+                    .is_some_and(|c| !c.id.is_empty() && c.id != id)
+            })
+        };
         let key = match call.get("index").and_then(Value::as_u64) {
-            Some(index) => index,
+            Some(index) => match self.index_keys.get(&index).copied() {
+                Some(key) if !starts_new(key) => key,
+                _ => {
+                    self.index_keys.insert(index, next_key);
+                    next_key
+                }
+            },
             // No index: a fragment with a new id starts a call, others continue the last one.
             None => match (self.last_call_key, id) {
                 (Some(last), Some(id))
                     if self.tool_calls.get(&last).is_some_and(|c| c.id != id) =>
                 {
-                    self.tool_calls.keys().next_back().map_or(0, |k| k + 1)
+                    next_key
                 }
                 (Some(last), _) => last,
-                (None, _) => self.tool_calls.keys().next_back().map_or(0, |k| k + 1),
+                (None, _) => next_key,
             },
         };
         self.last_call_key = Some(key);
@@ -292,6 +389,7 @@ impl ChatAccumulator {
             }));
         }
         self.last_call_key = None;
+        self.index_keys.clear();
         self.finish_reason_seen = false;
         events.push(ResponseEvent::Completed {
             response_id: std::mem::take(&mut self.response_id),

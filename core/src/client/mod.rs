@@ -124,6 +124,10 @@ enum Source {
     Events(Pin<Box<dyn Stream<Item = Result<ResponseEvent>> + Send>>),
 }
 
+/// How long a Chat stream may stay open after its `finish_reason` before the answer is taken
+/// as complete.
+const CHAT_AFTER_FINISH_WAIT: Duration = Duration::from_secs(2);
+
 impl ResponseStream {
     /// A response made of `events`, for a [`ModelProvider`] that produces events itself.
     /// It must end with [`ResponseEvent::Completed`]; a stream that ends before that counts as
@@ -178,7 +182,22 @@ impl ResponseStream {
                     wire_api,
                     chat,
                 } => {
-                    let Some(frame) = frames.next().await else {
+                    // A Chat server that gave its `finish_reason` has finished its answer; some
+                    // keep the stream open after it (no usage, no `[DONE]`): wait a moment for
+                    // the usage chunk, then end the answer rather than wait for the idle timeout.
+                    let next = if *wire_api == WireApi::Chat && chat.saw_finish_reason() {
+                        match tokio::time::timeout(CHAT_AFTER_FINISH_WAIT, frames.next()).await {
+                            Ok(next) => next,
+                            Err(_) => {
+                                self.finished = true;
+                                self.ready.extend(chat.finish());
+                                continue;
+                            }
+                        }
+                    } else {
+                        frames.next().await
+                    };
+                    let Some(frame) = next else {
                         self.finished = true;
                         // A Chat server that said why it stopped (`finish_reason`) and closed
                         // the stream without `[DONE]` has finished its answer; anything else

@@ -140,12 +140,23 @@ fn stream(model: &str, request: &CapturedRequest, turn: &Turn, body_len: usize) 
 
 fn stream_body(model: &str, request: &CapturedRequest, turn: &Turn, body_len: usize) -> Response {
     if !turn.raw_frames.is_empty() {
-        let body: String = turn
-            .raw_frames
-            .iter()
-            .map(|data| format!("data: {data}\n\n"))
-            .collect();
-        let mut response = Response::new(Body::from(body));
+        // Verbatim, with a stall where the turn's fault puts one (a server that keeps the
+        // stream open after its last frame: a stall after every frame).
+        let mut steps = std::collections::VecDeque::new();
+        for (index, data) in turn.raw_frames.iter().enumerate() {
+            steps.push_back(crate::mock::sse::Step::Send(Bytes::from(format!(
+                "data: {data}\n\n"
+            ))));
+            if let Some(Fault::Stall {
+                after_events,
+                duration,
+            }) = &turn.fault
+                && *after_events == index + 1
+            {
+                steps.push_back(crate::mock::sse::Step::Sleep(*duration));
+            }
+        }
+        let mut response = Response::new(Body::from_stream(play(steps)));
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/event-stream"),
