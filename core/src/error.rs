@@ -122,7 +122,10 @@ impl CoreError {
             Self::ResponseFailed { code, .. } => {
                 code.as_deref().is_some_and(is_transient_failure_code)
             }
-            Self::HttpStatus { status, .. } => *status == 429 || *status >= 500,
+            Self::HttpStatus { status, body, .. } => {
+                (*status == 429 && !body_error_code(body).is_some_and(is_permanent_failure_code))
+                    || *status >= 500
+            }
             Self::Config(_)
             | Self::MissingApiKey(_)
             | Self::Interrupted
@@ -214,6 +217,26 @@ fn transport_cause(error: &reqwest::Error) -> String {
         causes.push(kind.to_string());
     }
     causes.join(": ")
+}
+
+/// The `error.code` (else `error.type`) of an OpenAI-style error body.
+fn body_error_code(body: &str) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    let error = json.get("error")?;
+    error
+        .get("code")
+        .and_then(serde_json::Value::as_str)
+        .or_else(|| error.get("type").and_then(serde_json::Value::as_str))
+        .map(str::to_string)
+}
+
+/// Codes that come with a 429 but that waiting does not cure: the account's quota or
+/// billing, not the request rate.
+fn is_permanent_failure_code(code: String) -> bool {
+    matches!(
+        code.as_str(),
+        "insufficient_quota" | "billing_hard_limit_reached" | "usage_not_included"
+    )
 }
 
 /// Error codes of a failed response that a new attempt may not meet (the provider was busy or

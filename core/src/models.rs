@@ -144,6 +144,11 @@ pub enum ContentItem {
         /// The text.
         text: String,
     },
+    /// The model declined to answer, saying why.
+    Refusal {
+        /// What it said.
+        refusal: String,
+    },
 }
 
 impl ContentItem {
@@ -151,6 +156,7 @@ impl ContentItem {
     pub fn text(&self) -> Option<&str> {
         match self {
             Self::InputText { text } | Self::OutputText { text } => Some(text),
+            Self::Refusal { refusal } => Some(refusal),
             Self::InputImage { .. } => None,
         }
     }

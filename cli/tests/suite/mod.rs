@@ -21,6 +21,7 @@ mod prompt;
 mod quickstart;
 mod rate_limits;
 mod reasoning;
+mod responses_parts;
 mod sandbox;
 mod skills;
 mod teardown;

@@ -194,9 +194,10 @@ pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
             summary_index: envelope.summary_index.unwrap_or_default(),
         }],
         "response.output_item.done" => {
-            let item = envelope
+            let mut item = envelope
                 .item
                 .ok_or_else(|| CoreError::Stream("output_item.done without `item`".into()))?;
+            keep_known_parts(&mut item);
             match serde_json::from_value::<ResponseItem>(item) {
                 Ok(ResponseItem::Other) => Vec::new(),
                 Ok(item) => vec![ResponseEvent::OutputItemDone(item)],
@@ -238,4 +239,25 @@ pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
         }
         _ => Vec::new(),
     })
+}
+
+/// Drops the parts of a message Keel cannot use (`output_audio`, and whatever kinds come
+/// next), so one such part does not fail the whole answer; text and refusals stay.
+fn keep_known_parts(item: &mut Value) {
+    if item.get("type").and_then(Value::as_str) != Some("message") {
+        return;
+    }
+    if let Some(Value::Array(parts)) = item.get_mut("content") {
+        parts.retain(|part| {
+            let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
+            let known = matches!(
+                kind,
+                "output_text" | "refusal" | "input_text" | "input_image"
+            );
+            if !known {
+                tracing::debug!(kind, "dropping a message part Keel does not use");
+            }
+            known
+        });
+    }
 }

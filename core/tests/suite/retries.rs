@@ -91,6 +91,35 @@ async fn gives_up_after_the_retry_budget_with_an_error() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A 429 for an exhausted quota is not a rate limit: waiting does not cure it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_quota_fails_at_once() -> anyhow::Result<()> {
+    let script = Script::new([Turn::failing(Fault::http_with_body(
+        429,
+        r#"{"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"You exceeded your current quota"}}"#,
+    ))]);
+    let (env, events) = run(
+        script,
+        &[("model_providers.mock.request_max_retries", 3.into())],
+    )
+    .await?;
+    let Some(EventMsg::Error(err)) = events.last().map(|e| e.msg.clone()) else {
+        anyhow::bail!("expected an error, got {:?}", kinds(&events));
+    };
+    assert!(
+        err.message.contains("exceeded your current quota"),
+        "{}",
+        err.message
+    );
+    assert!(retry_notices(&events).is_empty());
+    assert_eq!(
+        env.mock.requests().len(),
+        1,
+        "an exhausted quota must not be retried"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_fails_at_once_with_the_server_message() -> anyhow::Result<()> {
     let script = Script::new([Turn::failing(Fault::http_with_body(
