@@ -34,11 +34,12 @@ pub const MAX_STREAM_MAX_RETRIES: u64 = 100;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WireApi {
-    /// The OpenAI Responses API (`POST /responses`).
-    Responses,
-    /// The Chat Completions API (`POST /chat/completions`); Codex's default for user-defined
-    /// providers, kept so existing files mean the same thing.
+    /// The OpenAI Responses API (`POST /responses`); the default for a provider that does not
+    /// say, as in Codex 0.169.
     #[default]
+    Responses,
+    /// The Chat Completions API (`POST /chat/completions`), which most local servers and
+    /// gateways speak (`wire_api = "chat"`).
     Chat,
 }
 
@@ -264,6 +265,16 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_that_does_not_name_its_wire_speaks_responses()
+    -> std::result::Result<(), toml::de::Error> {
+        let provider: ModelProviderInfo =
+            toml::from_str("name = \"gateway\"\nbase_url = \"http://127.0.0.1:9/v1\"\n")?;
+        assert_eq!(provider.wire_api, WireApi::Responses);
+        assert_eq!(provider.endpoint_url(), "http://127.0.0.1:9/v1/responses");
+        Ok(())
+    }
+
+    #[test]
     fn openai_built_in() {
         let providers = built_in_model_providers(None);
         let openai = &providers["openai"];
@@ -365,7 +376,7 @@ mod tests {
         let provider = ModelProviderInfo::default();
         assert_eq!(
             provider.endpoint_url(),
-            "https://api.openai.com/v1/chat/completions"
+            "https://api.openai.com/v1/responses"
         );
     }
 

@@ -445,7 +445,7 @@ request_max_retries = 9
     );
     assert_eq!(
         config.model_provider.endpoint_url(),
-        "http://127.0.0.1:1/v1/chat/completions?api-version=2025-04-01"
+        "http://127.0.0.1:1/v1/responses?api-version=2025-04-01"
     );
     assert_eq!(
         config.sandbox_policy,
