@@ -166,6 +166,39 @@ async fn a_request_rejected_for_length_is_compacted_and_retried() -> anyhow::Res
     Ok(())
 }
 
+/// The history that did not fit does not fit the summary request either: its oldest part is
+/// left out of that request (never a tool output without its call) until it fits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_request_too_long_itself_leaves_out_the_oldest_items() -> anyhow::Result<()> {
+    let script = Script::new([
+        Turn::new([shell_call("c1", ["echo", "FIRST-OUTPUT"])]).with_usage(LIGHT),
+        Turn::new([shell_call("c2", ["echo", "SECOND-OUTPUT"])]).with_usage(LIGHT),
+        Turn::failing(Fault::http_with_body(400, OVERFLOW_BODY)),
+        Turn::failing(Fault::http_with_body(400, OVERFLOW_BODY)),
+        Turn::new([assistant_message("SUMMARY")]).with_usage(LIGHT),
+        Turn::new([assistant_message("recovered")]).with_usage(LIGHT),
+    ]);
+    let (mock, home, ws) = setup(script).await?;
+    let out = keel_exec(home.path(), ws.path(), &["TASK-WORDS"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "recovered\n");
+    let whole = request_text(&mock, 3)?;
+    let trimmed = request_text(&mock, 4)?;
+    assert!(whole.contains("FIRST-OUTPUT") && whole.contains("SECOND-OUTPUT"));
+    assert!(trimmed.contains("Stop working on the task"), "{trimmed}");
+    assert!(!trimmed.contains("FIRST-OUTPUT"), "{trimmed}");
+    assert!(trimmed.contains("SECOND-OUTPUT"), "{trimmed}");
+    let calls = mock.requests()[4].body.to_string();
+    assert!(
+        !calls.contains("\"c1\""),
+        "an output or call of c1 is left: {calls}"
+    );
+    let retried = request_text(&mock, 5)?;
+    assert!(retried.contains("TASK-WORDS") && retried.contains("SUMMARY"));
+    mock.verify()?;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_still_too_long_after_compaction_fails_clearly() -> anyhow::Result<()> {
     let script = Script::new([

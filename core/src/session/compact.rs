@@ -56,12 +56,32 @@ pub(crate) async fn compact(
     let instructions = instructions
         .or(context.compact_prompt.as_deref())
         .unwrap_or(COMPACT_INSTRUCTIONS);
-    let mut request_history = history.clone();
-    request_history.push(ResponseItem::user_text(instructions));
-    // The summary is all that is wanted: no tool may be called.
-    let mut prompt = build_prompt(&context, request_history, Vec::new());
-    prompt.conversation_id = Some(session.id().to_string());
-    let summary = summarise(session, ids, &prompt, cancel).await?;
+    // The history that no longer fits may not fit the summary request either: its oldest part
+    // is left out of the request (not of what is kept) until the request fits.
+    let mut skipped = 0;
+    let summary = loop {
+        let mut request_history = history[skipped..].to_vec();
+        request_history.push(ResponseItem::user_text(instructions));
+        // The summary is all that is wanted: no tool may be called.
+        let mut prompt = build_prompt(&context, request_history, Vec::new());
+        prompt.conversation_id = Some(session.id().to_string());
+        match summarise(session, ids, &prompt, cancel).await {
+            Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
+                match trim_point(&history, skipped) {
+                    Some(next) => {
+                        tracing::info!(
+                            conversation = %session.id(),
+                            left_out = next,
+                            "the summary request is too long too; leaving out the oldest items"
+                        );
+                        skipped = next;
+                    }
+                    None => return Err(TurnStop::Failed(err)),
+                }
+            }
+            other => break other?,
+        }
+    };
     let mut replacement = recent_user_messages(&history);
     replacement.push(compacted_summary_item(&summary));
     session.replace_history(summary, replacement).await;
@@ -78,6 +98,26 @@ pub(crate) async fn compact(
     )
     .await;
     Ok(())
+}
+
+/// Where the summary request starts next when it was too long starting at `skipped`: half of
+/// what is left goes, and never a tool output without its call. `None` when there is nothing
+/// left to leave out.
+fn trim_point(history: &[ResponseItem], skipped: usize) -> Option<usize> {
+    let left = history.len().saturating_sub(skipped);
+    if left <= 1 {
+        return None;
+    }
+    let mut next = skipped + left.div_ceil(2);
+    while history.get(next).is_some_and(|item| {
+        matches!(
+            item,
+            ResponseItem::FunctionCallOutput { .. } | ResponseItem::CustomToolCallOutput { .. }
+        )
+    }) {
+        next += 1;
+    }
+    (next < history.len()).then_some(next)
 }
 
 /// One model request for the summary; its text is not streamed to the client.
