@@ -7,6 +7,7 @@
 //! so the approval policy is `never` unless `--full-auto` says otherwise; any request that
 //! still arrives is declined.
 
+mod oss;
 mod outcome;
 mod render;
 
@@ -165,7 +166,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         overrides.approval_policy = Some(AskForApproval::OnRequest);
         overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
     }
-    check_config(&home, &cli_overrides, &overrides)?;
+    let config = check_config(&home, &cli_overrides, &overrides)?;
+    if args.oss {
+        oss::check_local_server(&config).await?;
+    }
     let client = InProcessAppServerClient::start(
         ServerConfig {
             keel_home: home.clone(),
@@ -280,7 +284,7 @@ fn check_config(
     home: &std::path::Path,
     cli_overrides: &[(String, toml::Value)],
     overrides: &ThreadOverrides,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Config> {
     let config = Config::load(
         home,
         cli_overrides.to_vec(),
@@ -299,7 +303,7 @@ fn check_config(
         .model_provider
         .api_key(&keel_core::config::process_env)
     {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(config),
         Err(err @ ConfigError::MissingEnvVar { .. }) => Err(usage(format!(
             "{err}\n\
              Ways to give Keel a model:\n  \

@@ -297,8 +297,12 @@ async fn requests_carry_the_conversation_and_client_identity() -> anyhow::Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oss_uses_the_local_provider_and_names_its_url_when_nothing_listens() -> anyhow::Result<()>
 {
-    let mock =
-        MockModelServer::start(Script::new([Turn::new([assistant_message("local hi")])])).await?;
+    // The server lists the model `--oss` asks for, as a local server with it pulled does.
+    let mock = MockModelServer::builder()
+        .model("gpt-oss:20b")
+        .script(Script::new([Turn::new([assistant_message("local hi")])]))
+        .start()
+        .await?;
     let home = tempfile::tempdir()?;
     let ws = tempfile::tempdir()?;
     let run = |url: String| {
@@ -326,6 +330,9 @@ async fn oss_uses_the_local_provider_and_names_its_url_when_nothing_listens() ->
     let (code, stdout, stderr) = run(mock.uri()).await?;
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout, "local hi\n");
+    // The server was asked for its models first, then sampled.
+    let all = mock.all_requests();
+    assert!(all[0].path.ends_with("/models"), "{}", all[0].path);
     let request = &mock.requests()[0];
     assert!(
         request.path.ends_with("/chat/completions"),
@@ -340,9 +347,9 @@ async fn oss_uses_the_local_provider_and_names_its_url_when_nothing_listens() ->
         .port();
     let url = format!("http://127.0.0.1:{port}/v1");
     let (code, _, stderr) = run(url.clone()).await?;
-    assert_ne!(code, Some(0));
+    assert_eq!(code, Some(2));
     assert!(
-        stderr.contains(&format!("could not reach the model provider at {url}")),
+        stderr.contains(&format!("no local model server at {url}")),
         "{stderr}"
     );
     Ok(())

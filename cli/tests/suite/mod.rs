@@ -16,6 +16,7 @@ mod listener_auth;
 mod listener_netns;
 mod mcp_client;
 mod mcp_server;
+mod oss;
 mod output_schema;
 mod prompt;
 mod quickstart;

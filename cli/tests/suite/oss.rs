@@ -1,0 +1,86 @@
+//! `keel exec --oss` checks the local server first: nothing listening, or a model the server
+//! does not have, is a usage error that says what to do (start the server, pull the model)
+//! before any model request; a model it has runs.
+
+use std::process::Stdio;
+
+use anyhow::Context;
+use keel_test_support::{MockModelServer, Script, Turn, assistant_message, write_config};
+
+/// `keel exec --oss ARGS... hi` with the local server at `base_url`; exit code, stdout, stderr.
+async fn exec_oss(base_url: &str, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    // A config of its own that the `--oss` provider replaces.
+    write_config(
+        home.path(),
+        "http://127.0.0.1:9/v1",
+        Vec::<(&str, toml::Value)>::new(),
+    )?;
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("exec")
+            .arg("--oss")
+            .args(args)
+            .arg("hi")
+            .current_dir(ws.path())
+            .env("KEEL_HOME", home.path())
+            .env("CODEX_OSS_BASE_URL", base_url)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("keel exec --oss did not finish")??;
+    Ok((
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_local_server_is_explained() -> anyhow::Result<()> {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = closed.local_addr()?.port();
+    drop(closed);
+    let (code, _, stderr) = exec_oss(&format!("http://127.0.0.1:{port}/v1"), &[]).await?;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no local model server") && stderr.contains("ollama serve"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_the_server_lacks_is_explained_and_one_it_has_runs() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .model("gpt-oss:20b")
+        .script(Script::new([Turn::new([assistant_message(
+            "local answer",
+        )])]))
+        .start()
+        .await?;
+    let (code, _, stderr) = exec_oss(&mock.uri(), &["-m", "qwen3:8b"]).await?;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("has no model `qwen3:8b`")
+            && stderr.contains("gpt-oss:20b")
+            && stderr.contains("ollama pull qwen3:8b"),
+        "{stderr}"
+    );
+    assert!(
+        mock.requests()
+            .iter()
+            .all(|r| !r.endpoint.is_model_request()),
+        "a model request was sent"
+    );
+
+    let (code, stdout, stderr) = exec_oss(&mock.uri(), &[]).await?;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "local answer\n");
+    Ok(())
+}
