@@ -95,6 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reasoning_effort: None,
         reasoning_summary: Default::default(),
         verbosity: None,
+        service_tier: None,
         reasoning_override: None,
         stream_idle_timeout: Duration::from_secs(300),
     });

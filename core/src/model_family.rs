@@ -91,6 +91,19 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
         },
     ),
     (
+        // Open-weight reasoning models (`gpt-oss:20b` on Ollama, `gpt-oss-120b` elsewhere):
+        // they reason and take a summary; no effort unless the user names one.
+        "gpt-oss",
+        ModelFamily {
+            context_window: Some(131_072),
+            reasoning: true,
+            default_effort: None,
+            verbosity: false,
+            freeform_apply_patch: false,
+            unified_exec: true,
+        },
+    ),
+    (
         "gpt-4.1",
         ModelFamily {
             context_window: Some(1_047_576),
@@ -111,6 +124,8 @@ const FAMILIES: &[(&str, ModelFamily)] = &[
 /// The family of `model` (an unknown model gets no reasoning, no verbosity, the JSON
 /// `apply_patch`).
 pub(crate) fn family(model: &str) -> ModelFamily {
+    // Gateways name models with their vendor first (`openai/gpt-oss-120b`).
+    let model = model.rsplit('/').next().unwrap_or(model);
     FAMILIES
         .iter()
         .find(|(prefix, _)| model.starts_with(prefix))

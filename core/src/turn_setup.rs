@@ -65,6 +65,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         reasoning_effort: config.model_reasoning_effort,
         reasoning_summary: config.model_reasoning_summary,
         verbosity: config.model_verbosity,
+        service_tier: config.service_tier,
         reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
     };

@@ -22,6 +22,7 @@ mod prompt;
 mod quickstart;
 mod rate_limits;
 mod reasoning;
+mod request_options;
 mod responses_parts;
 mod sandbox;
 mod skills;

@@ -67,6 +67,23 @@ async fn a_reasoning_model_gets_reasoning_and_its_encrypted_state_back() -> anyh
     Ok(())
 }
 
+/// Open-weight gpt-oss models reason: on the Responses wire they get a summary and their
+/// encrypted reasoning back (no effort unless one is configured), under any vendor prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpt_oss_on_responses_gets_reasoning_settings() -> anyhow::Result<()> {
+    for model in ["gpt-oss:20b", "openai/gpt-oss-120b"] {
+        let (mock, _) = run(model, &[]).await?;
+        let first = &mock.requests()[0].body;
+        assert_eq!(first["reasoning"], json!({"summary": "auto"}), "{model}");
+        assert_eq!(
+            first["include"],
+            json!(["reasoning.encrypted_content"]),
+            "{model}"
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_does_not_reason_gets_no_reasoning_fields() -> anyhow::Result<()> {
     let (mock, _) = run("gpt-4o", &[("model_verbosity", "low".into())]).await?;

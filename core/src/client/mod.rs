@@ -62,6 +62,8 @@ pub struct ClientSettings {
     pub reasoning_summary: crate::config::ReasoningSummaryMode,
     /// Answer length, for models that take it.
     pub verbosity: Option<crate::config::Verbosity>,
+    /// The processing tier asked of the provider (`service_tier`).
+    pub service_tier: Option<crate::config::ServiceTier>,
     /// Whether the model reasons, whatever the family table says.
     pub reasoning_override: Option<bool>,
     /// How long the stream may stay silent before it counts as broken.

@@ -23,6 +23,8 @@ struct RequestBody<'a> {
     store: bool,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Value>,
@@ -75,6 +77,9 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         parallel_tool_calls: false,
         store: false,
         stream: true,
+        service_tier: settings
+            .service_tier
+            .and_then(crate::config::ServiceTier::wire_value),
         prompt_cache_key: prompt.conversation_id.as_deref(),
         reasoning,
         // With `store: false` the provider keeps nothing: the reasoning comes back encrypted

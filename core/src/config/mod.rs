@@ -48,7 +48,7 @@ pub use provider::{
     OLLAMA_PROVIDER_ID, OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, OSS_PROVIDER_ID, WireApi,
     built_in_model_providers, built_in_model_providers_with, process_env,
 };
-pub use reasoning::{ReasoningSummaryMode, Verbosity};
+pub use reasoning::{ReasoningSummaryMode, ServiceTier, Verbosity};
 pub use resolve::{
     CONFIG_FILE_NAME, Config, ConfigEnv, DEFAULT_MODEL, DEFAULT_PROJECT_DOC_MAX_BYTES,
     oss_base_url_from,

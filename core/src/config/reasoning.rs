@@ -29,3 +29,32 @@ pub enum Verbosity {
     /// Thorough.
     High,
 }
+
+/// The processing tier asked of the provider (`service_tier`), as Codex 0.169 sends it:
+/// `flex` (slower, cheaper) and `priority` (`fast` is another name for it) are sent;
+/// `default` and `auto` send nothing, leaving the account's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceTier {
+    /// Slower and cheaper, when capacity allows.
+    Flex,
+    /// Faster, at a higher price.
+    Priority,
+    /// The same as `priority`.
+    Fast,
+    /// The account's default (nothing is sent).
+    Default,
+    /// The provider decides (nothing is sent).
+    Auto,
+}
+
+impl ServiceTier {
+    /// The value sent as `service_tier`, if any.
+    pub fn wire_value(self) -> Option<&'static str> {
+        match self {
+            Self::Flex => Some("flex"),
+            Self::Priority | Self::Fast => Some("priority"),
+            Self::Default | Self::Auto => None,
+        }
+    }
+}

@@ -94,6 +94,8 @@ pub struct Config {
     pub bypass_hook_trust: bool,
     /// Skills the user turned off or on (`[[skills.config]]`, as Codex writes them).
     pub skill_switches: Vec<crate::skills::SkillSwitch>,
+    /// The processing tier asked of the provider (`service_tier`).
+    pub service_tier: Option<super::ServiceTier>,
     /// The selected profile, if any.
     pub active_profile: Option<String>,
     /// Reasoning effort requested from reasoning models; `None` leaves the model's default.
@@ -471,6 +473,8 @@ fn resolve(
         hooks: _,
         bypass_hook_trust,
         skills,
+        service_tier,
+        openai_base_url,
     } = file;
 
     let active_profile = overrides.config_profile.or(profile);
@@ -485,8 +489,12 @@ fn resolve(
             })?,
     };
 
+    // The file's `openai_base_url` first (as Codex 0.169 reads it), then `OPENAI_BASE_URL`.
+    let openai_base_url = openai_base_url
+        .filter(|url| !url.trim().is_empty())
+        .or_else(|| env.openai_base_url.clone());
     let mut model_providers =
-        built_in_model_providers_with(env.openai_base_url.as_deref(), env.oss_base_url.as_deref());
+        built_in_model_providers_with(openai_base_url.as_deref(), env.oss_base_url.as_deref());
     for (id, mut provider) in file_providers {
         if provider.name.trim().is_empty() {
             provider.name = id.clone();
@@ -560,6 +568,7 @@ fn resolve(
         sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
         bypass_hook_trust: bypass_hook_trust.unwrap_or(false),
         skill_switches: skills.config,
+        service_tier,
         trusted_projects: projects
             .into_iter()
             .filter(|(_, project)| project.trust_level.as_deref() == Some("trusted"))

@@ -52,6 +52,9 @@ pub(crate) struct ConfigToml {
     pub bypass_hook_trust: Option<bool>,
     /// `[[skills.config]]`: skills turned off or on.
     pub skills: crate::skills::SkillsToml,
+    pub service_tier: Option<super::ServiceTier>,
+    /// Replaces the built-in `openai` provider's base URL (before `OPENAI_BASE_URL`).
+    pub openai_base_url: Option<String>,
 }
 
 /// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.
