@@ -123,7 +123,7 @@ impl CoreError {
                 code.as_deref().is_some_and(is_transient_failure_code)
             }
             Self::HttpStatus { status, body, .. } => {
-                (*status == 429 && !body_error_code(body).is_some_and(is_permanent_failure_code))
+                (*status == 429 && !body_error_code(body).is_some_and(|code| is_quota_code(&code)))
                     || *status >= 500
             }
             Self::Config(_)
@@ -219,8 +219,8 @@ fn transport_cause(error: &reqwest::Error) -> String {
     causes.join(": ")
 }
 
-/// The `error.code` (else `error.type`) of an OpenAI-style error body.
-fn body_error_code(body: &str) -> Option<String> {
+/// The provider's `error.code` (else `error.type`) in an OpenAI-style body.
+pub(crate) fn body_error_code(body: &str) -> Option<String> {
     let json: serde_json::Value = serde_json::from_str(body).ok()?;
     let error = json.get("error")?;
     error
@@ -232,9 +232,9 @@ fn body_error_code(body: &str) -> Option<String> {
 
 /// Codes that come with a 429 but that waiting does not cure: the account's quota or
 /// billing, not the request rate.
-fn is_permanent_failure_code(code: String) -> bool {
+pub(crate) fn is_quota_code(code: &str) -> bool {
     matches!(
-        code.as_str(),
+        code,
         "insufficient_quota" | "billing_hard_limit_reached" | "usage_not_included"
     )
 }

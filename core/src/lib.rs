@@ -49,6 +49,7 @@ pub mod config;
 mod conversation;
 mod conversation_manager;
 mod error;
+mod error_advice;
 pub mod hooks;
 mod images;
 mod manager_builder;

@@ -477,7 +477,7 @@ impl Translator {
                     )));
                 }
             }
-            EventMsg::StreamError(notice) => out.push(self.error(&notice.message, true)),
+            EventMsg::StreamError(notice) => out.push(self.error(&notice.message, None, true)),
             EventMsg::SkillsChanged(_) => {
                 out.push(Output::Notify(ServerNotification::SkillsChanged(
                     keel_protocol::app_server::SkillsChangedNotification {},
@@ -512,14 +512,15 @@ impl Translator {
             EventMsg::Error(error) if self.boundary(event).is_none() => {
                 // An error about another submission (e.g. a refused rollback) leaves the
                 // running turn alone.
-                out.push(self.error(&error.message, false));
+                out.push(self.error(&error.message, error.codex_error_info, false));
             }
             EventMsg::Error(error) => {
-                out.push(self.error(&error.message, false));
+                out.push(self.error(&error.message, error.codex_error_info, false));
                 if let Some(turn) = self.turn.as_mut() {
                     turn.error = Some(TurnError {
                         message: error.message.clone(),
                         additional_details: None,
+                        codex_error_info: error.codex_error_info,
                     });
                 }
                 out.extend(self.finish(TurnStatus::Failed));
@@ -537,13 +538,19 @@ impl Translator {
     }
 
     /// An `error` notification for the running turn.
-    fn error(&self, message: &str, will_retry: bool) -> Output {
+    fn error(
+        &self,
+        message: &str,
+        kind: Option<keel_protocol::CodexErrorInfo>,
+        will_retry: bool,
+    ) -> Output {
         Output::Notify(ServerNotification::Error(ErrorNotification {
             thread_id: self.thread_id.clone(),
             turn_id: self.active_turn_id().unwrap_or_default().to_string(),
             error: TurnError {
                 message: message.to_string(),
                 additional_details: None,
+                codex_error_info: kind,
             },
             will_retry,
         }))

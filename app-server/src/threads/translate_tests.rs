@@ -197,9 +197,8 @@ fn turn_completion_carries_every_item_and_the_status() {
 fn an_error_fails_the_turn_with_its_message() {
     let mut translator = Translator::new("thread-1".into(), Vec::new());
     start(&mut translator);
-    let outputs = notifications(translator.handle(&event(EventMsg::Error(ErrorEvent {
-        message: "HTTP 401".into(),
-    }))));
+    let outputs =
+        notifications(translator.handle(&event(EventMsg::Error(ErrorEvent::new("HTTP 401")))));
     assert!(matches!(&outputs[0], ServerNotification::Error(e) if !e.will_retry));
     let ServerNotification::TurnCompleted(completed) = &outputs[1] else {
         panic!("{outputs:?}")
@@ -217,9 +216,7 @@ fn an_error_about_another_submission_leaves_the_turn_running() {
     start(&mut translator);
     let refused = Event {
         id: SubmissionId::new("rollback-7"),
-        msg: EventMsg::Error(ErrorEvent {
-            message: "cannot roll back while a turn is running".into(),
-        }),
+        msg: EventMsg::Error(ErrorEvent::new("cannot roll back while a turn is running")),
     };
     // The thread's pump asks the same question: its approvals and status stay as they are.
     assert_eq!(translator.boundary(&refused), None);

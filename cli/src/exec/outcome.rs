@@ -78,6 +78,7 @@ mod tests {
                 error: (status == TurnStatus::Failed).then(|| TurnError {
                     message: "boom".into(),
                     additional_details: None,
+                    codex_error_info: None,
                 }),
             },
         })

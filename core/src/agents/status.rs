@@ -104,9 +104,7 @@ mod tests {
         tracker.track(&turn, &started());
         assert_eq!(status.borrow().status, CollabAgentStatus::Running);
         // A refused operation (another submission) errors while the turn runs: no change.
-        let refused = EventMsg::Error(ErrorEvent {
-            message: "cannot compact while a turn is running".to_string(),
-        });
+        let refused = EventMsg::Error(ErrorEvent::new("cannot compact while a turn is running"));
         tracker.track(&other, &refused);
         assert_eq!(status.borrow().status, CollabAgentStatus::Running);
         tracker.track(

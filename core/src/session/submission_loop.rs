@@ -141,7 +141,10 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             other => {
                 let message = format!("operation not supported: {other:?}");
                 session
-                    .send_event(&id, EventMsg::Error(keel_protocol::ErrorEvent { message }))
+                    .send_event(
+                        &id,
+                        EventMsg::Error(keel_protocol::ErrorEvent::new(message)),
+                    )
                     .await;
             }
         }
@@ -209,7 +212,7 @@ async fn start_compaction(
         session
             .send_event(
                 &sub_id,
-                EventMsg::Error(keel_protocol::ErrorEvent { message }),
+                EventMsg::Error(keel_protocol::ErrorEvent::new(message)),
             )
             .await;
         return;
@@ -249,7 +252,7 @@ fn start_turn(session: &Arc<Session>, sub_id: SubmissionId, task: TurnTask) {
             task_session
                 .send_event(
                     &sub_id,
-                    EventMsg::Error(keel_protocol::ErrorEvent { message }),
+                    EventMsg::Error(keel_protocol::ErrorEvent::new(message)),
                 )
                 .await;
         }
@@ -269,9 +272,9 @@ async fn rollback(session: &Session, sub_id: &SubmissionId, num_turns: u32) {
         }
     };
     let msg = if refused {
-        EventMsg::Error(keel_protocol::ErrorEvent {
-            message: "cannot roll back while a turn is running; interrupt it first".to_string(),
-        })
+        EventMsg::Error(keel_protocol::ErrorEvent::new(
+            "cannot roll back while a turn is running; interrupt it first",
+        ))
     } else {
         session
             .persist(&[crate::rollout::RolloutItem::Rollback(num_turns)])

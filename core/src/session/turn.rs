@@ -153,7 +153,8 @@ pub(crate) async fn run_turn(
                     reason: TurnAbortReason::Interrupted,
                 }),
                 TurnStop::Failed(err) => EventMsg::Error(ErrorEvent {
-                    message: err.to_string(),
+                    message: err.user_message(),
+                    codex_error_info: err.error_info(),
                 }),
             };
             session.send_event(&ids.sub_id, msg).await;

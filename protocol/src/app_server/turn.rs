@@ -31,6 +31,9 @@ pub struct TurnError {
     /// More detail, when there is any.
     #[serde(default)]
     pub additional_details: Option<String>,
+    /// What kind of failure it was, when the engine knows.
+    #[serde(default)]
+    pub codex_error_info: Option<crate::CodexErrorInfo>,
 }
 
 /// One turn: the user's input and everything done for it.

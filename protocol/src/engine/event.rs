@@ -245,6 +245,19 @@ pub struct TokenCountEvent {
 pub struct ErrorEvent {
     /// What went wrong, readable by a user.
     pub message: String,
+    /// What kind of failure it was, when the engine knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_error_info: Option<super::CodexErrorInfo>,
+}
+
+impl ErrorEvent {
+    /// An error of no particular kind.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            codex_error_info: None,
+        }
+    }
 }
 
 /// Payload of `warning`.

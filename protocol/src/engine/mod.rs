@@ -3,6 +3,7 @@
 
 mod collab;
 mod dynamic_tools;
+mod error_info;
 mod event;
 mod file_change;
 mod input;
@@ -19,6 +20,7 @@ mod user_input_request;
 
 pub use collab::*;
 pub use dynamic_tools::*;
+pub use error_info::CodexErrorInfo;
 pub use event::*;
 pub use file_change::FileChange;
 pub use input::InputItem;

@@ -241,9 +241,7 @@ fn event_msgs() -> Vec<EventMsg> {
                 }),
             }),
         }),
-        EventMsg::Error(ErrorEvent {
-            message: "boom".into(),
-        }),
+        EventMsg::Error(ErrorEvent::new("boom")),
         EventMsg::Warning(WarningEvent {
             message: "careful".into(),
         }),

@@ -199,6 +199,59 @@ async fn failed_turn_reports_the_error() -> anyhow::Result<()> {
         .as_str()
         .unwrap_or_default();
     assert!(message.contains("bad request body"), "{completed}");
+    assert_eq!(completed["turn"]["error"]["codexErrorInfo"], "badRequest");
+    Ok(())
+}
+
+/// Each kind of provider failure is named for clients (`codexErrorInfo`, as in Codex 0.169)
+/// and its message says what to do next; the same text reaches `keel exec`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_failures_are_named_and_say_what_to_do() -> anyhow::Result<()> {
+    let cases = [
+        (
+            401,
+            r#"{"error":{"message":"Incorrect API key provided","code":"invalid_api_key"}}"#,
+            json!("unauthorized"),
+            "check the API key",
+        ),
+        (
+            429,
+            r#"{"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}}"#,
+            json!("usageLimitExceeded"),
+            "quota is used up",
+        ),
+        (
+            404,
+            r#"{"error":{"message":"The model `nope` does not exist","code":"model_not_found"}}"#,
+            json!("modelNotFound"),
+            "no such model",
+        ),
+        (
+            400,
+            r#"{"error":{"message":"Your input exceeds the context window","code":"context_length_exceeded"}}"#,
+            json!("contextWindowExceeded"),
+            "start a new thread",
+        ),
+    ];
+    for (status, body, kind, step) in cases {
+        // Context overflows are compacted and retried once: the retry fails the same way.
+        let script = Script::new([
+            Turn::failing(keel_test_support::Fault::http_with_body(status, body)),
+            Turn::new([assistant_message("SUMMARY")]),
+            Turn::failing(keel_test_support::Fault::http_with_body(status, body)),
+        ]);
+        let world = World::new(script, &[]).await?;
+        let mut server = world.server().await?;
+        let thread_id = server.start_thread(world.thread_params()).await?;
+        let turn_id = server.start_turn(&thread_id, "hi").await?;
+        let error = server.read_notification("error").await?;
+        assert_eq!(error["params"]["error"]["codexErrorInfo"], kind, "{error}");
+        let completed = server.read_turn_completed(&turn_id).await?;
+        let turn_error = &completed["turn"]["error"];
+        assert_eq!(turn_error["codexErrorInfo"], kind, "{completed}");
+        let message = turn_error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(step), "{status}: {message}");
+    }
     Ok(())
 }
 
