@@ -307,3 +307,21 @@ async fn reasoning_deltas_stream_and_an_id_less_call_gets_one() -> anyhow::Resul
     assert_eq!(assistant["tool_calls"][0]["id"], outputs[0].0.as_str());
     Ok(())
 }
+
+/// A small local model that writes its call as text (Hermes-style `<tool_call>`) instead of
+/// making it: the call of an offered tool runs, and the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_written_as_text_runs() -> anyhow::Result<()> {
+    let text = "<tool_call>\n{\"name\": \"shell\", \"arguments\": {\"command\": [\"echo\", \"TEXT-CALL\"]}}\n</tool_call>";
+    let frames = vec![
+        chunk(Some("c-7"), json!({"content": text}), None),
+        chunk(None, json!({}), Some("stop")),
+        "[DONE]".to_string(),
+    ];
+    let (mock, stdout, stderr) = run(frames).await?;
+    assert_eq!(stdout, "all done\n", "{stderr}");
+    let outputs = outputs(&mock);
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    assert!(outputs[0].1.contains("TEXT-CALL"), "{outputs:?}");
+    Ok(())
+}

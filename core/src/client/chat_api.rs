@@ -218,9 +218,23 @@ pub(super) struct ChatAccumulator {
     usage: Option<TokenUsage>,
     response_id: String,
     finish_reason_seen: bool,
+    /// The tools the request offered, to recognise a call written out as text.
+    offered_tools: Vec<String>,
 }
 
 impl ChatAccumulator {
+    /// An accumulator for a request that offered `tools` (Chat or Responses definitions).
+    pub(super) fn for_tools(tools: &[Value]) -> Self {
+        Self {
+            offered_tools: tools
+                .iter()
+                .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect(),
+            ..Self::default()
+        }
+    }
+
     /// Maps one SSE frame to zero or more response events.
     pub(super) fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
         if frame.data.trim() == "[DONE]" {
@@ -359,6 +373,27 @@ impl ChatAccumulator {
                 }],
                 encrypted_content: None,
             }));
+        }
+        // A reply that only writes out calls of offered tools is taken as those calls.
+        if self.tool_calls.is_empty()
+            && let Some(calls) =
+                super::text_tool_calls::calls_in_text(&self.text, &self.offered_tools)
+        {
+            tracing::info!(
+                calls = calls.len(),
+                "the model wrote its tool calls as text; running them as calls"
+            );
+            self.text.clear();
+            for (key, call) in (0u64..).zip(calls) {
+                self.tool_calls.insert(
+                    key,
+                    PendingToolCall {
+                        id: String::new(),
+                        name: call.name,
+                        arguments: call.arguments,
+                    },
+                );
+            }
         }
         if !self.text.is_empty() {
             events.push(ResponseEvent::OutputItemDone(ResponseItem::Message {

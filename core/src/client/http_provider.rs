@@ -164,7 +164,7 @@ impl HttpSender {
                     settings.stream_idle_timeout,
                 )),
                 wire_api,
-                chat: Box::default(),
+                chat: Box::new(chat_api::ChatAccumulator::for_tools(&prompt.tools)),
             },
             ready: VecDeque::new(),
             finished: false,

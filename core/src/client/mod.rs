@@ -13,6 +13,7 @@ mod rate_limits;
 mod response_event;
 mod responses_api;
 mod sse;
+mod text_tool_calls;
 
 use std::time::Duration;
 
