@@ -32,6 +32,17 @@ use render::HumanRenderer;
 
 /// The model `--oss` runs when `-m` names none (Codex's default).
 const DEFAULT_OSS_MODEL: &str = "gpt-oss:20b";
+/// The same model as LM Studio names it.
+const DEFAULT_LMSTUDIO_MODEL: &str = "openai/gpt-oss-20b";
+
+/// The local servers `--local-provider` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LocalProvider {
+    /// Ollama (or any server at `CODEX_OSS_BASE_URL`).
+    Ollama,
+    /// LM Studio's server on localhost:1234.
+    Lmstudio,
+}
 
 /// Arguments of `keel exec`.
 #[derive(Debug, Args)]
@@ -69,6 +80,12 @@ pub struct ExecArgs {
     /// default 11434), with model `gpt-oss:20b` unless `-m` names another.
     #[arg(long)]
     oss: bool,
+
+    /// Which local server `--oss` talks to: `ollama` (the default; `CODEX_OSS_BASE_URL`
+    /// or `CODEX_OSS_PORT` move it) or `lmstudio` (localhost:1234, model
+    /// `openai/gpt-oss-20b` unless `-m` names another). Implies `--oss`.
+    #[arg(long, value_enum, value_name = "SERVER")]
+    local_provider: Option<LocalProvider>,
 
     /// An image to attach to the prompt (PNG, JPEG, GIF or WebP). Repeatable.
     #[arg(short = 'i', long = "image", value_name = "FILE")]
@@ -139,12 +156,22 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         cli_overrides.push(("bypass_hook_trust".to_string(), toml::Value::Boolean(true)));
     }
     let mut model = args.model.clone();
-    if args.oss {
+    let local = args
+        .local_provider
+        .or(args.oss.then_some(LocalProvider::Ollama));
+    if let Some(local) = local {
+        let (provider, default_model) = match local {
+            LocalProvider::Ollama => (keel_core::config::OSS_PROVIDER_ID, DEFAULT_OSS_MODEL),
+            LocalProvider::Lmstudio => (
+                keel_core::config::LMSTUDIO_PROVIDER_ID,
+                DEFAULT_LMSTUDIO_MODEL,
+            ),
+        };
         cli_overrides.push((
             "model_provider".to_string(),
-            toml::Value::String(keel_core::config::OSS_PROVIDER_ID.to_string()),
+            toml::Value::String(provider.to_string()),
         ));
-        model.get_or_insert_with(|| DEFAULT_OSS_MODEL.to_string());
+        model.get_or_insert_with(|| default_model.to_string());
     }
     let process_cwd = std::env::current_dir().context("reading the current directory")?;
     let cwd = match &args.cwd {
@@ -167,8 +194,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
     }
     let config = check_config(&home, &cli_overrides, &overrides)?;
-    if args.oss {
-        oss::check_local_server(&config).await?;
+    if let Some(local) = local {
+        oss::check_local_server(&config, local).await?;
     }
     let client = InProcessAppServerClient::start(
         ServerConfig {

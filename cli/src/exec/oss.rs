@@ -6,13 +6,17 @@ use std::time::Duration;
 
 use keel_core::Config;
 
+use super::LocalProvider;
 use crate::failure::usage;
 
 /// How long the local server may take to list its models.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Checks the `--oss` server of `config` for `config.model`.
-pub(super) async fn check_local_server(config: &Config) -> anyhow::Result<()> {
+/// Checks the `--oss` server of `config` (a `server` one) for `config.model`.
+pub(super) async fn check_local_server(
+    config: &Config,
+    server: LocalProvider,
+) -> anyhow::Result<()> {
     let provider = &config.model_provider;
     keel_core::install_tls_provider();
     let client = reqwest::Client::builder().timeout(LIST_TIMEOUT).build()?;
@@ -25,10 +29,17 @@ pub(super) async fn check_local_server(config: &Config) -> anyhow::Result<()> {
             } else {
                 "nothing answers there".to_string()
             };
+            let start = match server {
+                LocalProvider::Ollama => {
+                    "Start one (`ollama serve`; LM Studio, vLLM and llama.cpp's server work too), \
+                     or point CODEX_OSS_BASE_URL (or CODEX_OSS_PORT) at it."
+                }
+                LocalProvider::Lmstudio => {
+                    "Start LM Studio's server (`lms server start`, or the Developer tab), on port 1234."
+                }
+            };
             return Err(usage(format!(
-                "--oss: no local model server at {} ({why}).\n\
-                 Start one (`ollama serve`; LM Studio, vLLM and llama.cpp's server work too), or \
-                 point CODEX_OSS_BASE_URL (or CODEX_OSS_PORT) at it.",
+                "--oss: no local model server at {} ({why}).\n{start}",
                 provider.base_url()
             )));
         }
@@ -54,13 +65,16 @@ pub(super) async fn check_local_server(config: &Config) -> anyhow::Result<()> {
     if listed.len() > shown.len() {
         shown.push("...");
     }
+    let fetch = match server {
+        LocalProvider::Ollama => format!("Fetch it with `ollama pull {}`", config.model),
+        LocalProvider::Lmstudio => format!("Download it with `lms get {}`", config.model),
+    };
     Err(usage(format!(
         "--oss: the server at {} has no model `{}` (it has {}).\n\
-         Fetch it with `ollama pull {}` (or load it in your server), or pick one it has with -m.",
+         {fetch} (or load it in your server), or pick one it has with -m.",
         provider.base_url(),
         config.model,
-        shown.join(", "),
-        config.model
+        shown.join(", ")
     )))
 }
 

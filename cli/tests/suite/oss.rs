@@ -84,3 +84,64 @@ async fn a_model_the_server_lacks_is_explained_and_one_it_has_runs() -> anyhow::
     assert_eq!(stdout, "local answer\n");
     Ok(())
 }
+
+/// `--local-provider lmstudio`: LM Studio's provider (its table in config.toml may move it)
+/// and its name for the default model; a missing model names LM Studio's download command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_provider_lmstudio_uses_its_server_and_model_name() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .model("openai/gpt-oss-20b")
+        .script(Script::new([Turn::new([assistant_message(
+            "from lm studio",
+        )])]))
+        .start()
+        .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        "http://127.0.0.1:9/v1",
+        [
+            (
+                "model_providers.lmstudio.name",
+                toml::Value::from("LM Studio"),
+            ),
+            ("model_providers.lmstudio.base_url", mock.uri().into()),
+            ("model_providers.lmstudio.wire_api", "chat".into()),
+        ],
+    )?;
+    let run = |args: Vec<&'static str>| {
+        let home = home.path().to_path_buf();
+        let ws = ws.path().to_path_buf();
+        async move {
+            let output = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+                    .arg("exec")
+                    .args(args)
+                    .arg("hi")
+                    .current_dir(&ws)
+                    .env("KEEL_HOME", &home)
+                    .env_remove("RUST_LOG")
+                    .stdin(Stdio::null())
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await??;
+            anyhow::Ok((
+                output.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            ))
+        }
+    };
+    let (code, _, stderr) = run(vec!["--local-provider", "lmstudio", "-m", "qwen3-8b"]).await?;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("lms get qwen3-8b"), "{stderr}");
+
+    let (code, stdout, stderr) = run(vec!["--local-provider", "lmstudio"]).await?;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "from lm studio\n");
+    assert_eq!(mock.requests()[0].body["model"], "openai/gpt-oss-20b");
+    Ok(())
+}

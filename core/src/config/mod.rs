@@ -44,8 +44,9 @@ pub use mcp_servers::{
 pub use overrides::{ConfigOverrides, parse_cli_override};
 pub use provider::{
     DEFAULT_REQUEST_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, DEFAULT_STREAM_MAX_RETRIES,
-    MAX_REQUEST_MAX_RETRIES, MAX_STREAM_MAX_RETRIES, ModelProviderInfo, OLLAMA_DEFAULT_BASE_URL,
-    OLLAMA_PROVIDER_ID, OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, OSS_PROVIDER_ID, WireApi,
+    LMSTUDIO_DEFAULT_BASE_URL, LMSTUDIO_PROVIDER_ID, MAX_REQUEST_MAX_RETRIES,
+    MAX_STREAM_MAX_RETRIES, ModelProviderInfo, OLLAMA_DEFAULT_BASE_URL, OLLAMA_PROVIDER_ID,
+    OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, OSS_PROVIDER_ID, WireApi,
     built_in_model_providers, built_in_model_providers_with, process_env,
 };
 pub use reasoning::{ReasoningSummaryMode, ServiceTier, Verbosity};

@@ -12,6 +12,10 @@ use super::error::{ConfigError, Result};
 pub const OPENAI_PROVIDER_ID: &str = "openai";
 /// Id of the built-in Ollama provider.
 pub const OLLAMA_PROVIDER_ID: &str = "ollama";
+/// The id of the built-in LM Studio provider (its local server, on port 1234).
+pub const LMSTUDIO_PROVIDER_ID: &str = "lmstudio";
+/// Where LM Studio's server listens unless told otherwise.
+pub const LMSTUDIO_DEFAULT_BASE_URL: &str = "http://localhost:1234/v1";
 /// Base URL of the built-in OpenAI provider unless `OPENAI_BASE_URL` is set.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Base URL of the built-in Ollama provider.
@@ -225,10 +229,16 @@ pub fn built_in_model_providers_with(
         ),
         ..ollama.clone()
     };
+    let lmstudio = ModelProviderInfo {
+        name: "LM Studio".to_string(),
+        base_url: Some(LMSTUDIO_DEFAULT_BASE_URL.to_string()),
+        ..ollama.clone()
+    };
     BTreeMap::from([
         (OPENAI_PROVIDER_ID.to_string(), openai),
         (OLLAMA_PROVIDER_ID.to_string(), ollama),
         (OSS_PROVIDER_ID.to_string(), oss),
+        (LMSTUDIO_PROVIDER_ID.to_string(), lmstudio),
     ])
 }
 
