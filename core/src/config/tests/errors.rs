@@ -62,7 +62,7 @@ fn error_toml_syntax_has_line_and_column() {
 fn error_unknown_provider_lists_known_ids() {
     assert_eq!(
         load_err("model_provider = \"acme\"\n[model_providers.mock]\n", &[]),
-        "model_provider `acme` is not defined (known providers: mock, ollama, openai, oss); define it \
+        "model_provider `acme` is not defined (known providers: lmstudio, mock, ollama, openai, oss); define it \
          under [model_providers.acme] in /home/u/.keel/config.toml"
     );
 }
