@@ -14,6 +14,7 @@ mod hooks;
 mod images;
 mod listener_auth;
 mod listener_netns;
+mod local_server_streams;
 mod mcp_client;
 mod mcp_server;
 mod oss;

@@ -144,9 +144,13 @@ fn stream_body(model: &str, request: &CapturedRequest, turn: &Turn, body_len: us
         // stream open after its last frame: a stall after every frame).
         let mut steps = std::collections::VecDeque::new();
         for (index, data) in turn.raw_frames.iter().enumerate() {
-            steps.push_back(crate::mock::sse::Step::Send(Bytes::from(format!(
-                "data: {data}\n\n"
-            ))));
+            // A frame that starts with `:` is an SSE comment (a gateway's keep-alive).
+            let line = if data.starts_with(':') {
+                format!("{data}\n\n")
+            } else {
+                format!("data: {data}\n\n")
+            };
+            steps.push_back(crate::mock::sse::Step::Send(Bytes::from(line)));
             if let Some(Fault::Stall {
                 after_events,
                 duration,

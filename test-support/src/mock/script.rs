@@ -230,7 +230,8 @@ impl Turn {
     }
 
     /// A reply sent as these SSE `data:` payloads, verbatim and in order (a stream recorded
-    /// from a real server, quirks included).
+    /// from a real server, quirks included); a frame that starts with `:` is sent as an SSE
+    /// comment line instead (a gateway's keep-alive).
     pub fn raw(frames: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             raw_frames: frames.into_iter().map(Into::into).collect(),
