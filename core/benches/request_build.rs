@@ -96,6 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reasoning_summary: Default::default(),
         verbosity: None,
         service_tier: None,
+        chat_reasoning_field: None,
         reasoning_override: None,
         stream_idle_timeout: Duration::from_secs(300),
     });

@@ -66,6 +66,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         reasoning_summary: config.model_reasoning_summary,
         verbosity: config.model_verbosity,
         service_tier: config.service_tier,
+        chat_reasoning_field: provider.chat_reasoning_field_for(&config.model),
         reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
     };

@@ -325,3 +325,57 @@ async fn a_tool_call_written_as_text_runs() -> anyhow::Result<()> {
     assert!(outputs[0].1.contains("TEXT-CALL"), "{outputs:?}");
     Ok(())
 }
+
+/// DeepSeek's thinking mode refuses a tool step of the running turn without its reasoning: the
+/// reasoning streamed before a call goes back as `reasoning_content` on that call's message
+/// (for DeepSeek models by default, for others when `chat_reasoning_field` says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_goes_back_with_the_call_where_the_provider_wants_it() -> anyhow::Result<()> {
+    for (model, field) in [("deepseek-reasoner", None), ("qwen3:8b", Some("reasoning"))] {
+        let frames = vec![
+            chunk(
+                Some("c-8"),
+                json!({"reasoning_content": "THINKING-BEFORE-CALL"}),
+                None,
+            ),
+            chunk(
+                None,
+                call_fragment(
+                    Some(0),
+                    Some("call_r"),
+                    Some("shell"),
+                    json!("{\"command\":[\"echo\",\"R\"]}"),
+                ),
+                Some("tool_calls"),
+            ),
+            "[DONE]".to_string(),
+        ];
+        let mock = MockModelServer::start(Script::new([
+            Turn::raw(frames),
+            Turn::new([assistant_message("all done")]),
+        ]))
+        .await?;
+        let home = tempfile::tempdir()?;
+        let ws = tempfile::tempdir()?;
+        let mut config = vec![
+            ("model_providers.mock.wire_api", toml::Value::from("chat")),
+            ("features.unified_exec", toml::Value::from(false)),
+        ];
+        if let Some(field) = field {
+            config.push(("model_providers.mock.chat_reasoning_field", field.into()));
+        }
+        write_config(home.path(), &mock.uri(), config)?;
+        let out = keel_exec(home.path(), ws.path(), &["-m", model, "go"], None).await?;
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        let requests = mock.requests();
+        let messages = requests[1].input();
+        let call = messages
+            .iter()
+            .find(|m| m.get("tool_calls").is_some())
+            .cloned()
+            .unwrap_or_default();
+        let field = field.unwrap_or("reasoning_content");
+        assert_eq!(call[field], "THINKING-BEFORE-CALL", "{model}: {call}");
+    }
+    Ok(())
+}

@@ -14,9 +14,26 @@ use crate::models::ResponseItem;
 /// The JSON body of `POST /chat/completions`.
 pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
     let mut messages = vec![json!({"role": "system", "content": prompt.instructions})];
-    for item in &prompt.input {
+    // Reasoning goes back (when the provider wants it) only within the running turn: after
+    // the last user message.
+    let turn_start = prompt
+        .input
+        .iter()
+        .rposition(|item| matches!(item, ResponseItem::Message { role, .. } if role == "user"))
+        .unwrap_or(0);
+    let mut reasoning: Option<String> = None;
+    for (index, item) in prompt.input.iter().enumerate() {
+        let carry = |message: &mut Value, reasoning: &mut Option<String>| {
+            if let (Some(field), Some(text)) = (&settings.chat_reasoning_field, reasoning.take())
+                && index > turn_start
+            {
+                message[field.as_str()] = Value::String(text);
+            }
+        };
         match item {
             ResponseItem::Message { role, content, .. } => {
+                // Reasoning belongs to the step that follows it; a message ends that step.
+                reasoning = None;
                 let role = if role == "developer" { "system" } else { role };
                 let has_image = content
                     .iter()
@@ -45,7 +62,11 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
                 arguments,
                 call_id,
                 ..
-            } => messages.push(assistant_tool_call(call_id, name, arguments.clone())),
+            } => {
+                let mut message = assistant_tool_call(call_id, name, arguments.clone());
+                carry(&mut message, &mut reasoning);
+                messages.push(message);
+            }
             ResponseItem::CustomToolCall {
                 name,
                 input,
@@ -59,7 +80,18 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
             | ResponseItem::CustomToolCallOutput { call_id, output } => {
                 messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
             }
-            ResponseItem::Reasoning { .. } | ResponseItem::Other => {}
+            ResponseItem::Reasoning { summary, .. } => {
+                let text: String = summary
+                    .iter()
+                    .map(|part| match part {
+                        crate::models::ReasoningSummary::SummaryText { text } => text.as_str(),
+                    })
+                    .collect();
+                if !text.is_empty() {
+                    reasoning = Some(text);
+                }
+            }
+            ResponseItem::Other => {}
         }
     }
     let tools: Vec<Value> = prompt.tools.iter().filter_map(chat_tool).collect();

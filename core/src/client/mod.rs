@@ -65,6 +65,8 @@ pub struct ClientSettings {
     pub verbosity: Option<crate::config::Verbosity>,
     /// The processing tier asked of the provider (`service_tier`).
     pub service_tier: Option<crate::config::ServiceTier>,
+    /// Chat wire: the assistant-message field reasoning goes back in, if any.
+    pub chat_reasoning_field: Option<String>,
     /// Whether the model reasons, whatever the family table says.
     pub reasoning_override: Option<bool>,
     /// How long the stream may stay silent before it counts as broken.

@@ -93,6 +93,11 @@ pub struct ModelProviderInfo {
     /// Idle stream timeout in milliseconds; see [`ModelProviderInfo::stream_idle_timeout`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_idle_timeout_ms: Option<u64>,
+    /// Chat wire: the field of an assistant message that carries its reasoning back to the
+    /// model within a turn (`reasoning_content` for DeepSeek's thinking mode, `reasoning` for
+    /// LocalAI); see [`ModelProviderInfo::chat_reasoning_field_for`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_reasoning_field: Option<String>,
 }
 
 impl ModelProviderInfo {
@@ -148,6 +153,20 @@ impl ModelProviderInfo {
             }
         }
         headers
+    }
+
+    /// The field reasoning goes back in for `model` on the Chat wire: the configured one
+    /// (`""` for none), else `reasoning_content` for DeepSeek models, which refuse a tool
+    /// step of a thinking turn without it; else none.
+    pub fn chat_reasoning_field_for(&self, model: &str) -> Option<String> {
+        match &self.chat_reasoning_field {
+            Some(field) if field.is_empty() => None,
+            Some(field) => Some(field.clone()),
+            None if model.to_ascii_lowercase().contains("deepseek") => {
+                Some("reasoning_content".to_string())
+            }
+            None => None,
+        }
     }
 
     /// The base URL without a trailing `/`, falling back to the OpenAI default.

@@ -81,6 +81,7 @@ pub(crate) const PROFILE_KEYS: &[&str] = &[
 /// Keys Keel reads inside `[model_providers.<id>]`.
 pub(crate) const PROVIDER_KEYS: &[&str] = &[
     "base_url",
+    "chat_reasoning_field",
     "env_http_headers",
     "env_key",
     "env_key_instructions",
