@@ -228,6 +228,7 @@ fn full_codex_style_file() -> TestResult {
         request_max_retries: Some(7),
         stream_max_retries: Some(200),
         stream_idle_timeout_ms: Some(60_000),
+        chat_reasoning_field: None,
     };
     let local = ModelProviderInfo {
         name: "local".to_string(),

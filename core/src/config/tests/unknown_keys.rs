@@ -52,6 +52,7 @@ fn known_key_lists_match_the_file_model() {
         request_max_retries: Some(1),
         stream_max_retries: Some(1),
         stream_idle_timeout_ms: Some(1),
+        chat_reasoning_field: Some("r".into()),
     };
     assert_eq!(field_names(&provider), sorted(PROVIDER_KEYS));
 }
