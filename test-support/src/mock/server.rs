@@ -115,6 +115,13 @@ impl MockModelBuilder {
             .layer(DefaultBodyLimit::disable());
         let shutdown = CancellationToken::new();
         let signal = shutdown.clone().cancelled_owned();
+        // Frames go out as they are written: without TCP_NODELAY a frame after a short pause
+        // waits for the client's delayed acknowledgement (about 40 ms), skewing timings.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(%err, "cannot set TCP_NODELAY on a mock connection");
+            }
+        });
         let task = tokio::spawn(async move {
             if let Err(err) = axum::serve(listener, router)
                 .with_graceful_shutdown(signal)
