@@ -46,6 +46,7 @@ async fn a_reasoning_model_gets_reasoning_and_its_encrypted_state_back() -> anyh
     );
     assert_eq!(first["include"], json!(["reasoning.encrypted_content"]));
     assert_eq!(first["store"], false);
+    assert_eq!(first["parallel_tool_calls"], true);
     assert!(
         first.get("text").is_none(),
         "gpt-5-codex takes no verbosity"

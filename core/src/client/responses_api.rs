@@ -74,7 +74,9 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         input: InputItems(&prompt.input),
         tools: &prompt.tools,
         tool_choice: "auto",
-        parallel_tool_calls: false,
+        // As Codex 0.169 sends for every model it has no catalogue entry for: the model may
+        // make several calls in one answer (Keel runs them in order).
+        parallel_tool_calls: true,
         store: false,
         stream: true,
         service_tier: settings
