@@ -96,6 +96,11 @@ pub struct ExecArgs {
     #[arg(long = "output-schema", value_name = "FILE")]
     output_schema: Option<PathBuf>,
 
+    /// Also write the agent's last message to FILE when the turn completes (as `codex exec
+    /// -o`); works with `--json` too.
+    #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
+    output_last_message: Option<PathBuf>,
+
     /// Print every event as JSON Lines on stdout instead of the readable stream.
     #[arg(long)]
     json: bool,
@@ -290,7 +295,15 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    drive(&client, thread, input, output_schema, args.json).await
+    drive(
+        &client,
+        thread,
+        input,
+        output_schema,
+        args.json,
+        args.output_last_message.as_deref(),
+    )
+    .await
 }
 
 /// The `-C` directory, absolute; a usage error when it is not an existing directory.
@@ -379,6 +392,7 @@ async fn drive(
     input: Vec<UserInput>,
     output_schema: Option<serde_json::Value>,
     json: bool,
+    last_message_file: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let mut renderer = HumanRenderer::default();
     let stdout = std::io::stdout();
@@ -448,6 +462,13 @@ async fn drive(
                     renderer.notification(&notification);
                 }
                 if let Some(outcome) = turn_outcome(&notification, &thread_id, &turn_id) {
+                    if let (Some(file), TurnOutcome::Completed(Some(message))) =
+                        (last_message_file, &outcome)
+                    {
+                        std::fs::write(file, message).with_context(|| {
+                            format!("writing the last message to {}", file.display())
+                        })?;
+                    }
                     match &outcome {
                         TurnOutcome::Completed(Some(message)) if !json => {
                             write_line(&stdout, message)?

@@ -116,6 +116,31 @@ async fn json_mode_prints_every_event_as_a_line() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `-o FILE` (as `codex exec -o`): the last message is written to the file as well, in both
+/// output modes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_last_message_writes_the_answer_to_a_file() -> anyhow::Result<()> {
+    for json in [false, true] {
+        let script = Script::new([Turn::new([assistant_message("the final answer")])]);
+        let (_mock, home, ws) = setup(script).await?;
+        let file = ws.path().join("last.txt");
+        let file_arg = file.display().to_string();
+        let mut args = vec!["-o", file_arg.as_str()];
+        if json {
+            args.push("--json");
+        }
+        args.push("answer");
+        let out = keel_exec(home.path(), ws.path(), &args, None).await?;
+        assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&file)?,
+            "the final answer",
+            "json: {json}"
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_turn_exits_non_zero_with_the_reason() -> anyhow::Result<()> {
     let script = Script::new([Turn::failing(Fault::http_with_body(401, "invalid api key"))]);
