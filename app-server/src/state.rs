@@ -67,16 +67,11 @@ impl AppState {
             developer_instructions: overrides.developer_instructions.clone(),
             ..ConfigOverrides::default()
         };
-        let env = ConfigEnv {
-            process_cwd: self.config.cwd.clone(),
-            openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
-            oss_base_url: keel_core::config::oss_base_url_from(|name| std::env::var(name).ok()),
-        };
         Ok(Config::load_with_env(
             &self.config.keel_home,
             cli,
             typed,
-            &env,
+            &self.config_env(),
         )?)
     }
 
@@ -309,6 +304,16 @@ impl AppState {
     }
 
     /// Taken for the duration of one write to `config.toml`.
+    /// What configuration resolves against: the server's working directory and the provider
+    /// variables of its environment.
+    pub(crate) fn config_env(&self) -> ConfigEnv {
+        ConfigEnv {
+            process_cwd: self.config.cwd.clone(),
+            openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
+            oss_base_url: keel_core::config::oss_base_url_from(|name| std::env::var(name).ok()),
+        }
+    }
+
     pub(crate) fn config_writes(&self) -> std::sync::MutexGuard<'_, ()> {
         self.config_writes
             .lock()

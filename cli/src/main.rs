@@ -7,6 +7,7 @@ mod doctor;
 mod exec;
 mod failure;
 mod mcp_server;
+mod provider_models;
 mod sandbox;
 mod servers;
 

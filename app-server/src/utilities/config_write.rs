@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use keel_core::config::{self, ConfigEnv};
+use keel_core::config;
 use keel_protocol::app_server::{
     ConfigBatchWriteParams, ConfigEdit, ConfigValueWriteParams, ConfigWriteResponse, MergeStrategy,
     WriteStatus,
@@ -80,11 +80,7 @@ fn write(
             },
         })
         .collect();
-    let env = ConfigEnv {
-        process_cwd: state.config.cwd.clone(),
-        openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
-        oss_base_url: config::oss_base_url_from(|name| std::env::var(name).ok()),
-    };
+    let env = state.config_env();
     let written = {
         // One write at a time, so two clients' edits cannot interleave.
         let _writing = state.config_writes();

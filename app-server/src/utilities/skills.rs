@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use keel_core::config::{self, ConfigEnv};
+use keel_core::config;
 use keel_core::skills::{
     SkillInventory, load_skills, read_switches, skill_roots, switched, user_home,
 };
@@ -86,11 +86,7 @@ pub(crate) fn skills_config_write(
     }
     let keel_home = state.keel_home();
     let user_file = keel_home.join(config::CONFIG_FILE_NAME);
-    let env = ConfigEnv {
-        process_cwd: state.config.cwd.clone(),
-        openai_base_url: std::env::var("OPENAI_BASE_URL").ok(),
-        oss_base_url: config::oss_base_url_from(|name| std::env::var(name).ok()),
-    };
+    let env = state.config_env();
     {
         // One write at a time, so two clients' edits cannot interleave.
         let _writing = state.config_writes();

@@ -150,21 +150,10 @@ async fn provider(config: &Config) -> Check {
         Ok(key) => key,
         Err(err) => return Check::new(name, Status::Fail, err.to_string()),
     };
-    keel_core::install_tls_provider();
-    let url = provider.url_for("models");
-    let client = match reqwest::Client::builder().timeout(PROVIDER_TIMEOUT).build() {
-        Ok(client) => client,
-        Err(err) => return Check::new(name, Status::Fail, format!("no HTTP client: {err}")),
-    };
-    let mut request = client.get(&url);
-    for (header, value) in provider.headers(&process_env) {
-        request = request.header(header, value);
-    }
-    if let Some(key) = &key {
-        request = request.bearer_auth(key);
-    }
-    let response = match request.send().await {
-        Ok(response) => response,
+    let models = match crate::provider_models::fetch(provider, key.as_deref(), PROVIDER_TIMEOUT)
+        .await
+    {
+        Ok(models) => models,
         Err(err) => {
             let why = if err.is_timeout() {
                 format!("no answer within {}s", PROVIDER_TIMEOUT.as_secs())
@@ -185,8 +174,7 @@ async fn provider(config: &Config) -> Check {
             );
         }
     };
-    let status = response.status();
-    let body = response.text().await.unwrap_or_default();
+    let status = models.status;
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
         let var = provider.env_key.as_deref().unwrap_or("the provider's key");
         return Check::new(
@@ -196,7 +184,7 @@ async fn provider(config: &Config) -> Check {
                 "`{}` refused the API key (HTTP {}): {}\ncheck {var}",
                 config.model_provider_id,
                 status.as_u16(),
-                error_message(&body)
+                error_message(&models.body)
             ),
         );
     }
@@ -212,14 +200,7 @@ async fn provider(config: &Config) -> Check {
             ),
         );
     }
-    let listed: Vec<String> = serde_json::from_str::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|json| json["data"].as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|model| model["id"].as_str().map(str::to_string))
-        .collect();
-    if listed.is_empty() || listed.contains(&config.model) {
+    if models.ids.is_empty() || models.has(&config.model) {
         Check::new(
             name,
             Status::Ok,
@@ -227,7 +208,7 @@ async fn provider(config: &Config) -> Check {
                 "`{}` at {} answers{}",
                 config.model_provider_id,
                 provider.base_url(),
-                if listed.is_empty() {
+                if models.ids.is_empty() {
                     String::new()
                 } else {
                     format!(" and lists `{}`", config.model)
@@ -235,10 +216,6 @@ async fn provider(config: &Config) -> Check {
             ),
         )
     } else {
-        let mut shown: Vec<&str> = listed.iter().map(String::as_str).take(8).collect();
-        if listed.len() > shown.len() {
-            shown.push("...");
-        }
         Check::new(
             name,
             Status::Warn,
@@ -246,7 +223,7 @@ async fn provider(config: &Config) -> Check {
                 "`{}` answers but does not list the model `{}` (it lists {})",
                 config.model_provider_id,
                 config.model,
-                shown.join(", ")
+                models.shown(8)
             ),
         )
     }

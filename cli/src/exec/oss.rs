@@ -18,11 +18,8 @@ pub(super) async fn check_local_server(
     server: LocalProvider,
 ) -> anyhow::Result<()> {
     let provider = &config.model_provider;
-    keel_core::install_tls_provider();
-    let client = reqwest::Client::builder().timeout(LIST_TIMEOUT).build()?;
-    let url = provider.url_for("models");
-    let response = match client.get(&url).send().await {
-        Ok(response) => response,
+    let models = match crate::provider_models::fetch(provider, None, LIST_TIMEOUT).await {
+        Ok(models) => models,
         Err(err) => {
             let why = if err.is_timeout() {
                 format!("no answer within {}s", LIST_TIMEOUT.as_secs())
@@ -44,26 +41,9 @@ pub(super) async fn check_local_server(
             )));
         }
     };
-    if !response.status().is_success() {
-        // A server that cannot list its models may still serve them.
-        tracing::debug!(status = %response.status(), %url, "the local server did not list its models");
+    // A server that cannot list its models may still serve them.
+    if !models.status.is_success() || models.ids.is_empty() || models.has(&config.model) {
         return Ok(());
-    }
-    let listed: Vec<String> = response
-        .json::<serde_json::Value>()
-        .await
-        .ok()
-        .and_then(|json| json["data"].as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|model| model["id"].as_str().map(str::to_string))
-        .collect();
-    if listed.is_empty() || listed.iter().any(|id| same_model(id, &config.model)) {
-        return Ok(());
-    }
-    let mut shown: Vec<&str> = listed.iter().map(String::as_str).take(10).collect();
-    if listed.len() > shown.len() {
-        shown.push("...");
     }
     let fetch = match server {
         LocalProvider::Ollama => format!("Fetch it with `ollama pull {}`", config.model),
@@ -74,11 +54,6 @@ pub(super) async fn check_local_server(
          {fetch} (or load it in your server), or pick one it has with -m.",
         provider.base_url(),
         config.model,
-        shown.join(", ")
+        models.shown(10)
     )))
-}
-
-/// Whether the server's `listed` id is `wanted`; Ollama adds `:latest` to a name without a tag.
-fn same_model(listed: &str, wanted: &str) -> bool {
-    listed == wanted || (!wanted.contains(':') && listed == format!("{wanted}:latest"))
 }
