@@ -71,6 +71,35 @@ pub(crate) struct TurnContext {
     pub request_user_input_tool: bool,
 }
 
+impl TurnContext {
+    /// What this turn's hooks are told about the conversation `session_id` (recorded at
+    /// `transcript_path`, if it is).
+    pub(crate) fn hook_session(
+        &self,
+        session_id: String,
+        transcript_path: Option<PathBuf>,
+    ) -> crate::hooks::HookSession {
+        let keel_home = self
+            .user_config_file
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        crate::hooks::HookSession {
+            outputs_dir: keel_home.join("hook-outputs").join(&session_id),
+            session_id,
+            transcript_path,
+            cwd: self.cwd.clone(),
+            model: self.model.clone(),
+            permission_mode: if self.approval_policy == AskForApproval::Never {
+                "bypassPermissions"
+            } else {
+                "default"
+            },
+            bypass_trust: self.bypass_hook_trust,
+        }
+    }
+}
+
 /// The agent tools a conversation is offered, by its place in the agent tree.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct AgentTools {

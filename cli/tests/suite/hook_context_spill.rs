@@ -51,6 +51,12 @@ async fn long_hook_context_is_saved_to_a_file_unless_the_hook_lifts_the_limit() 
         .and_then(|rest| rest.split(".txt").next())
         .map(|stem| format!("{stem}.txt"))
         .unwrap_or_default();
+    // Under the user's Keel home, not a shared temp directory where another user could have
+    // planted a link.
+    assert!(
+        std::path::Path::new(&path).starts_with(home.path().join("hook-outputs")),
+        "{path}"
+    );
     let saved = std::fs::read_to_string(&path)?;
     assert!(saved.starts_with("KEEL-CUT ") && saved.ends_with("KEEL-CUT-END"));
     assert_eq!(

@@ -34,6 +34,9 @@ pub(crate) struct HookSession {
     /// `bypassPermissions` when nothing is asked (approval `never`), else `default`.
     pub permission_mode: &'static str,
     pub bypass_trust: bool,
+    /// Where long hook output is saved: under the user's Keel home, never a shared temp
+    /// directory another user could have planted a link in.
+    pub outputs_dir: PathBuf,
 }
 
 /// One hook's run, for reports to the client.
@@ -282,7 +285,7 @@ pub(crate) async fn run_event(
             outcome
                 .context
                 .clone()
-                .map(|context| spill::fit_context(context, context_limit, &session.session_id)),
+                .map(|context| spill::fit_context(context, context_limit, &session.outputs_dir)),
         );
         if outcome.updated_input.is_some() {
             combined.updated_input.clone_from(&outcome.updated_input);

@@ -10,16 +10,9 @@ pub(crate) const DEFAULT_CONTEXT_LIMIT_TOKENS: u64 = 2_500;
 /// Characters per token, for the estimate.
 const CHARS_PER_TOKEN: u64 = 4;
 
-/// Where the hook outputs of a session are saved.
-fn spill_dir(session_id: &str) -> PathBuf {
-    std::env::temp_dir()
-        .join("keel-hook-outputs")
-        .join(session_id)
-}
-
 /// `context` as the model gets it: whole when within `limit` tokens, else its start and
 /// where the whole text was saved (or why it could not be).
-pub(crate) fn fit_context(context: String, limit: Option<u64>, session_id: &str) -> String {
+pub(crate) fn fit_context(context: String, limit: Option<u64>, outputs_dir: &Path) -> String {
     let limit = limit.unwrap_or(DEFAULT_CONTEXT_LIMIT_TOKENS);
     let chars = u64::try_from(context.chars().count()).unwrap_or(u64::MAX);
     let tokens = chars.div_ceil(CHARS_PER_TOKEN);
@@ -28,7 +21,7 @@ pub(crate) fn fit_context(context: String, limit: Option<u64>, session_id: &str)
     }
     let keep = usize::try_from(limit.saturating_mul(CHARS_PER_TOKEN)).unwrap_or(usize::MAX);
     let head: String = context.chars().take(keep).collect();
-    let saved = save(&spill_dir(session_id), &context);
+    let saved = save(outputs_dir, &context);
     let whereabouts = match saved {
         Ok(path) => format!("The whole output is saved in {}.", path.display()),
         Err(err) => format!("The rest could not be saved ({err})."),
@@ -51,11 +44,12 @@ mod tests {
 
     #[test]
     fn short_context_stays_and_long_context_is_saved_whole() -> std::io::Result<()> {
-        let session = format!("test-{}", uuid::Uuid::new_v4());
-        assert_eq!(fit_context("short".into(), None, &session), "short");
+        let home = tempfile::tempdir()?;
+        let dir = home.path().join("hook-outputs/session");
+        assert_eq!(fit_context("short".into(), None, &dir), "short");
         let long = "x".repeat(40);
-        assert_eq!(fit_context(long.clone(), Some(0), &session), long);
-        let fitted = fit_context(long.clone(), Some(5), &session);
+        assert_eq!(fit_context(long.clone(), Some(0), &dir), long);
+        let fitted = fit_context(long.clone(), Some(5), &dir);
         assert!(fitted.starts_with(&"x".repeat(20)), "{fitted}");
         assert!(!fitted.starts_with(&"x".repeat(21)), "{fitted}");
         assert!(fitted.contains("about 5 tokens of about 10"), "{fitted}");
@@ -65,8 +59,8 @@ mod tests {
             .and_then(|rest| rest.strip_suffix(".]"))
             .map(PathBuf::from)
             .unwrap_or_default();
+        assert!(path.starts_with(&dir), "{}", path.display());
         assert_eq!(std::fs::read_to_string(&path)?, long);
-        std::fs::remove_dir_all(spill_dir(&session))?;
         Ok(())
     }
 }

@@ -26,18 +26,7 @@ const MAX_STOP_CONTINUATIONS: usize = 8;
 
 /// What every hook of this conversation is told.
 fn hook_session(session: &Session, context: &TurnContext) -> HookSession {
-    HookSession {
-        session_id: session.id().to_string(),
-        transcript_path: session.rollout_path(),
-        cwd: context.cwd.clone(),
-        model: context.model.clone(),
-        permission_mode: if context.approval_policy == keel_protocol::AskForApproval::Never {
-            "bypassPermissions"
-        } else {
-            "default"
-        },
-        bypass_trust: context.bypass_hook_trust,
-    }
+    context.hook_session(session.id().to_string(), session.rollout_path())
 }
 
 async fn warn(session: &Session, ids: &TurnIds, message: String) {

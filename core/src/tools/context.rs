@@ -182,18 +182,9 @@ impl ToolContext {
         ) {
             self.host.send_event(&self.ids.sub_id, msg).await;
         }
-        let session = crate::hooks::HookSession {
-            session_id: self.host.id().to_string(),
-            transcript_path: self.host.rollout_path(),
-            cwd: self.turn.cwd.clone(),
-            model: self.turn.model.clone(),
-            permission_mode: if self.turn.approval_policy == keel_protocol::AskForApproval::Never {
-                "bypassPermissions"
-            } else {
-                "default"
-            },
-            bypass_trust: self.turn.bypass_hook_trust,
-        };
+        let session = self
+            .turn
+            .hook_session(self.host.id().to_string(), self.host.rollout_path());
         let outcome = crate::hooks::run_event(
             hooks,
             &session,
