@@ -162,6 +162,32 @@ impl TuiPane {
         })?
     }
 
+    /// Closes the view whose screen shows `marker` with Esc, and waits until it is gone before
+    /// anything else is typed: keys that follow an Esc too closely are read as one Alt
+    /// sequence, so on busy cores an Esc can be lost. Each Esc gets a few seconds to work.
+    async fn close_view(&self, marker: &str) -> anyhow::Result<()> {
+        tokio::time::timeout(SCREEN_WAIT, async {
+            loop {
+                self.keys(&["Escape"])?;
+                let closed = tokio::time::timeout(Duration::from_secs(3), async {
+                    while self.screen().contains(marker) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                })
+                .await;
+                if closed.is_ok() {
+                    return anyhow::Ok(());
+                }
+            }
+        })
+        .await
+        .map_err(|_| {
+            let message = format!("the view {marker:?} did not close:\n{}", self.screen());
+            report_now(&message);
+            anyhow::anyhow!(message)
+        })?
+    }
+
     /// Waits until the screen holds `text`; fails with the screen otherwise.
     async fn wait_for(&self, text: &str) -> anyhow::Result<String> {
         poll_until(|| Some(self.screen()).filter(|screen| screen.contains(text)))
@@ -584,7 +610,7 @@ async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Resu
     })
     .await
     .map_err(|_| anyhow::anyhow!("the skill switch never reached config.toml"))?;
-    tui.keys(&["Escape"])?;
+    tui.close_view("Enable/Disable Skills").await?;
 
     // /hooks shows the untrusted hook; trusting it records its hash, and it then runs.
     tui.type_line("/hooks").await?;
@@ -602,7 +628,7 @@ async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Resu
     poll_until(|| (!tui.screen().contains("needs review")).then_some(()))
         .await
         .map_err(|_| anyhow::anyhow!("the hook still needs review:\n{}", tui.screen()))?;
-    tui.keys(&["Escape"])?;
+    tui.close_view("Lifecycle hooks from config").await?;
     tui.type_line("KEEL-STEP-3 once more").await?;
     tui.wait_for("keel second answer").await?;
     assert!(
