@@ -150,18 +150,37 @@ impl Supervisor {
         // The command holds the output pipes or terminal now; the supervisor lets go of its
         // copies so that the server sees end-of-file as soon as the command's tree is gone.
         release_stdio();
-        Ok(Self {
+        let supervisor = Self {
             signals,
             parent,
             me: getpid().as_raw(),
             group: getpgrp().as_raw(),
             command: Pid::from_raw(child.id().cast_signed()),
-        })
+        };
+        supervisor.pass_on_early_signals();
+        Ok(supervisor)
+    }
+
+    /// A SIGTERM or SIGHUP sent to the group after the check above but before the command
+    /// was forked reached only the supervisor: the command gets it now. (One sent just after
+    /// the fork reaches the command twice, which a process that stops on it cannot tell.)
+    fn pass_on_early_signals(&self) {
+        while let Ok(Some(info)) = self.signals.read_signal() {
+            match Signal::try_from(info.ssi_signo.cast_signed()) {
+                Ok(signal @ (Signal::SIGTERM | Signal::SIGHUP)) => {
+                    let _ = kill(self.command, signal);
+                    self.relay(signal);
+                }
+                Ok(Signal::SIGUSR1) => self.kill_tree(),
+                _ => {}
+            }
+        }
     }
 
     /// Waits for the command, handling signals; then cleans up and returns the exit status.
     fn run(mut self) -> u8 {
-        let mut status = None;
+        // The SIGCHLD of a command that ended at once may have been read at start.
+        let mut status = self.reap();
         let mut parent_gone = false;
         while status.is_none() && !parent_gone {
             self.wait_for_signal(PARENT_CHECK);
