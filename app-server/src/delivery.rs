@@ -10,6 +10,10 @@
 //! - When the queue is full of messages that must arrive, the consumer is too slow to serve:
 //!   the queue closes, [`DeliveryQueue::push`] reports it, and the owner disconnects this
 //!   consumer alone. The engine and other consumers never wait for it.
+//! - A lossless queue ([`DeliveryQueue::lossless`], for an in-process client that asked for
+//!   every message, such as `keel exec` writing to a pipe) drops nothing and never
+//!   overflows; instead the engine's event pump waits for room before it delivers, so a slow
+//!   consumer slows the turns it follows.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -187,8 +191,13 @@ struct State {
 /// A bounded, never-blocking queue for one consumer; see the module docs.
 pub(crate) struct DeliveryQueue {
     capacity: usize,
+    /// Never drops nor overflows: whoever feeds it waits for room first
+    /// ([`DeliveryQueue::wait_for_room`]), so nothing is lost and memory stays bounded.
+    lossless: bool,
     state: Mutex<State>,
     ready: Notify,
+    /// Signalled whenever the consumer takes a message.
+    room: Notify,
 }
 
 impl DeliveryQueue {
@@ -196,8 +205,33 @@ impl DeliveryQueue {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
             capacity: capacity.max(1),
+            lossless: false,
             state: Mutex::new(State::default()),
             ready: Notify::new(),
+            room: Notify::new(),
+        }
+    }
+
+    /// A queue for a consumer that must get every message: pushes are never refused for
+    /// being over `capacity`; producers pace themselves with [`DeliveryQueue::wait_for_room`].
+    pub(crate) fn lossless(capacity: usize) -> Self {
+        Self {
+            lossless: true,
+            ..Self::new(capacity)
+        }
+    }
+
+    /// Resolves once the queue holds fewer than its capacity (or is closed). Cancel-safe.
+    pub(crate) async fn wait_for_room(&self) {
+        loop {
+            let room = self.room.notified();
+            {
+                let state = self.lock();
+                if state.closed || state.queue.len() < self.capacity {
+                    return;
+                }
+            }
+            room.await;
         }
     }
 
@@ -213,7 +247,7 @@ impl DeliveryQueue {
         if state.closed {
             return Err(Refused::Closed);
         }
-        if state.queue.len() >= self.capacity {
+        if state.queue.len() >= self.capacity && !self.lossless {
             if message.is_droppable() {
                 state.missed += 1;
                 return Ok(());
@@ -263,6 +297,7 @@ impl DeliveryQueue {
     pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.ready.notify_one();
+        self.room.notify_waiters();
     }
 
     /// The next delivery; `None` once closed and drained (or abandoned for overflow).
@@ -279,6 +314,8 @@ impl DeliveryQueue {
                     return Some(Delivered::Missed(std::mem::take(&mut state.missed)));
                 }
                 if let Some(message) = state.queue.pop_front() {
+                    drop(state);
+                    self.room.notify_waiters();
                     return Some(Delivered::Message(message));
                 }
                 if state.closed {
@@ -335,6 +372,31 @@ mod tests {
                 Delivered::Message(note("item/started").into()),
                 Delivered::Message(note("turn/completed").into()),
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lossless_queue_keeps_every_delta_and_makes_its_producer_wait() {
+        let queue = Arc::new(DeliveryQueue::lossless(2));
+        for _ in 0..3 {
+            assert_eq!(queue.push(note("item/agentMessage/delta")), Ok(()));
+        }
+        let producer = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.wait_for_room().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!producer.is_finished());
+        queue.next().await;
+        assert!(queue.has_ready());
+        queue.next().await;
+        tokio::time::timeout(std::time::Duration::from_secs(10), producer)
+            .await
+            .expect("the producer is let go once there is room")
+            .expect("the producer ends");
+        assert_eq!(
+            queue.next().await,
+            Some(Delivered::Message(note("item/agentMessage/delta").into()))
         );
     }
 

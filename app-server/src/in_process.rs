@@ -3,7 +3,8 @@
 //!
 //! Delivery follows the contract in `delivery`: a consumer that pauses loses at most streaming
 //! deltas (and is told how many, [`InProcessEvent::Lagged`]), never a `turn/completed`, an
-//! `item/completed` or an approval request; the engine never waits for it.
+//! `item/completed` or an approval request; the engine never waits for it. A consumer started
+//! with [`EventDelivery::WaitForConsumer`] loses nothing: the engine waits for it instead.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,6 +31,20 @@ use crate::state::{AppState, ServerConfig};
 /// [`InProcessEvent::Lagged`]); a consumer that lets this many events that must arrive pile
 /// up is disconnected ([`InProcessAppServerClient::next_event`] returns `None`).
 pub const IN_PROCESS_EVENT_CAPACITY: usize = DELIVERY_CAPACITY;
+
+/// What happens to events when the consumer reads more slowly than the engine produces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventDelivery {
+    /// The engine never waits: streaming deltas are skipped (and counted,
+    /// [`InProcessEvent::Lagged`]); for interactive consumers that want the latest state.
+    #[default]
+    SkipDeltasWhenBehind,
+    /// Nothing is skipped: the engine pauses until the consumer has read enough (at most
+    /// [`IN_PROCESS_EVENT_CAPACITY`] events wait); for consumers that record everything, such
+    /// as `keel exec --json` writing to a pipe.
+    WaitForConsumer,
+}
 
 /// Something the server sent that is not a response.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,29 +107,62 @@ impl Drop for InProcessAppServerClient {
         for task in &self.tasks {
             task.abort();
         }
+        // Engine pumps waiting for this consumer to make room are let go.
+        self.events.close();
     }
 }
 
 impl InProcessAppServerClient {
-    /// Starts a server in this process and performs the handshake.
+    /// Starts a server in this process and performs the handshake; deltas are skipped for
+    /// a consumer that falls behind ([`EventDelivery::SkipDeltasWhenBehind`]).
     pub async fn start(
         config: ServerConfig,
         client_info: ClientInfo,
         capabilities: Option<InitializeCapabilities>,
     ) -> Result<Self, InProcessError> {
+        Self::start_with_delivery(
+            config,
+            client_info,
+            capabilities,
+            EventDelivery::SkipDeltasWhenBehind,
+        )
+        .await
+    }
+
+    /// Starts a server in this process with the given treatment of a slow consumer.
+    pub async fn start_with_delivery(
+        config: ServerConfig,
+        client_info: ClientInfo,
+        capabilities: Option<InitializeCapabilities>,
+        delivery: EventDelivery,
+    ) -> Result<Self, InProcessError> {
         let state = Arc::new(AppState::new(config));
         state.follow_spawned_threads();
         let kept_state = Arc::clone(&state);
         let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
-        let outgoing_queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
+        let (outgoing_queue, events, outgoing) = match delivery {
+            EventDelivery::SkipDeltasWhenBehind => {
+                let queue = Arc::new(DeliveryQueue::new(DELIVERY_CAPACITY));
+                let events = Arc::new(DeliveryQueue::new(IN_PROCESS_EVENT_CAPACITY));
+                (queue.clone(), events, Outgoing::new(queue))
+            }
+            EventDelivery::WaitForConsumer => {
+                let queue = Arc::new(DeliveryQueue::lossless(DELIVERY_CAPACITY));
+                let events = Arc::new(DeliveryQueue::lossless(IN_PROCESS_EVENT_CAPACITY));
+                (
+                    queue.clone(),
+                    events.clone(),
+                    Outgoing::paced(queue, events),
+                )
+            }
+        };
         let server = tokio::spawn(serve(
             state,
             rx,
-            Arc::new(Outgoing::new(outgoing_queue.clone())),
+            Arc::new(outgoing),
             ConnectionLimits::default(),
         ));
         let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
-        let events = Arc::new(DeliveryQueue::new(IN_PROCESS_EVENT_CAPACITY));
         let router_pending = pending.clone();
         let router_events = events.clone();
         // Drains the connection's queue at once (so responses reach their callers whatever

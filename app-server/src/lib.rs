@@ -33,7 +33,8 @@ mod utilities;
 pub use connection::ConnectionLimits;
 pub use error::{AppServerError, Result};
 pub use in_process::{
-    IN_PROCESS_EVENT_CAPACITY, InProcessAppServerClient, InProcessError, InProcessEvent,
+    EventDelivery, IN_PROCESS_EVENT_CAPACITY, InProcessAppServerClient, InProcessError,
+    InProcessEvent,
 };
 pub use run::{AppServerArgs, AppServerListen, run_main};
 pub use schema::{app_server_schemas, write_json_schema};

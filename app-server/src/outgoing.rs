@@ -35,6 +35,8 @@ pub(crate) struct Outgoing {
     next_request_id: AtomicI64,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
     opted_out: Mutex<HashSet<String>>,
+    /// The queue whose room paces the engine's events for this consumer (a lossless one).
+    pace: Option<std::sync::Arc<DeliveryQueue>>,
 }
 
 impl Outgoing {
@@ -47,6 +49,26 @@ impl Outgoing {
             next_request_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             opted_out: Mutex::new(HashSet::new()),
+            pace: None,
+        }
+    }
+
+    /// An outgoing side whose engine events wait for room in `pace` (the consumer's lossless
+    /// queue) instead of being dropped for a slow consumer.
+    pub(crate) fn paced(
+        queue: std::sync::Arc<DeliveryQueue>,
+        pace: std::sync::Arc<DeliveryQueue>,
+    ) -> Self {
+        Self {
+            pace: Some(pace),
+            ..Self::new(queue)
+        }
+    }
+
+    /// Resolves when this consumer can take more engine events (at once unless paced).
+    pub(crate) async fn wait_for_room(&self) {
+        if let Some(pace) = &self.pace {
+            pace.wait_for_room().await;
         }
     }
 

@@ -286,6 +286,14 @@ impl LoadedThread {
         }
     }
 
+    /// Waits until every subscriber that asked for every message has room for more.
+    async fn wait_for_subscribers(&self) {
+        let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
+        for subscriber in subscribers {
+            subscriber.wait_for_room().await;
+        }
+    }
+
     pub(crate) async fn broadcast(&self, notification: ServerNotification) {
         let subscribers: Vec<Arc<Outgoing>> = lock(&self.subscribers).values().cloned().collect();
         if subscribers.is_empty() {
@@ -354,6 +362,9 @@ impl LoadedThread {
 /// Reads the conversation's events until it shuts down.
 async fn pump_events(thread: Arc<LoadedThread>) {
     while let Ok(event) = thread.conversation.next_event().await {
+        // A consumer that must get everything slows the engine down instead of losing
+        // events: this pump stops reading, and the engine waits on its bounded channel.
+        thread.wait_for_subscribers().await;
         let boundary = lock(&thread.translator).boundary(&event);
         let ends_turn = boundary == Some(TurnBoundary::Ended);
         let starts_turn = boundary == Some(TurnBoundary::Started);

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use keel_app_server::{InProcessAppServerClient, InProcessEvent, ServerConfig};
+use keel_app_server::{EventDelivery, InProcessAppServerClient, InProcessEvent, ServerConfig};
 use keel_core::{Config, ConfigError, ConfigOverrides, find_keel_home, parse_cli_override};
 use keel_protocol::app_server::{
     ClientInfo, ServerRequest, ThreadListParams, ThreadOverrides, ThreadResumeParams,
@@ -104,6 +104,11 @@ pub struct ExecArgs {
     /// Print every event as JSON Lines on stdout instead of the readable stream.
     #[arg(long)]
     json: bool,
+
+    /// Print Keel's own event stream on stdout: every app-server notification of the thread
+    /// (streaming deltas included) as one JSON line `{"method", "params"}`.
+    #[arg(long, conflicts_with = "json")]
+    app_server_events: bool,
 
     /// Run enabled hooks even when their definitions are not trusted (for automation whose
     /// hooks were vetted). Hooks of an untrusted project still do not load.
@@ -202,7 +207,9 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if let Some(local) = local {
         oss::check_local_server(&config, local).await?;
     }
-    let client = InProcessAppServerClient::start(
+    // Whoever reads stdout (a pipe to a script, a log) gets every event: a slow reader slows
+    // the run down rather than thinning the stream.
+    let client = InProcessAppServerClient::start_with_delivery(
         ServerConfig {
             keel_home: home.clone(),
             cli_overrides,
@@ -214,6 +221,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             version: env!("CARGO_PKG_VERSION").to_string(),
         },
         None,
+        EventDelivery::WaitForConsumer,
     )
     .await?;
 
@@ -300,7 +308,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         thread,
         input,
         output_schema,
-        args.json,
+        args.json || args.app_server_events,
         args.output_last_message.as_deref(),
     )
     .await
@@ -538,10 +546,8 @@ async fn drive(
                     .await?;
             }
             InProcessEvent::Lagged { skipped } => {
-                eprintln!(
-                    "keel: warning: {skipped} streaming updates were skipped because output fell \
-                     behind; completed items are shown whole"
-                );
+                // Not expected: this client waits for its reader instead of skipping.
+                tracing::warn!("{skipped} streaming updates were skipped");
             }
         }
     }
