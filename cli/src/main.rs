@@ -28,7 +28,9 @@ enum Command {
     /// Run one task headless: progress on stderr, the final message on stdout.
     #[command(override_usage = "keel exec [OPTIONS] [PROMPT]\n       \
                                 keel exec [OPTIONS] resume <ID> [PROMPT]\n       \
-                                keel exec [OPTIONS] resume --last [PROMPT]")]
+                                keel exec [OPTIONS] resume --last [PROMPT]\n       \
+                                keel exec [OPTIONS] fork <ID> [PROMPT]",
+              after_help = exec::EXEC_AFTER_HELP)]
     Exec(exec::ExecArgs),
     /// Run a command under the sandbox the engine uses for model commands.
     Sandbox(sandbox::SandboxArgs),

@@ -10,7 +10,8 @@ pub(crate) const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
 /// Why an image could not be attached; the text is what the model or the user reads.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ImageError {
+#[non_exhaustive]
+pub enum ImageError {
     /// The file cannot be read.
     #[error("cannot read image {path}: {cause}")]
     Unreadable {
@@ -60,6 +61,31 @@ fn sniff(bytes: &[u8]) -> Option<&'static str> {
         ] => Some("image/webp"),
         _ => None,
     }
+}
+
+/// Checks, before a run starts, that `path` is an image the model can be given (a readable
+/// PNG, JPEG, GIF or WebP file within the size limit); returns its MIME type.
+pub fn check_image_file(path: &Path) -> Result<&'static str, ImageError> {
+    use std::io::Read;
+    let unreadable = |err: std::io::Error| ImageError::Unreadable {
+        path: path.to_path_buf(),
+        cause: err.to_string(),
+    };
+    let size = std::fs::metadata(path).map_err(unreadable)?.len();
+    if size > MAX_IMAGE_BYTES {
+        return Err(ImageError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+            max: MAX_IMAGE_BYTES,
+        });
+    }
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .and_then(|file| file.take(16).read_to_end(&mut head))
+        .map_err(unreadable)?;
+    sniff(&head).ok_or_else(|| ImageError::NotAnImage {
+        path: path.to_path_buf(),
+    })
 }
 
 /// `path` (relative to `cwd`) as a `data:` URL, checked to be an image within the limit.

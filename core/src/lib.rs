@@ -88,6 +88,7 @@ pub use config::{
 pub use conversation::{Conversation, NewConversation};
 pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversation};
 pub use error::{CoreError, Result};
+pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;
 pub use models::{ContentItem, ReasoningSummary, ResponseItem};
 pub use processes::{ProcessError, exec_server_bearer_token};

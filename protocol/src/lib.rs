@@ -25,6 +25,7 @@
 pub mod app_server;
 mod bytes;
 mod engine;
+pub mod exec_events;
 pub mod exec_server;
 mod framing;
 mod ids;

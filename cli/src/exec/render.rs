@@ -9,6 +9,8 @@ use keel_protocol::app_server::{
 /// Turns notifications into short human-readable lines.
 #[derive(Default)]
 pub struct HumanRenderer {
+    /// Whether lines carry ANSI colours (`--color`).
+    color: bool,
     /// Sub-agent threads started and turns they finished, for the progress line.
     agents_started: u64,
     agents_finished: u64,
@@ -19,6 +21,23 @@ pub struct HumanRenderer {
 }
 
 impl HumanRenderer {
+    /// A renderer, coloured or not.
+    pub fn new(color: bool) -> Self {
+        Self {
+            color,
+            ..Self::default()
+        }
+    }
+
+    /// `text` in the ANSI style `code` when colours are on.
+    fn paint(&self, code: &str, text: String) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text
+        }
+    }
+
     /// Prints what the thread runs with.
     pub fn thread_started(&mut self, response: &ThreadStartResponse) {
         eprintln!(
@@ -65,8 +84,10 @@ impl HumanRenderer {
                     command,
                     process_id: Some(process_id),
                     ..
-                } => format!("$ {command}   [session {process_id}]"),
-                ThreadItem::CommandExecution { command, .. } => format!("$ {command}"),
+                } => self.paint(BOLD, format!("$ {command}   [session {process_id}]")),
+                ThreadItem::CommandExecution { command, .. } => {
+                    self.paint(BOLD, format!("$ {command}"))
+                }
                 ThreadItem::McpToolCall(call) => format!("mcp: {}/{}", call.server, call.tool),
                 _ => return,
             },
@@ -83,12 +104,16 @@ impl HumanRenderer {
                     status,
                     ..
                 } => match exit_code {
-                    Some(code) => format!(
-                        "  exit {code} in {:.1}s{}",
-                        duration_ms.unwrap_or_default() as f64 / 1000.0,
-                        tail(aggregated_output.as_deref().unwrap_or_default())
-                    ),
-                    None => format!("  not run ({status:?})"),
+                    Some(code) => {
+                        let exit = self
+                            .paint(if *code == 0 { GREEN } else { RED }, format!("exit {code}"));
+                        format!(
+                            "  {exit} in {:.1}s{}",
+                            duration_ms.unwrap_or_default() as f64 / 1000.0,
+                            tail(aggregated_output.as_deref().unwrap_or_default())
+                        )
+                    }
+                    None => self.paint(RED, format!("  not run ({status:?})")),
                 },
                 ThreadItem::FileChange {
                     changes, status, ..
@@ -104,7 +129,9 @@ impl HumanRenderer {
                         other => format!("patch not applied ({other:?}): {}", files.join(", ")),
                     }
                 }
-                ThreadItem::Reasoning { summary, .. } => format!("thinking: {}", summary.join(" ")),
+                ThreadItem::Reasoning { summary, .. } => {
+                    self.paint(DIM, format!("thinking: {}", summary.join(" ")))
+                }
                 ThreadItem::CollabAgentToolCall(call) => {
                     let states: Vec<String> = call
                         .receiver_thread_ids
@@ -151,10 +178,14 @@ impl HumanRenderer {
                 None => return,
             },
             ServerNotification::Error(error) if error.will_retry => {
-                format!("retrying: {}", error.error.message)
+                self.paint(YELLOW, format!("retrying: {}", error.error.message))
             }
-            ServerNotification::Error(error) => format!("keel: {}", error.error.message),
-            ServerNotification::Warning(warning) => format!("keel: warning: {}", warning.message),
+            ServerNotification::Error(error) => {
+                self.paint(RED, format!("keel: {}", error.error.message))
+            }
+            ServerNotification::Warning(warning) => {
+                self.paint(YELLOW, format!("keel: warning: {}", warning.message))
+            }
             ServerNotification::TurnStarted(_) => {
                 self.turn_tokens = 0;
                 return;
@@ -177,6 +208,13 @@ impl HumanRenderer {
         let _line = writeln!(err, "{line}");
     }
 }
+
+/// ANSI styles of the readable stream.
+const BOLD: &str = "1";
+const DIM: &str = "2";
+const RED: &str = "31";
+const GREEN: &str = "32";
+const YELLOW: &str = "33";
 
 /// The last few lines of output, indented, for the progress stream.
 fn tail(output: &str) -> String {

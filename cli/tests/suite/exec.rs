@@ -86,14 +86,15 @@ async fn prints_progress_on_stderr_and_the_answer_on_stdout() -> anyhow::Result<
     Ok(())
 }
 
+/// `--app-server-events` keeps Keel's own stream: every notification, deltas included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_mode_prints_every_event_as_a_line() -> anyhow::Result<()> {
+async fn app_server_events_prints_every_notification_as_a_line() -> anyhow::Result<()> {
     let script = Script::new([Turn::new([assistant_message("json answer")])]);
     let (_mock, home, ws) = setup(script).await?;
     let out = keel_exec(
         home.path(),
         ws.path(),
-        &["--json", "-"],
+        &["--app-server-events", "-"],
         Some("prompt from stdin"),
     )
     .await?;
@@ -234,7 +235,7 @@ async fn resume_after_kill_answers_the_interrupted_call_as_aborted() -> anyhow::
     ]);
     let (mock, home, ws) = setup(script).await?;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["exec", "--json", "start the long command"])
+        .args(["exec", "--app-server-events", "start the long command"])
         .current_dir(ws.path())
         .env("KEEL_HOME", home.path())
         .env_remove("RUST_LOG")

@@ -60,10 +60,30 @@ async fn keel_exec_attaches_images_and_names_a_missing_one() -> anyhow::Result<(
     .await?;
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
-        out.stderr.contains("-i nope.png: no such file"),
+        out.stderr.contains("-i nope.png: cannot read image")
+            && out.stderr.contains("No such file"),
         "{}",
         out.stderr
     );
+
+    // A file that is not an image is refused before anything runs.
+    std::fs::write(ws.path().join("notes.txt"), "just text")?;
+    let requests_before = mock.requests().len();
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["-i", "notes.txt", "what is this?"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("notes.txt is not a PNG, JPEG, GIF or WebP image"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(mock.requests().len(), requests_before);
     Ok(())
 }
 

@@ -59,7 +59,7 @@ async fn setup(marker: &str) -> anyhow::Result<Setup> {
 /// Starts `keel exec --json` and returns once its command has started.
 async fn keel_exec_running_the_command(setup: &Setup) -> anyhow::Result<tokio::process::Child> {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["exec", "--json", "start a server"])
+        .args(["exec", "--app-server-events", "start a server"])
         .current_dir(setup.ws.path())
         .env("KEEL_HOME", setup.home.path())
         .env_remove("RUST_LOG")

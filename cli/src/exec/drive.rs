@@ -1,0 +1,227 @@
+//! One turn of `keel exec`: start it, print what happens in the chosen output format,
+//! answer what nobody is there to answer, and end on the turn's own completion.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use keel_app_server::{InProcessAppServerClient, InProcessEvent};
+use keel_protocol::MethodTable;
+use keel_protocol::app_server::{
+    ServerRequest, ThreadStartResponse, TurnInterruptParams, TurnStartParams, UserInput,
+    client_request,
+};
+use keel_protocol::exec_events::ExecEvent;
+
+use super::jsonl::JsonlStream;
+use super::outcome::{TurnOutcome, turn_outcome};
+use super::render::HumanRenderer;
+
+/// Longest `keel exec` waits at its end for the session to shut down (its `SessionEnd`
+/// hooks).
+const SESSION_END_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What stdout carries.
+pub enum Output {
+    /// Progress on stderr, the final message on stdout.
+    Human(HumanRenderer),
+    /// `codex exec --json`'s JSON Lines.
+    Jsonl(JsonlStream),
+    /// Keel's app-server notifications, one JSON line each.
+    AppServerEvents,
+}
+
+/// What the turn is about.
+pub struct TurnRequest<'a> {
+    /// The thread, as started, resumed or forked.
+    pub thread: ThreadStartResponse,
+    /// The prompt and attachments.
+    pub input: Vec<UserInput>,
+    /// The JSON Schema the answer must match.
+    pub output_schema: Option<serde_json::Value>,
+    /// Where `-o` writes the last message.
+    pub last_message_file: Option<&'a Path>,
+    /// Configuration warnings to show in the stream.
+    pub warnings: Vec<String>,
+}
+
+/// Starts the turn and prints notifications until it completes.
+pub async fn drive(
+    client: &InProcessAppServerClient,
+    request: TurnRequest<'_>,
+    mut output: Output,
+) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let thread_id = request.thread.thread.id.clone();
+    let last_message_file = request.last_message_file;
+    match &mut output {
+        Output::Human(renderer) => renderer.thread_started(&request.thread),
+        Output::Jsonl(stream) => {
+            write_event(&stdout, &JsonlStream::thread_started(&thread_id))?;
+            for warning in request.warnings {
+                let line = stream.warning(warning);
+                write_event(&stdout, &line)?;
+            }
+        }
+        Output::AppServerEvents => {}
+    }
+    // Listening from before the turn starts, on one stream that queues deliveries: a Ctrl-C
+    // is never lost between two waits.
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
+    let turn = client
+        .request::<client_request::TurnStart>(TurnStartParams {
+            thread_id: thread_id.clone(),
+            input: request.input,
+            cwd: None,
+            approval_policy: None,
+            sandbox_policy: None,
+            permissions: None,
+            model: None,
+            effort: None,
+            output_schema: request.output_schema,
+        })
+        .await?;
+    let turn_id = turn.turn.id;
+    let mut interrupted = false;
+    loop {
+        let event = tokio::select! {
+            event = client.next_event() => event.context("the in-process app-server stopped")?,
+            _ = interrupts.recv() => {
+                if interrupted {
+                    // A second Ctrl-C: stop waiting for the turn to wind down (the commands'
+                    // process groups are killed on the way out).
+                    eprintln!("keel: interrupted again; exiting");
+                    std::process::exit(130);
+                }
+                interrupted = true;
+                eprintln!("interrupting…");
+                client
+                    .request::<client_request::TurnInterrupt>(TurnInterruptParams {
+                        thread_id: thread_id.clone(),
+                        turn_id: turn_id.clone(),
+                    })
+                    .await?;
+                continue;
+            }
+        };
+        let (id, asked) = match event {
+            InProcessEvent::Notification(notification) => {
+                // `keel exec` follows its own thread; sub-agents show only as a count.
+                if notification
+                    .thread_id()
+                    .is_some_and(|id| id != thread_id.as_str())
+                {
+                    if let Output::Human(renderer) = &mut output {
+                        renderer.sub_agent_notification(&notification);
+                    }
+                    continue;
+                }
+                match &mut output {
+                    Output::Human(renderer) => renderer.notification(&notification),
+                    Output::Jsonl(stream) => {
+                        for line in stream.lines(&notification) {
+                            write_event(&stdout, &line)?;
+                        }
+                    }
+                    Output::AppServerEvents => {
+                        let (method, params) = notification.clone().into_method_and_params()?;
+                        write_line(
+                            &stdout,
+                            &serde_json::json!({"method": method, "params": params}).to_string(),
+                        )?;
+                    }
+                }
+                if let Some(outcome) = turn_outcome(&notification, &thread_id, &turn_id) {
+                    if let (Some(file), TurnOutcome::Completed(Some(message))) =
+                        (last_message_file, &outcome)
+                    {
+                        std::fs::write(file, message).with_context(|| {
+                            format!("writing the last message to {}", file.display())
+                        })?;
+                    }
+                    if let Output::Human(_) = output {
+                        match &outcome {
+                            TurnOutcome::Completed(Some(message)) => write_line(&stdout, message)?,
+                            TurnOutcome::Interrupted => eprintln!("keel: turn interrupted"),
+                            _ => {}
+                        }
+                    }
+                    // The session ends with the run: its end-of-session hooks finish first.
+                    client.shutdown(SESSION_END_LIMIT).await;
+                    return Ok(ExitCode::from(outcome.exit_code()));
+                }
+                continue;
+            }
+            InProcessEvent::ServerRequest { id, request } => (id, request),
+            InProcessEvent::Lagged { skipped } => {
+                // Not expected: this client waits for its reader instead of skipping.
+                tracing::warn!("{skipped} streaming updates were skipped");
+                continue;
+            }
+        };
+        client.respond(id, unattended_answer(asked)).await?;
+    }
+}
+
+/// The answer to a server request when nobody is there to ask: questions go unanswered,
+/// MCP questions and approvals are declined, each said on stderr.
+fn unattended_answer(request: ServerRequest) -> serde_json::Value {
+    match request {
+        ServerRequest::ToolRequestUserInput(asked) => {
+            let questions: Vec<&str> = asked
+                .questions
+                .iter()
+                .map(|q| q.question.as_str())
+                .collect();
+            eprintln!(
+                "the model asked: {}; keel exec has no user to ask, so it was told nobody \
+                 answered",
+                questions.join(" / ")
+            );
+            serde_json::json!({"answers": {}})
+        }
+        ServerRequest::McpServerElicitation(asked) => {
+            eprintln!(
+                "MCP server `{}` asked: {}; keel exec has no user to ask, so it declined",
+                asked.server_name, asked.message
+            );
+            serde_json::json!({"action": "decline"})
+        }
+        ServerRequest::DynamicToolCall(call) => {
+            // keel exec registers no tools of its own, so no call should come here.
+            let answer = keel_protocol::DynamicToolResponse::failure(format!(
+                "keel exec has no tool `{}`",
+                call.tool
+            ));
+            serde_json::to_value(answer).unwrap_or_default()
+        }
+        ServerRequest::CommandExecutionRequestApproval(p) => {
+            eprintln!(
+                "approval needed for command `{}`; declined (keel exec cannot ask)",
+                p.command.clone().unwrap_or_default()
+            );
+            serde_json::json!({"decision": "decline"})
+        }
+        ServerRequest::FileChangeRequestApproval(_) => {
+            eprintln!("approval needed for a patch; declined (keel exec cannot ask)");
+            serde_json::json!({"decision": "decline"})
+        }
+    }
+}
+
+/// Writes one event of the `--json` stream.
+fn write_event(stdout: &std::io::Stdout, event: &ExecEvent) -> anyhow::Result<()> {
+    write_line(stdout, &serde_json::to_string(event)?)
+}
+
+/// Writes one line to stdout; a closed pipe (e.g. `| head`) ends output quietly.
+fn write_line(stdout: &std::io::Stdout, line: &str) -> anyhow::Result<()> {
+    let mut lock = stdout.lock();
+    match writeln!(lock, "{line}").and_then(|()| lock.flush()) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
