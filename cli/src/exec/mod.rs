@@ -107,15 +107,19 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         overrides.sandbox = Some(SandboxMode::DangerFullAccess);
     }
     let mut config = check_config(&home, &cli_overrides, &overrides, args.strict_config)?;
-    if !args.add_dirs.is_empty() {
+    let add_dirs = args
+        .add_dirs
+        .iter()
+        .map(|dir| checked_dir("--add-dir", dir))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if !add_dirs.is_empty() {
         match &config.sandbox_policy {
             SandboxPolicy::WorkspaceWrite { writable_roots, .. } => {
                 let mut roots: Vec<toml::Value> = writable_roots
                     .iter()
                     .map(|root| toml::Value::String(root.display().to_string()))
                     .collect();
-                for dir in &args.add_dirs {
-                    let dir = checked_dir("--add-dir", dir)?;
+                for dir in &add_dirs {
                     roots.push(toml::Value::String(dir.display().to_string()));
                 }
                 cli_overrides.push((

@@ -5,6 +5,7 @@ mod codex_tui;
 mod compaction;
 mod doctor;
 mod exec;
+mod exec_flags;
 mod exec_jsonl;
 mod exec_slow_reader;
 mod faults;
