@@ -96,7 +96,7 @@ pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,
     InMemoryRolloutStore, LoadedRollout, RolloutItem, RolloutRecorder, RolloutSink, RolloutStore,
-    SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout, find_rollout_path,
+    SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout, delete_rollout, find_rollout_path,
     list_conversations, list_conversations_in, load_rollout, read_transcript, summarise,
     unarchive_rollout,
 };

@@ -86,6 +86,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadLoadedList(p) => Reply::now(&threads::loaded_list(state, p).await?),
         ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
         ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,
+        ClientRequest::ThreadDelete(p) => threads::delete(state, p, outgoing).await,
         ClientRequest::ThreadSetName(p) => threads::set_name(state, p, outgoing).await,
         ClientRequest::ThreadUnsubscribe(p) => threads::unsubscribe(state, p, outgoing).await,
         ClientRequest::ThreadRollback(p) => Reply::now(&threads::rollback(state, p).await?),

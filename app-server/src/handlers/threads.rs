@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use keel_core::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, SESSIONS_DIR,
-    archive_rollout, find_rollout_path, list_conversations_in, read_transcript, summarise,
-    unarchive_rollout,
+    archive_rollout, delete_rollout, find_rollout_path, list_conversations_in, read_transcript,
+    summarise, unarchive_rollout,
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
@@ -476,6 +476,28 @@ pub(crate) async fn unarchive(
         thread_id: id.to_string(),
     });
     Reply::then_notify(&ThreadResponse { thread }, outgoing, notification)
+}
+
+/// `thread/delete`: unloads the thread and removes its file, live or archived.
+pub(crate) async fn delete(
+    state: &AppState,
+    params: ThreadIdParams,
+    outgoing: &Arc<Outgoing>,
+) -> Result<Reply> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let loaded = state.loaded(id).await;
+    let path = rollout_path(state, id).await?;
+    if loaded.is_none() && path.is_none() {
+        return Err(not_found(id));
+    }
+    state.unload(id).await;
+    if let Some(path) = path {
+        delete_rollout(&path).await?;
+    }
+    let notification = ServerNotification::ThreadDeleted(ThreadIdNotification {
+        thread_id: id.to_string(),
+    });
+    Reply::then_notify(&EmptyResponse {}, outgoing, notification)
 }
 
 /// `thread/name/set`: recorded in the rollout file so lists show it after a restart.

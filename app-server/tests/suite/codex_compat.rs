@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 46);
+    assert_eq!(implemented.len(), 47);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -134,12 +134,21 @@ pub async fn drive(
                     }
                 }
                 if let Some(outcome) = turn_outcome(&notification, &thread_id, &turn_id) {
-                    if let (Some(file), TurnOutcome::Completed(Some(message))) =
+                    if let (Some(file), TurnOutcome::Completed(message)) =
                         (last_message_file, &outcome)
                     {
-                        std::fs::write(file, message).with_context(|| {
-                            format!("writing the last message to {}", file.display())
-                        })?;
+                        // As `codex exec -o`: exactly the message, or an empty file (and a
+                        // warning) when the turn ended without one; a failed turn leaves the
+                        // file alone.
+                        if message.is_none() {
+                            eprintln!(
+                                "keel: warning: no last agent message; wrote empty content to {}",
+                                file.display()
+                            );
+                        }
+                        std::fs::write(file, message.as_deref().unwrap_or_default()).with_context(
+                            || format!("writing the last message to {}", file.display()),
+                        )?;
                     }
                     if let Output::Human(_) = output {
                         match &outcome {

@@ -18,7 +18,7 @@ pub struct JsonlStream {
     /// Stream ids (`item_N`) of the items seen, by app-server item id.
     ids: HashMap<String, String>,
     next_id: u64,
-    /// Usage of the turn in progress, summed over its model responses.
+    /// The thread's token usage so far.
     usage: ExecUsage,
     /// The last fatal error's text, for a `turn.failed` that carries none.
     last_error: Option<String>,
@@ -49,7 +49,6 @@ impl JsonlStream {
     pub fn lines(&mut self, notification: &ServerNotification) -> Vec<ExecEvent> {
         match notification {
             ServerNotification::TurnStarted(_) => {
-                self.usage = ExecUsage::default();
                 self.last_error = None;
                 self.todo = None;
                 self.todo_items.clear();
@@ -94,11 +93,16 @@ impl JsonlStream {
                 }
             }
             ServerNotification::ThreadTokenUsageUpdated(update) => {
-                let last = &update.token_usage.last;
-                self.usage.input_tokens += last.input_tokens;
-                self.usage.cached_input_tokens += last.cached_input_tokens;
-                self.usage.output_tokens += last.output_tokens;
-                self.usage.reasoning_output_tokens += last.reasoning_output_tokens;
+                // As `codex exec`: the thread's running total (earlier turns included, also
+                // across resume and fork), not the turn's own.
+                let total = &update.token_usage.total;
+                self.usage = ExecUsage {
+                    input_tokens: total.input_tokens,
+                    cached_input_tokens: total.cached_input_tokens,
+                    cache_write_input_tokens: 0,
+                    output_tokens: total.output_tokens,
+                    reasoning_output_tokens: total.reasoning_output_tokens,
+                };
                 Vec::new()
             }
             ServerNotification::Error(error) => {
@@ -185,7 +189,7 @@ impl JsonlStream {
                 (id, ExecItemDetails::AgentMessage { text: text.clone() })
             }
             ThreadItem::Reasoning { id, summary, .. } if completed => {
-                let text = summary.join("\n\n");
+                let text = summary.join("\n");
                 if text.is_empty() {
                     return None;
                 }

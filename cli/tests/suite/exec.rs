@@ -139,6 +139,15 @@ async fn output_last_message_writes_the_answer_to_a_file() -> anyhow::Result<()>
             "json: {json}"
         );
     }
+    // A failed turn leaves the file as it was.
+    let script = Script::new([Turn::failing(Fault::http(400))]);
+    let (_mock, home, ws) = setup(script).await?;
+    let file = ws.path().join("last.txt");
+    std::fs::write(&file, "kept")?;
+    let file_arg = file.display().to_string();
+    let out = keel_exec(home.path(), ws.path(), &["-o", &file_arg, "answer"], None).await?;
+    assert_eq!(out.code, Some(1), "stderr: {}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&file)?, "kept");
     Ok(())
 }
 

@@ -100,8 +100,10 @@ async fn the_stream_has_codex_events_items_and_usage() -> anyhow::Result<()> {
         "new line\n"
     );
 
-    // The thread id resumes the session, and the resumed run starts with the same id.
-    let script = Script::new([Turn::new([assistant_message("again")])]);
+    // The thread id resumes the session, and the resumed run starts with the same id; as
+    // in Codex, the usage is the thread's running total.
+    let script =
+        Script::new([Turn::new([assistant_message("again")]).with_usage(usage(10, 0, 1, 0))]);
     let mock = MockModelServer::start(script).await?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
     let resumed = keel_exec(
@@ -120,6 +122,10 @@ async fn the_stream_has_codex_events_items_and_usage() -> anyhow::Result<()> {
     assert_eq!(
         resumed[2],
         json!({"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": "again"}})
+    );
+    assert_eq!(
+        resumed[3],
+        json!({"type": "turn.completed", "usage": {"input_tokens": 610, "cached_input_tokens": 300, "cache_write_input_tokens": 0, "output_tokens": 31, "reasoning_output_tokens": 5}})
     );
     Ok(())
 }

@@ -98,7 +98,14 @@ pub struct ModelProviderInfo {
     /// LocalAI); see [`ModelProviderInfo::chat_reasoning_field_for`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_reasoning_field: Option<String>,
+    /// Takes OpenAI's credentials (as Codex): `CODEX_API_KEY` first, then the `env_key`
+    /// variable. On for the built-in `openai` provider.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_openai_auth: bool,
 }
+
+/// The variable `codex exec` (and OpenAI's SDKs driving it) reads OpenAI's API key from.
+pub const CODEX_API_KEY_ENV: &str = "CODEX_API_KEY";
 
 impl ModelProviderInfo {
     /// The API key from the `env_key` variable, `None` if the provider needs none.
@@ -106,6 +113,11 @@ impl ModelProviderInfo {
     /// A missing or blank variable is an error naming the variable, the provider and the
     /// provider's `env_key_instructions`.
     pub fn api_key(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>> {
+        if self.requires_openai_auth
+            && let Some(value) = env(CODEX_API_KEY_ENV).filter(|v| !v.trim().is_empty())
+        {
+            return Ok(Some(value));
+        }
         let Some(var) = &self.env_key else {
             return Ok(None);
         };
@@ -219,8 +231,11 @@ pub fn built_in_model_providers_with(
         base_url: Some(openai_base_url.to_string()),
         env_key: Some("OPENAI_API_KEY".to_string()),
         env_key_instructions: Some(
-            "Create an API key at https://platform.openai.com/api-keys and export it.".to_string(),
+            "Create an API key at https://platform.openai.com/api-keys and export it \
+             (CODEX_API_KEY is read first)."
+                .to_string(),
         ),
+        requires_openai_auth: true,
         wire_api: WireApi::Responses,
         env_http_headers: BTreeMap::from([
             (
@@ -364,6 +379,47 @@ mod tests {
             .api_key(&env_of(&[("AZURE_OPENAI_API_KEY", "  ")]))
             .unwrap_err();
         assert!(matches!(err, ConfigError::MissingEnvVar { .. }), "{err}");
+    }
+
+    /// As `codex exec`: OpenAI-auth providers read `CODEX_API_KEY` first; a provider with
+    /// only an `env_key` never falls back to it.
+    #[test]
+    fn codex_api_key_comes_first_for_openai_auth_providers_only() {
+        let openai = &built_in_model_providers(None)["openai"];
+        let both = [("CODEX_API_KEY", "codex"), ("OPENAI_API_KEY", "openai")];
+        assert_eq!(
+            openai.api_key(&env_of(&both)).unwrap().as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            openai
+                .api_key(&env_of(&[("OPENAI_API_KEY", "openai")]))
+                .unwrap()
+                .as_deref(),
+            Some("openai")
+        );
+        let custom = ModelProviderInfo {
+            name: "Gateway".to_string(),
+            env_key: Some("OPENAI_API_KEY".to_string()),
+            ..ModelProviderInfo::default()
+        };
+        assert_eq!(
+            custom.api_key(&env_of(&both)).unwrap().as_deref(),
+            Some("openai")
+        );
+        assert!(
+            custom
+                .api_key(&env_of(&[("CODEX_API_KEY", "codex")]))
+                .is_err()
+        );
+        let opted_in = ModelProviderInfo {
+            requires_openai_auth: true,
+            ..custom
+        };
+        assert_eq!(
+            opted_in.api_key(&env_of(&both)).unwrap().as_deref(),
+            Some("codex")
+        );
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub(crate) const PROVIDER_KEYS: &[&str] = &[
     "name",
     "query_params",
     "request_max_retries",
+    "requires_openai_auth",
     "stream_idle_timeout_ms",
     "stream_max_retries",
     "wire_api",
@@ -158,11 +159,8 @@ pub(crate) const CODEX_KEYS_IGNORED: &[&str] = &[
 ];
 
 /// Codex provider keys Keel accepts and ignores inside `[model_providers.<id>]`.
-pub(crate) const CODEX_PROVIDER_KEYS_IGNORED: &[&str] = &[
-    "experimental_bearer_token",
-    "requires_openai_auth",
-    "supports_websockets",
-];
+pub(crate) const CODEX_PROVIDER_KEYS_IGNORED: &[&str] =
+    &["experimental_bearer_token", "supports_websockets"];
 
 /// The keys Keel reads at the table `parent` (a key path), with the Codex keys it ignores
 /// there; `None` where Keel does not check keys (inside a free-form map such as

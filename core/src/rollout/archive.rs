@@ -16,6 +16,13 @@ pub async fn unarchive_rollout(keel_home: &Path, path: &Path) -> Result<PathBuf>
     relocate(keel_home, path, ARCHIVED_SESSIONS_DIR, SESSIONS_DIR).await
 }
 
+/// Removes a rollout file (live or archived) for good.
+pub async fn delete_rollout(path: &Path) -> Result<()> {
+    tokio::fs::remove_file(path)
+        .await
+        .map_err(|err| CoreError::io(format!("delete {}", path.display()), err))
+}
+
 async fn relocate(keel_home: &Path, path: &Path, from: &str, to: &str) -> Result<PathBuf> {
     let from_root = keel_home.join(from);
     let relative = path

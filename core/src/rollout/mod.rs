@@ -11,7 +11,7 @@ mod reader_thread;
 mod recorder;
 mod store;
 
-pub use archive::{archive_rollout, unarchive_rollout};
+pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
 pub use list::{
     ConversationSummary, ConversationsPage, find_rollout_path, list_conversations,
     list_conversations_in, summarise,

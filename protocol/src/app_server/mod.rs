@@ -59,6 +59,8 @@ crate::request_table! {
         ThreadArchive("thread/archive", ThreadIdParams) -> EmptyResponse,
         /// Brings an archived thread back.
         ThreadUnarchive("thread/unarchive", ThreadIdParams) -> ThreadResponse,
+        /// Deletes a thread's record (live or archived) for good.
+        ThreadDelete("thread/delete", ThreadIdParams) -> EmptyResponse,
         /// Names a thread.
         ThreadSetName("thread/name/set", ThreadSetNameParams) -> EmptyResponse,
         /// Stops this connection's notifications for a thread.
@@ -158,6 +160,8 @@ crate::notification_table! {
         ThreadArchived("thread/archived", ThreadIdNotification),
         /// A thread was unarchived.
         ThreadUnarchived("thread/unarchived", ThreadIdNotification),
+        /// A thread was deleted.
+        ThreadDeleted("thread/deleted", ThreadIdNotification),
         /// A thread was unloaded.
         ThreadClosed("thread/closed", ThreadIdNotification),
         /// A thread's history was compacted.

@@ -264,7 +264,10 @@ impl super::ServerNotification {
         Some(match self {
             N::ThreadStarted(n) => &n.thread.id,
             N::ThreadStatusChanged(n) => &n.thread_id,
-            N::ThreadArchived(n) | N::ThreadUnarchived(n) | N::ThreadClosed(n) => &n.thread_id,
+            N::ThreadArchived(n)
+            | N::ThreadUnarchived(n)
+            | N::ThreadDeleted(n)
+            | N::ThreadClosed(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,

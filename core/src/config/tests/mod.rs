@@ -174,7 +174,7 @@ env_http_headers = { "X-Trace" = "TRACE_ID" }
 request_max_retries = 7
 stream_max_retries = 200
 stream_idle_timeout_ms = 60000
-requires_openai_auth = false              # Codex-only: ignored
+requires_openai_auth = false
 
 [model_providers.local]
 base_url = "http://127.0.0.1:8080/v1"
@@ -229,6 +229,7 @@ fn full_codex_style_file() -> TestResult {
         stream_max_retries: Some(200),
         stream_idle_timeout_ms: Some(60_000),
         chat_reasoning_field: None,
+        requires_openai_auth: false,
     };
     let local = ModelProviderInfo {
         name: "local".to_string(),
@@ -582,7 +583,8 @@ fn missing_openai_key_names_the_variable() -> TestResult {
     assert_eq!(
         err.to_string(),
         "missing API key for model provider `OpenAI`: set the environment variable \
-         `OPENAI_API_KEY`. Create an API key at https://platform.openai.com/api-keys and export it."
+         `OPENAI_API_KEY`. Create an API key at https://platform.openai.com/api-keys and export it \
+         (CODEX_API_KEY is read first)."
     );
     Ok(())
 }
