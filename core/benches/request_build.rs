@@ -97,7 +97,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         verbosity: None,
         service_tier: None,
         chat_reasoning_field: None,
-        requires_openai_auth: false,
         reasoning_override: None,
         stream_idle_timeout: Duration::from_secs(300),
     });
