@@ -74,8 +74,8 @@ pub enum InProcessEvent {
 /// Why an in-process request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InProcessError {
-    /// The server answered with an error.
-    #[error("{0}")]
+    /// The server answered with an error (shown as its message: the code is for programs).
+    #[error("{}", .0.message)]
     Rpc(JsonRpcErrorObject),
     /// The server has stopped.
     #[error("the in-process app-server has stopped")]

@@ -6,14 +6,17 @@
 mod doctor;
 mod exec;
 mod failure;
+mod features;
+mod mcp_config;
 mod mcp_server;
 mod provider_models;
 mod sandbox;
 mod servers;
+mod sessions;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Keel: an embeddable coding-agent engine.
 #[derive(Debug, Parser)]
@@ -43,6 +46,28 @@ enum Command {
     /// Check the setup (config, provider, sandbox, MCP servers, hooks, skills) without
     /// running a model; exits 1 when something would stop a run.
     Doctor(doctor::DoctorArgs),
+    /// List recorded sessions (of the current directory unless --all), newest first.
+    Sessions(sessions::ListArgs),
+    /// Archive a recorded session by id or thread name.
+    Archive(sessions::SessionArg),
+    /// Bring an archived session back by id or thread name.
+    Unarchive(sessions::SessionArg),
+    /// Delete a recorded session (live or archived) by id or thread name, for good.
+    Delete(sessions::SessionArg),
+    /// Apply the file changes of a session's last turn to this directory with `git apply`.
+    Apply(sessions::ApplyArgs),
+    /// Manage the MCP servers in config.toml.
+    #[command(subcommand)]
+    Mcp(mcp_config::McpCommand),
+    /// Inspect and switch the features in config.toml.
+    #[command(subcommand)]
+    Features(features::FeaturesCommand),
+    /// Print a shell completion script.
+    Completion {
+        /// The shell.
+        #[arg(value_enum, default_value_t = clap_complete::Shell::Bash)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -76,6 +101,17 @@ fn main() -> ExitCode {
             Command::ExecServer(args) => servers::exec_server(args).await,
             Command::McpServer(args) => mcp_server::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
+            Command::Sessions(args) => sessions::list(args).await,
+            Command::Archive(args) => sessions::archive(args).await,
+            Command::Unarchive(args) => sessions::unarchive(args).await,
+            Command::Delete(args) => sessions::delete(args).await,
+            Command::Apply(args) => sessions::apply(args).await,
+            Command::Mcp(command) => mcp_config::run(command).await,
+            Command::Features(command) => features::run(command).await,
+            Command::Completion { shell } => {
+                clap_complete::generate(shell, &mut Cli::command(), "keel", &mut std::io::stdout());
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     // A stdio server's stdin reader may still be blocked in a read; do not wait for it.

@@ -418,9 +418,13 @@ impl Translator {
                 out.extend(self.start_once(item));
             }
             EventMsg::PatchApplyEnd(end) => {
+                // Live, the begin event said what changes; read back from a rollout (which
+                // keeps only the end), the end event says it.
                 let changes = match self.turn.as_ref().and_then(|t| t.get(end.call_id.as_str())) {
-                    Some(ThreadItem::FileChange { changes, .. }) => changes.clone(),
-                    _ => Vec::new(),
+                    Some(ThreadItem::FileChange { changes, .. }) if !changes.is_empty() => {
+                        changes.clone()
+                    }
+                    _ => FileUpdateChange::from_changes(&end.changes),
                 };
                 let item = ThreadItem::FileChange {
                     id: end.call_id.to_string(),

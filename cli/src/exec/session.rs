@@ -12,9 +12,6 @@ use keel_protocol::app_server::{
 use super::args::{SessionArgs, SessionCommand};
 use crate::failure::usage;
 
-/// Threads looked at per page when a thread is named rather than given by id.
-const NAME_PAGE: u32 = 100;
-
 /// Starts a new thread.
 pub async fn start(
     client: &InProcessAppServerClient,
@@ -93,8 +90,7 @@ impl Target {
         ephemeral: bool,
     ) -> anyhow::Result<ThreadStartResponse> {
         let thread_id = match &self.id {
-            Some(id) if uuid::Uuid::parse_str(id).is_ok() => id.clone(),
-            Some(name) => find_by_name(client, name).await?,
+            Some(session) => crate::sessions::lookup::thread_id(client, session, false).await?,
             None => {
                 let list = client
                     .request::<client_request::ThreadList>(ThreadListParams {
@@ -135,35 +131,5 @@ impl Target {
                     .await?
             }
         })
-    }
-}
-
-/// The id of the newest thread named exactly `name`.
-async fn find_by_name(client: &InProcessAppServerClient, name: &str) -> anyhow::Result<String> {
-    let mut cursor = None;
-    loop {
-        let page = client
-            .request::<client_request::ThreadList>(ThreadListParams {
-                cursor,
-                limit: Some(NAME_PAGE),
-                search_term: Some(name.to_string()),
-                ..ThreadListParams::default()
-            })
-            .await?;
-        if let Some(thread) = page
-            .data
-            .iter()
-            .find(|thread| thread.name.as_deref() == Some(name))
-        {
-            return Ok(thread.id.clone());
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => {
-                return Err(usage(format!(
-                    "no recorded session has the id or thread name `{name}`"
-                )));
-            }
-        }
     }
 }

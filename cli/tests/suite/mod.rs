@@ -30,6 +30,7 @@ mod reasoning;
 mod request_options;
 mod responses_parts;
 mod sandbox;
+mod session_commands;
 mod skills;
 mod teardown;
 mod unified_exec;

@@ -131,6 +131,7 @@ impl BuiltinCall<'_> {
                 }
             }
         };
+        let changes = action.changes().clone();
         self.session
             .send_event(
                 &self.ids.sub_id,
@@ -138,7 +139,7 @@ impl BuiltinCall<'_> {
                     call_id: call_id.clone(),
                     turn_id: self.ids.turn_id.clone(),
                     auto_approved,
-                    changes: action.changes().clone(),
+                    changes: changes.clone(),
                 }),
             )
             .await;
@@ -161,6 +162,7 @@ impl BuiltinCall<'_> {
                     stdout: stdout.clone(),
                     stderr: stderr.clone(),
                     success,
+                    changes,
                 }),
             )
             .await;

@@ -182,4 +182,8 @@ pub struct PatchApplyEndEvent {
     pub stderr: String,
     /// `true` when every file was changed; `false` means none was.
     pub success: bool,
+    /// The changes, as in `patch_apply_begin`: kept in the rollout, so a thread read back
+    /// (or `keel apply`) still knows what the patch did. Empty in older rollouts.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub changes: std::collections::BTreeMap<std::path::PathBuf, crate::FileChange>,
 }

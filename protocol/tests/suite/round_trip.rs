@@ -203,6 +203,7 @@ fn event_msgs() -> Vec<EventMsg> {
             stdout: "A new.txt".into(),
             stderr: String::new(),
             success: true,
+            changes: changes(),
         }),
         EventMsg::PlanUpdate(UpdatePlanArgs {
             explanation: Some("why".into()),

@@ -1,0 +1,116 @@
+//! `keel features`: the switches under `[features]`, with their effective state, and
+//! `enable`/`disable` writing them to `config.toml` (comments and layout kept).
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use keel_core::config::{ConfigEdit, ConfigEnv, MergeStrategy, write_config_edits};
+use keel_core::{Config, ConfigOverrides, find_keel_home};
+
+use crate::failure::usage;
+
+/// `keel features` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum FeaturesCommand {
+    /// List the features Keel reads, with their stage and effective state.
+    List,
+    /// Turn a feature on in config.toml.
+    Enable {
+        /// The feature.
+        feature: String,
+    },
+    /// Turn a feature off in config.toml.
+    Disable {
+        /// The feature.
+        feature: String,
+    },
+}
+
+/// A `[features]` switch Keel reads.
+struct Feature {
+    name: &'static str,
+    /// What it does, in a few words.
+    about: &'static str,
+    /// Its effective state under `config` (`None`: decided by the model family).
+    state: fn(&Config) -> Option<bool>,
+}
+
+const FEATURES: &[Feature] = &[
+    Feature {
+        name: "unified_exec",
+        about: "exec_command/write_stdin (interactive processes) instead of shell",
+        state: |config| config.unified_exec,
+    },
+    Feature {
+        name: "shell_snapshot",
+        about: "capture the login shell's environment once per conversation",
+        state: |config| Some(config.shell_snapshot),
+    },
+    Feature {
+        name: "shell_tool",
+        about: "offer the command tools at all",
+        state: |config| Some(config.shell_tool),
+    },
+    Feature {
+        name: "multi_agent",
+        about: "offer the sub-agent tools",
+        state: |config| Some(config.multi_agent),
+    },
+    Feature {
+        name: "enable_fanout",
+        about: "offer spawn_agents_on_csv",
+        state: |config| Some(config.enable_fanout),
+    },
+    Feature {
+        name: "view_image",
+        about: "offer view_image",
+        state: |config| Some(config.view_image),
+    },
+];
+
+/// Runs `keel features …`.
+pub async fn run(command: FeaturesCommand) -> anyhow::Result<ExitCode> {
+    let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
+    let (feature, on) = match command {
+        FeaturesCommand::List => {
+            let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;
+            for feature in FEATURES {
+                let state = match (feature.state)(&config) {
+                    Some(true) => "true",
+                    Some(false) => "false",
+                    None => "model default",
+                };
+                println!(
+                    "{:<15} stable  {:<13} {}",
+                    feature.name, state, feature.about
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        FeaturesCommand::Enable { feature } => (feature, true),
+        FeaturesCommand::Disable { feature } => (feature, false),
+    };
+    if !FEATURES.iter().any(|known| known.name == feature) {
+        let names: Vec<&str> = FEATURES.iter().map(|known| known.name).collect();
+        return Err(usage(format!(
+            "unknown feature `{feature}`; Keel's features: {}",
+            names.join(", ")
+        )));
+    }
+    let written = write_config_edits(
+        &home,
+        &[ConfigEdit {
+            key_path: format!("features.{feature}"),
+            value: on.into(),
+            merge: MergeStrategy::Replace,
+        }],
+        None,
+        &ConfigEnv::from_process()?,
+    )?;
+    println!(
+        "{feature} {} in {}",
+        if on { "enabled" } else { "disabled" },
+        written.path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
