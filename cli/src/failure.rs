@@ -32,5 +32,40 @@ pub fn exit_code(err: &anyhow::Error) -> ExitCode {
 
 /// Prints `err` and its causes on one line, after the one prefix every `keel` error has.
 pub fn report(err: &anyhow::Error) {
-    eprintln!("keel: {err:#}");
+    eprintln!("keel: {}", one_line(err));
+}
+
+/// `err` and its causes joined by `: `, each cause once: a cause whose text an outer error
+/// already shows (many errors repeat their source in their own message) is left out.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_shown_is_not_repeated() {
+        let io = std::io::Error::other("Not a directory (os error 20)");
+        let err = anyhow::Error::new(io)
+            .context("config.toml: cannot read: Not a directory (os error 20)");
+        assert_eq!(
+            one_line(&err),
+            "config.toml: cannot read: Not a directory (os error 20)"
+        );
+        let err = anyhow::anyhow!("refused").context("starting");
+        assert_eq!(one_line(&err), "starting: refused");
+    }
 }

@@ -301,11 +301,27 @@ fn check_config(
              - a local Ollama-compatible server on localhost:11434: \
              keel exec --oss [-m <model>] ...\n  \
              - no model at all: the mock model of the quick start in README.md\n\
-             Providers are configured in {}",
-            config.config_file().display()
+             {}",
+            where_providers_live(&config.config_file())
         ))),
         Err(err) => Err(err.into()),
     }
+}
+
+/// Where providers are configured, and how to start that file when it does not exist yet.
+fn where_providers_live(file: &std::path::Path) -> String {
+    if file.exists() {
+        return format!("Providers are configured in {}", file.display());
+    }
+    let dir = file
+        .parent()
+        .map_or_else(|| ".".to_string(), |dir| dir.display().to_string());
+    format!(
+        "Providers are configured in {}, which does not exist yet (KEEL_HOME moves it): \
+         create it with `mkdir -p {dir} && $EDITOR {}` (docs/configuration.md lists the keys)",
+        file.display(),
+        file.display()
+    )
 }
 
 fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {

@@ -34,6 +34,7 @@ async fn keel(
         .env_remove("RUST_LOG")
         .env_remove("KEEL_LOG")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("CODEX_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -183,6 +184,96 @@ async fn a_missing_api_key_names_both_ways_to_a_model() -> anyhow::Result<()> {
         out.stderr
     );
     assert_eq!(out.stdout, "");
+    // The file it names does not exist yet: the message says so and how to start it.
+    let file = home.path().join("config.toml");
+    assert!(
+        out.stderr.contains(&format!(
+            "{}, which does not exist yet (KEEL_HOME moves it): create it with `mkdir -p {} && \
+             $EDITOR {}`",
+            file.display(),
+            home.path().display(),
+            file.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
+
+/// Each cause is said once, without JSON-RPC codes, and a run refused before it starts
+/// leaves no session behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_each_cause_once_and_refused_runs_leave_no_session() -> anyhow::Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let file = scratch.path().join("not-a-dir");
+    std::fs::write(&file, "x")?;
+    let out = keel(&file, scratch.path(), &["exec", "hi"], &[]).await?;
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("Not a directory").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+
+    let mock = MockModelServer::start(Script::new([Turn::new([assistant_message("ok")])])).await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    for args in [
+        &["exec", "   "][..],
+        &["exec", "-i", "missing.png", "hi"],
+        &["exec", "--output-schema", "missing.json", "hi"],
+        &["exec", "resume", "--last", "hi"],
+    ] {
+        let out = keel(home.path(), scratch.path(), args, &[]).await?;
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("(code -"), "{}", out.stderr);
+        assert!(
+            !home.path().join("sessions").exists(),
+            "{args:?} left a session behind"
+        );
+    }
+    let unknown = keel(
+        home.path(),
+        scratch.path(),
+        &[
+            "exec",
+            "resume",
+            "01a2139a-0000-7000-8000-000000000000",
+            "hi",
+        ],
+        &[],
+    )
+    .await?;
+    assert_eq!(unknown.code, Some(1), "{}", unknown.stderr);
+    assert!(
+        unknown
+            .stderr
+            .contains("01a2139a-0000-7000-8000-000000000000")
+            && !unknown.stderr.contains("(code -"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(mock.requests().is_empty());
+    Ok(())
+}
+
+/// A port already taken is said once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_port_is_said_once() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("ws://{}", taken.local_addr()?);
+    for server in ["exec-server", "app-server"] {
+        let out = keel(home.path(), home.path(), &[server, "--listen", &url], &[]).await?;
+        assert_ne!(out.code, Some(0), "{server}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.matches("Address already in use").count(),
+            1,
+            "{server}: {}",
+            out.stderr
+        );
+    }
     Ok(())
 }
 
@@ -194,6 +285,23 @@ async fn help_lists_every_command_and_exec_usage_has_no_placeholder() -> anyhow:
     let about = top.stdout.lines().next().unwrap_or_default();
     for command in ["exec", "sandbox", "app-server", "exec-server", "mcp-server"] {
         assert!(about.contains(command), "{about}");
+    }
+    for command in [
+        "exec",
+        "sandbox",
+        "app-server",
+        "exec-server",
+        "mcp-server",
+        "doctor",
+        "sessions",
+        "archive",
+        "unarchive",
+        "delete",
+        "apply",
+        "mcp",
+        "features",
+        "completion",
+    ] {
         assert!(
             top.stdout.contains(&format!("  {command} ")),
             "{}",
