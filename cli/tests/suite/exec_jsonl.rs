@@ -163,13 +163,13 @@ async fn a_failed_turn_ends_with_error_and_turn_failed() -> anyhow::Result<()> {
 /// way) runs unchanged on Keel's stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_written_for_codex_exec_json_reads_keel_exec_json() -> anyhow::Result<()> {
-    let Some(python) = python3()? else {
+    if !super::optional_tools::python3()? {
         return Ok(());
-    };
+    }
     let (_mock, home, ws) = setup(working_script()).await?;
     let out = keel_exec(home.path(), ws.path(), &["--json", "do the work"], None).await?;
     assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
-    let summary = run_consumer(&python, &out.stdout).await?;
+    let summary = run_consumer(&out.stdout).await?;
     let thread = summary.lines().next().unwrap_or_default().to_string();
     assert!(thread.starts_with("thread "), "{summary}");
     assert_eq!(
@@ -184,26 +184,8 @@ async fn a_script_written_for_codex_exec_json_reads_keel_exec_json() -> anyhow::
     Ok(())
 }
 
-/// `python3`, or `None` (said on stderr) where it is missing outside CI; in CI it must exist.
-fn python3() -> anyhow::Result<Option<String>> {
-    let found = std::process::Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    match (found, std::env::var_os("CI").is_some()) {
-        (true, _) => Ok(Some("python3".to_string())),
-        (false, true) => anyhow::bail!("python3 is missing, and CI must run this test"),
-        (false, false) => {
-            eprintln!("skipped: python3 is not installed");
-            Ok(None)
-        }
-    }
-}
-
-async fn run_consumer(python: &str, stream: &str) -> anyhow::Result<String> {
-    let mut child = tokio::process::Command::new(python)
+async fn run_consumer(stream: &str) -> anyhow::Result<String> {
+    let mut child = tokio::process::Command::new("python3")
         .arg(Path::new(SUMMARIZE))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

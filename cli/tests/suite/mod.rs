@@ -22,6 +22,7 @@ mod listener_netns;
 mod local_server_streams;
 mod mcp_client;
 mod mcp_server;
+mod optional_tools;
 mod oss;
 mod output_schema;
 mod prompt;
