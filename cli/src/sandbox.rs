@@ -95,9 +95,19 @@ pub(crate) async fn run_confined(
     // This binary is the helper when started under its name; running it (rather than
     // confining this multi-threaded process) is also exactly what the engine does.
     let exe = std::env::current_exe().context("cannot find the keel executable")?;
-    let helper = SandboxCommand::new(&exe, policy, &config.cwd, config.sandbox_allow_git_writes)?;
+    run_confined_with(&exe, config, policy, command).await
+}
+
+/// [`run_confined`] with a given helper executable (this binary, or a `keel-linux-sandbox`).
+pub(crate) async fn run_confined_with(
+    exe: &std::path::Path,
+    config: &Config,
+    policy: &SandboxPolicy,
+    command: &[String],
+) -> anyhow::Result<std::process::ExitStatus> {
+    let helper = SandboxCommand::new(exe, policy, &config.cwd, config.sandbox_allow_git_writes)?;
     let argv = helper.wrap(command);
-    tokio::process::Command::new(&exe)
+    tokio::process::Command::new(exe)
         .arg0(LINUX_SANDBOX_ARG0)
         .args(&argv[1..])
         .current_dir(&config.cwd)

@@ -257,7 +257,30 @@ async fn sandbox(config: &Config) -> Check {
             ),
         );
     }
-    match crate::sandbox::run_confined(config, &config.sandbox_policy, &["true".to_string()]).await
+    // The helper the engine will start for the model's commands.
+    let Some(helper) = config
+        .sandbox_executable
+        .clone()
+        .or_else(keel_core::sandbox::default_sandbox_executable)
+    else {
+        return Check::new(
+            name,
+            Status::Fail,
+            format!(
+                "no sandbox helper: this binary is not named `keel` and no `{}` is beside it, \
+                 so commands could not be confined; install it as `keel` or put the helper \
+                 next to it",
+                keel_core::sandbox::LINUX_SANDBOX_ARG0
+            ),
+        );
+    };
+    match crate::sandbox::run_confined_with(
+        &helper,
+        config,
+        &config.sandbox_policy,
+        &["true".to_string()],
+    )
+    .await
     {
         Ok(status) if status.success() => Check::new(
             name,

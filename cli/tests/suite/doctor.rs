@@ -12,9 +12,19 @@ use serde_json::Value;
 
 /// Runs `keel doctor --json` with `home`, in `cwd`; returns the exit code and the report.
 async fn doctor(home: &Path, cwd: &Path, env: &[(&str, &str)]) -> anyhow::Result<(i32, Value)> {
+    doctor_of(Path::new(env!("CARGO_BIN_EXE_keel")), home, cwd, env).await
+}
+
+/// [`doctor`] of the binary at `binary`.
+async fn doctor_of(
+    binary: &Path,
+    home: &Path,
+    cwd: &Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(i32, Value)> {
     let output = tokio::time::timeout(
         std::time::Duration::from_secs(120),
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        tokio::process::Command::new(binary)
             .args(["doctor", "--json"])
             .current_dir(cwd)
             .env("KEEL_HOME", home)
@@ -196,5 +206,35 @@ async fn a_config_that_does_not_load_is_the_first_failure() -> anyhow::Result<()
             .is_some_and(|d| d.contains("config.toml"))
     );
     assert_eq!(check(&report, "provider"), &Value::Null);
+    Ok(())
+}
+
+/// A binary installed under another name, with no `keel-linux-sandbox` beside it, has no
+/// sandbox helper for the engine: doctor says so and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_sandbox_helper_fails_with_what_to_do() -> anyhow::Result<()> {
+    let mock = MockModelServer::start(Script::new([])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [("sandbox_mode", toml::Value::from("workspace-write"))],
+    )?;
+    // A hard link keeps the name it is run by (a symlink would resolve to `keel`).
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let renamed = bin.path().join("agent-engine");
+    std::fs::hard_link(env!("CARGO_BIN_EXE_keel"), &renamed)?;
+    let (code, report) = doctor_of(&renamed, home.path(), ws.path(), &[]).await?;
+    assert_eq!(code, 1, "{report:#}");
+    let sandbox = check(&report, "sandbox");
+    assert_eq!(sandbox["status"], "fail", "{report:#}");
+    assert!(
+        sandbox["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("no sandbox helper")
+                && detail.contains("keel-linux-sandbox")),
+        "{report:#}"
+    );
     Ok(())
 }
