@@ -18,7 +18,9 @@ pub(crate) struct ModelList {
 impl ModelList {
     /// Whether the list names `wanted`.
     pub(crate) fn has(&self, wanted: &str) -> bool {
-        self.ids.iter().any(|id| same_model(id, wanted))
+        self.ids
+            .iter()
+            .any(|id| keel_core::model_ids_match(id, wanted))
     }
 
     /// Up to `max` of the ids, for messages.
@@ -57,9 +59,4 @@ pub(crate) async fn fetch(
         .filter_map(|model| model["id"].as_str().map(str::to_string))
         .collect();
     Ok(ModelList { status, ids, body })
-}
-
-/// Whether the listed id is `wanted`; Ollama adds `:latest` to a name without a tag.
-fn same_model(listed: &str, wanted: &str) -> bool {
-    listed == wanted || (!wanted.contains(':') && listed == format!("{wanted}:latest"))
 }

@@ -49,6 +49,8 @@ pub(crate) struct ManagerShared {
     env: EnvLookup,
     /// One HTTP client (and so one connection pool) for every conversation's model requests.
     http: std::sync::OnceLock<reqwest::Client>,
+    /// Context windows servers reported, by endpoint and model (`None`: it did not say).
+    context_windows: std::sync::Mutex<HashMap<(String, String), Option<u64>>>,
     /// External MCP servers, shared by conversations that configure them identically.
     mcp: crate::mcp::McpRegistry,
     /// Where conversations spawned by agents are announced, when the embedder listens.
@@ -114,6 +116,7 @@ impl ConversationManager {
                 conversations: std::sync::RwLock::new(HashMap::new()),
                 env,
                 http: std::sync::OnceLock::new(),
+                context_windows: std::sync::Mutex::new(HashMap::new()),
                 mcp: crate::mcp::McpRegistry::default(),
                 spawned: std::sync::Mutex::new(None),
                 tools,
@@ -365,6 +368,56 @@ impl ManagerShared {
     }
 
     /// Where this manager's conversations get their model client from.
+    /// Fills in the model's context window from its server when neither the config nor
+    /// Keel's model table knows it (not for OpenAI, whose models the table covers, nor an
+    /// embedder's own backend). Asked once per endpoint and model.
+    async fn with_discovered_context_window(&self, mut config: Config) -> Config {
+        let unknown = config.model_context_window.is_none()
+            && crate::model_family::known_context_window(&config.model).is_none();
+        if !unknown || config.model_provider.requires_openai_auth || self.model.provider.is_some() {
+            return config;
+        }
+        let key = (
+            config.model_provider.base_url().to_string(),
+            config.model.clone(),
+        );
+        let cached = self
+            .context_windows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        let window = match cached {
+            Some(window) => window,
+            None => {
+                let (api_key, headers) = {
+                    let env = |name: &str| (self.env)(name);
+                    (
+                        config.model_provider.api_key(&env).ok().flatten(),
+                        config.model_provider.headers(&env),
+                    )
+                };
+                let window = crate::client::discover_context_window(
+                    &self.http(),
+                    &config.model_provider_id,
+                    &config.model_provider,
+                    &config.model,
+                    api_key,
+                    headers,
+                )
+                .await;
+                tracing::debug!(model = %config.model, ?window, "context window asked of the server");
+                self.context_windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(key, window);
+                window
+            }
+        };
+        config.model_context_window = window;
+        config
+    }
+
     fn model_backend(&self) -> ModelBackend {
         match &self.model.provider {
             Some(provider) => ModelBackend::Provider(provider.clone()),
@@ -508,6 +561,7 @@ impl ManagerShared {
             own_instructions = config.base_instructions.is_some(),
             "starting conversation"
         );
+        let config = self.with_discovered_context_window(config).await;
         let mut context = turn_context(&config, &self.env, self.model_backend());
         if !self.hooks.is_empty() {
             context.hooks = Arc::new((*context.hooks).clone().with_embedded(&self.hooks));

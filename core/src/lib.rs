@@ -79,7 +79,7 @@ mod unified_exec;
 
 pub use client::{
     ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt, ResponseEvent,
-    ResponseStream, ResponsesApiProvider,
+    ResponseStream, ResponsesApiProvider, model_ids_match,
 };
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,

@@ -4,6 +4,7 @@ mod chat_streams;
 mod codex_sdk;
 mod codex_tui;
 mod compaction;
+mod context_window_discovery;
 mod doc_commands;
 mod doctor;
 mod exec;

@@ -6,6 +6,7 @@
 //! can tell the user about each retry.
 
 mod chat_api;
+mod context_window;
 mod http_provider;
 mod prompt;
 mod provider;
@@ -24,6 +25,8 @@ use std::sync::Arc;
 use futures::{Stream, StreamExt};
 use keel_protocol::ReasoningEffort;
 
+pub(crate) use context_window::discover_context_window;
+pub use context_window::model_ids_match;
 pub use http_provider::{ApiKeyFn, ChatApiProvider, ResponsesApiProvider};
 pub use prompt::Prompt;
 pub use provider::ModelProvider;

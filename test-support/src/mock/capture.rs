@@ -13,6 +13,8 @@ pub enum Endpoint {
     ChatCompletions,
     /// `GET {base}/models`.
     Models,
+    /// Ollama's `POST /api/show` (a model's details).
+    OllamaShow,
     /// Anything else (answered 404 and recorded as a violation).
     Unknown,
 }
@@ -22,7 +24,7 @@ impl Endpoint {
     pub fn is_model_request(self) -> bool {
         match self {
             Self::Responses | Self::ChatCompletions => true,
-            Self::Models | Self::Unknown => false,
+            Self::Models | Self::OllamaShow | Self::Unknown => false,
         }
     }
 }
@@ -57,7 +59,9 @@ impl CapturedRequest {
     pub fn input(&self) -> &[Value] {
         let key = match self.endpoint {
             Endpoint::ChatCompletions => "messages",
-            Endpoint::Responses | Endpoint::Models | Endpoint::Unknown => "input",
+            Endpoint::Responses | Endpoint::Models | Endpoint::OllamaShow | Endpoint::Unknown => {
+                "input"
+            }
         };
         self.body
             .get(key)

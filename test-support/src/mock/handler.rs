@@ -36,6 +36,7 @@ pub(crate) async fn handle(
         (&Method::POST, "/responses") => Endpoint::Responses,
         (&Method::POST, "/chat/completions") => Endpoint::ChatCompletions,
         (&Method::GET, "/models") => Endpoint::Models,
+        (&Method::POST, "/api/show") => Endpoint::OllamaShow,
         _ => Endpoint::Unknown,
     };
     let body_len = body.len();
@@ -56,11 +57,23 @@ pub(crate) async fn handle(
     }
 
     match endpoint {
-        Endpoint::Models => axum::Json(json!({
-            "object": "list",
-            "data": [{"id": shared.model, "object": "model", "created": 0, "owned_by": "keel"}],
-        }))
-        .into_response(),
+        Endpoint::Models => {
+            let mut entry = serde_json::Map::new();
+            entry.insert("id".into(), shared.model.clone().into());
+            entry.insert("object".into(), "model".into());
+            entry.insert("created".into(), 0.into());
+            entry.insert("owned_by".into(), "keel".into());
+            entry.extend(shared.metadata.list_fields.clone());
+            axum::Json(json!({"object": "list", "data": [entry]})).into_response()
+        }
+        Endpoint::OllamaShow => match &shared.metadata.ollama_show {
+            Some(answer) => axum::Json(answer.clone()).into_response(),
+            None => json_error(
+                StatusCode::NOT_FOUND,
+                "keel-mock-model: this mock is not an Ollama server",
+                "not_found",
+            ),
+        },
         Endpoint::Unknown => json_error(
             StatusCode::NOT_FOUND,
             &format!("keel-mock-model: no such endpoint: {method} {path}"),

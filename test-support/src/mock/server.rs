@@ -14,7 +14,7 @@ use crate::mock::capture::CapturedRequest;
 use crate::mock::handler::handle;
 use crate::mock::invariants::Violation;
 use crate::mock::script::{Script, Turn};
-use crate::mock::state::{Responder, Shared};
+use crate::mock::state::{ModelMetadata, Responder, Shared};
 
 /// The model id served when the script names none.
 pub const DEFAULT_MODEL: &str = "mock-model";
@@ -36,9 +36,25 @@ pub struct MockModelBuilder {
     responder: Option<Responder>,
     repeat: bool,
     api_key: Option<String>,
+    metadata: ModelMetadata,
 }
 
 impl MockModelBuilder {
+    /// Adds `fields` to the model's `GET /models` entry, as servers that say more than the id
+    /// do (vLLM's `max_model_len`, OpenRouter's `context_length`, ...).
+    pub fn model_list_fields(mut self, fields: serde_json::Value) -> Self {
+        if let serde_json::Value::Object(fields) = fields {
+            self.metadata.list_fields.extend(fields);
+        }
+        self
+    }
+
+    /// Answers Ollama's `POST /api/show` with `answer` (its `parameters`, `model_info`, ...).
+    pub fn ollama_show(mut self, answer: serde_json::Value) -> Self {
+        self.metadata.ollama_show = Some(answer);
+        self
+    }
+
     /// Listens on `addr` instead of `127.0.0.1:0`.
     pub fn bind(mut self, addr: impl Into<String>) -> Self {
         self.bind = addr.into();
@@ -107,6 +123,7 @@ impl MockModelBuilder {
             self.responder,
             self.repeat,
             self.api_key,
+            self.metadata,
         ));
         let router = Router::new()
             .fallback(handle)
@@ -150,6 +167,7 @@ impl MockModelServer {
             responder: None,
             repeat: false,
             api_key: None,
+            metadata: ModelMetadata::default(),
         }
     }
 

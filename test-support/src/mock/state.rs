@@ -20,11 +20,23 @@ pub(crate) struct Shared {
     pub(crate) responder: Option<Responder>,
     /// The only API key accepted, when one is required.
     pub(crate) api_key: Option<String>,
+    /// What the mock says about its model besides the id: extra fields of its `GET /models`
+    /// entry, and the answer to Ollama's `POST /api/show`.
+    pub(crate) metadata: ModelMetadata,
     /// The whole script, when it starts over once the queue is used up.
     replay: Option<Vec<Turn>>,
     /// Counts model requests recorded, so tests can wait for the n-th without sleeping.
     pub(crate) model_requests: watch::Sender<usize>,
     state: Mutex<State>,
+}
+
+/// What a server may say about its model (see [`Shared::metadata`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModelMetadata {
+    /// Merged into the model's `GET /models` entry (e.g. vLLM's `max_model_len`).
+    pub(crate) list_fields: serde_json::Map<String, serde_json::Value>,
+    /// The body of `POST /api/show`; that endpoint answers 404 without it.
+    pub(crate) ollama_show: Option<serde_json::Value>,
 }
 
 /// The mutable part, behind one lock held only for bookkeeping (never across an await).
@@ -45,11 +57,13 @@ impl Shared {
         responder: Option<Responder>,
         repeat: bool,
         api_key: Option<String>,
+        metadata: ModelMetadata,
     ) -> Self {
         Self {
             model,
             responder,
             api_key,
+            metadata,
             replay: (repeat && !turns.is_empty()).then(|| turns.clone()),
             model_requests: watch::Sender::new(0),
             state: Mutex::new(State {
