@@ -167,6 +167,26 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     if let Some(local) = local {
         oss::check_local_server(&config, local).await?;
+        // The built-in local provider speaks Chat; an Ollama that serves Responses gets
+        // Responses (as Codex's `--oss`). A `[model_providers.oss]` of the user's is kept.
+        let built_in = keel_core::config::built_in_model_providers_with(None, None);
+        let is_built_in = built_in
+            .get(keel_core::config::OSS_PROVIDER_ID)
+            .is_some_and(|oss| oss.name == config.model_provider.name);
+        if local == LocalProvider::Ollama
+            && is_built_in
+            && oss::ollama_serves_responses(&config).await
+        {
+            let table = format!("model_providers.{}", keel_core::config::OSS_PROVIDER_ID);
+            for (key, value) in [
+                ("name", config.model_provider.name.clone()),
+                ("base_url", config.model_provider.base_url().to_string()),
+                ("wire_api", "responses".to_string()),
+            ] {
+                cli_overrides.push((format!("{table}.{key}"), toml::Value::String(value)));
+            }
+            tracing::debug!("the local Ollama serves the Responses API; --oss uses it");
+        }
     }
     // Whoever reads stdout (a pipe to a script, a log) gets every event: a slow reader slows
     // the run down rather than thinning the stream.

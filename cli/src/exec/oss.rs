@@ -11,6 +11,43 @@ use crate::failure::usage;
 
 /// How long the local server may take to list its models.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first Ollama that serves the Responses API (the oldest Codex's `--oss` accepts).
+const OLLAMA_RESPONSES_SINCE: [u64; 3] = [0, 13, 4];
+
+/// Whether the Ollama server of `config` serves the Responses API (by its `/api/version`);
+/// `--oss` then speaks Responses to it, as Codex does, and Chat to anything else.
+pub(super) async fn ollama_serves_responses(config: &Config) -> bool {
+    let base = config.model_provider.base_url().trim_end_matches('/');
+    let root = base.strip_suffix("/v1").unwrap_or(base);
+    let Ok(client) = reqwest::Client::builder().timeout(LIST_TIMEOUT).build() else {
+        return false;
+    };
+    let Ok(response) = client.get(format!("{root}/api/version")).send().await else {
+        return false;
+    };
+    let version = response
+        .json::<serde_json::Value>()
+        .await
+        .ok()
+        .and_then(|body| body["version"].as_str().map(str::to_string));
+    version.is_some_and(|version| at_least(&version, OLLAMA_RESPONSES_SINCE))
+}
+
+/// Whether a dotted version (`0.13.5`, `0.14.0-rc1`) is at least `minimum`.
+fn at_least(version: &str, minimum: [u64; 3]) -> bool {
+    let mut parts = version
+        .split(['.', '-', '+'])
+        .map(|part| part.parse::<u64>().ok());
+    let mut given = [0u64; 3];
+    for slot in &mut given {
+        match parts.next() {
+            Some(Some(number)) => *slot = number,
+            Some(None) => return false,
+            None => break,
+        }
+    }
+    given >= minimum
+}
 
 /// Checks the `--oss` server of `config` (a `server` one) for `config.model`.
 pub(super) async fn check_local_server(
@@ -56,4 +93,19 @@ pub(super) async fn check_local_server(
         config.model,
         models.shown(10)
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_by_number() {
+        assert!(at_least("0.13.4", OLLAMA_RESPONSES_SINCE));
+        assert!(at_least("0.14.0-rc1", OLLAMA_RESPONSES_SINCE));
+        assert!(at_least("1.0", OLLAMA_RESPONSES_SINCE));
+        assert!(!at_least("0.13.3", OLLAMA_RESPONSES_SINCE));
+        assert!(!at_least("0.9.10", OLLAMA_RESPONSES_SINCE));
+        assert!(!at_least("unknown", OLLAMA_RESPONSES_SINCE));
+    }
 }

@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use anyhow::Context;
-use keel_test_support::{MockModelServer, Script, Turn, assistant_message, write_config};
+use keel_test_support::{Endpoint, MockModelServer, Script, Turn, assistant_message, write_config};
 
 /// `keel exec --oss ARGS... hi` with the local server at `base_url`; exit code, stdout, stderr.
 async fn exec_oss(base_url: &str, args: &[&str]) -> anyhow::Result<(i32, String, String)> {
@@ -143,5 +143,35 @@ async fn local_provider_lmstudio_uses_its_server_and_model_name() -> anyhow::Res
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "from lm studio\n");
     assert_eq!(mock.requests()[0].body["model"], "openai/gpt-oss-20b");
+    Ok(())
+}
+
+/// An Ollama that serves the Responses API (0.13.4 and later, by its `/api/version`) is
+/// spoken to over Responses, as Codex's `--oss` does; an older one, or a server that is not
+/// Ollama, over Chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recent_ollama_gets_responses_and_an_older_one_chat() -> anyhow::Result<()> {
+    for (version, endpoint) in [
+        (Some("0.13.5"), Endpoint::Responses),
+        (Some("0.12.11"), Endpoint::ChatCompletions),
+        (None, Endpoint::ChatCompletions),
+    ] {
+        let mut builder = MockModelServer::builder()
+            .model("gpt-oss:20b")
+            .script(Script::new([Turn::new([assistant_message(
+                "local answer",
+            )])]));
+        if let Some(version) = version {
+            builder = builder.ollama_version(version);
+        }
+        let mock = builder.start().await?;
+        let (code, stdout, stderr) = exec_oss(&mock.uri(), &[]).await?;
+        assert_eq!(code, 0, "{version:?}: {stderr}");
+        assert_eq!(stdout, "local answer\n");
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].endpoint, endpoint, "{version:?}");
+        mock.verify()?;
+    }
     Ok(())
 }

@@ -15,6 +15,8 @@ pub enum Endpoint {
     Models,
     /// Ollama's `POST /api/show` (a model's details).
     OllamaShow,
+    /// Ollama's `GET /api/version`.
+    OllamaVersion,
     /// Anything else (answered 404 and recorded as a violation).
     Unknown,
 }
@@ -24,7 +26,7 @@ impl Endpoint {
     pub fn is_model_request(self) -> bool {
         match self {
             Self::Responses | Self::ChatCompletions => true,
-            Self::Models | Self::OllamaShow | Self::Unknown => false,
+            Self::Models | Self::OllamaShow | Self::OllamaVersion | Self::Unknown => false,
         }
     }
 }
@@ -59,9 +61,11 @@ impl CapturedRequest {
     pub fn input(&self) -> &[Value] {
         let key = match self.endpoint {
             Endpoint::ChatCompletions => "messages",
-            Endpoint::Responses | Endpoint::Models | Endpoint::OllamaShow | Endpoint::Unknown => {
-                "input"
-            }
+            Endpoint::Responses
+            | Endpoint::Models
+            | Endpoint::OllamaShow
+            | Endpoint::OllamaVersion
+            | Endpoint::Unknown => "input",
         };
         self.body
             .get(key)

@@ -37,6 +37,7 @@ pub(crate) async fn handle(
         (&Method::POST, "/chat/completions") => Endpoint::ChatCompletions,
         (&Method::GET, "/models") => Endpoint::Models,
         (&Method::POST, "/api/show") => Endpoint::OllamaShow,
+        (&Method::GET, "/api/version") => Endpoint::OllamaVersion,
         _ => Endpoint::Unknown,
     };
     let body_len = body.len();
@@ -66,6 +67,14 @@ pub(crate) async fn handle(
             entry.extend(shared.metadata.list_fields.clone());
             axum::Json(json!({"object": "list", "data": [entry]})).into_response()
         }
+        Endpoint::OllamaVersion => match &shared.metadata.ollama_version {
+            Some(version) => axum::Json(json!({ "version": version })).into_response(),
+            None => json_error(
+                StatusCode::NOT_FOUND,
+                "keel-mock-model: this mock is not an Ollama server",
+                "not_found",
+            ),
+        },
         Endpoint::OllamaShow => match &shared.metadata.ollama_show {
             Some(answer) => axum::Json(answer.clone()).into_response(),
             None => json_error(

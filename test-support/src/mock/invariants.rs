@@ -131,7 +131,11 @@ pub(crate) fn tool_items(request: &CapturedRequest) -> ToolItems<'_> {
                         .push((call_id, entry.get("content").unwrap_or(&Value::Null)));
                 }
             }
-            Endpoint::Responses | Endpoint::Models | Endpoint::OllamaShow | Endpoint::Unknown => {
+            Endpoint::Responses
+            | Endpoint::Models
+            | Endpoint::OllamaShow
+            | Endpoint::OllamaVersion
+            | Endpoint::Unknown => {
                 let kind = entry
                     .get("type")
                     .and_then(Value::as_str)

@@ -55,6 +55,12 @@ impl MockModelBuilder {
         self
     }
 
+    /// Answers Ollama's `GET /api/version` with `{"version": version}`.
+    pub fn ollama_version(mut self, version: impl Into<String>) -> Self {
+        self.metadata.ollama_version = Some(version.into());
+        self
+    }
+
     /// Listens on `addr` instead of `127.0.0.1:0`.
     pub fn bind(mut self, addr: impl Into<String>) -> Self {
         self.bind = addr.into();

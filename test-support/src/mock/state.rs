@@ -37,6 +37,8 @@ pub(crate) struct ModelMetadata {
     pub(crate) list_fields: serde_json::Map<String, serde_json::Value>,
     /// The body of `POST /api/show`; that endpoint answers 404 without it.
     pub(crate) ollama_show: Option<serde_json::Value>,
+    /// The version `GET /api/version` reports; that endpoint answers 404 without it.
+    pub(crate) ollama_version: Option<String>,
 }
 
 /// The mutable part, behind one lock held only for bookkeeping (never across an await).
