@@ -67,6 +67,19 @@ pub enum ResponseItem {
         /// What the tool returned.
         output: String,
     },
+    /// The provider's opaque summary of the conversation so far, from remote compaction:
+    /// sent back as it came, in place of the history it replaced.
+    #[serde(alias = "compaction_summary")]
+    Compaction {
+        /// Provider-assigned id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The summary, readable by the provider only.
+        encrypted_content: String,
+    },
+    /// Asks the provider to compact everything before it (the last input item of a remote
+    /// compaction request; never kept in history).
+    CompactionTrigger,
     /// An item type Keel does not use; kept out of history.
     #[serde(other)]
     Other,

@@ -53,6 +53,9 @@ pub(crate) struct TurnContext {
     pub auto_compact_token_limit: Option<u64>,
     /// Instructions for compaction summaries, instead of Keel's own.
     pub compact_prompt: Option<String>,
+    /// The provider compacts the history itself (OpenAI's and Azure's Responses API, as
+    /// Codex uses them): a compaction asks it, not the model, for the summary.
+    pub remote_compaction: bool,
     /// Cap on each tool output sent to the model, in tokens.
     pub tool_output_token_limit: usize,
     pub request_max_retries: u64,

@@ -53,6 +53,7 @@ impl ModelBackend {
 pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBackend) -> TurnContext {
     let lookup = |name: &str| env(name);
     let provider = &config.model_provider;
+    let http_backend = matches!(backend, ModelBackend::Http(..));
     let context_window = config
         .model_context_window
         .or_else(|| crate::model_family::known_context_window(&config.model));
@@ -114,6 +115,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             context_window,
         ),
         compact_prompt: config.compact_prompt.clone(),
+        remote_compaction: http_backend && provider.supports_remote_compaction(),
         tool_output_token_limit: config.tool_output_token_limit,
         request_max_retries: provider.request_max_retries(),
         stream_max_retries: provider.stream_max_retries(),

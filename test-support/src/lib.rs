@@ -100,6 +100,6 @@ pub use harness::{
 pub use mock::{
     CapturedRequest, DEFAULT_MODEL, Endpoint, Fault, MockModelBuilder, MockModelServer, OutputItem,
     Responder, Script, Turn, Usage, Violation, agent_job_responder, apply_patch_call,
-    assistant_message, custom_tool_call, exec_command_call, function_call, job_worker_ids,
-    reasoning, shell_call, write_stdin_call,
+    assistant_message, compaction, custom_tool_call, exec_command_call, function_call,
+    job_worker_ids, reasoning, shell_call, write_stdin_call,
 };

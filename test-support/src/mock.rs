@@ -18,8 +18,8 @@ pub use capture::{CapturedRequest, Endpoint};
 pub use fault::Fault;
 pub use invariants::Violation;
 pub use script::{
-    OutputItem, Script, Turn, Usage, apply_patch_call, assistant_message, custom_tool_call,
-    exec_command_call, function_call, reasoning, shell_call, write_stdin_call,
+    OutputItem, Script, Turn, Usage, apply_patch_call, assistant_message, compaction,
+    custom_tool_call, exec_command_call, function_call, reasoning, shell_call, write_stdin_call,
 };
 pub use server::{DEFAULT_MODEL, MockModelBuilder, MockModelServer};
 pub use state::Responder;

@@ -30,6 +30,7 @@ mod prompt;
 mod quickstart;
 mod rate_limits;
 mod reasoning;
+mod remote_compaction;
 mod request_options;
 mod responses_parts;
 mod sandbox;

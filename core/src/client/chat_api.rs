@@ -91,7 +91,10 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
                     reasoning = Some(text);
                 }
             }
-            ResponseItem::Other => {}
+            // Chat servers cannot read a provider's compaction summary.
+            ResponseItem::Compaction { .. }
+            | ResponseItem::CompactionTrigger
+            | ResponseItem::Other => {}
         }
     }
     let tools: Vec<Value> = prompt.tools.iter().filter_map(chat_tool).collect();

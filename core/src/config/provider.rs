@@ -104,6 +104,16 @@ pub struct ModelProviderInfo {
     pub requires_openai_auth: bool,
 }
 
+/// Parts of a base URL that mark an Azure OpenAI endpoint.
+const AZURE_HOST_MARKERS: &[&str] = &[
+    "openai.azure.",
+    "cognitiveservices.azure.",
+    "aoai.azure.",
+    "azure-api.",
+    "azurefd.",
+    "windows.net/openai",
+];
+
 /// The variable `codex exec` (and OpenAI's SDKs driving it) reads OpenAI's API key from.
 pub const CODEX_API_KEY_ENV: &str = "CODEX_API_KEY";
 
@@ -129,6 +139,21 @@ impl ModelProviderInfo {
                 instructions: self.env_key_instructions.clone(),
             }),
         }
+    }
+
+    /// Whether the provider compacts a conversation itself (a Responses request ending in a
+    /// `compaction_trigger` item), as Codex decides it: OpenAI's API (the provider named
+    /// `OpenAI`) and Azure OpenAI (named `azure`, or on an Azure host).
+    pub fn supports_remote_compaction(&self) -> bool {
+        if self.wire_api != WireApi::Responses {
+            return false;
+        }
+        let base_url = self.base_url().to_ascii_lowercase();
+        self.name == "OpenAI"
+            || self.name.eq_ignore_ascii_case("azure")
+            || AZURE_HOST_MARKERS
+                .iter()
+                .any(|marker| base_url.contains(marker))
     }
 
     /// Retries of a failed request: the configured value capped at 100, default 4.

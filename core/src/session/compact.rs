@@ -53,6 +53,13 @@ pub(crate) async fn compact(
     )
     .await;
     let history = session.history();
+    if context.remote_compaction {
+        let compacted = remote_compaction(session, ids, &context, &history, cancel).await?;
+        let mut replacement = recent_user_messages(&history);
+        replacement.push(compacted);
+        session.replace_history(String::new(), replacement).await;
+        return finish(session, ids, &context, event, trigger).await;
+    }
     let instructions = instructions
         .or(context.compact_prompt.as_deref())
         .unwrap_or(COMPACT_INSTRUCTIONS);
@@ -85,19 +92,64 @@ pub(crate) async fn compact(
     let mut replacement = recent_user_messages(&history);
     replacement.push(compacted_summary_item(&summary));
     session.replace_history(summary, replacement).await;
+    finish(session, ids, &context, event, trigger).await
+}
+
+/// Announces a finished compaction and runs the `PostCompact` hooks.
+async fn finish(
+    session: &Arc<Session>,
+    ids: &TurnIds,
+    context: &crate::turn_context::TurnContext,
+    event: ContextCompactionEvent,
+    trigger: &'static str,
+) -> Result<(), TurnStop> {
     session
         .send_event(&ids.sub_id, EventMsg::ContextCompacted(event))
         .await;
     super::hook_points::fire(
         session,
         ids,
-        &context,
+        context,
         crate::hooks::HookEvent::PostCompact,
         Some(trigger),
         serde_json::json!({ "trigger": trigger }),
     )
     .await;
     Ok(())
+}
+
+/// Asks the provider to compact the history (a Responses request whose input ends with a
+/// `compaction_trigger` item) and returns the one `compaction` item it answers with. There is
+/// no local fallback, as in Codex: a failure fails the compaction.
+async fn remote_compaction(
+    session: &Session,
+    ids: &TurnIds,
+    context: &crate::turn_context::TurnContext,
+    history: &[ResponseItem],
+    cancel: &CancellationToken,
+) -> Result<ResponseItem, TurnStop> {
+    let failed =
+        |why: String| TurnStop::Failed(CoreError::Compaction(format!("remote compaction: {why}")));
+    let mut input = history.to_vec();
+    input.push(ResponseItem::CompactionTrigger);
+    let mut prompt = build_prompt(context, input, Vec::new());
+    prompt.conversation_id = Some(session.id().to_string());
+    let items = match sample_items(session, ids, &prompt, cancel).await {
+        Ok(items) => items,
+        Err(TurnStop::Failed(err)) => return Err(failed(err.to_string())),
+        Err(stop) => return Err(stop),
+    };
+    let total = items.len();
+    let mut compactions: Vec<ResponseItem> = items
+        .into_iter()
+        .filter(|item| matches!(item, ResponseItem::Compaction { .. }))
+        .collect();
+    match compactions.len() {
+        1 => Ok(compactions.remove(0)),
+        found => Err(failed(format!(
+            "expected exactly one compaction output item, got {found} from {total} output items"
+        ))),
+    }
 }
 
 /// Where the summary request starts next when it was too long starting at `skipped`: half of
@@ -127,23 +179,40 @@ async fn summarise(
     prompt: &crate::client::Prompt,
     cancel: &CancellationToken,
 ) -> Result<String, TurnStop> {
+    let summary: String = sample_items(session, ids, prompt, cancel)
+        .await?
+        .iter()
+        .filter_map(ResponseItem::assistant_text)
+        .collect();
+    if summary.trim().is_empty() {
+        return Err(TurnStop::Failed(CoreError::Compaction(
+            "the model returned no summary".to_string(),
+        )));
+    }
+    Ok(summary)
+}
+
+/// One request whose output items are collected, not streamed to the client; its usage is
+/// counted.
+async fn sample_items(
+    session: &Session,
+    ids: &TurnIds,
+    prompt: &crate::client::Prompt,
+    cancel: &CancellationToken,
+) -> Result<Vec<ResponseItem>, TurnStop> {
     let context = session.turn_context();
     let mut stream = tokio::select! {
         () = cancel.cancelled() => return Err(TurnStop::Interrupted),
         stream = context.client.stream(prompt) => stream.map_err(TurnStop::Failed)?,
     };
-    let mut summary = String::new();
+    let mut items = Vec::new();
     loop {
         let event = tokio::select! {
             () = cancel.cancelled() => return Err(TurnStop::Interrupted),
             event = stream.next() => event,
         };
         match event {
-            Some(Ok(ResponseEvent::OutputItemDone(item))) => {
-                if let Some(text) = item.assistant_text() {
-                    summary.push_str(&text);
-                }
-            }
+            Some(Ok(ResponseEvent::OutputItemDone(item))) => items.push(item),
             Some(Ok(ResponseEvent::Completed { token_usage, .. })) => {
                 if let Some(usage) = token_usage {
                     let info = session.add_token_usage(&usage, context.model_context_window);
@@ -165,12 +234,7 @@ async fn summarise(
             }
         }
     }
-    if summary.trim().is_empty() {
-        return Err(TurnStop::Failed(CoreError::Compaction(
-            "the model returned no summary".to_string(),
-        )));
-    }
-    Ok(summary)
+    Ok(items)
 }
 
 /// The user's own messages, oldest first, keeping the newest within

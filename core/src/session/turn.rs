@@ -362,7 +362,9 @@ async fn auto_compact_if_full(
     tracing::info!(conversation = %session.id(), used, limit, "compacting the history");
     match compact(session, ids, cancel, None, "auto").await {
         Ok(()) => Ok(true),
-        Err(TurnStop::Failed(err)) => {
+        // A provider that compacts remotely and fails ends the turn, as in Codex: the
+        // history has grown past what it serves.
+        Err(TurnStop::Failed(err)) if !context.remote_compaction => {
             session
                 .send_event(
                     &ids.sub_id,

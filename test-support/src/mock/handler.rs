@@ -277,6 +277,7 @@ fn estimate_usage(request_bytes: usize, items: &[OutputItem]) -> Usage {
             }
             OutputItem::CustomToolCall { input, .. } => visible += input.len(),
             OutputItem::ApplyPatchCall { patch, .. } => visible += patch.len(),
+            OutputItem::Compaction { encrypted_content } => visible += encrypted_content.len(),
         }
     }
     Usage {

@@ -59,6 +59,14 @@ impl<'a> ResponsesRenderer<'a> {
         let (added, deltas, done) = match item {
             OutputItem::Message { text } => message(&item_id, output_index, text),
             OutputItem::Reasoning { text } => reasoning(&item_id, output_index, text),
+            OutputItem::Compaction { encrypted_content } => {
+                let item = json!({
+                    "type": "compaction",
+                    "id": item_id,
+                    "encrypted_content": encrypted_content,
+                });
+                (item.clone(), Vec::new(), item)
+            }
             call => match call.tool_call() {
                 Some(call) => tool_call(&item_id, output_index, &call),
                 None => return,

@@ -64,13 +64,19 @@ pub enum OutputItem {
         /// The patch text, `*** Begin Patch` … `*** End Patch`.
         patch: String,
     },
+    /// The answer to a remote compaction request: a `compaction` item carrying an opaque
+    /// summary (Responses only; a Chat stream leaves it out).
+    Compaction {
+        /// The summary the client must send back as it came.
+        encrypted_content: String,
+    },
 }
 
 impl OutputItem {
     /// The call id, for items that are tool calls.
     pub fn call_id(&self) -> Option<&str> {
         match self {
-            Self::Message { .. } | Self::Reasoning { .. } => None,
+            Self::Message { .. } | Self::Reasoning { .. } | Self::Compaction { .. } => None,
             Self::FunctionCall { call_id, .. }
             | Self::ShellCall { call_id, .. }
             | Self::CustomToolCall { call_id, .. }
@@ -82,7 +88,7 @@ impl OutputItem {
     /// (name, input), or neither.
     pub(crate) fn tool_call(&self) -> Option<ToolCall<'_>> {
         match self {
-            Self::Message { .. } | Self::Reasoning { .. } => None,
+            Self::Message { .. } | Self::Reasoning { .. } | Self::Compaction { .. } => None,
             Self::FunctionCall {
                 call_id,
                 name,
@@ -386,6 +392,13 @@ pub fn write_stdin_call(
         "yield_time_ms": yield_time_ms,
     });
     function_call(call_id, "write_stdin", args.to_string())
+}
+
+/// A remote compaction's answer: a `compaction` item with `encrypted_content`.
+pub fn compaction(encrypted_content: impl Into<String>) -> OutputItem {
+    OutputItem::Compaction {
+        encrypted_content: encrypted_content.into(),
+    }
 }
 
 /// A freeform `apply_patch` call carrying `patch`.
