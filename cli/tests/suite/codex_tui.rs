@@ -164,12 +164,19 @@ impl TuiPane {
 
     /// Closes the view whose screen shows `marker` with Esc, and waits until it is gone before
     /// anything else is typed: keys that follow an Esc too closely are read as one Alt
-    /// sequence, so on busy cores an Esc can be lost. Each Esc gets a few seconds to work.
+    /// sequence, so on busy cores an Esc can be lost.
     async fn close_view(&self, marker: &str) -> anyhow::Result<()> {
+        self.press_until_gone(&["Escape"], marker).await
+    }
+
+    /// Presses `keys` until the screen no longer shows `marker` (a prompt or view they
+    /// answer): a key sent while the TUI is still starting up can be lost, so each press gets
+    /// a few seconds to work before it is sent again.
+    async fn press_until_gone(&self, keys: &[&str], marker: &str) -> anyhow::Result<()> {
         tokio::time::timeout(SCREEN_WAIT, async {
             loop {
-                self.keys(&["Escape"])?;
-                let closed = tokio::time::timeout(Duration::from_secs(3), async {
+                self.keys(keys)?;
+                let closed = tokio::time::timeout(Duration::from_secs(5), async {
                     while self.screen().contains(marker) {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
@@ -182,7 +189,7 @@ impl TuiPane {
         })
         .await
         .map_err(|_| {
-            let message = format!("the view {marker:?} did not close:\n{}", self.screen());
+            let message = format!("{marker:?} did not go away:\n{}", self.screen());
             report_now(&message);
             anyhow::anyhow!(message)
         })?
@@ -592,7 +599,7 @@ async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Resu
     // The TUI asks about the untrusted hook Keel reports at start; go on without trusting.
     tui.wait_for("Hooks need review").await?;
     tui.wait_for("3. Continue without trusting").await?;
-    tui.keys(&["3"])?;
+    tui.press_until_gone(&["3"], "Hooks need review").await?;
     tui.wait_for("Ask Codex to do anything").await?;
 
     // /skills lists Keel's skill; turning it off is written to Keel's config.
