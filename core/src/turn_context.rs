@@ -75,6 +75,15 @@ pub(crate) struct TurnContext {
 }
 
 impl TurnContext {
+    /// The Keel home the configuration came from (where sessions, hook outputs and shell
+    /// snapshots are kept).
+    pub(crate) fn keel_home(&self) -> PathBuf {
+        self.user_config_file
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
     /// What this turn's hooks are told about the conversation `session_id` (recorded at
     /// `transcript_path`, if it is).
     pub(crate) fn hook_session(
@@ -82,11 +91,7 @@ impl TurnContext {
         session_id: String,
         transcript_path: Option<PathBuf>,
     ) -> crate::hooks::HookSession {
-        let keel_home = self
-            .user_config_file
-            .parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default();
+        let keel_home = self.keel_home();
         crate::hooks::HookSession {
             outputs_dir: keel_home.join("hook-outputs").join(&session_id),
             session_id,

@@ -120,6 +120,7 @@ impl Session {
             mcp,
             tools,
         } = links;
+        let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         Self {
             id,
             tx_event,
@@ -140,11 +141,7 @@ impl Session {
             rollout,
             processes: ProcessLayer::new(exec_target),
             unified_exec: Arc::new(UnifiedExecSessions::default()),
-            shell_snapshots: ShellSnapshots::new(
-                std::env::temp_dir()
-                    .join("keel-shell-snapshots")
-                    .join(id.to_string()),
-            ),
+            shell_snapshots: ShellSnapshots::new(snapshot_dir),
             agents,
             mcp,
             #[cfg(feature = "mcp")]

@@ -150,3 +150,105 @@ async fn zsh_login_profiles_are_captured_too() -> anyhow::Result<()> {
     assert_eq!(profile_runs(home.path()), 1);
     Ok(())
 }
+
+/// One `keel exec` with Keel home `keel_home` and user home `home`, whose model runs
+/// `bash -lc 'echo value=$KEEL_PROFILE_VAR'`; returns what the command printed.
+async fn run_in_home(keel_home: &Path, home: &Path, ws: &Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use keel_test_support::{MockModelServer, Script, assistant_message, write_config};
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "echo value=$KEEL_PROFILE_VAR"],
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    write_config(keel_home, &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args(["exec", "show the value"])
+            .current_dir(ws)
+            .env("KEEL_HOME", keel_home)
+            .env("HOME", home)
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("keel exec did not finish")??;
+    anyhow::ensure!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let shown = mock
+        .requests()
+        .iter()
+        .find_map(|request| request.tool_output("c1").cloned())
+        .map(|value| value.to_string())
+        .unwrap_or_default();
+    Ok(shown)
+}
+
+/// The snapshot outlives the session: a second `keel exec` reuses it without running the
+/// profile, and a change to `~/.bashrc` or to a file it sources (found while capturing)
+/// takes effect at the next run. The snapshot is private to the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_persist_across_runs_until_a_sourced_file_changes() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let keel_home = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let env_dir = home.path().join("env");
+    std::fs::create_dir_all(&env_dir)?;
+    std::fs::write(
+        home.path().join(".bash_profile"),
+        "echo run >> \"$HOME/profile-runs\"\n. \"$HOME/.bashrc\"\n",
+    )?;
+    std::fs::write(
+        home.path().join(".bashrc"),
+        "source \"$HOME/env/tool.sh\"\n",
+    )?;
+    std::fs::write(env_dir.join("tool.sh"), "export KEEL_PROFILE_VAR=first\n")?;
+
+    let first = run_in_home(keel_home.path(), home.path(), ws.path()).await?;
+    assert!(first.contains("value=first"), "{first}");
+    let second = run_in_home(keel_home.path(), home.path(), ws.path()).await?;
+    assert!(second.contains("value=first"), "{second}");
+    assert_eq!(
+        profile_runs(home.path()),
+        1,
+        "the second run reuses the snapshot"
+    );
+
+    // A file sourced indirectly changes: the next run captures again.
+    std::fs::write(
+        env_dir.join("tool.sh"),
+        "export KEEL_PROFILE_VAR=second-value\n",
+    )?;
+    let third = run_in_home(keel_home.path(), home.path(), ws.path()).await?;
+    assert!(third.contains("value=second-value"), "{third}");
+    assert_eq!(profile_runs(home.path()), 2);
+
+    // And ~/.bashrc itself.
+    std::fs::write(
+        home.path().join(".bashrc"),
+        "source \"$HOME/env/tool.sh\"\nexport KEEL_PROFILE_VAR=from-bashrc\n",
+    )?;
+    let fourth = run_in_home(keel_home.path(), home.path(), ws.path()).await?;
+    assert!(fourth.contains("value=from-bashrc"), "{fourth}");
+    assert_eq!(profile_runs(home.path()), 3);
+
+    let snapshots: Vec<std::path::PathBuf> =
+        std::fs::read_dir(keel_home.path().join("shell-snapshots"))?
+            .flatten()
+            .map(|entry| entry.path().join("snapshot.sh"))
+            .collect();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    let mode = std::fs::metadata(&snapshots[0])?.permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    Ok(())
+}

@@ -1,17 +1,22 @@
 //! Login-shell snapshots: models run commands as `bash -lc "..."`, and a developer's login
 //! profile (pyenv, nvm, conda, cargo) can cost from 100 ms to seconds per command. The first
-//! such command of a conversation captures what the profile sets up (exported variables,
-//! functions, aliases) into one file; later commands run as `bash -c` sourcing that file,
-//! which costs one file read. The capture is redone when a profile file changes, and when it
-//! fails or times out the commands run as real login shells, as asked.
+//! such command captures what the profile sets up (exported variables, functions, aliases)
+//! into one file; later commands run as `bash -c` sourcing that file, which costs one file
+//! read. Snapshots are kept across sessions under `KEEL_HOME/shell-snapshots` (see `cache`),
+//! so a profile is paid once per machine until a file it read changes; when capture fails or
+//! times out the commands run as real login shells, as asked.
+
+mod cache;
+mod trace;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::processes::{ProcessLayer, ProcessSpec, run_to_exit};
+use cache::{FileStamp, SnapshotCache};
 
 /// Longest a capture may take; a slower profile is run per command instead.
 const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -58,6 +63,33 @@ impl ShellKind {
         }
     }
 
+    /// The command that runs a login shell of this kind with `script`, tracing the files it
+    /// sources into `trace` (its stderr goes there too).
+    fn traced_login(self, shell: &str, trace: &Path, script: String) -> Vec<String> {
+        let trace = shlex::try_quote(&trace.to_string_lossy())
+            .map(|quoted| quoted.into_owned())
+            .unwrap_or_default();
+        let login = match self {
+            Self::Bash => format!("exec 2>>{trace}; exec \"$0\" -lx -c \"$1\""),
+            Self::Zsh => format!("exec 2>>{trace}; exec \"$0\" -o sourcetrace -l -c \"$1\""),
+        };
+        vec![
+            shell.to_string(),
+            "-c".to_string(),
+            login,
+            shell.to_string(),
+            script,
+        ]
+    }
+
+    /// The files named in a capture's trace.
+    fn sourced(self, trace: &str) -> Vec<PathBuf> {
+        match self {
+            Self::Bash => trace::bash_sourced(trace),
+            Self::Zsh => trace::zsh_sourced(trace),
+        }
+    }
+
     /// A script that writes the definitions to `file`, after the profile ran. The variables
     /// a shell sets for itself are left out so the replaying shell keeps its own.
     fn capture_script(self, file: &Path) -> String {
@@ -76,29 +108,27 @@ impl ShellKind {
     }
 }
 
-/// The profile files' sizes and modification times: a change means a new capture.
-type Fingerprint = Vec<Option<(u64, SystemTime)>>;
-
 #[derive(Debug)]
 enum Captured {
     /// The file to source.
     Ready(PathBuf),
-    /// Capture failed for this fingerprint; commands run as login shells.
+    /// Capture failed while the files stayed as they were; commands run as login shells.
     Failed,
 }
 
-/// The snapshots of one conversation, one per shell; their files are removed with it.
+/// The snapshots a conversation uses, one per shell, each with the files whose change means
+/// a new capture.
 #[derive(Debug)]
 pub(crate) struct ShellSnapshots {
-    dir: PathBuf,
-    by_shell: tokio::sync::Mutex<HashMap<ShellKind, (Fingerprint, Captured)>>,
+    cache: SnapshotCache,
+    by_shell: tokio::sync::Mutex<HashMap<ShellKind, (Vec<FileStamp>, Captured)>>,
 }
 
 impl ShellSnapshots {
-    /// Snapshots kept under `dir` (created on the first capture).
+    /// Snapshots kept under `dir` (`KEEL_HOME/shell-snapshots`, created on the first capture).
     pub(crate) fn new(dir: PathBuf) -> Self {
         Self {
-            dir,
+            cache: SnapshotCache::new(dir),
             by_shell: tokio::sync::Mutex::new(HashMap::new()),
         }
     }
@@ -119,15 +149,17 @@ impl ShellSnapshots {
             return None;
         }
         let kind = ShellKind::of(shell)?;
-        let home = env.get("HOME").map(PathBuf::from);
-        let fingerprint = fingerprint(kind, home.as_deref());
         let mut by_shell = self.by_shell.lock().await;
         let fresh = by_shell
             .get(&kind)
-            .is_some_and(|(known, _)| *known == fingerprint);
+            .is_some_and(|(files, _)| files.iter().all(FileStamp::current));
         if !fresh {
-            let captured = self.capture(kind, shell, layer, cwd, env).await;
-            by_shell.insert(kind, (fingerprint, captured));
+            let key = SnapshotCache::key(shell, env);
+            let entry = match self.cache.load(&key) {
+                Some((snapshot, files)) => (files, Captured::Ready(snapshot)),
+                None => self.capture(kind, shell, layer, cwd, env, &key).await,
+            };
+            by_shell.insert(kind, entry);
         }
         match by_shell.get(&kind) {
             Some((_, Captured::Ready(file))) => {
@@ -162,12 +194,13 @@ impl ShellSnapshots {
         layer: &ProcessLayer,
         cwd: &Path,
         env: &std::collections::BTreeMap<String, String>,
-    ) -> Captured {
+        key: &str,
+    ) -> (Vec<FileStamp>, Captured) {
         let started = std::time::Instant::now();
-        match self.try_capture(kind, shell, layer, cwd, env).await {
-            Ok(file) => {
-                tracing::info!(shell, elapsed = ?started.elapsed(), "captured the login shell environment");
-                Captured::Ready(file)
+        match self.try_capture(kind, shell, layer, cwd, env, key).await {
+            Ok((file, files)) => {
+                tracing::info!(shell, elapsed = ?started.elapsed(), files = files.len(), "captured the login shell environment");
+                (files, Captured::Ready(file))
             }
             Err(reason) => {
                 tracing::warn!(
@@ -175,7 +208,8 @@ impl ShellSnapshots {
                     "could not capture the login shell environment ({reason}); commands run \
                      as login shells"
                 );
-                Captured::Failed
+                let home = env.get("HOME").map(PathBuf::from);
+                (profile_stamps(kind, home.as_deref()), Captured::Failed)
             }
         }
     }
@@ -187,22 +221,22 @@ impl ShellSnapshots {
         layer: &ProcessLayer,
         cwd: &Path,
         env: &std::collections::BTreeMap<String, String>,
-    ) -> Result<PathBuf, String> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|err| format!("{}: {err}", self.dir.display()))?;
-        let name = match kind {
-            ShellKind::Bash => "bash",
-            ShellKind::Zsh => "zsh",
-        };
-        let file = self.dir.join(format!("{name}.sh"));
-        let partial = self.dir.join(format!("{name}.sh.partial"));
-        let _ = std::fs::remove_file(&partial);
+        key: &str,
+    ) -> Result<(PathBuf, Vec<FileStamp>), String> {
+        let dir = self
+            .cache
+            .entry_dir(key)
+            .map_err(|err| format!("{key}: {err}"))?;
+        // Private from the start: the snapshot holds what the profile exports, and the trace
+        // every command the profile ran.
+        let partial = dir.join(format!("snapshot.{}.partial", std::process::id()));
+        let trace_file = dir.join(format!("trace.{}.partial", std::process::id()));
+        for file in [&partial, &trace_file] {
+            SnapshotCache::private_file(file)
+                .map_err(|err| format!("{}: {err}", file.display()))?;
+        }
         let spec = ProcessSpec {
-            argv: vec![
-                shell.to_string(),
-                "-lc".to_string(),
-                kind.capture_script(&partial),
-            ],
+            argv: kind.traced_login(shell, &trace_file, kind.capture_script(&partial)),
             arg0: None,
             cwd: cwd.to_path_buf(),
             env: env.clone(),
@@ -215,54 +249,67 @@ impl ShellSnapshots {
             &CancellationToken::new(),
             |_, _| async {},
         )
-        .await
-        .map_err(|err| err.to_string())?
-        .map_err(|_| "interrupted".to_string())?;
+        .await;
+        let trace = std::fs::read_to_string(&trace_file).unwrap_or_default();
+        let _ = std::fs::remove_file(&trace_file);
+        let failed = |why: String| {
+            let _ = std::fs::remove_file(&partial);
+            why
+        };
+        let outcome = outcome
+            .map_err(|err| failed(err.to_string()))?
+            .map_err(|_| failed("interrupted".to_string()))?;
         if outcome.timed_out {
-            return Err(format!("the profile took over {CAPTURE_TIMEOUT:?}"));
+            return Err(failed(format!("the profile took over {CAPTURE_TIMEOUT:?}")));
         }
         if outcome.exit_code != 0 {
-            return Err(format!(
-                "the login shell exited with {}: {}",
-                outcome.exit_code,
-                outcome.stderr.trim()
-            ));
+            let said = trace
+                .lines()
+                .rev()
+                .find(|line| !line.starts_with('+') && !line.trim().is_empty())
+                .unwrap_or_default();
+            return Err(failed(format!(
+                "the login shell exited with {}: {said}",
+                outcome.exit_code
+            )));
         }
         let size = std::fs::metadata(&partial)
-            .map_err(|err| format!("no snapshot was written: {err}"))?
+            .map_err(|err| failed(format!("no snapshot was written: {err}")))?
             .len();
+        if size == 0 {
+            return Err(failed("the snapshot is empty".to_string()));
+        }
         if size > MAX_SNAPSHOT_BYTES {
-            let _ = std::fs::remove_file(&partial);
-            return Err(format!(
+            return Err(failed(format!(
                 "the environment is {size} bytes, over {MAX_SNAPSHOT_BYTES}"
-            ));
+            )));
         }
-        std::fs::rename(&partial, &file).map_err(|err| err.to_string())?;
-        Ok(file)
+        let home = env.get("HOME").map(PathBuf::from);
+        let mut files = profile_stamps(kind, home.as_deref());
+        for sourced in kind.sourced(&trace) {
+            if !files.iter().any(|known| known.path() == sourced) {
+                files.push(FileStamp::now(sourced));
+            }
+        }
+        let snapshot = self
+            .cache
+            .store(key, shell, &partial, files.clone())
+            .map_err(|err| failed(err.to_string()))?;
+        Ok((snapshot, files))
     }
 }
 
-impl Drop for ShellSnapshots {
-    fn drop(&mut self) {
-        if self.dir.exists()
-            && let Err(err) = std::fs::remove_dir_all(&self.dir)
-        {
-            tracing::debug!(dir = %self.dir.display(), %err, "could not remove shell snapshots");
-        }
-    }
-}
-
-fn fingerprint(kind: ShellKind, home: Option<&Path>) -> Fingerprint {
+/// The login files this kind of shell reads, as they are now (absent ones included).
+fn profile_stamps(kind: ShellKind, home: Option<&Path>) -> Vec<FileStamp> {
     kind.profile_files()
         .iter()
-        .map(|file| {
-            let path = if file.starts_with('/') {
-                PathBuf::from(file)
+        .filter_map(|file| {
+            if file.starts_with('/') {
+                Some(PathBuf::from(file))
             } else {
-                home?.join(file)
-            };
-            let meta = std::fs::metadata(path).ok()?;
-            Some((meta.len(), meta.modified().ok()?))
+                home.map(|home| home.join(file))
+            }
         })
+        .map(FileStamp::now)
         .collect()
 }
