@@ -104,10 +104,13 @@ impl LoadedThread {
                         None => break CommandExecutionApprovalDecision::Decline,
                     }
                 };
-                let others = lock(&thread.approvals).remove(&task_call);
-                if let Some(pending) = others {
+                // Every copy of the request is settled now, the answered one included: each
+                // client is told with `serverRequest/resolved` (as Codex's server does), so
+                // the others close their prompt.
+                let copies = lock(&thread.approvals).remove(&task_call);
+                if let Some(pending) = copies {
                     for (outgoing, id) in pending.requests {
-                        outgoing.forget(&id);
+                        thread.withdraw(&outgoing, id).await;
                     }
                 }
                 thread.settle(task_call, is_patch, decision.into()).await;

@@ -52,6 +52,24 @@ async fn accepting_runs_the_command_and_applies_the_patch() -> anyhow::Result<()
     Ok(())
 }
 
+/// As Codex's server does, the client that answered is told the request is resolved (before
+/// the command's item completes), so it can close its prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_approval_is_resolved_for_the_client() -> anyhow::Result<()> {
+    let world = World::new(script(), &[("approval_policy", "untrusted".into())]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    server.start_turn(&thread_id, "do it").await?;
+    let request = server.read_server_request().await?;
+    server
+        .respond(request["id"].clone(), json!({"decision": "accept"}))
+        .await?;
+    let resolved = server.read_notification("serverRequest/resolved").await?;
+    assert_eq!(resolved["params"]["requestId"], request["id"]);
+    assert_eq!(resolved["params"]["threadId"], thread_id.as_str());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declining_skips_both_and_marks_the_items_declined() -> anyhow::Result<()> {
     let (world, completed) = run("decline").await?;
