@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use keel_core::config::{ConfigEdit, ConfigEnv, MergeStrategy, write_config_edits};
+use keel_core::config::{
+    ConfigEdit, ConfigEnv, KEEL_FEATURES as FEATURES, MergeStrategy, write_config_edits,
+};
 use keel_core::{Config, ConfigOverrides, find_keel_home};
 
 use crate::failure::usage;
@@ -25,48 +27,6 @@ pub enum FeaturesCommand {
         feature: String,
     },
 }
-
-/// A `[features]` switch Keel reads.
-struct Feature {
-    name: &'static str,
-    /// What it does, in a few words.
-    about: &'static str,
-    /// Its effective state under `config` (`None`: decided by the model family).
-    state: fn(&Config) -> Option<bool>,
-}
-
-const FEATURES: &[Feature] = &[
-    Feature {
-        name: "unified_exec",
-        about: "exec_command/write_stdin (interactive processes) instead of shell",
-        state: |config| config.unified_exec,
-    },
-    Feature {
-        name: "shell_snapshot",
-        about: "capture the login shell's environment once per conversation",
-        state: |config| Some(config.shell_snapshot),
-    },
-    Feature {
-        name: "shell_tool",
-        about: "offer the command tools at all",
-        state: |config| Some(config.shell_tool),
-    },
-    Feature {
-        name: "multi_agent",
-        about: "offer the sub-agent tools",
-        state: |config| Some(config.multi_agent),
-    },
-    Feature {
-        name: "enable_fanout",
-        about: "offer spawn_agents_on_csv",
-        state: |config| Some(config.enable_fanout),
-    },
-    Feature {
-        name: "view_image",
-        about: "offer view_image",
-        state: |config| Some(config.view_image),
-    },
-];
 
 /// Runs `keel features …`.
 pub async fn run(command: FeaturesCommand) -> anyhow::Result<ExitCode> {

@@ -126,6 +126,10 @@ pub(crate) async fn dispatch(
             Reply::now(&utilities::skills_config_write(state, p)?)
         }
         ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
+        ClientRequest::PluginList(_) => Reply::now(&utilities::plugin_list()),
+        ClientRequest::ExperimentalFeatureList(_) => {
+            Reply::now(&utilities::experimental_features(state)?)
+        }
         ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
         ClientRequest::ConfigValueWrite(p) => Reply::now(&utilities::config_value_write(state, p)?),
         ClientRequest::ConfigBatchWrite(p) => Reply::now(&utilities::config_batch_write(state, p)?),

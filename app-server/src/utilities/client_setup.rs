@@ -5,8 +5,9 @@
 
 use keel_protocol::app_server::{
     Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
-    CollaborationModeMask, ConfigRequirementsReadResponse, GetAccountResponse,
-    PluginInstalledResponse, ThreadOverrides,
+    CollaborationModeMask, ConfigRequirementsReadResponse, ExperimentalFeature,
+    ExperimentalFeatureListResponse, ExperimentalFeatureStage, GetAccountResponse,
+    PluginInstalledResponse, PluginListResponse, ThreadOverrides,
 };
 
 use crate::error::Result;
@@ -42,6 +43,36 @@ pub(crate) fn config_requirements() -> ConfigRequirementsReadResponse {
 /// `plugin/installed`: none.
 pub(crate) fn plugin_installed() -> PluginInstalledResponse {
     PluginInstalledResponse::default()
+}
+
+/// `plugin/list`: no marketplaces.
+pub(crate) fn plugin_list() -> PluginListResponse {
+    PluginListResponse::default()
+}
+
+/// `experimentalFeature/list`: the `[features]` switches Keel reads (one page), all stable,
+/// with their state under the server's configuration.
+pub(crate) fn experimental_features(state: &AppState) -> Result<ExperimentalFeatureListResponse> {
+    let config = state.resolve_config(&ThreadOverrides::default())?;
+    let data = keel_core::config::KEEL_FEATURES
+        .iter()
+        .map(|feature| {
+            let default_enabled = feature.default.unwrap_or(true);
+            ExperimentalFeature {
+                name: feature.name.to_string(),
+                stage: ExperimentalFeatureStage::Stable,
+                display_name: None,
+                description: Some(feature.about.to_string()),
+                announcement: None,
+                default_enabled,
+                enabled: (feature.state)(&config).unwrap_or(default_enabled),
+            }
+        })
+        .collect();
+    Ok(ExperimentalFeatureListResponse {
+        data,
+        next_cursor: None,
+    })
 }
 
 /// `collaborationMode/list`: the default mode only.

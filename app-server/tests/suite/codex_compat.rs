@@ -165,7 +165,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 47);
+    assert_eq!(implemented.len(), 49);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -196,6 +196,11 @@ fn results_match_codex() -> anyhow::Result<()> {
         root_schema::<v2::ThreadLoadedListResponse>(),
     );
     result("thread/unarchive", root_schema::<v2::ThreadResponse>());
+    result("plugin/list", root_schema::<v2::PluginListResponse>());
+    result(
+        "experimentalFeature/list",
+        root_schema::<v2::ExperimentalFeatureListResponse>(),
+    );
     result(
         "thread/unsubscribe",
         root_schema::<v2::ThreadUnsubscribeResponse>(),

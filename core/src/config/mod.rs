@@ -19,6 +19,7 @@
 
 mod edit;
 mod error;
+mod features;
 mod mcp_servers;
 mod overrides;
 mod provider;
@@ -38,6 +39,7 @@ pub use edit::{
     ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
 };
 pub use error::{ConfigError, ConfigOrigin, Result};
+pub use features::{FeatureInfo, KEEL_FEATURES};
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
 };

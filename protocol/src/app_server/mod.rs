@@ -9,6 +9,7 @@ mod approvals;
 mod command_exec;
 mod common;
 mod config_write;
+mod experimental_features;
 mod fs;
 mod hook_runs;
 mod initialize;
@@ -26,6 +27,7 @@ pub use approvals::*;
 pub use command_exec::*;
 pub use common::*;
 pub use config_write::*;
+pub use experimental_features::*;
 pub use fs::*;
 pub use hook_runs::*;
 pub use initialize::*;
@@ -117,6 +119,10 @@ crate::request_table! {
         SkillsConfigWrite("skills/config/write", SkillsConfigWriteParams) -> SkillsConfigWriteResponse,
         /// Installed plugins (none in Keel; Codex 0.169).
         PluginInstalled("plugin/installed", PluginInstalledParams) -> PluginInstalledResponse,
+        /// Plugin marketplaces (none in Keel; Codex 0.169).
+        PluginList("plugin/list", PluginListParams) -> PluginListResponse,
+        /// The feature switches and their state (Codex 0.169).
+        ExperimentalFeatureList("experimentalFeature/list", ExperimentalFeatureListParams) -> ExperimentalFeatureListResponse,
         /// A thread's turns, a page at a time (Codex 0.169).
         ThreadTurnsList("thread/turns/list", ThreadTurnsListParams) -> ThreadTurnsListResponse,
         /// Collaboration modes (the default one; Codex 0.169, experimental).

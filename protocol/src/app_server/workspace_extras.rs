@@ -202,6 +202,35 @@ pub struct PluginInstalledResponse {
     pub marketplace_load_errors: Vec<Value>,
 }
 
+/// Params of `plugin/list` (Codex 0.169: the plugin marketplaces).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginListParams {
+    /// The directories to list for.
+    #[serde(default)]
+    pub cwds: Option<Vec<PathBuf>>,
+    /// Fetch the marketplaces again instead of using a cached copy.
+    #[serde(default)]
+    pub force_refetch: Option<bool>,
+    /// Which kinds of marketplace to list.
+    #[serde(default)]
+    pub marketplace_kinds: Option<Vec<Value>>,
+}
+
+/// Result of `plugin/list`: Keel has no plugin marketplaces, so it lists none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginListResponse {
+    /// The marketplaces and their plugins.
+    pub marketplaces: Vec<Value>,
+    /// Plugins a client may feature.
+    #[serde(default)]
+    pub featured_plugin_ids: Vec<String>,
+    /// Marketplaces that failed to load.
+    #[serde(default)]
+    pub marketplace_load_errors: Vec<Value>,
+}
+
 /// One collaboration mode a client may pick.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CollaborationModeMask {

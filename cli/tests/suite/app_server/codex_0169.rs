@@ -69,6 +69,13 @@ async fn the_tui_start_up_methods_answer() -> anyhow::Result<()> {
         plugins,
         json!({"marketplaces": [], "marketplaceLoadErrors": []})
     );
+    let marketplaces = server
+        .request("plugin/list", json!({"cwds": [ws], "forceRefetch": false}))
+        .await?;
+    assert_eq!(
+        marketplaces,
+        json!({"marketplaces": [], "featuredPluginIds": [], "marketplaceLoadErrors": []})
+    );
     let modes = server.request("collaborationMode/list", json!({})).await?;
     assert_eq!(modes["data"][0]["mode"], "default");
     let config = server
@@ -437,4 +444,34 @@ fn title_thread_config() -> Value {
         "features.deferred_executor": false, "features.context_management": false,
         "features.enable_fanout": false, "features.memories": false,
     })
+}
+
+/// `experimentalFeature/list` lists the `[features]` switches Keel reads, with their state
+/// under the server's configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn experimental_features_show_keels_switches_and_their_state() -> anyhow::Result<()> {
+    let world = World::new(
+        Script::new([]),
+        &[("features.shell_snapshot", false.into())],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let listed = server
+        .request("experimentalFeature/list", json!({"limit": 50}))
+        .await?;
+    let data = listed["data"].as_array().cloned().unwrap_or_default();
+    let snapshot = data
+        .iter()
+        .find(|feature| feature["name"] == "shell_snapshot")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(snapshot["enabled"], false, "{listed}");
+    assert_eq!(snapshot["defaultEnabled"], true);
+    assert_eq!(snapshot["stage"], "stable");
+    assert!(
+        data.iter()
+            .any(|f| f["name"] == "multi_agent" && f["enabled"] == true)
+    );
+    assert_eq!(listed["nextCursor"], Value::Null);
+    Ok(())
 }

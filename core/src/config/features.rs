@@ -1,0 +1,58 @@
+//! The `[features]` switches Keel reads, described once for everything that lists them
+//! (`keel features`, the app-server's `experimentalFeature/list`).
+
+use super::Config;
+
+/// One switch under `[features]`.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct FeatureInfo {
+    /// Its key under `[features]`.
+    pub name: &'static str,
+    /// What it does, in a few words.
+    pub about: &'static str,
+    /// Its default (`None`: decided per model family).
+    pub default: Option<bool>,
+    /// Its state under a configuration (`None`: left to the model family).
+    pub state: fn(&Config) -> Option<bool>,
+}
+
+/// Every switch Keel reads; Codex's others load silently.
+pub const KEEL_FEATURES: &[FeatureInfo] = &[
+    FeatureInfo {
+        name: "unified_exec",
+        about: "exec_command/write_stdin (interactive processes) instead of shell",
+        default: None,
+        state: |config| config.unified_exec,
+    },
+    FeatureInfo {
+        name: "shell_snapshot",
+        about: "replay the login shell's environment instead of running the profile per command",
+        default: Some(true),
+        state: |config| Some(config.shell_snapshot),
+    },
+    FeatureInfo {
+        name: "shell_tool",
+        about: "offer the command tools at all",
+        default: Some(true),
+        state: |config| Some(config.shell_tool),
+    },
+    FeatureInfo {
+        name: "multi_agent",
+        about: "offer the sub-agent tools",
+        default: Some(true),
+        state: |config| Some(config.multi_agent),
+    },
+    FeatureInfo {
+        name: "enable_fanout",
+        about: "offer spawn_agents_on_csv",
+        default: Some(true),
+        state: |config| Some(config.enable_fanout),
+    },
+    FeatureInfo {
+        name: "view_image",
+        about: "offer view_image",
+        default: Some(true),
+        state: |config| Some(config.view_image),
+    },
+];
