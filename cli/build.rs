@@ -7,7 +7,10 @@
 //!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
 //!   `target/npm` and sets the variable);
 //! - the Codex TUI test needs Codex 0.169's binary (`KEEL_CODEX_TUI`, installed from npm by
-//!   `.ci/run`) and `tmux`.
+//!   `.ci/run`) and `tmux`;
+//! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
+//!   installed from npm by `.ci/run`) and `node`;
+//! - the tests that run Python programs need `python3` on `PATH`.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(keel_zsh)");
@@ -30,5 +33,19 @@ fn main() {
     let has_tui = std::env::var_os("KEEL_CODEX_TUI").is_some_and(|v| !v.is_empty());
     if has_tui || in_ci {
         println!("cargo::rustc-cfg=keel_codex_tui");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_codex_sdk)");
+    println!("cargo::rerun-if-env-changed=KEEL_CODEX_SDK");
+    let has_sdk = std::env::var_os("KEEL_CODEX_SDK").is_some_and(|v| !v.is_empty());
+    if has_sdk || in_ci {
+        println!("cargo::rustc-cfg=keel_codex_sdk");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_python3)");
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    };
+    if on_path("python3") || in_ci {
+        println!("cargo::rustc-cfg=keel_python3");
     }
 }

@@ -478,6 +478,20 @@ pub(crate) async fn unarchive(
     Reply::then_notify(&ThreadResponse { thread }, outgoing, notification)
 }
 
+/// A thread that exists here: loaded, recorded (live or archived), or both; an error naming
+/// it otherwise.
+async fn existing_thread(
+    state: &AppState,
+    id: ConversationId,
+) -> Result<(Option<Arc<LoadedThread>>, Option<PathBuf>)> {
+    let loaded = state.loaded(id).await;
+    let path = rollout_path(state, id).await?;
+    if loaded.is_none() && path.is_none() {
+        return Err(not_found(id));
+    }
+    Ok((loaded, path))
+}
+
 /// `thread/delete`: unloads the thread and removes its file, live or archived.
 pub(crate) async fn delete(
     state: &AppState,
@@ -485,11 +499,7 @@ pub(crate) async fn delete(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let loaded = state.loaded(id).await;
-    let path = rollout_path(state, id).await?;
-    if loaded.is_none() && path.is_none() {
-        return Err(not_found(id));
-    }
+    let (_, path) = existing_thread(state, id).await?;
     state.unload(id).await;
     if let Some(path) = path {
         delete_rollout(&path).await?;
@@ -507,11 +517,7 @@ pub(crate) async fn set_name(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let loaded = state.loaded(id).await;
-    let path = rollout_path(state, id).await?;
-    if loaded.is_none() && path.is_none() {
-        return Err(not_found(id));
-    }
+    let (loaded, path) = existing_thread(state, id).await?;
     if let Some(path) = &path {
         RolloutRecorder::open_append(path)
             .await?

@@ -9,14 +9,14 @@ use keel_test_support::{
 use super::exec::keel_exec;
 
 /// 15 tokens, over the limit of 12 the tests configure.
-const FULL: Usage = Usage {
+pub(super) const FULL: Usage = Usage {
     input_tokens: 10,
     cached_tokens: 0,
     output_tokens: 5,
     reasoning_tokens: 0,
 };
 /// 5 tokens, under the limit.
-const LIGHT: Usage = Usage {
+pub(super) const LIGHT: Usage = Usage {
     input_tokens: 4,
     cached_tokens: 0,
     output_tokens: 1,
@@ -113,7 +113,7 @@ async fn a_torn_line_after_a_compaction_still_resumes() -> anyhow::Result<()> {
     let first = keel_exec(home.path(), ws.path(), &["TASK-WORDS"], None).await?;
     assert_eq!(first.code, Some(0), "{}", first.stderr);
     // A crash mid-write leaves half a line at the end of the rollout.
-    let rollout = rollout_files(&home.path().join("sessions"))?;
+    let rollout = super::rollout_files(&home.path().join("sessions"))?;
     let [rollout] = rollout.as_slice() else {
         anyhow::bail!("expected one rollout, found {rollout:?}");
     };
@@ -131,19 +131,6 @@ async fn a_torn_line_after_a_compaction_still_resumes() -> anyhow::Result<()> {
     );
     assert!(!resumed.contains("SECRET-TOOL-OUTPUT"), "{resumed}");
     Ok(())
-}
-
-fn rollout_files(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            found.extend(rollout_files(&path)?);
-        } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-            found.push(path);
-        }
-    }
-    Ok(found)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -37,23 +37,8 @@ async fn world(script: Script, config: &[(&str, toml::Value)]) -> anyhow::Result
     Ok(World { mock, home, ws })
 }
 
-fn rollouts(home: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&home.join("sessions"), &mut out);
-    out
+fn rollouts(home: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    super::rollout_files(&home.join("sessions"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,7 +83,7 @@ async fn strict_config_refuses_unknown_keys_and_leaves_no_session() -> anyhow::R
         out.stderr
     );
     assert!(w.mock.requests().is_empty());
-    assert_eq!(rollouts(w.home.path()), Vec::<PathBuf>::new());
+    assert_eq!(rollouts(w.home.path())?, Vec::<PathBuf>::new());
 
     // Without the flag the key is a warning and the run goes ahead.
     let out = keel_exec(w.home.path(), w.ws.path(), &["hi"], None).await?;
@@ -117,7 +102,7 @@ async fn ephemeral_runs_keep_no_session() -> anyhow::Result<()> {
     let out = keel_exec(w.home.path(), w.ws.path(), &["--ephemeral", "hi"], None).await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(out.stdout, "ok\n");
-    assert_eq!(rollouts(w.home.path()), Vec::<PathBuf>::new());
+    assert_eq!(rollouts(w.home.path())?, Vec::<PathBuf>::new());
     let out = keel_exec(
         w.home.path(),
         w.ws.path(),
@@ -235,7 +220,7 @@ async fn fork_copies_a_session_into_a_new_one() -> anyhow::Result<()> {
     let line: serde_json::Value =
         serde_json::from_str(first.stdout.lines().next().unwrap_or_default())?;
     let original = line["thread_id"].as_str().unwrap_or_default().to_string();
-    let original_file = rollouts(w.home.path());
+    let original_file = rollouts(w.home.path())?;
     assert_eq!(original_file.len(), 1);
     let before = std::fs::read_to_string(&original_file[0])?;
 
@@ -255,7 +240,7 @@ async fn fork_copies_a_session_into_a_new_one() -> anyhow::Result<()> {
     let input = w.mock.requests()[1].body["input"].to_string();
     assert!(input.contains("first question") && input.contains("first answer"));
     assert_eq!(std::fs::read_to_string(&original_file[0])?, before);
-    assert_eq!(rollouts(w.home.path()).len(), 2);
+    assert_eq!(rollouts(w.home.path())?.len(), 2);
     Ok(())
 }
 

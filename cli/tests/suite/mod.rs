@@ -23,7 +23,6 @@ mod listener_netns;
 mod local_server_streams;
 mod mcp_client;
 mod mcp_server;
-mod optional_tools;
 mod oss;
 mod output_schema;
 mod prompt;
@@ -39,3 +38,23 @@ mod skills;
 mod teardown;
 mod unified_exec;
 mod user_input;
+
+/// The rollout files under `dir` (a Keel home's `sessions`), at any depth; none when it does
+/// not exist.
+pub(crate) fn rollout_files(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut found = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(err) => return Err(err.into()),
+    };
+    for entry in entries {
+        let path = entry?.path();
+        if path.is_dir() {
+            found.extend(rollout_files(&path)?);
+        } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}

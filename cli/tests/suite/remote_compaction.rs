@@ -5,27 +5,13 @@
 //! failed remote compaction fails the turn.
 
 use keel_test_support::{
-    Fault, MockModelServer, Script, Turn, Usage, assistant_message, compaction, shell_call,
-    write_config,
+    Fault, MockModelServer, Script, Turn, assistant_message, compaction, shell_call, write_config,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use super::compaction::{FULL, LIGHT};
 use super::exec::keel_exec;
-
-/// 15 tokens, over the limit of 12 configured.
-const FULL: Usage = Usage {
-    input_tokens: 10,
-    cached_tokens: 0,
-    output_tokens: 5,
-    reasoning_tokens: 0,
-};
-const LIGHT: Usage = Usage {
-    input_tokens: 4,
-    cached_tokens: 0,
-    output_tokens: 1,
-    reasoning_tokens: 0,
-};
 
 /// A home whose provider is named `OpenAI` (what makes Codex compact remotely), at the mock.
 async fn setup(

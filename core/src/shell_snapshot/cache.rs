@@ -100,15 +100,15 @@ impl SnapshotCache {
         Ok(dir)
     }
 
-    /// An empty file only the user can read, for the capture to write the snapshot into.
-    pub(super) fn private_file(path: &Path) -> std::io::Result<()> {
+    /// A new empty file only the user can read (whatever stood at `path` is replaced, never
+    /// followed), for a capture or a manifest to be written into.
+    pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
         let _ = std::fs::remove_file(path);
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(path)
-            .map(drop)
     }
 
     /// The snapshot of `key`, when one was stored and every file it read is unchanged; its
@@ -142,11 +142,7 @@ impl SnapshotCache {
         })
         .map_err(std::io::Error::other)?;
         let manifest_partial = dir.join(format!("{MANIFEST_FILE}.partial"));
-        Self::private_file(&manifest_partial)?;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&manifest_partial)?
-            .write_all(&manifest)?;
+        Self::private_file(&manifest_partial)?.write_all(&manifest)?;
         let snapshot = dir.join(SNAPSHOT_FILE);
         std::fs::rename(partial, &snapshot)?;
         std::fs::rename(&manifest_partial, dir.join(MANIFEST_FILE))?;
@@ -178,6 +174,29 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+
+    /// A link planted where a snapshot is about to be written is replaced, not followed: the
+    /// profile's exports never land in a file elsewhere.
+    #[test]
+    fn a_planted_link_is_replaced_not_followed() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let elsewhere = dir.path().join("elsewhere.txt");
+        std::fs::write(&elsewhere, "untouched")?;
+        let partial = dir.path().join("snapshot.partial");
+        std::os::unix::fs::symlink(&elsewhere, &partial)?;
+        SnapshotCache::private_file(&partial)?.write_all(b"export SECRET=1\n")?;
+        assert_eq!(std::fs::read_to_string(&elsewhere)?, "untouched");
+        assert!(
+            !std::fs::symlink_metadata(&partial)?
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::metadata(&partial)?.permissions().mode() & 0o777,
+            0o600
+        );
+        Ok(())
+    }
 
     #[test]
     fn an_entry_is_used_until_a_file_it_read_changes() -> std::io::Result<()> {

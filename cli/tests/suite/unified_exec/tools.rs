@@ -95,10 +95,8 @@ async fn background_children_do_not_hold_either_tool() -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(keel_python3), ignore = "needs python3 on PATH")]
 async fn a_python_repl_on_a_terminal_is_written_to_and_read_from() -> anyhow::Result<()> {
-    if !crate::suite::optional_tools::python3()? {
-        return Ok(());
-    }
     let ws = tempfile::tempdir()?;
     let run = run(
         ws.path(),
