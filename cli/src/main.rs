@@ -10,6 +10,7 @@ mod features;
 mod mcp_config;
 mod mcp_server;
 mod provider_models;
+mod review;
 mod sandbox;
 mod servers;
 mod sessions;
@@ -35,6 +36,10 @@ enum Command {
                                 keel exec [OPTIONS] fork <ID> [PROMPT]",
               after_help = exec::EXEC_AFTER_HELP)]
     Exec(exec::ExecArgs),
+    /// Review the working tree, a branch or a commit; the report on stdout, exit 3 when the
+    /// reviewer judges the patch incorrect.
+    #[command(after_help = review::REVIEW_AFTER_HELP)]
+    Review(review::ReviewArgs),
     /// Run a command under the sandbox the engine uses for model commands.
     Sandbox(sandbox::SandboxArgs),
     /// Serve the app-server protocol (threads, turns, items) on stdio or a websocket.
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Exec(args) => exec::run(args).await,
+            Command::Review(args) => review::run(args).await,
             Command::Sandbox(args) => sandbox::run(args).await,
             Command::AppServer(command) => servers::app_server(command).await,
             Command::ExecServer(args) => servers::exec_server(args).await,

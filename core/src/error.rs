@@ -103,6 +103,10 @@ pub enum CoreError {
     #[error("{0}; the turn was stopped")]
     ToolFatal(String),
 
+    /// A review could not start (its target does not exist, say).
+    #[error("cannot review: {0}")]
+    Review(#[from] crate::review::ReviewError),
+
     /// A filesystem or process operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -138,6 +142,7 @@ impl CoreError {
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }
+            | Self::Review(_)
             | Self::Io { .. } => false,
         }
     }

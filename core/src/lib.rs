@@ -65,6 +65,7 @@ mod models;
 mod permissions_message;
 mod processes;
 mod prompt_context;
+pub mod review;
 mod rollout;
 /// The command sandbox: the `keel-sandbox` crate, re-exported for embedders.
 pub use keel_sandbox as sandbox;

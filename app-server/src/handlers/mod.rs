@@ -1,5 +1,6 @@
 //! Request handlers, one module per resource, and the dispatch over the method table.
 
+mod review;
 mod settings;
 mod threads;
 mod turns;
@@ -135,6 +136,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ConfigBatchWrite(p) => Reply::now(&utilities::config_batch_write(state, p)?),
         ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)?),
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
+        ClientRequest::ReviewStart(p) => review::start(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {
             Reply::now(&settings::clean_background_terminals(state, p).await?)

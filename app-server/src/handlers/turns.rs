@@ -156,9 +156,24 @@ pub(crate) async fn compact(state: &AppState, params: ThreadIdParams) -> Result<
 }
 
 /// A `turn/start` claim not yet handed to the engine; dropping it gives the claim up.
-struct Claim {
+pub(crate) struct Claim {
     thread: Arc<LoadedThread>,
     turn_id: Option<String>,
+}
+
+impl Claim {
+    /// Holds the claim of `turn_id` on `thread`.
+    pub(crate) fn new(thread: Arc<LoadedThread>, turn_id: String) -> Self {
+        Self {
+            thread,
+            turn_id: Some(turn_id),
+        }
+    }
+
+    /// The engine has the turn: the claim is its to end.
+    pub(crate) fn submitted(&mut self) {
+        self.turn_id = None;
+    }
 }
 
 impl Drop for Claim {
@@ -172,6 +187,11 @@ impl Drop for Claim {
 /// `turn/steer`: adds input to the running turn.
 pub(crate) async fn steer(state: &AppState, params: TurnSteerParams) -> Result<TurnSteerResponse> {
     let thread = loaded(state, &params.thread_id).await?;
+    if thread.is_reviewing() {
+        return Err(AppServerError::InvalidRequest(
+            "a review is running and takes no input; wait for it to end or interrupt it".into(),
+        ));
+    }
     match thread.active_turn_id() {
         Some(running) if running == params.expected_turn_id => {
             let items: Vec<InputItem> = params.input.iter().cloned().map(Into::into).collect();

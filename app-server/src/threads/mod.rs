@@ -210,6 +210,11 @@ impl LoadedThread {
             .or_else(|| lock(&self.claimed_turn).clone())
     }
 
+    /// Whether the running turn is a review (which takes no steering input).
+    pub(crate) fn is_reviewing(&self) -> bool {
+        lock(&self.translator).is_reviewing()
+    }
+
     /// Reserves the thread for a new turn; `Err` names the turn already running.
     pub(crate) fn claim_turn(&self, turn_id: &str) -> Result<(), String> {
         let translator = lock(&self.translator);

@@ -115,6 +115,19 @@ impl Translator {
         }
     }
 
+    /// Whether the running turn is a review that has not ended.
+    pub(crate) fn is_reviewing(&self) -> bool {
+        self.turn.as_ref().is_some_and(|turn| {
+            turn.items
+                .iter()
+                .any(|item| matches!(item, ThreadItem::EnteredReviewMode { .. }))
+                && !turn
+                    .items
+                    .iter()
+                    .any(|item| matches!(item, ThreadItem::ExitedReviewMode { .. }))
+        })
+    }
+
     /// The running turn's id, if any.
     pub(crate) fn active_turn_id(&self) -> Option<&str> {
         self.turn.as_ref().map(|t| t.id.as_str())
@@ -368,6 +381,29 @@ impl Translator {
             }
             EventMsg::CollabToolCallEnd(call) => {
                 out.extend(self.complete(super::items::collab_item(call)));
+            }
+            EventMsg::EnteredReviewMode(request) => {
+                let id = self.item_id("review");
+                let review = request
+                    .user_facing_hint
+                    .clone()
+                    .unwrap_or_else(|| "a review".to_string());
+                out.extend(self.start_and_complete(ThreadItem::EnteredReviewMode { id, review }));
+            }
+            EventMsg::ExitedReviewMode(exited) => {
+                let id = self.item_id("review");
+                let (review, review_output) = match &exited.review_output {
+                    Some(output) => (
+                        keel_core::review::render_review(output),
+                        serde_json::to_value(output).ok(),
+                    ),
+                    None => (keel_core::review::REVIEW_FAILED_TEXT.to_string(), None),
+                };
+                out.extend(self.start_and_complete(ThreadItem::ExitedReviewMode {
+                    id,
+                    review,
+                    review_output,
+                }));
             }
             EventMsg::ContextCompactionStarted(compaction) => {
                 out.extend(self.start_once(ThreadItem::ContextCompaction {

@@ -9,18 +9,22 @@ use anyhow::Context;
 use keel_app_server::{InProcessAppServerClient, InProcessEvent};
 use keel_protocol::MethodTable;
 use keel_protocol::app_server::{
-    ServerRequest, ThreadStartResponse, TurnInterruptParams, TurnStartParams, UserInput,
-    client_request,
+    ReviewStartParams, ReviewTarget, ServerNotification, ServerRequest, ThreadItem,
+    ThreadStartResponse, TurnInterruptParams, TurnStartParams, UserInput, client_request,
 };
 use keel_protocol::exec_events::ExecEvent;
 
 use super::jsonl::JsonlStream;
 use super::outcome::{TurnOutcome, turn_outcome};
 use super::render::HumanRenderer;
+use crate::failure::usage;
 
 /// Longest `keel exec` waits at its end for the session to shut down (its `SessionEnd`
 /// hooks).
 const SESSION_END_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `keel review`'s exit code when the reviewer judged the patch incorrect.
+pub const REVIEW_FOUND_PROBLEMS: u8 = 3;
 
 /// What stdout carries.
 pub enum Output {
@@ -36,8 +40,10 @@ pub enum Output {
 pub struct TurnRequest<'a> {
     /// The thread, as started, resumed or forked.
     pub thread: ThreadStartResponse,
-    /// The prompt and attachments.
+    /// The prompt and attachments (ignored for a review).
     pub input: Vec<UserInput>,
+    /// Review this instead of running the prompt (`keel review`).
+    pub review: Option<ReviewTarget>,
     /// The JSON Schema the answer must match.
     pub output_schema: Option<serde_json::Value>,
     /// Where `-o` writes the last message.
@@ -70,21 +76,39 @@ pub async fn drive(
     // is never lost between two waits.
     let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("listening for Ctrl-C")?;
-    let turn = client
-        .request::<client_request::TurnStart>(TurnStartParams {
-            thread_id: thread_id.clone(),
-            input: request.input,
-            cwd: None,
-            approval_policy: None,
-            sandbox_policy: None,
-            permissions: None,
-            model: None,
-            effort: None,
-            output_schema: request.output_schema,
-        })
-        .await?;
-    let turn_id = turn.turn.id;
+    let turn = match request.review {
+        Some(target) => {
+            client
+                .request::<client_request::ReviewStart>(ReviewStartParams {
+                    thread_id: thread_id.clone(),
+                    target,
+                    delivery: None,
+                })
+                .await
+                .map_err(|err| usage(err.to_string()))?
+                .turn
+        }
+        None => {
+            client
+                .request::<client_request::TurnStart>(TurnStartParams {
+                    thread_id: thread_id.clone(),
+                    input: request.input,
+                    cwd: None,
+                    approval_policy: None,
+                    sandbox_policy: None,
+                    permissions: None,
+                    model: None,
+                    effort: None,
+                    output_schema: request.output_schema,
+                })
+                .await?
+                .turn
+        }
+    };
+    let turn_id = turn.id;
     let mut interrupted = false;
+    // A review's verdict, once its report is in.
+    let mut patch_incorrect = false;
     loop {
         let event = tokio::select! {
             event = client.next_event() => event.context("the in-process app-server stopped")?,
@@ -133,6 +157,16 @@ pub async fn drive(
                         )?;
                     }
                 }
+                if let ServerNotification::ItemCompleted(done) = &notification
+                    && let ThreadItem::ExitedReviewMode {
+                        review_output: Some(output),
+                        ..
+                    } = &done.item
+                {
+                    patch_incorrect =
+                        serde_json::from_value::<keel_protocol::ReviewOutput>(output.clone())
+                            .is_ok_and(|output| output.is_patch_incorrect());
+                }
                 if let Some(outcome) = turn_outcome(&notification, &thread_id, &turn_id) {
                     if let (Some(file), TurnOutcome::Completed(message)) =
                         (last_message_file, &outcome)
@@ -159,7 +193,11 @@ pub async fn drive(
                     }
                     // The session ends with the run: its end-of-session hooks finish first.
                     client.shutdown(SESSION_END_LIMIT).await;
-                    return Ok(ExitCode::from(outcome.exit_code()));
+                    let code = match outcome.exit_code() {
+                        0 if patch_incorrect => REVIEW_FOUND_PROBLEMS,
+                        code => code,
+                    };
+                    return Ok(ExitCode::from(code));
                 }
                 continue;
             }

@@ -10,12 +10,12 @@
 //! says otherwise; any request that still arrives is declined.
 
 mod args;
-mod drive;
+pub(crate) mod drive;
 mod jsonl;
 mod oss;
 mod outcome;
-mod render;
-mod session;
+pub(crate) mod render;
+pub(crate) mod session;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -28,7 +28,8 @@ use keel_protocol::app_server::{ClientInfo, ThreadOverrides, UserInput};
 use keel_protocol::{AskForApproval, SandboxMode, SandboxPolicy};
 
 use crate::failure::usage;
-use args::{Color, SandboxArg};
+pub(crate) use args::Color;
+use args::SandboxArg;
 pub use args::{EXEC_AFTER_HELP, ExecArgs, LocalProvider};
 use drive::{Output, TurnRequest, drive};
 use render::HumanRenderer;
@@ -228,6 +229,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         TurnRequest {
             thread,
             input,
+            review: None,
             output_schema,
             last_message_file: args.output_last_message.as_deref(),
             warnings: config.warnings.iter().map(ToString::to_string).collect(),
@@ -238,7 +240,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Whether the readable stream is coloured.
-fn colored(color: Color) -> bool {
+pub(crate) fn colored(color: Color) -> bool {
     use std::io::IsTerminal;
     match color {
         Color::Always => true,
@@ -278,14 +280,14 @@ fn checked_dir(flag: &str, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
 }
 
 /// The `-C` directory, absolute; a usage error when it is not an existing directory.
-fn checked_cwd(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn checked_cwd(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
     checked_dir("-C", dir)
 }
 
 /// Loads the configuration the thread will run with, before anything starts: a bad file,
 /// override or missing API key is a usage error (exit 2) that says what to do, and unknown
 /// keys are shown as warnings.
-fn check_config(
+pub(crate) fn check_config(
     home: &std::path::Path,
     cli_overrides: &[(String, toml::Value)],
     overrides: &ThreadOverrides,
@@ -344,7 +346,7 @@ fn where_providers_live(file: &std::path::Path) -> String {
     )
 }
 
-fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
+pub(crate) fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     let piped = !std::io::stdin().is_terminal();
     let read_stdin = || -> anyhow::Result<String> {

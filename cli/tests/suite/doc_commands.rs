@@ -108,6 +108,19 @@ async fn every_command_in_the_readme_and_docs_runs_as_written() -> anyhow::Resul
         ws.path().join("schema.json"),
         r#"{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}"#,
     )?;
+    // A repository with history and uncommitted work, for `keel review`'s examples.
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["commit", "-q", "--allow-empty", "-m", "first"],
+        &["commit", "-q", "--allow-empty", "-m", "second"],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=Doc", "-c", "user.email=doc@example.com"])
+            .args(args)
+            .current_dir(ws.path())
+            .status()?;
+        anyhow::ensure!(status.success(), "git {args:?}");
+    }
     let bin = bin_dir()?;
     let path = format!(
         "{}:{}",

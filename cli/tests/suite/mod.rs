@@ -32,6 +32,7 @@ mod reasoning;
 mod remote_compaction;
 mod request_options;
 mod responses_parts;
+mod review_cli;
 mod sandbox;
 mod session_commands;
 mod skills;

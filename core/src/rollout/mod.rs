@@ -402,5 +402,7 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::McpToolCallEnd(_)
             | EventMsg::DynamicToolCallEnd(_)
             | EventMsg::ToolCallEnd(_)
+            | EventMsg::EnteredReviewMode(_)
+            | EventMsg::ExitedReviewMode(_)
     )
 }

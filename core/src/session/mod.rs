@@ -7,6 +7,7 @@
 mod compact;
 mod hook_points;
 mod host;
+mod review;
 
 mod submission_loop;
 pub(crate) mod turn;
@@ -56,6 +57,8 @@ struct SessionState {
     last_turn: Option<JoinHandle<()>>,
     /// The output schema `Op::NextTurnOutputSchema` set for the next turn.
     next_output_schema: Option<serde_json::Value>,
+    /// The conversation's own history while a review turn works on a fresh one.
+    review_parent_history: Option<Vec<ResponseItem>>,
 }
 
 /// What a session works with outside itself: where commands run, its place in the agent
@@ -134,6 +137,7 @@ impl Session {
                 active_turn: None,
                 last_turn: None,
                 next_output_schema: None,
+                review_parent_history: None,
             }),
             approvals: Mutex::new(HashMap::new()),
             user_inputs: Mutex::new(HashMap::new()),
@@ -286,6 +290,14 @@ impl Session {
     /// Sends an event to the client, recording it in the rollout when it is part of the
     /// transcript. Waits when the client is slow (the channel is bounded).
     pub(crate) async fn send_event(&self, sub_id: &SubmissionId, msg: EventMsg) {
+        // The reviewer's raw answer (JSON) is not for people: its rendering follows.
+        if matches!(
+            msg,
+            EventMsg::AgentMessage(_) | EventMsg::AgentMessageDelta(_)
+        ) && self.is_reviewing()
+        {
+            return;
+        }
         self.agents.track_status(sub_id, &msg);
         if is_persisted_event(&msg) {
             self.persist(&[RolloutItem::EventMsg(msg.clone())]).await;
@@ -330,13 +342,44 @@ impl Session {
         if items.is_empty() {
             return;
         }
-        self.state().history.extend(items.iter().cloned());
+        let reviewing = {
+            let mut state = self.state();
+            state.history.extend(items.iter().cloned());
+            state.review_parent_history.is_some()
+        };
+        // A reviewer's working items stay out of the rollout: a resumed conversation has
+        // only the verdict, as the live one does.
+        if reviewing {
+            return;
+        }
         let rollout: Vec<RolloutItem> = items
             .iter()
             .cloned()
             .map(RolloutItem::ResponseItem)
             .collect();
         self.persist(&rollout).await;
+    }
+
+    /// Whether a review turn is working on its own history.
+    pub(crate) fn is_reviewing(&self) -> bool {
+        self.state().review_parent_history.is_some()
+    }
+
+    /// Sets the conversation's history aside for a review, which starts from nothing.
+    pub(crate) fn begin_review(&self) {
+        let mut state = self.state();
+        if state.review_parent_history.is_none() {
+            let parent = std::mem::take(&mut state.history);
+            state.review_parent_history = Some(parent);
+        }
+    }
+
+    /// Puts the conversation's history back after a review (the reviewer's is dropped).
+    pub(crate) fn end_review(&self) {
+        let mut state = self.state();
+        if let Some(parent) = state.review_parent_history.take() {
+            state.history = parent;
+        }
     }
 
     pub(crate) fn history(&self) -> Vec<ResponseItem> {

@@ -18,6 +18,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
         match op {
             Op::UserInput { items } => start_or_join_turn(&session, id, items),
             Op::Compact { instructions } => start_compaction(&session, id, instructions).await,
+            Op::Review { review_request } => start_review(&session, id, review_request).await,
             Op::UserTurn {
                 items,
                 cwd,
@@ -190,6 +191,22 @@ pub(crate) fn user_input_item(cwd: &std::path::Path, items: &[InputItem]) -> Res
 fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<InputItem>) {
     {
         let mut state = session.state();
+        if state.active_turn.is_some() && state.review_parent_history.is_some() {
+            // A reviewer works alone: input meant for the conversation waits for the next turn.
+            drop(state);
+            let session = session.clone();
+            tokio::spawn(async move {
+                let message =
+                    "a review is running; send this after it ends, or interrupt it".to_string();
+                session
+                    .send_event(
+                        &sub_id,
+                        EventMsg::Warning(keel_protocol::WarningEvent { message }),
+                    )
+                    .await;
+            });
+            return;
+        }
         if state.active_turn.is_some() {
             // Input while a turn runs joins that turn: it is sent with the next model request.
             let cwd = state.turn_context.cwd.clone();
@@ -218,6 +235,27 @@ async fn start_compaction(
         return;
     }
     start_turn(session, sub_id, TurnTask::Compact(instructions));
+}
+
+/// `Op::Review`: a turn of its own, refused while another turn runs.
+async fn start_review(
+    session: &Arc<Session>,
+    sub_id: SubmissionId,
+    request: keel_protocol::ReviewRequest,
+) {
+    if session.state().active_turn.is_some() {
+        let message =
+            "cannot start a review while a turn is running; interrupt it or wait for it to end"
+                .to_string();
+        session
+            .send_event(
+                &sub_id,
+                EventMsg::Error(keel_protocol::ErrorEvent::new(message)),
+            )
+            .await;
+        return;
+    }
+    start_turn(session, sub_id, TurnTask::Review(request));
 }
 
 /// Starts `task` as the conversation's running turn, after the previous turn's task.

@@ -29,6 +29,8 @@ pub(crate) enum TurnTask {
     UserInput(Vec<InputItem>),
     /// Compact the history, with these instructions instead of the configured ones.
     Compact(Option<String>),
+    /// Review a change (a fresh history, the reviewer's instructions, a verdict).
+    Review(keel_protocol::ReviewRequest),
 }
 
 /// Runs a whole turn and reports how it ended. Never returns an error: failures become
@@ -42,6 +44,7 @@ pub(crate) async fn run_turn(
     let output_schema = match &task {
         TurnTask::UserInput(_) => session.take_next_output_schema(),
         TurnTask::Compact(_) => None,
+        TurnTask::Review(_) => Some(crate::review::review_output_schema()),
     };
     let ids = TurnIds {
         turn_id: TurnId::new(sub_id.as_str()),
@@ -111,6 +114,9 @@ pub(crate) async fn run_turn(
                 }
             }
         }
+        TurnTask::Review(request) => {
+            super::review::run_review(&session, &ids, &cancel, request).await
+        }
         TurnTask::Compact(instructions) => {
             let done = compact(&session, &ids, &cancel, instructions.as_deref(), "manual").await;
             if done.is_ok() {
@@ -176,7 +182,7 @@ fn user_message_event(input: &[InputItem]) -> UserMessageEvent {
 }
 
 /// Samples and runs tools until the model stops calling them. Returns the last message.
-async fn turn_loop(
+pub(super) async fn turn_loop(
     session: &Arc<Session>,
     ids: &TurnIds,
     cancel: &CancellationToken,
@@ -199,6 +205,9 @@ async fn turn_loop(
             let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
             prompt.conversation_id = Some(session.id().to_string());
             prompt.output_schema = ids.output_schema.clone();
+            if session.is_reviewing() {
+                prompt.instructions = crate::review::REVIEW_INSTRUCTIONS.to_string();
+            }
             super::hook_points::fire(
                 session,
                 &ids,
@@ -350,6 +359,10 @@ async fn auto_compact_if_full(
     cancel: &CancellationToken,
 ) -> Result<bool, TurnStop> {
     let context = session.turn_context();
+    // A review's short history is not the conversation's: nothing to compact there.
+    if session.is_reviewing() {
+        return Ok(false);
+    }
     let (Some(limit), Some(used)) = (
         context.auto_compact_token_limit,
         session.last_response_tokens(),

@@ -278,6 +278,25 @@ pub enum ThreadItem {
         /// Item id.
         id: String,
     },
+    /// A review began; `review` says what it looks at.
+    EnteredReviewMode {
+        /// Item id.
+        id: String,
+        /// What is reviewed ("changes against 'main'").
+        review: String,
+    },
+    /// A review ended; `review` is its report as people read it.
+    #[serde(rename_all = "camelCase")]
+    ExitedReviewMode {
+        /// Item id.
+        id: String,
+        /// The report.
+        review: String,
+        /// Keel's addition: the findings and verdict as structured data (the engine's
+        /// `ReviewOutput`), absent when the review was stopped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review_output: Option<serde_json::Value>,
+    },
     /// A call to a sub-agent tool (spawn, message, wait, close, resume).
     CollabAgentToolCall(Box<CollabAgentToolCallItem>),
     /// A call to a tool of an external MCP server.
@@ -361,6 +380,8 @@ impl ThreadItem {
             | Self::Reasoning { id, .. }
             | Self::CommandExecution { id, .. }
             | Self::FileChange { id, .. }
+            | Self::EnteredReviewMode { id, .. }
+            | Self::ExitedReviewMode { id, .. }
             | Self::ContextCompaction { id } => id,
             Self::CollabAgentToolCall(call) => &call.id,
             Self::McpToolCall(call) => &call.id,

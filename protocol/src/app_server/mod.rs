@@ -17,6 +17,7 @@ mod item;
 mod mcp;
 mod model;
 mod notifications;
+mod review;
 mod thread;
 mod thread_settings;
 mod turn;
@@ -35,6 +36,7 @@ pub use item::*;
 pub use mcp::*;
 pub use model::*;
 pub use notifications::*;
+pub use review::*;
 pub use thread::*;
 pub use thread_settings::*;
 pub use turn::*;
@@ -135,6 +137,8 @@ crate::request_table! {
         PermissionProfileList("permissionProfile/list", PermissionProfileListParams) -> PermissionProfileListResponse,
         /// Changes a thread's settings from its next turn on (Codex 0.169, experimental).
         ThreadSettingsUpdate("thread/settings/update", ThreadSettingsUpdateParams) -> EmptyResponse,
+        /// Reviews a change as a turn of the thread (Codex 0.169).
+        ReviewStart("review/start", ReviewStartParams) -> ReviewStartResponse,
         /// A thread's goal (none in Keel; Codex 0.169).
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
         /// The processes the model left running in a thread (Codex 0.169, experimental).

@@ -119,6 +119,10 @@ pub enum EventMsg {
     ToolCallBegin(super::ToolCallBeginEvent),
     /// A call of the embedding program's tool ended.
     ToolCallEnd(super::ToolCallEndEvent),
+    /// A review turn started; the request says what it looks at.
+    EnteredReviewMode(super::ReviewRequest),
+    /// A review turn ended, with its findings unless it was stopped.
+    ExitedReviewMode(super::ExitedReviewModeEvent),
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }

@@ -130,6 +130,14 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         instructions: Option<String>,
     },
+    /// Reviews a change as a turn of its own (`task_started`, `entered_review_mode`, the
+    /// reviewer's commands, `exited_review_mode` with the findings, `task_complete`). The
+    /// reviewer starts from a fresh history; the conversation keeps only its verdict.
+    /// Refused while another turn runs.
+    Review {
+        /// What to review.
+        review_request: super::ReviewRequest,
+    },
     /// Ends the conversation; `shutdown_complete` follows.
     Shutdown,
 }

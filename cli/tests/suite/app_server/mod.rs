@@ -7,6 +7,7 @@ pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
 mod protocol;
+pub(crate) mod review;
 mod settings;
 mod threads;
 mod turns;
