@@ -42,14 +42,14 @@ fn background_command_runs() -> bool {
 const SCREEN_WAIT: Duration = Duration::from_secs(60);
 
 /// A tmux session running the TUI with a `CODEX_HOME` of its own; killed when dropped.
-struct TuiPane {
+pub(super) struct TuiPane {
     session: String,
     _codex_home: tempfile::TempDir,
 }
 
 impl TuiPane {
     /// Runs `codex [ARGS] --remote URL` in a new tmux session.
-    fn start(
+    pub(super) fn start(
         codex: &PathBuf,
         args: &[&str],
         url: &str,
@@ -113,7 +113,7 @@ impl TuiPane {
             .unwrap_or_default()
     }
 
-    fn keys(&self, keys: &[&str]) -> anyhow::Result<()> {
+    pub(super) fn keys(&self, keys: &[&str]) -> anyhow::Result<()> {
         let status = Command::new("tmux")
             .args(["send-keys", "-t", &self.session])
             .args(keys)
@@ -124,7 +124,7 @@ impl TuiPane {
     }
 
     /// Types `text`, waits until the composer shows it, and presses Enter.
-    async fn type_line(&self, text: &str) -> anyhow::Result<()> {
+    pub(super) async fn type_line(&self, text: &str) -> anyhow::Result<()> {
         self.keys(&["-l", text])?;
         self.wait_for(&format!("› {text}")).await?;
         self.keys(&["Enter"])
@@ -196,7 +196,7 @@ impl TuiPane {
     }
 
     /// Waits until the screen holds `text`; fails with the screen otherwise.
-    async fn wait_for(&self, text: &str) -> anyhow::Result<String> {
+    pub(super) async fn wait_for(&self, text: &str) -> anyhow::Result<String> {
         poll_until(|| Some(self.screen()).filter(|screen| screen.contains(text)))
             .await
             .map_err(|_| {
@@ -235,7 +235,7 @@ async fn poll_until<T>(mut ready: impl FnMut() -> Option<T>) -> Result<T, Elapse
 impl TuiPane {
     /// Quits with Ctrl-C (twice: the first may only clear the composer) and waits until the
     /// TUI has exited.
-    async fn quit(&self) -> anyhow::Result<()> {
+    pub(super) async fn quit(&self) -> anyhow::Result<()> {
         self.keys(&["C-c"])?;
         // The first Ctrl-C may already have ended the session.
         let _ = self.keys(&["C-c"]);
@@ -323,7 +323,7 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
 }
 
 /// The Codex binary named by `KEEL_CODEX_TUI`.
-fn codex_binary() -> anyhow::Result<PathBuf> {
+pub(super) fn codex_binary() -> anyhow::Result<PathBuf> {
     std::env::var_os("KEEL_CODEX_TUI")
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
@@ -603,8 +603,27 @@ async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Resu
     tui.wait_for("Ask Codex to do anything").await?;
 
     // /skills lists Keel's skill; turning it off is written to Keel's config.
-    tui.type_line("/skills").await?;
-    tui.wait_for("Enable/Disable Skills").await?;
+    // The TUI loads its skills list after start-up; opened before that, /skills says there
+    // are none, and is opened again.
+    for attempt in 1.. {
+        anyhow::ensure!(
+            attempt <= 20,
+            "/skills never listed the skill:\n{}",
+            tui.screen()
+        );
+        tui.type_line("/skills").await?;
+        let screen = poll_until(|| {
+            let screen = tui.screen();
+            (screen.contains("Enable/Disable Skills") || screen.contains("No skills available"))
+                .then_some(screen)
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("/skills never opened:\n{}", tui.screen()))?;
+        if screen.contains("Enable/Disable Skills") {
+            break;
+        }
+        tui.wait_for("Ask Codex to do anything").await?;
+    }
     tui.keys(&["2"])?;
     tui.wait_for("[x] tui-demo-skill  Shows how Keel lists a skill")
         .await?;
