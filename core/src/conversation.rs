@@ -25,6 +25,8 @@ pub struct Conversation {
     status: Arc<watch::Sender<CollabAgentState>>,
     /// The processes the model left running.
     terminals: Arc<UnifiedExecSessions>,
+    /// The thread's goal, shared with its engine.
+    goals: Arc<crate::goals::Goals>,
 }
 
 impl Conversation {
@@ -35,6 +37,7 @@ impl Conversation {
         rollout_path: Option<PathBuf>,
         status: Arc<watch::Sender<CollabAgentState>>,
         terminals: Arc<UnifiedExecSessions>,
+        goals: Arc<crate::goals::Goals>,
     ) -> Self {
         Self {
             id,
@@ -44,7 +47,40 @@ impl Conversation {
             rollout_path,
             status,
             terminals,
+            goals,
         }
+    }
+
+    /// The thread's goal, if it has one.
+    pub fn goal(&self) -> Option<keel_protocol::ThreadGoal> {
+        self.goals.get()
+    }
+
+    /// Creates or edits the thread's goal, then lets the engine record the change (and start
+    /// working when the goal is active and nothing runs).
+    pub async fn set_goal(
+        &self,
+        update: crate::goals::GoalUpdate,
+        origin: Option<keel_protocol::ThreadGoalMutationOrigin>,
+    ) -> std::result::Result<keel_protocol::ThreadGoal, crate::goals::GoalError> {
+        let goal = self.goals.set(update)?;
+        if let Err(err) = self.submit(Op::GoalChanged { origin }).await {
+            tracing::warn!(conversation = %self.id, "goal change not handed to the engine: {err}");
+        }
+        Ok(goal)
+    }
+
+    /// Removes the thread's goal (a running turn finishes, and no other follows); whether
+    /// there was one.
+    pub async fn clear_goal(
+        &self,
+        origin: Option<keel_protocol::ThreadGoalMutationOrigin>,
+    ) -> bool {
+        let cleared = self.goals.clear();
+        if cleared && let Err(err) = self.submit(Op::GoalChanged { origin }).await {
+            tracing::warn!(conversation = %self.id, "goal change not handed to the engine: {err}");
+        }
+        cleared
     }
 
     /// The `exec_command` processes still running between calls, oldest first.

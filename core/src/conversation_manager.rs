@@ -28,6 +28,15 @@ const SUBMISSION_CAPACITY: usize = 64;
 /// Events buffered per conversation before the engine waits for the client to read.
 const EVENT_CAPACITY: usize = 1024;
 
+/// What a resumed conversation carries over from its record.
+#[derive(Default)]
+struct Carried {
+    /// Token usage so far, so the count goes on from it.
+    token_info: Option<keel_protocol::TokenUsageInfo>,
+    /// The thread's goal.
+    goal: Option<keel_protocol::ThreadGoal>,
+}
+
 /// Whether and where a conversation is recorded.
 enum Recording {
     /// A new rollout file.
@@ -144,7 +153,7 @@ impl ConversationManager {
                 config,
                 ConversationId::new(),
                 Vec::new(),
-                None,
+                Carried::default(),
                 Recording::New,
                 lineage,
             )
@@ -159,7 +168,7 @@ impl ConversationManager {
                 config,
                 ConversationId::new(),
                 Vec::new(),
-                None,
+                Carried::default(),
                 Recording::Off,
                 lineage,
             )
@@ -253,12 +262,12 @@ impl ConversationManager {
         let lineage = Lineage::root(&config);
         let mut new = self
             .shared
-            // A fork is a new thread: its usage starts from zero.
             .spawn(
                 config,
                 id,
                 loaded.history,
-                None,
+                // A fork's usage starts from zero, and it does not take the goal (as in Codex).
+                Carried::default(),
                 Recording::Existing(recorder),
                 lineage,
             )
@@ -494,7 +503,10 @@ impl ManagerShared {
                 config,
                 loaded.meta.id,
                 loaded.history,
-                loaded.token_info,
+                Carried {
+                    token_info: loaded.token_info,
+                    goal: loaded.goal,
+                },
                 Recording::Existing(recorder),
                 lineage,
             )
@@ -520,7 +532,7 @@ impl ManagerShared {
             config,
             ConversationId::new(),
             history,
-            None,
+            Carried::default(),
             recording,
             lineage,
         )
@@ -532,10 +544,11 @@ impl ManagerShared {
         config: Config,
         id: ConversationId,
         history: Vec<ResponseItem>,
-        token_info: Option<keel_protocol::TokenUsageInfo>,
+        carried: Carried,
         recording: Recording,
         lineage: Lineage,
     ) -> Result<NewConversation> {
+        let Carried { token_info, goal } = carried;
         let tools = self.tools_with(&config.dynamic_tools)?;
         let ephemeral = matches!(recording, Recording::Off);
         let recorder = match recording {
@@ -623,6 +636,7 @@ impl ManagerShared {
         if let Some(info) = token_info {
             session.restore_token_info(info);
         }
+        session.goals().restore(goal);
         if !session.mcp().is_empty() {
             // Report start-up as it happens, not only when the first turn waits for it.
             let reporter = session.clone();
@@ -631,6 +645,7 @@ impl ManagerShared {
             });
         }
         let terminals = session.unified_exec_shared();
+        let goals = session.goals_shared();
         tokio::spawn(submission_loop(session, rx_sub));
         let conversation = Arc::new(Conversation::new(
             id,
@@ -639,6 +654,7 @@ impl ManagerShared {
             rollout_path,
             status,
             terminals,
+            goals,
         ));
         write(&self.conversations).insert(id, conversation.clone());
         let new = NewConversation {

@@ -50,6 +50,7 @@ mod conversation;
 mod conversation_manager;
 mod error;
 mod error_advice;
+pub mod goals;
 pub mod hooks;
 mod images;
 mod manager_builder;

@@ -72,6 +72,8 @@ pub(crate) struct TurnContext {
     pub update_plan_tool: bool,
     /// Offer `request_user_input`.
     pub request_user_input_tool: bool,
+    /// Offer the goal tools.
+    pub goal_tools: bool,
 }
 
 impl TurnContext {
@@ -119,11 +121,7 @@ pub(crate) struct AgentTools {
         expect(dead_code, reason = "offered by agent jobs only")
     )]
     pub fanout: bool,
-    /// `report_agent_job_result` (job workers).
-    #[cfg_attr(
-        not(feature = "agent-jobs"),
-        expect(dead_code, reason = "offered by agent jobs only")
-    )]
+    /// `report_agent_job_result` (job workers, who are not offered the goal tools).
     pub report: bool,
 }
 

@@ -125,5 +125,6 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         shell_tool: config.shell_tool,
         update_plan_tool: config.update_plan_tool,
         request_user_input_tool: config.request_user_input_tool,
+        goal_tools: config.goals,
     }
 }

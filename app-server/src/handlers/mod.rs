@@ -1,5 +1,6 @@
 //! Request handlers, one module per resource, and the dispatch over the method table.
 
+mod goals;
 mod review;
 mod settings;
 mod threads;
@@ -137,6 +138,8 @@ pub(crate) async fn dispatch(
         ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)?),
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
         ClientRequest::ReviewStart(p) => review::start(state, p).await,
+        ClientRequest::ThreadGoalSet(p) => goals::set(state, p).await,
+        ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {
             Reply::now(&settings::clean_background_terminals(state, p).await?)

@@ -185,7 +185,8 @@ pub(crate) async fn resume(
         .await?;
     let turns = builder.finish();
     let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
-    load_and_answer(
+    let goal = new.conversation.goal();
+    let mut reply = load_and_answer(
         state,
         new,
         &config,
@@ -194,7 +195,28 @@ pub(crate) async fn resume(
         overrides.permissions,
         outgoing,
     )
-    .await
+    .await?;
+    // The goal the thread had is announced after the answer (it continues once the next
+    // turn ends, or when a client sets it active again).
+    if let Some(goal) = goal {
+        let started = reply.after.take();
+        let outgoing = outgoing.clone();
+        reply.after = Some(Box::pin(async move {
+            if let Some(started) = started {
+                started.await;
+            }
+            outgoing
+                .notify(ServerNotification::ThreadGoalUpdated(
+                    keel_protocol::app_server::ThreadGoalUpdatedNotification {
+                        thread_id: goal.thread_id.clone(),
+                        turn_id: None,
+                        goal,
+                    },
+                ))
+                .await;
+        }));
+    }
+    Ok(reply)
 }
 
 /// Loads a resumed or forked conversation with the turns its rollout recorded.
@@ -619,14 +641,20 @@ pub(crate) async fn rollback(
     })
 }
 
-/// `thread/goal/get`: Keel threads have no goals, so a known thread answers `null`.
+/// `thread/goal/get`: a loaded thread's goal, or the one a recorded thread last had.
 pub(crate) async fn goal_get(
     state: &AppState,
     params: ThreadGoalGetParams,
 ) -> Result<ThreadGoalGetResponse> {
     let id = parse_thread_id(&params.thread_id)?;
-    if state.loaded(id).await.is_none() && rollout_path(state, id).await?.is_none() {
-        return Err(not_found(id));
+    if let Some(thread) = state.loaded(id).await {
+        return Ok(ThreadGoalGetResponse {
+            goal: thread.conversation.goal(),
+        });
     }
-    Ok(ThreadGoalGetResponse::default())
+    let Some(path) = rollout_path(state, id).await? else {
+        return Err(not_found(id));
+    };
+    let loaded = keel_core::load_rollout(&path).await?;
+    Ok(ThreadGoalGetResponse { goal: loaded.goal })
 }

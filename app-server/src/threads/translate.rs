@@ -382,6 +382,20 @@ impl Translator {
             EventMsg::CollabToolCallEnd(call) => {
                 out.extend(self.complete(super::items::collab_item(call)));
             }
+            EventMsg::ThreadGoalUpdated(updated) => {
+                out.push(Output::Notify(ServerNotification::ThreadGoalUpdated(
+                    keel_protocol::app_server::ThreadGoalUpdatedNotification {
+                        thread_id,
+                        turn_id: updated.turn_id.clone(),
+                        goal: updated.goal.clone(),
+                    },
+                )));
+            }
+            EventMsg::ThreadGoalCleared => {
+                out.push(Output::Notify(ServerNotification::ThreadGoalCleared(
+                    ThreadIdNotification { thread_id },
+                )));
+            }
             EventMsg::EnteredReviewMode(request) => {
                 let id = self.item_id("review");
                 let review = request

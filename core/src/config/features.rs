@@ -50,6 +50,12 @@ pub const KEEL_FEATURES: &[FeatureInfo] = &[
         state: |config| Some(config.enable_fanout),
     },
     FeatureInfo {
+        name: "goals",
+        about: "thread goals: offer get_goal/create_goal/update_goal",
+        default: Some(true),
+        state: |config| Some(config.goals),
+    },
+    FeatureInfo {
         name: "view_image",
         about: "offer view_image",
         default: Some(true),

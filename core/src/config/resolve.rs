@@ -150,6 +150,9 @@ pub struct Config {
     pub view_image: bool,
     /// Offer the command tools (`features.shell_tool`, default on).
     pub shell_tool: bool,
+    /// Thread goals: offer `get_goal`/`create_goal`/`update_goal` (`features.goals`, default
+    /// on).
+    pub goals: bool,
     /// Offer `update_plan` (`tools.update_plan.enabled`, default on).
     pub update_plan_tool: bool,
     /// Offer `request_user_input` (`tools.experimental_request_user_input.enabled`, default
@@ -604,6 +607,7 @@ fn resolve(
         web_search: tools.web_search.unwrap_or(false),
         view_image: tools.view_image.or(features.view_image).unwrap_or(true),
         shell_tool: features.shell_tool.unwrap_or(true),
+        goals: features.goals.unwrap_or(true),
         update_plan_tool: tools
             .update_plan
             .and_then(|switch| switch.enabled)

@@ -119,6 +119,8 @@ pub(crate) struct FeaturesToml {
     pub shell_tool: Option<bool>,
     /// Offer `view_image` (default on; `tools.view_image` wins when both are set).
     pub view_image: Option<bool>,
+    /// Offer the goal tools (default on).
+    pub goals: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

@@ -18,6 +18,7 @@ pub(crate) struct RolloutFold {
     events: Vec<EventMsg>,
     name: Option<String>,
     token_info: Option<keel_protocol::TokenUsageInfo>,
+    goal: Option<keel_protocol::ThreadGoal>,
 }
 
 impl RolloutFold {
@@ -41,6 +42,11 @@ impl RolloutFold {
                     && count.info.is_some()
                 {
                     self.token_info.clone_from(&count.info);
+                }
+                match &event {
+                    EventMsg::ThreadGoalUpdated(updated) => self.goal = Some(updated.goal.clone()),
+                    EventMsg::ThreadGoalCleared => self.goal = None,
+                    _ => {}
                 }
                 self.push_event(super::for_transcript(event), keep, step);
             }
@@ -85,6 +91,7 @@ impl RolloutFold {
             events: self.events,
             name: self.name,
             token_info: self.token_info,
+            goal: self.goal,
             path: source,
         })
     }

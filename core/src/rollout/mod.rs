@@ -109,6 +109,8 @@ pub struct LoadedRollout {
     pub name: Option<String>,
     /// The token usage last recorded, so a resumed conversation keeps counting from it.
     pub token_info: Option<keel_protocol::TokenUsageInfo>,
+    /// The thread's goal as last recorded.
+    pub goal: Option<keel_protocol::ThreadGoal>,
     /// Where it was read from.
     pub path: PathBuf,
 }
@@ -403,6 +405,8 @@ pub(crate) fn is_persisted_event(msg: &EventMsg) -> bool {
             | EventMsg::DynamicToolCallEnd(_)
             | EventMsg::ToolCallEnd(_)
             | EventMsg::EnteredReviewMode(_)
+            | EventMsg::ThreadGoalUpdated(_)
+            | EventMsg::ThreadGoalCleared
             | EventMsg::ExitedReviewMode(_)
     )
 }

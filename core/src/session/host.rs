@@ -33,6 +33,10 @@ impl ToolHost for Session {
         Session::queue_input(self, item);
     }
 
+    fn goals(&self) -> &crate::goals::Goals {
+        Session::goals(self)
+    }
+
     fn is_approved_for_session(&self, argv: &[String]) -> bool {
         Session::is_approved_for_session(self, argv)
     }

@@ -5,6 +5,7 @@
 //! interrupts, approvals and extra input are handled while it runs.
 
 mod compact;
+mod goal_turns;
 mod hook_points;
 mod host;
 mod review;
@@ -106,6 +107,8 @@ pub(crate) struct Session {
     pub(super) hook_warnings_sent: std::sync::atomic::AtomicBool,
     /// Whether the `SessionStart` hooks ran (before the first prompt).
     pub(super) session_started: std::sync::atomic::AtomicBool,
+    /// The thread's goal, shared with the conversation's handle.
+    goals: Arc<crate::goals::Goals>,
 }
 
 impl Session {
@@ -155,6 +158,7 @@ impl Session {
             rollout_failed: std::sync::atomic::AtomicBool::new(false),
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
             session_started: std::sync::atomic::AtomicBool::new(false),
+            goals: Arc::new(crate::goals::Goals::new(id.to_string())),
         }
     }
 
@@ -358,6 +362,16 @@ impl Session {
             .map(RolloutItem::ResponseItem)
             .collect();
         self.persist(&rollout).await;
+    }
+
+    /// The thread's goal.
+    pub(crate) fn goals(&self) -> &crate::goals::Goals {
+        &self.goals
+    }
+
+    /// The goal's state, for the conversation's handle.
+    pub(crate) fn goals_shared(&self) -> Arc<crate::goals::Goals> {
+        self.goals.clone()
     }
 
     /// Whether a review turn is working on its own history.

@@ -19,6 +19,10 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             Op::UserInput { items } => start_or_join_turn(&session, id, items),
             Op::Compact { instructions } => start_compaction(&session, id, instructions).await,
             Op::Review { review_request } => start_review(&session, id, review_request).await,
+            Op::GoalChanged { origin } => {
+                super::goal_turns::goal_changed(&session, id, origin).await
+            }
+            Op::ContinueGoal => super::goal_turns::continue_goal(&session, id),
             Op::UserTurn {
                 items,
                 cwd,
@@ -259,7 +263,7 @@ async fn start_review(
 }
 
 /// Starts `task` as the conversation's running turn, after the previous turn's task.
-fn start_turn(session: &Arc<Session>, sub_id: SubmissionId, task: TurnTask) {
+pub(super) fn start_turn(session: &Arc<Session>, sub_id: SubmissionId, task: TurnTask) {
     let mut state = session.state();
     let cancel = CancellationToken::new();
     state.active_turn = Some(ActiveTurn {

@@ -31,6 +31,8 @@ pub(crate) enum TurnTask {
     Compact(Option<String>),
     /// Review a change (a fresh history, the reviewer's instructions, a verdict).
     Review(keel_protocol::ReviewRequest),
+    /// Keep working toward the thread's active goal.
+    GoalContinuation,
 }
 
 /// Runs a whole turn and reports how it ended. Never returns an error: failures become
@@ -45,7 +47,10 @@ pub(crate) async fn run_turn(
         TurnTask::UserInput(_) => session.take_next_output_schema(),
         TurnTask::Compact(_) => None,
         TurnTask::Review(_) => Some(crate::review::review_output_schema()),
+        TurnTask::GoalContinuation => None,
     };
+    // Only the turns that work for the user lead on to the goal's next turn.
+    let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
     let ids = TurnIds {
         turn_id: TurnId::new(sub_id.as_str()),
         sub_id,
@@ -117,6 +122,19 @@ pub(crate) async fn run_turn(
         TurnTask::Review(request) => {
             super::review::run_review(&session, &ids, &cancel, request).await
         }
+        TurnTask::GoalContinuation => match session.goals().get() {
+            // Cleared or stopped since the turn was asked for: nothing to do.
+            Some(goal) if goal.status == keel_protocol::ThreadGoalStatus::Active => {
+                session
+                    .record_items(&[crate::goals::continuation_message(&goal)])
+                    .await;
+                turn_loop(&session, &ids, &cancel).await
+            }
+            _ => {
+                session.clear_active_turn(&ids.sub_id);
+                Ok(None)
+            }
+        },
         TurnTask::Compact(instructions) => {
             let done = compact(&session, &ids, &cancel, instructions.as_deref(), "manual").await;
             if done.is_ok() {
@@ -136,6 +154,9 @@ pub(crate) async fn run_turn(
                     }),
                 )
                 .await;
+            if leads_on {
+                super::goal_turns::continue_goal(&session, ids.sub_id.clone());
+            }
         }
         Err(stop) => {
             session.clear_active_turn(&ids.sub_id);
@@ -163,6 +184,11 @@ pub(crate) async fn run_turn(
                     codex_error_info: err.error_info(),
                 }),
             };
+            if let EventMsg::Error(error) = &msg {
+                let usage_limit = error.codex_error_info
+                    == Some(keel_protocol::CodexErrorInfo::UsageLimitExceeded);
+                super::goal_turns::turn_failed(&session, &ids, usage_limit).await;
+            }
             session.send_event(&ids.sub_id, msg).await;
         }
     }
@@ -550,6 +576,7 @@ async fn sample_once(
                 announce_completed_items(session, ids, &items).await;
                 let info = match token_usage {
                     Some(usage) => {
+                        super::goal_turns::account_response(session, ids, &usage).await;
                         Some(session.add_token_usage(&usage, context.model_context_window))
                     }
                     None => session.token_info(),

@@ -29,6 +29,9 @@ pub(crate) trait ToolHost: Send + Sync {
     /// Adds an item to the next request of the running turn (an image a tool attached).
     fn queue_input(&self, item: ResponseItem);
 
+    /// The thread's goal.
+    fn goals(&self) -> &crate::goals::Goals;
+
     /// Whether the user approved this exact command for the rest of the conversation.
     fn is_approved_for_session(&self, argv: &[String]) -> bool;
 

@@ -14,6 +14,7 @@ mod agent_spec;
 mod agents;
 mod context;
 mod dynamic;
+mod goals;
 mod host;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -145,6 +146,12 @@ pub(crate) fn registry_for(
             Arc::new(agent_jobs::SpawnAgentsOnCsvTool),
             true,
         );
+    }
+    // Job workers answer one row each; a goal is not theirs to keep.
+    if context.goal_tools && !offered.report {
+        add(&mut builder, Arc::new(goals::GetGoalTool), true);
+        add(&mut builder, Arc::new(goals::CreateGoalTool), true);
+        add(&mut builder, Arc::new(goals::UpdateGoalTool), true);
     }
     #[cfg(feature = "agent-jobs")]
     if offered.report {

@@ -60,7 +60,7 @@ async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
     );
     // Unified exec is offered by default; a `shell` call is still run. The sub-agent and
     // agent-job tools follow (job workers alone get `report_agent_job_result`; a build
-    // without the `agent-jobs` feature offers no job tool).
+    // without the `agent-jobs` feature offers no job tool), then the goal tools.
     let mut expected = vec![
         "exec_command",
         "write_stdin",
@@ -77,6 +77,7 @@ async fn multi_turn_shell_calls_run_and_feed_back() -> anyhow::Result<()> {
     if cfg!(feature = "agent-jobs") {
         expected.push("spawn_agents_on_csv");
     }
+    expected.extend(["get_goal", "create_goal", "update_goal"]);
     assert_eq!(requests[0].tool_names(), expected);
     env.mock.verify()?;
     Ok(())

@@ -139,8 +139,12 @@ crate::request_table! {
         ThreadSettingsUpdate("thread/settings/update", ThreadSettingsUpdateParams) -> EmptyResponse,
         /// Reviews a change as a turn of the thread (Codex 0.169).
         ReviewStart("review/start", ReviewStartParams) -> ReviewStartResponse,
-        /// A thread's goal (none in Keel; Codex 0.169).
+        /// A thread's goal (Codex 0.169).
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
+        /// Creates or edits a thread's goal; an active goal keeps the thread working (Codex 0.169).
+        ThreadGoalSet("thread/goal/set", ThreadGoalSetParams) -> ThreadGoalSetResponse,
+        /// Removes a thread's goal (Codex 0.169).
+        ThreadGoalClear("thread/goal/clear", ThreadGoalClearParams) -> ThreadGoalClearResponse,
         /// The processes the model left running in a thread (Codex 0.169, experimental).
         ThreadBackgroundTerminalsList("thread/backgroundTerminals/list", ThreadBackgroundTerminalsListParams) -> ThreadBackgroundTerminalsListResponse,
         /// Kills the processes the model left running in a thread (Codex 0.169, experimental;
@@ -172,6 +176,10 @@ crate::notification_table! {
         ThreadUnarchived("thread/unarchived", ThreadIdNotification),
         /// A thread was deleted.
         ThreadDeleted("thread/deleted", ThreadIdNotification),
+        /// A thread's goal was set or changed, or its usage grew (Codex 0.169).
+        ThreadGoalUpdated("thread/goal/updated", ThreadGoalUpdatedNotification),
+        /// A thread's goal was removed (Codex 0.169).
+        ThreadGoalCleared("thread/goal/cleared", ThreadIdNotification),
         /// A thread was unloaded.
         ThreadClosed("thread/closed", ThreadIdNotification),
         /// A thread's history was compacted.

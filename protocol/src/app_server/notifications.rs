@@ -267,7 +267,9 @@ impl super::ServerNotification {
             N::ThreadArchived(n)
             | N::ThreadUnarchived(n)
             | N::ThreadDeleted(n)
+            | N::ThreadGoalCleared(n)
             | N::ThreadClosed(n) => &n.thread_id,
+            N::ThreadGoalUpdated(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,

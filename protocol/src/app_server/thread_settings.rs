@@ -165,11 +165,85 @@ pub struct ThreadGoalGetParams {
     pub thread_id: String,
 }
 
-/// Result of `thread/goal/get` (Keel threads have no goals: always `null`).
+/// Result of `thread/goal/get`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ThreadGoalGetResponse {
     /// The goal, when the thread has one.
-    pub goal: Option<Value>,
+    pub goal: Option<crate::ThreadGoal>,
+}
+
+/// Params of `thread/goal/set`: creates the goal (an objective is needed) or edits it in
+/// place; absent fields stay as they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadGoalSetParams {
+    /// The thread.
+    pub thread_id: String,
+    /// What to achieve (at most 4000 characters).
+    #[serde(default)]
+    pub objective: Option<String>,
+    /// A new status.
+    #[serde(default)]
+    pub status: Option<crate::ThreadGoalStatus>,
+    /// Tokens the goal may use; `null` removes the budget, absent keeps it.
+    #[serde(
+        default,
+        deserialize_with = "present_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<i64>")]
+    pub token_budget: Option<Option<i64>>,
+    /// Who asks: a person's change is noted for the model.
+    #[serde(default)]
+    pub origin: Option<crate::ThreadGoalMutationOrigin>,
+}
+
+/// A field that is present (`Some(value)` or `Some(None)` for `null`); absent is `None`
+/// through `default`.
+fn present_or_null<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// Result of `thread/goal/set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadGoalSetResponse {
+    /// The goal now.
+    pub goal: crate::ThreadGoal,
+}
+
+/// Params of `thread/goal/clear`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadGoalClearParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Who asks: a person's change is noted for the model.
+    #[serde(default)]
+    pub origin: Option<crate::ThreadGoalMutationOrigin>,
+}
+
+/// Result of `thread/goal/clear`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadGoalClearResponse {
+    /// Whether there was a goal to clear.
+    pub cleared: bool,
+}
+
+/// `thread/goal/updated`: a thread's goal was set or changed, or its usage grew.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadGoalUpdatedNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// The turn the change happened in, if one was running.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// The goal now.
+    pub goal: crate::ThreadGoal,
 }
 
 /// Params of `thread/backgroundTerminals/list`.

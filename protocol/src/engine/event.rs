@@ -123,6 +123,10 @@ pub enum EventMsg {
     EnteredReviewMode(super::ReviewRequest),
     /// A review turn ended, with its findings unless it was stopped.
     ExitedReviewMode(super::ExitedReviewModeEvent),
+    /// The thread's goal was set or changed, or its usage grew.
+    ThreadGoalUpdated(super::ThreadGoalUpdatedEvent),
+    /// The thread's goal was removed.
+    ThreadGoalCleared,
     /// The conversation has shut down; no more events follow.
     ShutdownComplete,
 }

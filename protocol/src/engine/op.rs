@@ -138,6 +138,16 @@ pub enum Op {
         /// What to review.
         review_request: super::ReviewRequest,
     },
+    /// The goal was changed through `Conversation::set_goal` or `clear_goal`: records the
+    /// change (`thread_goal_updated` or `thread_goal_cleared`), notes a person's change for the
+    /// model, and starts working when the goal is active and no turn runs.
+    GoalChanged {
+        /// Who changed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<super::ThreadGoalMutationOrigin>,
+    },
+    /// Starts a turn toward the active goal when no turn runs (after a resume, say).
+    ContinueGoal,
     /// Ends the conversation; `shutdown_complete` follows.
     Shutdown,
 }

@@ -6,6 +6,7 @@ mod command_exec_sandbox;
 pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
+mod goals;
 mod protocol;
 pub(crate) mod review;
 mod settings;
