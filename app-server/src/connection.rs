@@ -195,13 +195,10 @@ fn initialize(
         outgoing.set_opted_out(methods);
     }
     let response = InitializeResponse {
-        user_agent: format!(
-            "keel/{} ({}; {}) {}/{}",
+        user_agent: keel_protocol::app_server::keel_user_agent(
             env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            params.client_info.name,
-            params.client_info.version
+            &params.client_info.name,
+            &params.client_info.version,
         ),
         platform_family: std::env::consts::FAMILY.to_string(),
         platform_os: std::env::consts::OS.to_string(),
@@ -209,6 +206,21 @@ fn initialize(
     };
     serde_json::to_value(response)
         .map_err(|err| AppServerError::Internal(err.to_string()).to_rpc_error())
+}
+
+/// Codex methods of features Keel does not have, named so a client can tell the user why.
+fn unsupported_feature(method: &str) -> Option<&'static str> {
+    [
+        ("thread/realtime/", "realtime (voice) conversations"),
+        ("account/login", "ChatGPT account login (it uses API keys)"),
+        (
+            "externalAgentConfig/",
+            "import of other agents' configuration",
+        ),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| method.starts_with(prefix))
+    .map(|(_, feature)| feature)
 }
 
 async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcRequest) {
@@ -220,6 +232,11 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
                 JsonRpcErrorObject::new(
                     INVALID_PARAMS,
                     format!("invalid params for `{method}`: {err}"),
+                )
+            } else if let Some(feature) = unsupported_feature(&method) {
+                JsonRpcErrorObject::new(
+                    METHOD_NOT_FOUND,
+                    format!("`{method}` is not supported: Keel has no {feature}"),
                 )
             } else {
                 JsonRpcErrorObject::new(METHOD_NOT_FOUND, format!("unknown method `{method}`"))

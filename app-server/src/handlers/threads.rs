@@ -414,7 +414,8 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
                         .as_ref()
                         .is_some_and(|n| n.to_lowercase().contains(term))
             });
-            if cwd_matches && search_matches {
+            // As Codex: a thread shows once it has had a turn.
+            if cwd_matches && search_matches && summary.has_turns {
                 let status = match state.loaded(summary.id).await {
                     Some(thread) => thread.status(),
                     None => ThreadStatus::NotLoaded,

@@ -105,6 +105,13 @@ impl TuiPane {
         })
     }
 
+    /// Waits until the screen no longer shows `text`.
+    pub(super) async fn wait_until_gone(&self, text: &str) -> anyhow::Result<()> {
+        poll_until(|| (!self.screen().contains(text)).then_some(()))
+            .await
+            .map_err(|_| anyhow::anyhow!("the screen kept showing {text:?}:\n{}", self.screen()))
+    }
+
     fn screen(&self) -> String {
         Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.session])

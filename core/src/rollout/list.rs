@@ -25,6 +25,8 @@ pub struct ConversationSummary {
     pub name: Option<String>,
     /// When it last changed (RFC 3339).
     pub updated_at: String,
+    /// Whether a turn ever started in it (clients list only threads that had one).
+    pub has_turns: bool,
 }
 
 /// One page of a listing.
@@ -122,6 +124,7 @@ fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
     let mut preview = None;
     let mut name = None;
     let mut updated_at = String::new();
+    let mut has_turns = false;
     loop {
         let need_meta = meta.is_none();
         let need_preview = preview.is_none();
@@ -130,6 +133,9 @@ fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
         let wanted = |_: usize, kind: LineKind, head: &[u8]| {
             if let Some(timestamp) = leading_timestamp(head) {
                 updated_at = timestamp;
+            }
+            if !has_turns && kind == LineKind::EventMsg && is_event(head, b"task_started") {
+                has_turns = true;
             }
             match kind {
                 LineKind::SessionMeta => need_meta,
@@ -165,13 +171,22 @@ fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
         preview: preview.unwrap_or_default(),
         name,
         updated_at,
+        has_turns,
     })
 }
 
 /// Whether an `event_msg` line is a `user_message`, from its first bytes.
 fn is_user_message(line: &[u8]) -> bool {
+    is_event(line, b"user_message")
+}
+
+/// Whether an `event_msg` line is an event of type `kind`, from its first bytes.
+fn is_event(line: &[u8], kind: &[u8]) -> bool {
     let window = &line[..line.len().min(200)];
-    memchr::memmem::find(window, br#""payload":{"type":"user_message""#).is_some()
+    let mut needle = br#""payload":{"type":""#.to_vec();
+    needle.extend_from_slice(kind);
+    needle.push(b'"');
+    memchr::memmem::find(window, &needle).is_some()
 }
 
 /// The `timestamp` a line starts with (`{"timestamp":"..."`), if it does.

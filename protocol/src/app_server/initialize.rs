@@ -56,3 +56,18 @@ pub struct InitializeResponse {
 /// Params of the `initialized` notification (ignored).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct InitializedNotification {}
+
+/// The Codex release whose app-server protocol Keel speaks. It leads `userAgent`'s version,
+/// where Codex clients compare it with their own (an older one makes the TUI warn that the
+/// server is out of date); Keel's own version follows in the parentheses.
+pub const CODEX_PROTOCOL_VERSION: &str = "0.169.0";
+
+/// The `userAgent` Keel answers `initialize` with:
+/// `keel/<Codex protocol version> (<os>; <arch>; keel <Keel version>) <client>/<client version>`.
+pub fn keel_user_agent(keel_version: &str, client_name: &str, client_version: &str) -> String {
+    format!(
+        "keel/{CODEX_PROTOCOL_VERSION} ({}; {}; keel {keel_version}) {client_name}/{client_version}",
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+    )
+}

@@ -18,11 +18,12 @@ async fn handshake_rules() -> anyhow::Result<()> {
     );
 
     let init = server.initialize().await?;
+    // The Codex protocol version leads (the TUI compares it with its own, so no false
+    // "older than your CLI" notice); Keel's own version stays visible.
+    let agent = init["userAgent"].as_str().unwrap_or_default();
+    assert!(agent.starts_with("keel/0.169.0 ("), "{init}");
     assert!(
-        init["userAgent"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("keel/"),
+        agent.contains(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
         "{init}"
     );
     assert_eq!(init["platformFamily"], "unix");
@@ -104,6 +105,17 @@ async fn bad_input_gets_clear_errors_and_the_connection_survives() -> anyhow::Re
         "{response}"
     );
 
+    // A Codex feature Keel lacks is named as such, not just "unknown".
+    let realtime = server
+        .send_request("thread/realtime/start", json!({"threadId": "x"}))
+        .await?;
+    let response = server.read_response(realtime).await?;
+    assert_eq!(response["error"]["code"], -32601);
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("not supported") && message.contains("realtime"),
+        "{response}"
+    );
     let still_alive = server.request("thread/list", json!({})).await?;
     assert!(still_alive["data"].is_array());
     Ok(())

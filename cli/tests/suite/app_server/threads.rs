@@ -89,6 +89,15 @@ async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
         server.read_turn_completed(&turn).await?;
         ids.push(id);
     }
+    // A thread that never had a turn is not listed (as in Codex), even once named.
+    let idle = server.start_thread(world.thread_params()).await?;
+    server
+        .request(
+            "thread/name/set",
+            json!({"threadId": idle, "name": "never used"}),
+        )
+        .await?;
+    server.read_notification("thread/name/updated").await?;
     let list = server.request("thread/list", json!({})).await?;
     let listed: Vec<&str> = list["data"]
         .as_array()
@@ -140,8 +149,9 @@ async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
     assert_eq!(read["thread"]["name"], "Named");
     assert_eq!(read["thread"]["turns"][0]["items"][1]["text"], "one");
 
+    // Loaded: the two threads with turns and the idle one.
     let loaded = server.request("thread/loaded/list", json!({})).await?;
-    assert_eq!(loaded["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(loaded["data"].as_array().map(Vec::len), Some(3));
 
     server
         .request("thread/archive", json!({"threadId": ids[0]}))

@@ -1,0 +1,117 @@
+//! The Codex 0.169 TUI's `/review` and `/goal` on `keel app-server`: the review preset
+//! picker, a review of the working tree and its report on screen (it used to end the TUI:
+//! `review/start` was unknown); a goal the model works on by itself until it marks it
+//! complete. Same requirements as `codex_tui.rs`.
+
+use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, function_call};
+
+use super::app_server::common::World;
+use super::app_server::review::{repository, review_json};
+use super::codex_tui::{TuiPane, codex_binary};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let repo = tempfile::tempdir()?;
+    repository(repo.path())?;
+    let answer = review_json(&repo.path().join("lib.rs"));
+    let mock = MockModelServer::builder()
+        .responder(move |request: &CapturedRequest| {
+            let reviewing = request.body["instructions"]
+                .as_str()
+                .is_some_and(|text| text.contains("reviewing a code change"));
+            Some(Turn::new([assistant_message(if reviewing {
+                answer.clone()
+            } else {
+                "not a review".to_string()
+            })]))
+        })
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut server = world
+        .builder()
+        .cwd(repo.path())
+        .arg("--listen")
+        .arg("ws://127.0.0.1:0")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let tui = TuiPane::start(&codex, &[], &url, repo.path())?;
+    tui.wait_for("Ask Codex to do anything").await?;
+    tui.type_line("/review").await?;
+    tui.wait_for("Review uncommitted changes").await?;
+    // The selection moves before Enter confirms it (keys typed at once can outrun the picker).
+    tui.keys(&["Down"])?;
+    tui.wait_for("› 2. Review uncommitted changes").await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("Code review started: uncommitted changes")
+        .await?;
+    let screen = tui.wait_for("Callers expect 1.").await?;
+    anyhow::ensure!(
+        screen.contains("Code review finished")
+            && screen.contains("Verdict: patch is incorrect")
+            && screen.contains("[P1] one() returns 2"),
+        "{screen}"
+    );
+    // Still running, and usable.
+    tui.type_line("and now?").await?;
+    tui.wait_for("not a review").await?;
+    tui.quit().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let mock = MockModelServer::builder()
+        .responder(|request: &CapturedRequest| {
+            let text = serde_json::to_string(request.input()).unwrap_or_default();
+            let completed = !request.tool_output_call_ids().is_empty();
+            Some(if completed {
+                Turn::new([assistant_message("KEEL-GOAL-REACHED")])
+            } else if text.contains("<goal_context>") && text.contains("tidy the workspace") {
+                Turn::new([function_call(
+                    "g1",
+                    "update_goal",
+                    r#"{"status":"complete"}"#,
+                )])
+            } else {
+                Turn::new([assistant_message("not a goal turn")])
+            })
+        })
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut server = world
+        .builder()
+        .arg("--listen")
+        .arg("ws://127.0.0.1:0")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
+    tui.wait_for("Ask Codex to do anything").await?;
+    tui.type_line("/goal tidy the workspace").await?;
+    tui.wait_for("KEEL-GOAL-REACHED").await?;
+    // Complete: the TUI stops showing a goal in progress, and Keel started no other turn.
+    tui.wait_until_gone("Pursuing goal").await?;
+    let requests = world.mock.requests();
+    anyhow::ensure!(
+        requests
+            .iter()
+            .filter(|r| r.body["text"]["format"]["type"] != "json_schema")
+            .count()
+            == 2,
+        "one goal turn of two requests: {}",
+        requests.len()
+    );
+    tui.quit().await?;
+    Ok(())
+}
