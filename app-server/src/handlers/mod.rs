@@ -3,6 +3,7 @@
 mod goals;
 mod review;
 mod settings;
+mod shell_command;
 mod threads;
 mod turns;
 
@@ -139,6 +140,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
         ClientRequest::ReviewStart(p) => review::start(state, p).await,
         ClientRequest::ThreadGoalSet(p) => goals::set(state, p).await,
+        ClientRequest::ThreadShellCommand(p) => shell_command::run(state, p).await,
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {

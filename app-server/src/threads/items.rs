@@ -11,12 +11,13 @@ pub(crate) fn command_item(
     cwd: &std::path::Path,
     parsed: &[keel_protocol::ParsedCommand],
     process_id: Option<String>,
+    source: keel_protocol::ExecCommandSource,
 ) -> ThreadItem {
     ThreadItem::CommandExecution {
         id: call_id.to_string(),
         command: display_command(command),
         cwd: cwd.to_path_buf(),
-        source: source_of(process_id.as_deref()),
+        source: source_of(source, process_id.as_deref()),
         process_id,
         status: CommandExecutionStatus::InProgress,
         command_actions: parsed.iter().cloned().map(CommandAction::from).collect(),
@@ -26,9 +27,15 @@ pub(crate) fn command_item(
     }
 }
 
-/// An item with a process id is an `exec_command` session; others are one-shot commands.
-pub(crate) fn source_of(process_id: Option<&str>) -> CommandExecutionSource {
-    if process_id.is_some() {
+/// The user's own command, an `exec_command` session (it has a process id), or a one-shot
+/// command of the model.
+pub(crate) fn source_of(
+    source: keel_protocol::ExecCommandSource,
+    process_id: Option<&str>,
+) -> CommandExecutionSource {
+    if source == keel_protocol::ExecCommandSource::UserShell {
+        CommandExecutionSource::UserShell
+    } else if process_id.is_some() {
         CommandExecutionSource::UnifiedExecStartup
     } else {
         CommandExecutionSource::Agent

@@ -12,6 +12,7 @@ mod review;
 
 mod submission_loop;
 pub(crate) mod turn;
+mod user_shell;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -23,6 +23,10 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 super::goal_turns::goal_changed(&session, id, origin).await
             }
             Op::ContinueGoal => super::goal_turns::continue_goal(&session, id),
+            Op::RunUserShellCommand {
+                command,
+                timeout_ms,
+            } => super::user_shell::start(&session, id, command, timeout_ms),
             Op::UserTurn {
                 items,
                 cwd,

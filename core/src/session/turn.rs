@@ -33,6 +33,13 @@ pub(crate) enum TurnTask {
     Review(keel_protocol::ReviewRequest),
     /// Keep working toward the thread's active goal.
     GoalContinuation,
+    /// Run the user's own command (no model request).
+    UserShell {
+        /// The command line.
+        command: String,
+        /// How long it may run.
+        timeout: Duration,
+    },
 }
 
 /// Runs a whole turn and reports how it ended. Never returns an error: failures become
@@ -47,7 +54,7 @@ pub(crate) async fn run_turn(
         TurnTask::UserInput(_) => session.take_next_output_schema(),
         TurnTask::Compact(_) => None,
         TurnTask::Review(_) => Some(crate::review::review_output_schema()),
-        TurnTask::GoalContinuation => None,
+        TurnTask::GoalContinuation | TurnTask::UserShell { .. } => None,
     };
     // Only the turns that work for the user lead on to the goal's next turn.
     let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
@@ -121,6 +128,16 @@ pub(crate) async fn run_turn(
         }
         TurnTask::Review(request) => {
             super::review::run_review(&session, &ids, &cancel, request).await
+        }
+        TurnTask::UserShell { command, timeout } => {
+            match super::user_shell::run(&session, &ids, &cancel, &command, timeout).await {
+                Ok(note) => {
+                    session.record_items(&[note]).await;
+                    session.clear_active_turn(&ids.sub_id);
+                    Ok(None)
+                }
+                Err(stop) => Err(stop),
+            }
         }
         TurnTask::GoalContinuation => match session.goals().get() {
             // Cleared or stopped since the turn was asked for: nothing to do.

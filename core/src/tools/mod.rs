@@ -29,6 +29,7 @@ mod tool_command;
 mod turn_diff;
 mod unified_exec;
 mod user_input;
+mod user_shell;
 mod view_image;
 
 use std::sync::Arc;

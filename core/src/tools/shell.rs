@@ -68,6 +68,7 @@ impl BuiltinCall<'_> {
                 .timeout_ms
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
             process_id: None,
+            source: ExecCommandSource::Agent,
         };
         let policy = self.context.approval_policy;
         let placement = self
@@ -177,7 +178,7 @@ impl BuiltinCall<'_> {
 
     /// The helper invocation for this turn's sandbox policy; `None` when the policy is
     /// `danger-full-access`, an error when the command cannot be confined here.
-    fn sandbox_command(&self) -> Result<Option<SandboxCommand>, SandboxError> {
+    pub(super) fn sandbox_command(&self) -> Result<Option<SandboxCommand>, SandboxError> {
         let policy = &self.context.sandbox_policy;
         if matches!(policy, SandboxPolicy::DangerFullAccess) {
             return Ok(None);
@@ -285,6 +286,7 @@ impl BuiltinCall<'_> {
             argv,
             cwd,
             timeout,
+            source,
             ..
         } = call;
         let parsed_cmd = parse_command(argv);
@@ -297,7 +299,7 @@ impl BuiltinCall<'_> {
                     command: argv.clone(),
                     cwd: cwd.clone(),
                     parsed_cmd: parsed_cmd.clone(),
-                    source: ExecCommandSource::Agent,
+                    source: *source,
                     process_id: None,
                 }),
             )
@@ -343,7 +345,7 @@ impl BuiltinCall<'_> {
                     command: argv.clone(),
                     cwd: cwd.clone(),
                     parsed_cmd,
-                    source: ExecCommandSource::Agent,
+                    source: *source,
                     process_id: None,
                     stdout: outcome.stdout.clone(),
                     stderr: outcome.stderr.clone(),
@@ -376,6 +378,8 @@ pub(super) struct ExecCall {
     /// The session id of an `exec_command` process (reserved before it is authorized, so
     /// its approval names it); `None` for `shell`.
     pub process_id: Option<i32>,
+    /// Who asked for it (the model, or the user's `!command`).
+    pub source: ExecCommandSource,
 }
 
 /// Where an authorized command runs.

@@ -72,6 +72,7 @@ impl ToolContext {
             cwd: PathBuf::from(self.cwd()),
             timeout,
             process_id: None,
+            source: keel_protocol::ExecCommandSource::Agent,
         };
         match self.builtin().run_for_tool(&call).await? {
             Ok(outcome) => Ok(outcome.into()),

@@ -165,6 +165,7 @@ impl BuiltinCall<'_> {
             cwd,
             timeout: Duration::ZERO,
             process_id: Some(id),
+            source: keel_protocol::ExecCommandSource::Agent,
         };
         let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
         let placement = match self

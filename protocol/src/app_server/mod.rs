@@ -143,6 +143,8 @@ crate::request_table! {
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
         /// Creates or edits a thread's goal; an active goal keeps the thread working (Codex 0.169).
         ThreadGoalSet("thread/goal/set", ThreadGoalSetParams) -> ThreadGoalSetResponse,
+        /// Runs the user's own command in a thread, under its sandbox (Codex 0.169).
+        ThreadShellCommand("thread/shellCommand", ThreadShellCommandParams) -> EmptyResponse,
         /// Removes a thread's goal (Codex 0.169).
         ThreadGoalClear("thread/goal/clear", ThreadGoalClearParams) -> ThreadGoalClearResponse,
         /// The processes the model left running in a thread (Codex 0.169, experimental).

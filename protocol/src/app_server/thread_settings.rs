@@ -289,3 +289,16 @@ pub struct ThreadBackgroundTerminalsListResponse {
     /// Where the next page starts, when there is one.
     pub next_cursor: Option<String>,
 }
+
+/// Params of `thread/shellCommand`: the user's own command (a client's `!cmd`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadShellCommandParams {
+    /// The thread whose working directory and sandbox it runs in.
+    pub thread_id: String,
+    /// The command line, run by the user's login shell.
+    pub command: String,
+    /// How long it may run, in milliseconds (default one hour).
+    #[serde(default)]
+    pub timeout_ms: Option<i64>,
+}

@@ -148,6 +148,17 @@ pub enum Op {
     },
     /// Starts a turn toward the active goal when no turn runs (after a resume, say).
     ContinueGoal,
+    /// Runs the user's own command (a client's `!cmd`) with their login shell in the
+    /// conversation's working directory, under its sandbox: a turn of its own
+    /// (`exec_command_begin`/`_end` with source `user_shell`), or part of the running turn,
+    /// whose model then sees it. The history notes the command and its output.
+    RunUserShellCommand {
+        /// The command line, for the shell's `-lc`.
+        command: String,
+        /// How long it may run (default one hour).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Ends the conversation; `shutdown_complete` follows.
     Shutdown,
 }

@@ -25,6 +25,7 @@ impl Translator {
                     &request.cwd,
                     &request.parsed_cmd,
                     request.process_id.clone(),
+                    keel_protocol::ExecCommandSource::Agent,
                 );
                 out.extend(self.start_once(item));
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
@@ -63,6 +64,7 @@ impl Translator {
                     &begin.cwd,
                     &begin.parsed_cmd,
                     begin.process_id.clone(),
+                    begin.source,
                 );
                 out.extend(self.start_once(item));
             }
@@ -106,7 +108,7 @@ impl Translator {
                     command: display_command(&end.command),
                     cwd: end.cwd.clone(),
                     process_id: end.process_id.clone(),
-                    source: crate::threads::items::source_of(end.process_id.as_deref()),
+                    source: crate::threads::items::source_of(end.source, end.process_id.as_deref()),
                     status: if end.exit_code == 0 {
                         CommandExecutionStatus::Completed
                     } else {

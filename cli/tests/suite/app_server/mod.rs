@@ -10,6 +10,7 @@ mod goals;
 mod protocol;
 pub(crate) mod review;
 mod settings;
+mod shell_command;
 mod threads;
 mod turns;
 mod unified_exec;
