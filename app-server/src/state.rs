@@ -113,6 +113,7 @@ impl AppState {
         let (preview, name, created_at) = meta_from_file.unwrap_or((String::new(), None, now));
         let settings = thread_settings(config);
         let meta = ThreadMeta {
+            forked_from_id: None,
             path: new.session_configured.rollout_path.clone(),
             name,
             preview,
@@ -154,6 +155,7 @@ impl AppState {
         let now = chrono::Utc::now().timestamp();
         let settings = thread_settings(config);
         let meta = ThreadMeta {
+            forked_from_id: None,
             path: child.new.session_configured.rollout_path.clone(),
             name: None,
             preview: String::new(),

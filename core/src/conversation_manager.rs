@@ -228,13 +228,41 @@ impl ConversationManager {
     /// Work the recorded one left unfinished is closed first, as on resume.
     pub async fn fork_conversation(
         &self,
+        config: Config,
+        rollout_path: &Path,
+    ) -> Result<NewConversation> {
+        self.fork_conversation_with(config, rollout_path, false)
+            .await
+    }
+
+    /// [`Self::fork_conversation`], or, when `ephemeral`, a copy that is never recorded (a
+    /// side conversation: it has the history, and leaves no trace).
+    pub async fn fork_conversation_with(
+        &self,
         mut config: Config,
         rollout_path: &Path,
+        ephemeral: bool,
     ) -> Result<NewConversation> {
         let mut loaded = rollout::load_rollout(rollout_path).await?;
         close_interrupted_work(&mut loaded.history, &mut loaded.events);
         if config.dynamic_tools.is_empty() {
             config.dynamic_tools = loaded.meta.dynamic_tools.clone();
+        }
+        if ephemeral {
+            let lineage = Lineage::root(&config);
+            let mut new = self
+                .shared
+                .spawn(
+                    config,
+                    ConversationId::new(),
+                    loaded.history,
+                    Carried::default(),
+                    Recording::Off,
+                    lineage,
+                )
+                .await?;
+            new.session_configured.initial_messages = Some(loaded.events);
+            return Ok(new);
         }
         let id = ConversationId::new();
         let meta = rollout::recorder_meta(

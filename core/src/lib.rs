@@ -92,7 +92,7 @@ pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversati
 pub use error::{CoreError, Result};
 pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;
-pub use models::{ContentItem, ReasoningSummary, ResponseItem};
+pub use models::{ContentItem, ReasoningSummary, ResponseItem, injectable_item};
 pub use processes::{ProcessError, exec_server_bearer_token};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{

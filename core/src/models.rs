@@ -227,3 +227,26 @@ pub(crate) fn outputs_for_unanswered_calls(
         })
         .collect()
 }
+
+/// An item a client may add to a conversation's history: a message, a function or custom
+/// tool call, or the output of one. Anything else is refused with the reason.
+pub fn injectable_item(value: serde_json::Value) -> Result<ResponseItem, String> {
+    let kind = value
+        .get("type")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string);
+    let item: ResponseItem =
+        serde_json::from_value(value).map_err(|err| format!("not a Responses API item: {err}"))?;
+    match item {
+        ResponseItem::Message { .. }
+        | ResponseItem::FunctionCall { .. }
+        | ResponseItem::FunctionCallOutput { .. }
+        | ResponseItem::CustomToolCall { .. }
+        | ResponseItem::CustomToolCallOutput { .. } => Ok(item),
+        _ => Err(format!(
+            "items of type `{}` cannot be added; use message, function_call, \
+             function_call_output, custom_tool_call or custom_tool_call_output",
+            kind.unwrap_or_default()
+        )),
+    }
+}

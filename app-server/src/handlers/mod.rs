@@ -1,6 +1,7 @@
 //! Request handlers, one module per resource, and the dispatch over the method table.
 
 mod goals;
+mod inject_items;
 mod review;
 mod settings;
 mod shell_command;
@@ -141,6 +142,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ReviewStart(p) => review::start(state, p).await,
         ClientRequest::ThreadGoalSet(p) => goals::set(state, p).await,
         ClientRequest::ThreadShellCommand(p) => shell_command::run(state, p).await,
+        ClientRequest::ThreadInjectItems(p) => inject_items::inject(state, p).await,
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {

@@ -219,35 +219,6 @@ pub(crate) async fn resume(
     Ok(reply)
 }
 
-/// Loads a resumed or forked conversation with the turns its rollout recorded.
-async fn load_recorded(
-    state: &AppState,
-    new: keel_core::NewConversation,
-    config: &keel_core::Config,
-    file_meta: Option<(String, Option<String>, i64)>,
-    permission_profile: Option<String>,
-    outgoing: &Arc<Outgoing>,
-) -> Result<Reply> {
-    let mut new = new;
-    // Taken, not copied: a long thread's transcript is the largest thing a resume holds.
-    let events = new
-        .session_configured
-        .initial_messages
-        .take()
-        .unwrap_or_default();
-    let turns = turns_from_events(&new.conversation_id.to_string(), events);
-    load_and_answer(
-        state,
-        new,
-        config,
-        file_meta,
-        turns,
-        permission_profile,
-        outgoing,
-    )
-    .await
-}
-
 /// `thread/fork`.
 pub(crate) async fn fork(
     state: &AppState,
@@ -261,24 +232,44 @@ pub(crate) async fn fork(
     let mut overrides = params.overrides;
     AppState::apply_permissions("thread/fork", &mut overrides)?;
     let config = state.resolve_config(&overrides)?;
-    let new = state
+    let mut new = state
         .manager
-        .fork_conversation(config.clone(), &path)
+        .fork_conversation_with(config.clone(), &path, params.ephemeral)
         .await?;
     let preview = summarise(&path)
         .await
         .map(|s| s.preview)
         .unwrap_or_default();
     let now = chrono::Utc::now().timestamp();
-    load_recorded(
-        state,
-        new,
-        &config,
-        Some((preview, None, now)),
-        overrides.permissions,
-        outgoing,
-    )
-    .await
+    let events = new
+        .session_configured
+        .initial_messages
+        .take()
+        .unwrap_or_default();
+    // `excludeTurns` (a side conversation): the copy keeps the whole history for the model,
+    // but its record starts empty.
+    let turns = if params.exclude_turns {
+        Vec::new()
+    } else {
+        turns_from_events(&new.conversation_id.to_string(), events)
+    };
+    let thread = state
+        .load(
+            new,
+            &config,
+            params.ephemeral,
+            Some((preview, None, now)),
+            Vec::new(),
+            outgoing.clone(),
+        )
+        .await;
+    thread.set_permission_profile(overrides.permissions);
+    thread.set_forked_from(id.to_string());
+    let mut response = start_response(&thread, false);
+    response.thread.turns = turns;
+    let (reply, turns) = started_reply_keeping_turns(response, outgoing)?;
+    thread.set_turns(turns);
+    Ok(reply)
 }
 
 async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<Thread> {
@@ -303,6 +294,7 @@ fn summary_thread(
     turns: Vec<keel_protocol::app_server::Turn>,
 ) -> Thread {
     let meta = ThreadMeta {
+        forked_from_id: None,
         path: Some(summary.path.clone()),
         name: summary.name.clone(),
         preview: summary.preview.clone(),

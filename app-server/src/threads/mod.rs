@@ -45,6 +45,8 @@ pub(crate) struct ThreadMeta {
     pub ephemeral: bool,
     /// Who started it (a client, or another thread's agent).
     pub source: keel_protocol::app_server::SessionSource,
+    /// The thread it was forked from.
+    pub forked_from_id: Option<String>,
 }
 
 /// A thread loaded in this server.
@@ -262,6 +264,11 @@ impl LoadedThread {
     }
 
     /// The thread as the protocol shows it.
+    /// Records that the thread is a fork of `parent`.
+    pub(crate) fn set_forked_from(&self, parent: String) {
+        lock(&self.meta).forked_from_id = Some(parent);
+    }
+
     pub(crate) fn to_thread(&self, include_turns: bool) -> Thread {
         let meta = self.meta();
         thread_object(
@@ -438,6 +445,7 @@ pub(crate) fn thread_object(
             },
             _ => id.to_string(),
         },
+        forked_from_id: meta.forked_from_id.clone(),
         project_id: None,
         history_mode: "legacy".to_string(),
     }

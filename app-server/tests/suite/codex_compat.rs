@@ -173,7 +173,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 53);
+    assert_eq!(implemented.len(), 54);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

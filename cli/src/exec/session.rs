@@ -127,6 +127,7 @@ impl Target {
                         thread_id,
                         overrides,
                         ephemeral,
+                        exclude_turns: false,
                     })
                     .await?
             }

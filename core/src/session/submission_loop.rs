@@ -23,6 +23,7 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 super::goal_turns::goal_changed(&session, id, origin).await
             }
             Op::ContinueGoal => super::goal_turns::continue_goal(&session, id),
+            Op::InjectItems { items } => inject_items(&session, items).await,
             Op::RunUserShellCommand {
                 command,
                 timeout_ms,
@@ -243,6 +244,29 @@ async fn start_compaction(
         return;
     }
     start_turn(session, sub_id, TurnTask::Compact(instructions));
+}
+
+/// `Op::InjectItems`: items a client checked (`keel_core::injectable_item`) join the history:
+/// with the running turn's next request, or before the next turn.
+async fn inject_items(session: &Arc<Session>, items: Vec<serde_json::Value>) {
+    let items: Vec<ResponseItem> = items
+        .into_iter()
+        .filter_map(|value| match crate::models::injectable_item(value) {
+            Ok(item) => Some(item),
+            Err(err) => {
+                tracing::warn!(conversation = %session.id(), "injected item dropped: {err}");
+                None
+            }
+        })
+        .collect();
+    let running = session.state().active_turn.is_some();
+    if running {
+        for item in items {
+            session.queue_input(item);
+        }
+    } else {
+        session.record_items(&items).await;
+    }
 }
 
 /// `Op::Review`: a turn of its own, refused while another turn runs.

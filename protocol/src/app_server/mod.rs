@@ -143,6 +143,8 @@ crate::request_table! {
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
         /// Creates or edits a thread's goal; an active goal keeps the thread working (Codex 0.169).
         ThreadGoalSet("thread/goal/set", ThreadGoalSetParams) -> ThreadGoalSetResponse,
+        /// Adds items to a thread's model history, unseen by clients (Codex 0.169).
+        ThreadInjectItems("thread/inject_items", ThreadInjectItemsParams) -> EmptyResponse,
         /// Runs the user's own command in a thread, under its sandbox (Codex 0.169).
         ThreadShellCommand("thread/shellCommand", ThreadShellCommandParams) -> EmptyResponse,
         /// Removes a thread's goal (Codex 0.169).

@@ -128,6 +128,9 @@ pub struct Thread {
     /// 0.169 clients need it).
     #[serde(default)]
     pub session_id: String,
+    /// The thread it was forked from, if it is a fork (Codex 0.169).
+    #[serde(default)]
+    pub forked_from_id: Option<String>,
     /// The project it is assigned to; Keel has no projects, so always `null` (Codex 0.169).
     #[serde(default)]
     pub project_id: Option<String>,
@@ -226,9 +229,12 @@ pub struct ThreadForkParams {
     /// Settings for the copy.
     #[serde(flatten)]
     pub overrides: ThreadOverrides,
-    /// Do not record the copy on disk.
+    /// Do not record the copy on disk (a side conversation).
     #[serde(default)]
     pub ephemeral: bool,
+    /// Leave the copied turns out of the answer (the copy still has the whole history).
+    #[serde(default)]
+    pub exclude_turns: bool,
 }
 
 /// Params naming one thread (`thread/archive`, `thread/unarchive`, `thread/unsubscribe`).

@@ -302,3 +302,15 @@ pub struct ThreadShellCommandParams {
     #[serde(default)]
     pub timeout_ms: Option<i64>,
 }
+
+/// Params of `thread/inject_items`: history for the model that no client shows (a side
+/// conversation's ground rules, say).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadInjectItemsParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Responses API items: `message`, `function_call`, `function_call_output`,
+    /// `custom_tool_call`, `custom_tool_call_output`.
+    pub items: Vec<Value>,
+}

@@ -148,6 +148,13 @@ pub enum Op {
     },
     /// Starts a turn toward the active goal when no turn runs (after a resume, say).
     ContinueGoal,
+    /// Adds items to the history the model sees (Responses API items: messages, function
+    /// calls and their outputs), as they are; with the next request of the running turn, or
+    /// before the next turn. Nothing is shown to clients.
+    InjectItems {
+        /// The items, as the Responses API shapes them.
+        items: Vec<serde_json::Value>,
+    },
     /// Runs the user's own command (a client's `!cmd`) with their login shell in the
     /// conversation's working directory, under its sandbox: a turn of its own
     /// (`exec_command_begin`/`_end` with source `user_shell`), or part of the running turn,

@@ -11,6 +11,7 @@ mod protocol;
 pub(crate) mod review;
 mod settings;
 mod shell_command;
+mod side_conversations;
 mod threads;
 mod turns;
 mod unified_exec;
