@@ -648,7 +648,8 @@ impl ManagerShared {
             lineage,
             status.clone(),
         );
-        let session = Arc::new(Session::new(
+        let keeps_checkpoints = config.checkpoints && recorder.is_some();
+        let mut session = Session::new(
             id,
             context,
             history,
@@ -660,7 +661,14 @@ impl ManagerShared {
                 mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
                 tools,
             },
-        ));
+        );
+        if keeps_checkpoints {
+            session = session.with_checkpoints(crate::checkpoints::checkpoint_dir(
+                &config.keel_home,
+                &id.to_string(),
+            ));
+        }
+        let session = Arc::new(session);
         if let Some(info) = token_info {
             session.restore_token_info(info);
         }

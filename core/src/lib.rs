@@ -44,6 +44,7 @@ mod agents;
 /// Codex's patch format: the `keel-apply-patch` crate, re-exported for embedders.
 pub use keel_apply_patch as apply_patch;
 mod approvals;
+pub mod checkpoints;
 mod client;
 pub mod config;
 mod conversation;

@@ -2,6 +2,7 @@
 
 mod goals;
 mod inject_items;
+mod revert;
 mod review;
 mod settings;
 mod shell_command;
@@ -143,6 +144,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadGoalSet(p) => goals::set(state, p).await,
         ClientRequest::ThreadShellCommand(p) => shell_command::run(state, p).await,
         ClientRequest::ThreadInjectItems(p) => inject_items::inject(state, p).await,
+        ClientRequest::ThreadRevert(p) => revert::revert(state, p, outgoing).await,
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {

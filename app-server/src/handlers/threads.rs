@@ -507,7 +507,8 @@ async fn existing_thread(
     Ok((loaded, path))
 }
 
-/// `thread/delete`: unloads the thread and removes its file, live or archived.
+/// `thread/delete`: unloads the thread and removes its file, live or archived, and its
+/// file checkpoints.
 pub(crate) async fn delete(
     state: &AppState,
     params: ThreadIdParams,
@@ -518,6 +519,14 @@ pub(crate) async fn delete(
     state.unload(id).await;
     if let Some(path) = path {
         delete_rollout(&path).await?;
+    }
+    // The thread's file checkpoints go with it.
+    let checkpoints = keel_core::checkpoints::checkpoint_dir(state.keel_home(), &id.to_string());
+    match tokio::fs::remove_dir_all(&checkpoints).await {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!("could not remove {}: {err}", checkpoints.display());
+        }
+        _ => {}
     }
     let notification = ServerNotification::ThreadDeleted(ThreadIdNotification {
         thread_id: id.to_string(),

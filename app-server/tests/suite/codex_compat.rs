@@ -84,7 +84,11 @@ fn names(value: &Value) -> BTreeSet<String> {
 
 /// Checks one message direction. `we_send` decides which required list must match.
 /// Optional fields Keel adds to Codex's shapes (docs/app-server.md, "Keel's additions").
-const KEEL_ADDITIONS: &[&str] = &["ThreadItem::exitedReviewMode.reviewOutput"];
+const KEEL_ADDITIONS: &[&str] = &[
+    "ThreadItem::exitedReviewMode.reviewOutput",
+    "thread/revert params.restoreFiles",
+    "thread/revert result.restoredFiles",
+];
 
 fn check(
     what: &str,
@@ -173,7 +177,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 54);
+    assert_eq!(implemented.len(), 55);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -50,6 +50,12 @@ pub const KEEL_FEATURES: &[FeatureInfo] = &[
         state: |config| Some(config.enable_fanout),
     },
     FeatureInfo {
+        name: "checkpoints",
+        about: "record the workspace around each turn so thread/revert can restore files",
+        default: Some(true),
+        state: |config| Some(config.checkpoints),
+    },
+    FeatureInfo {
         name: "goals",
         about: "thread goals: offer get_goal/create_goal/update_goal",
         default: Some(true),

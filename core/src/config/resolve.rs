@@ -153,6 +153,9 @@ pub struct Config {
     /// Thread goals: offer `get_goal`/`create_goal`/`update_goal` (`features.goals`, default
     /// on).
     pub goals: bool,
+    /// Keep workspace checkpoints around each turn of a recorded thread, so a revert can
+    /// restore files (`features.checkpoints`, default on).
+    pub checkpoints: bool,
     /// Offer `update_plan` (`tools.update_plan.enabled`, default on).
     pub update_plan_tool: bool,
     /// Offer `request_user_input` (`tools.experimental_request_user_input.enabled`, default
@@ -608,6 +611,7 @@ fn resolve(
         view_image: tools.view_image.or(features.view_image).unwrap_or(true),
         shell_tool: features.shell_tool.unwrap_or(true),
         goals: features.goals.unwrap_or(true),
+        checkpoints: features.checkpoints.unwrap_or(true),
         update_plan_tool: tools
             .update_plan
             .and_then(|switch| switch.enabled)

@@ -121,6 +121,8 @@ pub(crate) struct FeaturesToml {
     pub view_image: Option<bool>,
     /// Offer the goal tools (default on).
     pub goals: Option<bool>,
+    /// Keep workspace checkpoints around turns (default on).
+    pub checkpoints: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

@@ -110,6 +110,8 @@ pub(crate) struct Session {
     pub(super) session_started: std::sync::atomic::AtomicBool,
     /// The thread's goal, shared with the conversation's handle.
     goals: Arc<crate::goals::Goals>,
+    /// Workspace checkpoints around each turn (recorded threads with `features.checkpoints`).
+    checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
 }
 
 impl Session {
@@ -160,6 +162,7 @@ impl Session {
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
             session_started: std::sync::atomic::AtomicBool::new(false),
             goals: Arc::new(crate::goals::Goals::new(id.to_string())),
+            checkpoints: None,
         }
     }
 
@@ -368,6 +371,17 @@ impl Session {
     /// The thread's goal.
     pub(crate) fn goals(&self) -> &crate::goals::Goals {
         &self.goals
+    }
+
+    /// Keeps workspace checkpoints around turns, under `dir`.
+    pub(crate) fn with_checkpoints(mut self, dir: std::path::PathBuf) -> Self {
+        self.checkpoints = Some(Arc::new(crate::checkpoints::Checkpoints::new(dir)));
+        self
+    }
+
+    /// The workspace checkpoints, when this conversation keeps them.
+    pub(crate) fn checkpoints(&self) -> Option<Arc<crate::checkpoints::Checkpoints>> {
+        self.checkpoints.clone()
     }
 
     /// The goal's state, for the conversation's handle.

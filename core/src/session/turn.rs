@@ -58,11 +58,22 @@ pub(crate) async fn run_turn(
     };
     // Only the turns that work for the user lead on to the goal's next turn.
     let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
+    // The turns that may change files are checkpointed, so a revert can put them back.
+    let checkpoints = session.checkpoints().filter(|_| {
+        matches!(
+            task,
+            TurnTask::UserInput(_) | TurnTask::GoalContinuation | TurnTask::UserShell { .. }
+        )
+    });
     let ids = TurnIds {
         turn_id: TurnId::new(sub_id.as_str()),
         sub_id,
         output_schema,
     };
+    if let Some(checkpoints) = &checkpoints {
+        let root = session.turn_context().cwd.clone();
+        checkpoint(checkpoints.clone(), ids.turn_id.to_string(), Some(root)).await;
+    }
     let context = session.turn_context();
     session.start_turn_usage();
     session
@@ -160,6 +171,9 @@ pub(crate) async fn run_turn(
             done.map(|()| None)
         }
     };
+    if let Some(checkpoints) = checkpoints {
+        checkpoint(checkpoints, ids.turn_id.to_string(), None).await;
+    }
     match outcome {
         Ok(last_agent_message) => {
             session
@@ -208,6 +222,25 @@ pub(crate) async fn run_turn(
             }
             session.send_event(&ids.sub_id, msg).await;
         }
+    }
+}
+
+/// Records the workspace before a turn (with its root) or after it; a failure is logged, and
+/// only means that turn's files cannot be restored.
+async fn checkpoint(
+    checkpoints: Arc<crate::checkpoints::Checkpoints>,
+    turn_id: String,
+    before_in: Option<std::path::PathBuf>,
+) {
+    let done = tokio::task::spawn_blocking(move || match before_in {
+        Some(root) => checkpoints.before_turn(&turn_id, &root),
+        None => checkpoints.after_turn(&turn_id),
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("workspace checkpoint failed: {err}"),
+        Err(err) => tracing::warn!("workspace checkpoint task failed: {err}"),
     }
 }
 

@@ -143,6 +143,8 @@ crate::request_table! {
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
         /// Creates or edits a thread's goal; an active goal keeps the thread working (Codex 0.169).
         ThreadGoalSet("thread/goal/set", ThreadGoalSetParams) -> ThreadGoalSetResponse,
+        /// Drops a turn and every later one, optionally restoring the files (Codex 0.169).
+        ThreadRevert("thread/revert", ThreadRevertParams) -> ThreadRevertResponse,
         /// Adds items to a thread's model history, unseen by clients (Codex 0.169).
         ThreadInjectItems("thread/inject_items", ThreadInjectItemsParams) -> EmptyResponse,
         /// Runs the user's own command in a thread, under its sandbox (Codex 0.169).
@@ -182,6 +184,8 @@ crate::notification_table! {
         ThreadDeleted("thread/deleted", ThreadIdNotification),
         /// A thread's goal was set or changed, or its usage grew (Codex 0.169).
         ThreadGoalUpdated("thread/goal/updated", ThreadGoalUpdatedNotification),
+        /// A thread's latest turns were dropped by `thread/revert` (Codex 0.169).
+        ThreadReverted("thread/reverted", ThreadIdNotification),
         /// A thread's goal was removed (Codex 0.169).
         ThreadGoalCleared("thread/goal/cleared", ThreadIdNotification),
         /// A thread was unloaded.

@@ -268,6 +268,7 @@ impl super::ServerNotification {
             | N::ThreadUnarchived(n)
             | N::ThreadDeleted(n)
             | N::ThreadGoalCleared(n)
+            | N::ThreadReverted(n)
             | N::ThreadClosed(n) => &n.thread_id,
             N::ThreadGoalUpdated(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,

@@ -8,6 +8,7 @@ mod compaction;
 mod dynamic_tools;
 mod goals;
 mod protocol;
+mod revert;
 pub(crate) mod review;
 mod settings;
 mod shell_command;
