@@ -59,6 +59,8 @@ enum Command {
     Unarchive(sessions::SessionArg),
     /// Delete a recorded session (live or archived) by id or thread name, for good.
     Delete(sessions::SessionArg),
+    /// Drop a session's latest turns; with --files, restore the files they changed.
+    Revert(sessions::RevertArgs),
     /// Apply the file changes of a session's last turn to this directory with `git apply`.
     Apply(sessions::ApplyArgs),
     /// Manage the MCP servers in config.toml.
@@ -112,6 +114,7 @@ fn main() -> ExitCode {
             Command::Unarchive(args) => sessions::unarchive(args).await,
             Command::Delete(args) => sessions::delete(args).await,
             Command::Apply(args) => sessions::apply(args).await,
+            Command::Revert(args) => sessions::revert(args).await,
             Command::Mcp(command) => mcp_config::run(command).await,
             Command::Features(command) => features::run(command).await,
             Command::Completion { shell } => {

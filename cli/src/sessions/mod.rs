@@ -4,6 +4,7 @@
 
 mod apply;
 pub mod lookup;
+mod revert;
 
 use std::process::ExitCode;
 
@@ -16,6 +17,7 @@ use keel_protocol::app_server::{
 };
 
 pub use apply::{ApplyArgs, apply};
+pub use revert::{RevertArgs, revert};
 
 /// Arguments of `keel sessions`.
 #[derive(Debug, Args)]

@@ -18,7 +18,7 @@ use super::exec::{Output, keel_exec};
 const WAIT: Duration = Duration::from_secs(60);
 
 /// Runs `keel ARGS` in `cwd` with `KEEL_HOME=home`.
-async fn keel(home: &Path, cwd: &Path, args: &[&str]) -> anyhow::Result<Output> {
+pub(crate) async fn keel(home: &Path, cwd: &Path, args: &[&str]) -> anyhow::Result<Output> {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
         .args(args)
         .current_dir(cwd)
@@ -40,7 +40,7 @@ async fn keel(home: &Path, cwd: &Path, args: &[&str]) -> anyhow::Result<Output> 
 }
 
 /// Runs one `keel exec --json` and returns its thread id.
-async fn session(home: &Path, ws: &Path, prompt: &str) -> anyhow::Result<String> {
+pub(crate) async fn session(home: &Path, ws: &Path, prompt: &str) -> anyhow::Result<String> {
     let out = keel_exec(home, ws, &["--json", prompt], None).await?;
     anyhow::ensure!(out.code == Some(0), "{}", out.stderr);
     let first: serde_json::Value =
