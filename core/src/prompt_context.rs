@@ -18,6 +18,13 @@ pub(crate) const BASE_INSTRUCTIONS: &str = include_str!("base_instructions.md");
 /// starts).
 pub const BASE_INSTRUCTIONS_VERSION: u32 = 2;
 
+/// What the model is told in plan mode when the client gives no wording of its own.
+const PLAN_MODE_INSTRUCTIONS: &str = "<collaboration_mode>Plan</collaboration_mode>\n\
+You are in Plan mode. Explore the code and ask what you need to know, then propose a plan: \
+the steps, the files each one touches, and how to check the result. Change nothing: \
+commands run read-only in this mode and there is no patch tool. The user will switch \
+back to the default mode to carry the plan out.";
+
 /// The prompt for the next request of a turn, offering `tools` (definitions from the
 /// request's tool registry; none for a compaction).
 pub(crate) fn build_prompt(
@@ -44,6 +51,13 @@ pub(crate) fn build_prompt(
     });
     if let Some(developer) = &context.developer_instructions {
         input.push(ResponseItem::developer_text(developer.clone()));
+    }
+    if let Some(plan) = &context.plan_mode {
+        let text = plan
+            .instructions
+            .clone()
+            .unwrap_or_else(|| PLAN_MODE_INSTRUCTIONS.to_string());
+        input.push(ResponseItem::developer_text(text));
     }
     if let Some(docs) = &context.user_instructions {
         input.push(ResponseItem::user_text(format!(

@@ -74,6 +74,18 @@ pub(crate) struct TurnContext {
     pub request_user_input_tool: bool,
     /// Offer the goal tools.
     pub goal_tools: bool,
+    /// Plan mode: commands run read-only, `apply_patch` is not offered, and the mode's
+    /// instructions lead each request.
+    pub plan_mode: Option<PlanMode>,
+}
+
+/// What plan mode keeps while it lasts.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PlanMode {
+    /// The client's wording of the mode, if it gave one.
+    pub instructions: Option<String>,
+    /// The sandbox to go back to when plan mode ends.
+    pub sandbox_after: SandboxPolicy,
 }
 
 impl TurnContext {

@@ -57,6 +57,15 @@ pub(crate) async fn update(
         params.sandbox_policy,
         params.permissions.as_deref(),
     )?;
+    let mode_op = params
+        .collaboration_mode
+        .as_ref()
+        .map(|mode| mode.to_op())
+        .transpose()
+        .map_err(|message| AppServerError::InvalidParams {
+            method: METHOD.into(),
+            message,
+        })?;
     let mode_settings = params.collaboration_mode.map(|mode| mode.settings);
     let change = SettingsChange {
         cwd: params.cwd,
@@ -72,6 +81,9 @@ pub(crate) async fn update(
     };
     let (settings, changed) = thread.change_settings(&change);
     if let Some(op) = changed.then(|| change.to_op()).flatten() {
+        thread.conversation.submit(op).await?;
+    }
+    if let Some(op) = mode_op {
         thread.conversation.submit(op).await?;
     }
     thread.broadcast_settings(settings).await;

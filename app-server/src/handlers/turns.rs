@@ -95,6 +95,15 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     let output_schema = params
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
+    let mode = params
+        .collaboration_mode
+        .as_ref()
+        .map(|mode| mode.to_op())
+        .transpose()
+        .map_err(|message| AppServerError::InvalidParams {
+            method: "turn/start".into(),
+            message,
+        })?;
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
     let response = TurnStartResponse {
         turn: Turn {
@@ -108,7 +117,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     Reply::then(&response, async move {
         let mut claim = claim;
         let submit = async {
-            for op in [overrides, output_schema].into_iter().flatten() {
+            for op in [overrides, mode, output_schema].into_iter().flatten() {
                 conversation.submit(op).await?;
             }
             conversation

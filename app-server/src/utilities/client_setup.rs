@@ -78,11 +78,19 @@ pub(crate) fn experimental_features(state: &AppState) -> Result<ExperimentalFeat
 /// `collaborationMode/list`: the default mode only.
 pub(crate) fn collaboration_modes() -> CollaborationModeListResponse {
     CollaborationModeListResponse {
-        data: vec![CollaborationModeMask {
-            name: "Default".to_string(),
-            mode: "default".to_string(),
-            model: None,
-            reasoning_effort: None,
-        }],
+        data: vec![
+            CollaborationModeMask {
+                name: "Plan".to_string(),
+                mode: "plan".to_string(),
+                model: None,
+                reasoning_effort: Some(keel_protocol::ReasoningEffort::Medium),
+            },
+            CollaborationModeMask {
+                name: "Default".to_string(),
+                mode: "default".to_string(),
+                model: None,
+                reasoning_effort: None,
+            },
+        ],
     }
 }

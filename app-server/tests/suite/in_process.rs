@@ -57,6 +57,7 @@ async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
             model: None,
             effort: None,
             output_schema: None,
+            collaboration_mode: None,
         })
         .await?;
     loop {
@@ -126,6 +127,7 @@ async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::R
             model: None,
             effort: None,
             output_schema: None,
+            collaboration_mode: None,
         })
         .await?;
     if tokio::time::timeout(std::time::Duration::from_secs(20), opened_rx)
@@ -173,6 +175,7 @@ async fn a_consumer_that_stops_reading_still_gets_every_completion() -> anyhow::
             model: None,
             effort: None,
             output_schema: None,
+            collaboration_mode: None,
         })
         .await?;
     // Not reading events: requests still work, and say when the turn is over.

@@ -100,6 +100,7 @@ pub async fn drive(
                     model: None,
                     effort: None,
                     output_schema: request.output_schema,
+                    collaboration_mode: None,
                 })
                 .await?
                 .turn

@@ -24,6 +24,30 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
             }
             Op::ContinueGoal => super::goal_turns::continue_goal(&session, id),
             Op::InjectItems { items } => inject_items(&session, items).await,
+            Op::SetCollaborationMode {
+                mode,
+                developer_instructions,
+            } => {
+                let mut context: TurnContext = (*session.turn_context()).clone();
+                match (mode, context.plan_mode.take()) {
+                    (keel_protocol::CollaborationModeKind::Plan, current) => {
+                        let sandbox_after = match current {
+                            Some(plan) => plan.sandbox_after,
+                            None => context.sandbox_policy.clone(),
+                        };
+                        context.sandbox_policy = keel_protocol::SandboxPolicy::ReadOnly;
+                        context.plan_mode = Some(crate::turn_context::PlanMode {
+                            instructions: developer_instructions,
+                            sandbox_after,
+                        });
+                    }
+                    (keel_protocol::CollaborationModeKind::Default, Some(plan)) => {
+                        context.sandbox_policy = plan.sandbox_after;
+                    }
+                    (keel_protocol::CollaborationModeKind::Default, None) => {}
+                }
+                session.set_turn_context(context);
+            }
             Op::RunUserShellCommand {
                 command,
                 timeout_ms,
@@ -39,7 +63,10 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                 let mut context = (*session.turn_context()).clone();
                 context.cwd = cwd;
                 context.approval_policy = approval_policy;
-                context.sandbox_policy = sandbox_policy;
+                match context.plan_mode.as_mut() {
+                    Some(plan) => plan.sandbox_after = sandbox_policy,
+                    None => context.sandbox_policy = sandbox_policy,
+                }
                 context.client = context.client.with_model(model, effort);
                 session.set_turn_context(context);
                 start_or_join_turn(&session, id, items);
@@ -59,7 +86,11 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
                     context.approval_policy = policy;
                 }
                 if let Some(policy) = sandbox_policy {
-                    context.sandbox_policy = policy;
+                    // In plan mode the new sandbox applies once the mode ends.
+                    match context.plan_mode.as_mut() {
+                        Some(plan) => plan.sandbox_after = policy,
+                        None => context.sandbox_policy = policy,
+                    }
                 }
                 if model.is_some() || effort.is_some() {
                     let model = model.unwrap_or_else(|| context.client.settings().model.clone());

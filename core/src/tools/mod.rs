@@ -112,11 +112,14 @@ pub(crate) fn registry_for(
     }
     let freeform = settings.wire_api == WireApi::Responses
         && crate::model_family::family(&settings.model).freeform_apply_patch;
-    add(
-        &mut builder,
-        Arc::new(patch::ApplyPatchTool { freeform }),
-        true,
-    );
+    // Plan mode changes nothing: no patch tool at all (a call to it is answered as unknown).
+    if context.plan_mode.is_none() {
+        add(
+            &mut builder,
+            Arc::new(patch::ApplyPatchTool { freeform }),
+            true,
+        );
+    }
     if context.update_plan_tool {
         add(&mut builder, Arc::new(plan::UpdatePlanTool), true);
     }

@@ -45,7 +45,7 @@ pub struct ThreadSettingsUpdateParams {
     /// New reasoning effort.
     #[serde(default)]
     pub effort: Option<ReasoningEffort>,
-    /// The collaboration mode (Keel has only the default one; its model and effort apply).
+    /// The collaboration mode (`default` or `plan`); its model and effort apply.
     #[serde(default)]
     pub collaboration_mode: Option<CollaborationMode>,
 }
@@ -53,7 +53,7 @@ pub struct ThreadSettingsUpdateParams {
 /// A collaboration mode and the settings it carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CollaborationMode {
-    /// The mode's id (`default`).
+    /// The mode's id: `default`, or `plan` (explore read-only and propose a plan).
     pub mode: String,
     /// Its settings.
     pub settings: CollaborationModeSettings,
@@ -67,7 +67,7 @@ pub struct CollaborationModeSettings {
     /// The reasoning effort.
     #[serde(default)]
     pub reasoning_effort: Option<ReasoningEffort>,
-    /// Instructions the mode adds (none in Keel).
+    /// Instructions the mode adds (the client's wording; Keel has its own for `plan`).
     #[serde(default)]
     pub developer_instructions: Option<String>,
 }
@@ -345,4 +345,23 @@ pub struct ThreadRevertResponse {
     /// (with `restoreFiles`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restored_files: Vec<std::path::PathBuf>,
+}
+
+impl CollaborationMode {
+    /// The engine's operation for this mode; an unknown mode is an error naming it.
+    pub fn to_op(&self) -> Result<crate::Op, String> {
+        let mode = match self.mode.as_str() {
+            "default" => crate::CollaborationModeKind::Default,
+            "plan" => crate::CollaborationModeKind::Plan,
+            other => {
+                return Err(format!(
+                    "unknown collaboration mode `{other}`; Keel has `default` and `plan`"
+                ));
+            }
+        };
+        Ok(crate::Op::SetCollaborationMode {
+            mode,
+            developer_instructions: self.settings.developer_instructions.clone(),
+        })
+    }
 }

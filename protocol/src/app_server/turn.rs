@@ -81,6 +81,10 @@ pub struct TurnStartParams {
     /// response format; Codex clients use it for thread titles).
     #[serde(default)]
     pub output_schema: Option<serde_json::Value>,
+    /// The collaboration mode from this turn on (`default` or `plan`; Codex 0.169,
+    /// experimental).
+    #[serde(default)]
+    pub collaboration_mode: Option<super::CollaborationMode>,
 }
 
 /// Result of `turn/start`.

@@ -31,7 +31,10 @@ pub use mcp_events::*;
 pub use op::{Op, Submission};
 pub use parsed_command::ParsedCommand;
 pub use plan::{PlanItem, StepStatus, UpdatePlanArgs};
-pub use policy::{AskForApproval, ReasoningEffort, ReviewDecision, SandboxMode, SandboxPolicy};
+pub use policy::{
+    AskForApproval, CollaborationModeKind, ReasoningEffort, ReviewDecision, SandboxMode,
+    SandboxPolicy,
+};
 pub use program_tools::{ToolCallBeginEvent, ToolCallEndEvent};
 pub use rate_limits::{RateLimitSnapshot, RateLimitWindow};
 pub use review::*;

@@ -148,6 +148,16 @@ pub enum Op {
     },
     /// Starts a turn toward the active goal when no turn runs (after a resume, say).
     ContinueGoal,
+    /// Switches the collaboration mode from the next turn on. In `plan` mode the model
+    /// explores and plans: commands run read-only whatever the sandbox, and `apply_patch` is
+    /// not offered; the mode's instructions (the client's, or Keel's) lead each request.
+    SetCollaborationMode {
+        /// The mode.
+        mode: super::CollaborationModeKind,
+        /// Instructions that come with it (a client's own wording of the mode).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        developer_instructions: Option<String>,
+    },
     /// Adds items to the history the model sees (Responses API items: messages, function
     /// calls and their outputs), as they are; with the next request of the running turn, or
     /// before the next turn. Nothing is shown to clients.

@@ -113,3 +113,14 @@ pub enum ReasoningEffort {
     /// The most the model offers.
     Xhigh,
 }
+
+/// How the agent works with the user: doing the task, or only planning it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollaborationModeKind {
+    /// Do the task.
+    #[default]
+    Default,
+    /// Explore read-only and propose a plan; change nothing.
+    Plan,
+}
