@@ -100,8 +100,8 @@ pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,
     InMemoryRolloutStore, LoadedRollout, RolloutItem, RolloutRecorder, RolloutSink, RolloutStore,
     SESSIONS_DIR, SessionMeta, TranscriptEntry, archive_rollout, delete_rollout, find_rollout_path,
-    list_conversations, list_conversations_in, load_rollout, read_transcript, summarise,
-    unarchive_rollout,
+    first_message_match, list_conversations, list_conversations_in, load_rollout, read_transcript,
+    summarise, unarchive_rollout,
 };
 pub use tls::install_tls_provider;
 pub use tools::{

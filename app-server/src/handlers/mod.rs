@@ -88,6 +88,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadFork(p) => threads::fork(state, p, outgoing).await,
         ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),
         ClientRequest::ThreadList(p) => Reply::now(&threads::list(state, p).await?),
+        ClientRequest::ThreadSearch(p) => Reply::now(&threads::search(state, p).await?),
         ClientRequest::ThreadLoadedList(p) => Reply::now(&threads::loaded_list(state, p).await?),
         ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
         ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,

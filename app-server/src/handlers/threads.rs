@@ -14,10 +14,10 @@ use keel_protocol::app_server::{
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
     ThreadListParams, ThreadListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
     ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse, ThreadResumeParams,
-    ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
-    ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
-    ThreadUnsubscribeStatus, TurnItemsView,
+    ThreadRollbackParams, ThreadSearchParams, ThreadSearchResponse, ThreadSearchResult,
+    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
+    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, TurnItemsView,
 };
 
 use super::Reply;
@@ -421,6 +421,80 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         }
     }
     Ok(ThreadListResponse { data, next_cursor })
+}
+
+/// `thread/search`: threads with a turn whose user or assistant messages, or name, contain
+/// the term (case-insensitive), newest first; each with a snippet of its first match. Reads
+/// the rollouts one by one (no index yet), stopping at each file's first match.
+pub(crate) async fn search(
+    state: &AppState,
+    params: ThreadSearchParams,
+) -> Result<ThreadSearchResponse> {
+    let term = params.search_term.trim().to_lowercase();
+    if term.is_empty() {
+        return Err(AppServerError::InvalidParams {
+            method: "thread/search".into(),
+            message: "`searchTerm` must not be empty".into(),
+        });
+    }
+    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
+    let dir = if params.archived.unwrap_or(false) {
+        ARCHIVED_SESSIONS_DIR
+    } else {
+        SESSIONS_DIR
+    };
+    let root = state.keel_home().join(dir);
+    let mut data = Vec::new();
+    let mut cursor = params.cursor.clone();
+    let mut next_cursor = None;
+    'pages: loop {
+        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+        for summary in &page.items {
+            if data.len() == limit {
+                next_cursor = data
+                    .last()
+                    .and_then(|r: &ThreadSearchResult| r.thread.path.as_ref())
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned());
+                break 'pages;
+            }
+            if !summary.has_turns {
+                continue;
+            }
+            let path = summary.path.clone();
+            let needle = term.clone();
+            let found =
+                tokio::task::spawn_blocking(move || keel_core::first_message_match(&path, &needle))
+                    .await
+                    .map_err(|err| AppServerError::Internal(format!("searching: {err}")))?;
+            let snippet = found.or_else(|| {
+                summary
+                    .name
+                    .as_ref()
+                    .filter(|name| name.to_lowercase().contains(&term))
+                    .cloned()
+            });
+            if let Some(snippet) = snippet {
+                let status = match state.loaded(summary.id).await {
+                    Some(thread) => thread.status(),
+                    None => ThreadStatus::NotLoaded,
+                };
+                data.push(ThreadSearchResult {
+                    thread: summary_thread(summary, status, Vec::new()),
+                    snippet,
+                });
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(ThreadSearchResponse {
+        data,
+        next_cursor,
+        backwards_cursor: None,
+    })
 }
 
 /// `thread/loaded/list`.

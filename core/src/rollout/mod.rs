@@ -9,6 +9,7 @@ mod list;
 mod reader;
 mod reader_thread;
 mod recorder;
+mod search;
 mod store;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
@@ -16,6 +17,7 @@ pub use list::{
     ConversationSummary, ConversationsPage, find_rollout_path, list_conversations,
     list_conversations_in, summarise,
 };
+pub use search::first_message_match;
 
 /// Where live rollout files are kept, under the Keel home.
 pub const SESSIONS_DIR: &str = "sessions";

@@ -414,3 +414,44 @@ pub struct ThreadTurnsListResponse {
     #[serde(default)]
     pub backwards_cursor: Option<String>,
 }
+
+/// Params of `thread/search`: threads whose messages mention a text (Codex 0.169,
+/// experimental).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSearchParams {
+    /// The text to find (case-insensitive).
+    pub search_term: String,
+    /// Where to resume (the previous page's `nextCursor`).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Results per page (default 25, at most 200).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Search archived threads instead.
+    #[serde(default)]
+    pub archived: Option<bool>,
+}
+
+/// One thread `thread/search` found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSearchResult {
+    /// The thread.
+    pub thread: Thread,
+    /// The first matching message (or the name), cut around the match.
+    pub snippet: String,
+}
+
+/// Result of `thread/search`, newest thread first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSearchResponse {
+    /// One result per matching thread.
+    pub data: Vec<ThreadSearchResult>,
+    /// Pass as `cursor` for the next page; `null` at the end.
+    pub next_cursor: Option<String>,
+    /// Codex's cursor back (Keel pages forward only: always `null`).
+    #[serde(default)]
+    pub backwards_cursor: Option<String>,
+}

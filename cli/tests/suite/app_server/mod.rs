@@ -11,6 +11,7 @@ mod plan_mode;
 mod protocol;
 mod revert;
 pub(crate) mod review;
+mod search;
 mod settings;
 mod shell_command;
 mod side_conversations;
