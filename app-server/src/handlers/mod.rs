@@ -121,6 +121,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),
         ClientRequest::ConfigRead(p) => Reply::now(&utilities::config_read(state, p)?),
         ClientRequest::ThreadTurnsList(p) => Reply::now(&threads::turns_list(state, p).await?),
+        ClientRequest::ThreadItemsList(p) => Reply::now(&threads::items_list(state, p).await?),
         ClientRequest::AccountRead(_) => Reply::now(&utilities::account_read(state)?),
         ClientRequest::AccountBedrockCheckGovCloudRequirements(_) => {
             Reply::now(&utilities::check_gov_cloud())

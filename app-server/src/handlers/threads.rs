@@ -12,12 +12,14 @@ use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
     EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
-    ThreadListParams, ThreadListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
-    ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse, ThreadResumeParams,
-    ThreadRollbackParams, ThreadSearchParams, ThreadSearchResponse, ThreadSearchResult,
-    ThreadSetNameParams, ThreadStartParams, ThreadStartResponse, ThreadStartedNotification,
-    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnsListParams, ThreadTurnsListResponse,
-    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, TurnItemsView,
+    ThreadItemEntry, ThreadItemsListAnchor, ThreadItemsListCursor, ThreadItemsListParams,
+    ThreadItemsListResponse, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse,
+    ThreadResumeParams, ThreadRollbackParams, ThreadSearchParams, ThreadSearchResponse,
+    ThreadSearchResult, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
+    ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
+    ThreadUnsubscribeStatus, TurnItemsView,
 };
 
 use super::Reply;
@@ -352,6 +354,74 @@ pub(crate) async fn turns_list(
     }
     let end = skip.saturating_add(page.len());
     Ok(ThreadTurnsListResponse {
+        data: page,
+        next_cursor: (end < total).then(|| end.to_string()),
+        backwards_cursor: (skip > 0).then(|| skip.saturating_sub(limit).to_string()),
+    })
+}
+
+/// `thread/items/list`: the thread's items in turn order (or one turn's), `limit` at a time;
+/// cursors are item offsets, or an item of `turnId` to start just past.
+pub(crate) async fn items_list(
+    state: &AppState,
+    params: ThreadItemsListParams,
+) -> Result<ThreadItemsListResponse> {
+    let invalid = |message: String| AppServerError::InvalidParams {
+        method: "thread/items/list".to_string(),
+        message,
+    };
+    if params.limit == Some(0) {
+        return Err(invalid("`limit` must be at least 1".to_string()));
+    }
+    let thread = read(
+        state,
+        ThreadReadParams {
+            thread_id: params.thread_id,
+            include_turns: true,
+        },
+    )
+    .await?
+    .thread;
+    let mut entries: Vec<ThreadItemEntry> = thread
+        .turns
+        .into_iter()
+        .filter(|turn| params.turn_id.as_ref().is_none_or(|id| *id == turn.id))
+        .flat_map(|turn| {
+            let turn_id = turn.id;
+            turn.items.into_iter().map(move |item| ThreadItemEntry {
+                turn_id: turn_id.clone(),
+                item,
+                started_at_ms: None,
+                completed_at_ms: None,
+            })
+        })
+        .collect();
+    if params.sort_direction == Some(SortDirection::Desc) {
+        entries.reverse();
+    }
+    let skip = match &params.cursor {
+        None => 0,
+        Some(ThreadItemsListCursor::Cursor(cursor)) => cursor.parse::<usize>().map_err(|_| {
+            invalid(format!(
+                "`cursor` {cursor:?} is not a cursor this server returned"
+            ))
+        })?,
+        Some(ThreadItemsListCursor::Anchor(ThreadItemsListAnchor::Item { item_id })) => {
+            if params.turn_id.is_none() {
+                return Err(invalid("an item cursor needs `turnId`".to_string()));
+            }
+            entries
+                .iter()
+                .position(|entry| entry.item.id() == item_id)
+                .map(|at| at + 1)
+                .ok_or_else(|| invalid(format!("item {item_id} is not in that turn")))?
+        }
+    };
+    let total = entries.len();
+    let limit = params.limit.map_or(usize::MAX, |limit| limit as usize);
+    let page: Vec<ThreadItemEntry> = entries.into_iter().skip(skip).take(limit).collect();
+    let end = skip.saturating_add(page.len());
+    Ok(ThreadItemsListResponse {
         data: page,
         next_cursor: (end < total).then(|| end.to_string()),
         backwards_cursor: (skip > 0).then(|| skip.saturating_sub(limit).to_string()),

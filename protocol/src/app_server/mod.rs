@@ -143,6 +143,8 @@ crate::request_table! {
         ThreadGoalGet("thread/goal/get", ThreadGoalGetParams) -> ThreadGoalGetResponse,
         /// Creates or edits a thread's goal; an active goal keeps the thread working (Codex 0.169).
         ThreadGoalSet("thread/goal/set", ThreadGoalSetParams) -> ThreadGoalSetResponse,
+        /// A thread's items, a page at a time (Codex 0.169).
+        ThreadItemsList("thread/items/list", ThreadItemsListParams) -> ThreadItemsListResponse,
         /// Threads whose messages or name mention a text (Codex 0.169, experimental).
         ThreadSearch("thread/search", ThreadSearchParams) -> ThreadSearchResponse,
         /// Drops a turn and every later one, optionally restoring the files (Codex 0.169).

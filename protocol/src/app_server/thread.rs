@@ -455,3 +455,79 @@ pub struct ThreadSearchResponse {
     #[serde(default)]
     pub backwards_cursor: Option<String>,
 }
+
+/// Where a page of `thread/items/list` starts: the `nextCursor` of the previous page, or
+/// (with `turnId`) just past an item of that turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ThreadItemsListCursor {
+    /// A cursor this server returned.
+    Cursor(String),
+    /// Just past this item (exclusive), in the direction of the listing.
+    Anchor(ThreadItemsListAnchor),
+}
+
+/// An item position in `thread/items/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ThreadItemsListAnchor {
+    /// The item with this id.
+    #[serde(rename_all = "camelCase")]
+    Item {
+        /// The item.
+        item_id: String,
+    },
+}
+
+/// Params of `thread/items/list` (Codex 0.169): a thread's items, a page at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadItemsListParams {
+    /// The thread.
+    pub thread_id: String,
+    /// Only this turn's items.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Where to start.
+    #[serde(default)]
+    pub cursor: Option<ThreadItemsListCursor>,
+    /// Page size (default: every item).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// Oldest first unless `desc`.
+    #[serde(default)]
+    pub sort_direction: Option<SortDirection>,
+    /// Codex can leave command output out for later; Keel always sends whole items.
+    #[serde(default)]
+    pub defer_output: Option<serde_json::Value>,
+}
+
+/// One item with the turn it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadItemEntry {
+    /// The turn.
+    pub turn_id: String,
+    /// The item.
+    pub item: super::ThreadItem,
+    /// When it started (Unix ms); Keel does not record item times: `null`.
+    #[serde(default)]
+    pub started_at_ms: Option<i64>,
+    /// When it completed (Unix ms); `null` in Keel.
+    #[serde(default)]
+    pub completed_at_ms: Option<i64>,
+}
+
+/// Result of `thread/items/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadItemsListResponse {
+    /// The page.
+    pub data: Vec<ThreadItemEntry>,
+    /// Where the next page starts, if there is one.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+    /// Where the page before this one starts, if there is one.
+    #[serde(default)]
+    pub backwards_cursor: Option<String>,
+}

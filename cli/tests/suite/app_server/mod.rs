@@ -7,6 +7,7 @@ pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
 mod goals;
+mod items_list;
 mod plan_mode;
 mod protocol;
 mod revert;
