@@ -77,7 +77,8 @@ async fn the_tui_start_up_methods_answer() -> anyhow::Result<()> {
         json!({"marketplaces": [], "featuredPluginIds": [], "marketplaceLoadErrors": []})
     );
     let modes = server.request("collaborationMode/list", json!({})).await?;
-    assert_eq!(modes["data"][0]["mode"], "default");
+    assert_eq!(modes["data"][0]["mode"], "plan");
+    assert_eq!(modes["data"][1]["mode"], "default");
     let config = server
         .request("config/read", json!({"includeLayers": true, "cwd": "."}))
         .await?;
