@@ -66,8 +66,13 @@ pub(crate) async fn update(
             method: METHOD.into(),
             message,
         })?;
+    let mode_name = params
+        .collaboration_mode
+        .as_ref()
+        .map(|mode| mode.mode.clone());
     let mode_settings = params.collaboration_mode.map(|mode| mode.settings);
     let change = SettingsChange {
+        collaboration_mode: mode_name,
         cwd: params.cwd,
         approval_policy: params.approval_policy,
         sandbox,

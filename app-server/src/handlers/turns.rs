@@ -59,6 +59,16 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     check_local_images(&params.input, "turn/start")?;
+    // Checked before the turn is claimed or any setting changes.
+    let mode = params
+        .collaboration_mode
+        .as_ref()
+        .map(|mode| mode.to_op())
+        .transpose()
+        .map_err(|message| AppServerError::InvalidParams {
+            method: "turn/start".into(),
+            message,
+        })?;
     // Resolved before the turn is claimed: a bad profile must not leave the thread claimed.
     let (sandbox, permission_profile) = super::settings::requested_sandbox(
         state,
@@ -79,6 +89,10 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         turn_id: Some(turn_id.clone()),
     };
     let change = SettingsChange {
+        collaboration_mode: params
+            .collaboration_mode
+            .as_ref()
+            .map(|mode| mode.mode.clone()),
         cwd: params.cwd.clone(),
         approval_policy: params.approval_policy,
         sandbox,
@@ -95,15 +109,6 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     let output_schema = params
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
-    let mode = params
-        .collaboration_mode
-        .as_ref()
-        .map(|mode| mode.to_op())
-        .transpose()
-        .map_err(|message| AppServerError::InvalidParams {
-            method: "turn/start".into(),
-            message,
-        })?;
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
     let response = TurnStartResponse {
         turn: Turn {

@@ -106,6 +106,7 @@ impl LoadedThread {
             id,
             conversation,
             settings: Mutex::new(CurrentSettings {
+                collaboration_mode: "default".to_string(),
                 settings,
                 permission_profile: None,
             }),

@@ -21,6 +21,9 @@ pub(crate) struct SettingsChange {
     pub permission_profile: Option<String>,
     pub model: Option<String>,
     pub effort: Option<ReasoningEffort>,
+    /// The collaboration mode (`default` or `plan`), already checked; the engine hears of
+    /// it through its own operation.
+    pub collaboration_mode: Option<String>,
 }
 
 impl SettingsChange {
@@ -50,12 +53,21 @@ impl SettingsChange {
 pub(crate) struct CurrentSettings {
     pub settings: ThreadSettings,
     pub permission_profile: Option<String>,
+    /// The collaboration mode (`default` or `plan`).
+    pub collaboration_mode: String,
 }
 
 impl CurrentSettings {
     /// Applies `change`; `true` if anything is now different.
     pub(crate) fn apply(&mut self, change: &SettingsChange) -> bool {
-        let before = (self.settings.clone(), self.permission_profile.clone());
+        let before = (
+            self.settings.clone(),
+            self.permission_profile.clone(),
+            self.collaboration_mode.clone(),
+        );
+        if let Some(mode) = &change.collaboration_mode {
+            self.collaboration_mode.clone_from(mode);
+        }
         let settings = &mut self.settings;
         if let Some(cwd) = &change.cwd {
             settings.cwd = cwd.clone();
@@ -73,7 +85,12 @@ impl CurrentSettings {
         if let Some(effort) = change.effort {
             settings.reasoning_effort = Some(effort);
         }
-        before != (self.settings.clone(), self.permission_profile.clone())
+        before
+            != (
+                self.settings.clone(),
+                self.permission_profile.clone(),
+                self.collaboration_mode.clone(),
+            )
     }
 
     /// The settings in the shape of `thread/settings/updated`.
@@ -94,7 +111,7 @@ impl CurrentSettings {
             model_provider: settings.model_provider.clone(),
             effort: settings.reasoning_effort,
             collaboration_mode: CollaborationMode {
-                mode: "default".into(),
+                mode: self.collaboration_mode.clone(),
                 settings: CollaborationModeSettings {
                     model: settings.model.clone(),
                     reasoning_effort: settings.reasoning_effort,

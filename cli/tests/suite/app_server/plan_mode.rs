@@ -42,6 +42,12 @@ async fn plan_mode_changes_nothing_and_default_mode_does() -> anyhow::Result<()>
         )
         .await?;
     let turn_id = turn["turn"]["id"].as_str().unwrap_or_default().to_string();
+    // The thread's reported settings follow the mode.
+    let updated = server.read_notification("thread/settings/updated").await?;
+    anyhow::ensure!(
+        updated.to_string().contains(r#""mode":"plan""#),
+        "{updated}"
+    );
     server.read_turn_completed(&turn_id).await?;
     anyhow::ensure!(
         !world.ws_file("plan.txt").exists(),
