@@ -127,7 +127,11 @@ pub(crate) async fn serve(
                     initialized.store(result.is_ok(), Ordering::SeqCst);
                     result
                 };
+                let first = result.is_ok();
                 outgoing.respond(request.id, result).await;
+                if first {
+                    config_warnings(&state, &outgoing).await;
+                }
             }
             JsonRpcMessage::Request(request) if !initialized.load(Ordering::SeqCst) => {
                 outgoing
@@ -174,6 +178,32 @@ pub(crate) async fn serve(
     }
     processor.abort();
     state.disconnect(outgoing.id()).await;
+}
+
+/// After the handshake: each warning of the server's configuration as a `configWarning`
+/// (a configuration that does not load at all is reported by the requests that need it).
+async fn config_warnings(state: &AppState, outgoing: &Outgoing) {
+    let Ok(config) = state.resolve_config(&Default::default()) else {
+        return;
+    };
+    for warning in &config.warnings {
+        let path = match &warning.origin {
+            keel_core::config::ConfigOrigin::File(path) => Some(path.display().to_string()),
+            _ => None,
+        };
+        let notification = keel_protocol::app_server::ConfigWarningNotification {
+            summary: warning.to_string(),
+            details: warning
+                .suggestion
+                .as_ref()
+                .map(|key| format!("did you mean `{key}`?")),
+            path,
+            range: None,
+        };
+        outgoing
+            .notify(keel_protocol::app_server::ServerNotification::ConfigWarning(notification))
+            .await;
+    }
 }
 
 fn initialize(

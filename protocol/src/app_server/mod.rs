@@ -188,6 +188,8 @@ crate::notification_table! {
         ThreadDeleted("thread/deleted", ThreadIdNotification),
         /// A thread's goal was set or changed, or its usage grew (Codex 0.169).
         ThreadGoalUpdated("thread/goal/updated", ThreadGoalUpdatedNotification),
+        /// The loaded configuration has something to fix (Codex 0.169).
+        ConfigWarning("configWarning", ConfigWarningNotification),
         /// A thread's latest turns were dropped by `thread/revert` (Codex 0.169).
         ThreadReverted("thread/reverted", ThreadIdNotification),
         /// A thread's goal was removed (Codex 0.169).

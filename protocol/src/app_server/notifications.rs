@@ -256,6 +256,24 @@ pub struct ServerRequestResolvedNotification {
     pub request_id: RequestId,
 }
 
+/// `configWarning`: something in the configuration the server loaded deserves the user's
+/// attention (an unknown key, say); nothing failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigWarningNotification {
+    /// What is wrong, in one line.
+    pub summary: String,
+    /// More on it (the key Keel suggests instead, say).
+    #[serde(default)]
+    pub details: Option<String>,
+    /// The file it is in, when it is in a file.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Where in the file (Keel does not locate it: always `null`).
+    #[serde(default)]
+    pub range: Option<serde_json::Value>,
+}
+
 impl super::ServerNotification {
     /// The thread the notification is about, if it is about one (a client following several
     /// threads routes by it).
@@ -290,7 +308,10 @@ impl super::ServerNotification {
             N::HookStarted(n) | N::HookCompleted(n) => &n.thread_id,
             N::McpToolCallProgress(n) => &n.thread_id,
             N::McpServerStatusUpdated(n) => return n.thread_id.as_deref(),
-            N::CommandExecOutputDelta(_) | N::AccountRateLimitsUpdated(_) | N::SkillsChanged(_) => {
+            N::CommandExecOutputDelta(_)
+            | N::AccountRateLimitsUpdated(_)
+            | N::SkillsChanged(_)
+            | N::ConfigWarning(_) => {
                 return None;
             }
         })

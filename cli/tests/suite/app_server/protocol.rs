@@ -255,3 +255,31 @@ async fn requests_read_before_end_of_input_are_answered() -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_warnings_reach_the_client_after_the_handshake() -> anyhow::Result<()> {
+    let world = World::new(
+        keel_test_support::Script::new(Vec::<keel_test_support::Turn>::new()),
+        &[("modle", "gpt-typo".into())],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let warning = server.read_notification("configWarning").await?;
+    let params = &warning["params"];
+    assert!(
+        params["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("modle"),
+        "{warning}"
+    );
+    assert_eq!(params["details"], "did you mean `model`?", "{warning}");
+    assert!(
+        params["path"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("config.toml"),
+        "{warning}"
+    );
+    Ok(())
+}
