@@ -3,7 +3,7 @@ mod app_server;
 mod chat_streams;
 mod codex_sdk;
 mod codex_tui;
-mod codex_tui_review_and_goals;
+mod codex_tui_commands;
 mod compaction;
 mod context_window_discovery;
 mod doc_commands;

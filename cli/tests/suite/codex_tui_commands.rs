@@ -1,7 +1,8 @@
-//! The Codex 0.169 TUI's `/review` and `/goal` on `keel app-server`: the review preset
-//! picker, a review of the working tree and its report on screen (it used to end the TUI:
-//! `review/start` was unknown); a goal the model works on by itself until it marks it
-//! complete. Same requirements as `codex_tui.rs`.
+//! The Codex 0.169 TUI's `/review`, `/goal` and `!cmd` on `keel app-server`: the review
+//! preset picker, a review of the working tree and its report on screen (it used to end the
+//! TUI: `review/start` was unknown); a goal the model works on by itself until it marks it
+//! complete; the user's shell command, shown and then seen by the model. Same requirements
+//! as `codex_tui.rs`.
 
 use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, function_call};
 
@@ -112,6 +113,49 @@ async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Re
         "one goal turn of two requests: {}",
         requests.len()
     );
+    tui.quit().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()> {
+    let codex = codex_binary()?;
+    let mock = MockModelServer::builder()
+        .responder(|request: &CapturedRequest| {
+            let text = serde_json::to_string(request.input()).unwrap_or_default();
+            Some(Turn::new([assistant_message(
+                if text.contains("KEEL-USER-SHELL-OUTPUT") {
+                    "the model saw the command"
+                } else {
+                    "the model did not see it"
+                },
+            )]))
+        })
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut server = world
+        .builder()
+        .arg("--listen")
+        .arg("ws://127.0.0.1:0")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
+    tui.wait_for("Ask Codex to do anything").await?;
+    // `!` puts the composer in shell mode; the command follows.
+    tui.keys(&["!"])?;
+    tui.wait_for("Shell mode").await?;
+    tui.keys(&["-l", "echo KEEL-USER-SHELL-OUTPUT"])?;
+    tui.wait_for("! echo KEEL-USER-SHELL-OUTPUT").await?;
+    tui.keys(&["Enter"])?;
+    tui.wait_for("You ran").await?;
+    tui.wait_for("KEEL-USER-SHELL-OUTPUT").await?;
+    tui.type_line("what did I run?").await?;
+    tui.wait_for("the model saw the command").await?;
     tui.quit().await?;
     Ok(())
 }
