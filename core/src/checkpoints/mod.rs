@@ -32,6 +32,10 @@ pub enum RestoreError {
     /// Files too large to have been kept.
     #[error("files too large to have been kept cannot be restored: {}; nothing was restored", list(.0))]
     NotKept(Vec<PathBuf>),
+    /// Files whose place in the working directory now leads through a symbolic link (or is
+    /// not a plain relative path): writing there could land outside it.
+    #[error("files that would be written through a symbolic link cannot be restored: {}; nothing was restored", list(.0))]
+    ThroughLink(Vec<PathBuf>),
     /// Reading or writing failed.
     #[error("restoring files failed: {0}")]
     Io(String),
@@ -179,6 +183,14 @@ pub fn restore_before(dir: &Path, turns: &[String]) -> Result<Vec<PathBuf>, Rest
     if !not_kept.is_empty() {
         return Err(RestoreError::NotKept(not_kept));
     }
+    let linked: Vec<PathBuf> = changed
+        .keys()
+        .filter(|path| leads_through_link(&root, path))
+        .cloned()
+        .collect();
+    if !linked.is_empty() {
+        return Err(RestoreError::ThroughLink(linked));
+    }
     let mut restored = Vec::new();
     for (path, (before, _)) in changed {
         let target = root.join(&path);
@@ -195,6 +207,29 @@ pub fn restore_before(dir: &Path, turns: &[String]) -> Result<Vec<PathBuf>, Rest
     Ok(restored)
 }
 
+/// Whether writing `relative` under `root` could leave it: a component that is not a plain
+/// name, or a directory on the way that is now a link (or not a directory).
+fn leads_through_link(root: &Path, relative: &Path) -> bool {
+    if !relative
+        .components()
+        .all(|part| matches!(part, std::path::Component::Normal(_)))
+    {
+        return true;
+    }
+    let mut walked = root.to_path_buf();
+    let parents: Vec<_> = relative.components().collect();
+    for part in &parents[..parents.len().saturating_sub(1)] {
+        walked.push(part);
+        match std::fs::symlink_metadata(&walked) {
+            Ok(meta) if meta.file_type().is_symlink() || !meta.is_dir() => return true,
+            Ok(_) => {}
+            // Missing from here on: the restore creates real directories.
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// Writes a kept content back to `target` (replacing a link there, never following it).
 fn put_back(object: &Path, target: &Path) -> std::io::Result<()> {
     let bytes = std::fs::read(object)?;
@@ -205,4 +240,42 @@ fn put_back(object: &Path, target: &Path) -> std::io::Result<()> {
         std::fs::remove_file(target)?;
     }
     std::fs::write(target, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restore whose file lies under a directory someone replaced with a link to elsewhere
+    /// is refused: nothing is written outside the working directory.
+    #[test]
+    fn a_restore_never_writes_through_a_planted_link() -> std::io::Result<()> {
+        let home = tempfile::tempdir()?;
+        let root = tempfile::tempdir()?;
+        let outside = tempfile::tempdir()?;
+        std::fs::create_dir(root.path().join("sub"))?;
+        std::fs::write(root.path().join("sub/s.txt"), "before\n")?;
+        let dir = home.path().join("checkpoints/t");
+        let checkpoints = Checkpoints::new(dir.clone());
+        checkpoints.before_turn("turn-1", root.path())?;
+        // The turn removes the directory; then a link to elsewhere takes its place.
+        std::fs::remove_dir_all(root.path().join("sub"))?;
+        checkpoints.after_turn("turn-1")?;
+        std::os::unix::fs::symlink(outside.path(), root.path().join("sub"))?;
+        let refused = restore_before(&dir, &["turn-1".to_string()]);
+        assert_eq!(
+            refused,
+            Err(RestoreError::ThroughLink(vec![PathBuf::from("sub/s.txt")]))
+        );
+        assert!(!outside.path().join("s.txt").exists());
+        // Without the link the file comes back.
+        std::fs::remove_file(root.path().join("sub"))?;
+        let restored = restore_before(&dir, &["turn-1".to_string()]);
+        assert_eq!(restored, Ok(vec![PathBuf::from("sub/s.txt")]));
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("sub/s.txt"))?,
+            "before\n"
+        );
+        Ok(())
+    }
 }
