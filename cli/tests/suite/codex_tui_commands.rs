@@ -10,6 +10,15 @@ use super::app_server::common::World;
 use super::app_server::review::{repository, review_json};
 use super::codex_tui::{TuiPane, codex_binary};
 
+/// `keel app-server` from `builder`, listening on a loopback websocket; its `ws://` URL.
+async fn listening(
+    builder: keel_test_support::ProcessBuilder,
+) -> anyhow::Result<(keel_test_support::JsonLinesProcess, String)> {
+    let mut server = builder.arg("--listen").arg("ws://127.0.0.1:0").spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    Ok((server, url))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
@@ -34,13 +43,7 @@ async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<(
         .start()
         .await?;
     let world = World::with_mock(mock, &[])?;
-    let mut server = world
-        .builder()
-        .cwd(repo.path())
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    let (_server, url) = listening(world.builder().cwd(repo.path())).await?;
     let tui = TuiPane::start(&codex, &[], &url, repo.path())?;
     tui.wait_for("Ask Codex to do anything").await?;
     tui.type_line("/review").await?;
@@ -91,12 +94,7 @@ async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Re
         .start()
         .await?;
     let world = World::with_mock(mock, &[])?;
-    let mut server = world
-        .builder()
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
     tui.type_line("/goal tidy the workspace").await?;
@@ -138,12 +136,7 @@ async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()
         .start()
         .await?;
     let world = World::with_mock(mock, &[])?;
-    let mut server = world
-        .builder()
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
     // `!` puts the composer in shell mode; the command follows.

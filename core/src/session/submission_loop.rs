@@ -17,8 +17,13 @@ pub(crate) async fn submission_loop(session: Arc<Session>, mut rx: mpsc::Receive
     while let Some(Submission { id, op }) = rx.recv().await {
         match op {
             Op::UserInput { items } => start_or_join_turn(&session, id, items),
-            Op::Compact { instructions } => start_compaction(&session, id, instructions).await,
-            Op::Review { review_request } => start_review(&session, id, review_request).await,
+            Op::Compact { instructions } => {
+                start_alone(&session, id, TurnTask::Compact(instructions), "compact").await;
+            }
+            Op::Review { review_request } => {
+                let task = TurnTask::Review(review_request);
+                start_alone(&session, id, task, "start a review").await;
+            }
             Op::GoalChanged { origin } => {
                 super::goal_turns::goal_changed(&session, id, origin).await
             }
@@ -257,15 +262,12 @@ fn start_or_join_turn(session: &Arc<Session>, sub_id: SubmissionId, items: Vec<I
     start_turn(session, sub_id, TurnTask::UserInput(items));
 }
 
-/// `Op::Compact`: a turn of its own, refused while another turn runs.
-async fn start_compaction(
-    session: &Arc<Session>,
-    sub_id: SubmissionId,
-    instructions: Option<String>,
-) {
+/// A turn that must run alone (a compaction, a review): refused, with `doing` named in the
+/// error, while another turn runs.
+async fn start_alone(session: &Arc<Session>, sub_id: SubmissionId, task: TurnTask, doing: &str) {
     if session.state().active_turn.is_some() {
-        let message = "cannot compact while a turn is running; interrupt it or wait for it to end"
-            .to_string();
+        let message =
+            format!("cannot {doing} while a turn is running; interrupt it or wait for it to end");
         session
             .send_event(
                 &sub_id,
@@ -274,7 +276,7 @@ async fn start_compaction(
             .await;
         return;
     }
-    start_turn(session, sub_id, TurnTask::Compact(instructions));
+    start_turn(session, sub_id, task);
 }
 
 /// `Op::InjectItems`: items a client checked (`keel_core::injectable_item`) join the history:
@@ -298,27 +300,6 @@ async fn inject_items(session: &Arc<Session>, items: Vec<serde_json::Value>) {
     } else {
         session.record_items(&items).await;
     }
-}
-
-/// `Op::Review`: a turn of its own, refused while another turn runs.
-async fn start_review(
-    session: &Arc<Session>,
-    sub_id: SubmissionId,
-    request: keel_protocol::ReviewRequest,
-) {
-    if session.state().active_turn.is_some() {
-        let message =
-            "cannot start a review while a turn is running; interrupt it or wait for it to end"
-                .to_string();
-        session
-            .send_event(
-                &sub_id,
-                EventMsg::Error(keel_protocol::ErrorEvent::new(message)),
-            )
-            .await;
-        return;
-    }
-    start_turn(session, sub_id, TurnTask::Review(request));
 }
 
 /// Starts `task` as the conversation's running turn, after the previous turn's task.
