@@ -114,6 +114,7 @@ impl AppState {
         let settings = thread_settings(config);
         let meta = ThreadMeta {
             forked_from_id: None,
+            model: Some(config.model.clone()),
             path: new.session_configured.rollout_path.clone(),
             name,
             preview,
@@ -156,6 +157,7 @@ impl AppState {
         let settings = thread_settings(config);
         let meta = ThreadMeta {
             forked_from_id: None,
+            model: Some(config.model.clone()),
             path: child.new.session_configured.rollout_path.clone(),
             name: None,
             preview: String::new(),

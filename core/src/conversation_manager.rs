@@ -769,6 +769,9 @@ fn close_interrupted_work(
         let aborted = EventMsg::TurnAborted(keel_protocol::TurnAbortedEvent {
             turn_id: Some(turn_id),
             reason: keel_protocol::TurnAbortReason::Interrupted,
+            // When it really stopped is not known: the process ended mid-turn.
+            completed_at: None,
+            duration_ms: None,
         });
         events.push(aborted.clone());
         repairs.push(rollout::RolloutItem::EventMsg(aborted));

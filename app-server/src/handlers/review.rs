@@ -36,6 +36,9 @@ pub(crate) async fn start(state: &AppState, params: ReviewStartParams) -> Result
             items: Vec::new(),
             status: TurnStatus::InProgress,
             error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
         },
         review_thread_id: params.thread_id,
     };

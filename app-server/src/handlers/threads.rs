@@ -297,6 +297,7 @@ fn summary_thread(
 ) -> Thread {
     let meta = ThreadMeta {
         forked_from_id: None,
+        model: summary.model.clone(),
         path: Some(summary.path.clone()),
         name: summary.name.clone(),
         preview: summary.preview.clone(),
@@ -307,7 +308,7 @@ fn summary_thread(
         ephemeral: false,
         source: Default::default(),
     };
-    thread_object(summary.id, &meta, status, turns)
+    thread_object(summary.id, &meta, None, status, turns)
 }
 
 /// `thread/turns/list`: the turns `thread/read` would give, newest first unless asked

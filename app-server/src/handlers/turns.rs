@@ -116,6 +116,9 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
             items: Vec::new(),
             status: TurnStatus::InProgress,
             error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
         },
     };
     let conversation = thread.conversation.clone();

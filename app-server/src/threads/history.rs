@@ -40,6 +40,7 @@ impl TurnsBuilder {
             let start = EventMsg::TaskStarted(TaskStartedEvent {
                 turn_id: TurnId::new(format!("turn-{}", self.synthetic)),
                 model_context_window: None,
+                started_at: None,
             });
             translator.handle(&event(start));
         }
@@ -63,6 +64,8 @@ impl TurnsBuilder {
                 keel_protocol::TurnAbortedEvent {
                     turn_id: None,
                     reason: keel_protocol::TurnAbortReason::Interrupted,
+                    completed_at: None,
+                    duration_ms: None,
                 },
             )));
         }

@@ -47,6 +47,8 @@ pub(crate) struct ThreadMeta {
     pub source: keel_protocol::app_server::SessionSource,
     /// The thread it was forked from.
     pub forked_from_id: Option<String>,
+    /// The model it was recorded with (a loaded thread reports its current one instead).
+    pub model: Option<String>,
 }
 
 /// A thread loaded in this server.
@@ -272,9 +274,11 @@ impl LoadedThread {
 
     pub(crate) fn to_thread(&self, include_turns: bool) -> Thread {
         let meta = self.meta();
+        let settings = lock(&self.settings).settings.clone();
         thread_object(
             self.id,
             &meta,
+            Some(&settings),
             self.status(),
             if include_turns {
                 self.turns()
@@ -294,7 +298,7 @@ impl LoadedThread {
     async fn notify_all(&self, outputs: Vec<Output>) {
         for output in outputs {
             if let Output::Notify(notification) = output {
-                self.broadcast(notification).await;
+                self.broadcast(*notification).await;
             }
         }
     }
@@ -335,7 +339,7 @@ impl LoadedThread {
     async fn deliver(self: &Arc<Self>, outputs: Vec<Output>) {
         for output in outputs {
             match output {
-                Output::Notify(notification) => self.broadcast(notification).await,
+                Output::Notify(notification) => self.broadcast(*notification).await,
                 Output::Approval {
                     call_id,
                     is_patch,
@@ -413,13 +417,34 @@ async fn pump_events(thread: Arc<LoadedThread>) {
     thread.finished.cancel();
 }
 
-/// Builds the protocol's thread object.
+/// Builds the protocol's thread object; `live` holds a loaded thread's current settings.
 pub(crate) fn thread_object(
     id: ConversationId,
     meta: &ThreadMeta,
+    live: Option<&keel_protocol::app_server::ThreadSettings>,
     status: ThreadStatus,
     turns: Vec<Turn>,
 ) -> Thread {
+    let parent_thread_id = match &meta.source {
+        keel_protocol::app_server::SessionSource::SubAgent(spawn) => match spawn.as_ref() {
+            keel_protocol::app_server::SubAgentSource::ThreadSpawn {
+                parent_thread_id, ..
+            } => Some(parent_thread_id.clone()),
+            keel_protocol::app_server::SubAgentSource::Other(_) => None,
+        },
+        _ => None,
+    };
+    let environments = live.map(|settings| {
+        if meta.ephemeral {
+            Vec::new()
+        } else {
+            vec![keel_protocol::app_server::ThreadEnvironment {
+                environment_id: "local".to_string(),
+                cwd: settings.cwd.clone(),
+                runtime_workspace_roots: vec![settings.cwd.clone()],
+            }]
+        }
+    });
     Thread {
         id: id.to_string(),
         preview: meta.preview.clone(),
@@ -437,17 +462,16 @@ pub(crate) fn thread_object(
         agent_nickname: None,
         agent_role: None,
         turns,
-        session_id: match &meta.source {
-            keel_protocol::app_server::SessionSource::SubAgent(spawn) => match spawn.as_ref() {
-                keel_protocol::app_server::SubAgentSource::ThreadSpawn {
-                    parent_thread_id, ..
-                } => parent_thread_id.clone(),
-                keel_protocol::app_server::SubAgentSource::Other(_) => id.to_string(),
-            },
-            _ => id.to_string(),
-        },
+        session_id: parent_thread_id.clone().unwrap_or_else(|| id.to_string()),
         forked_from_id: meta.forked_from_id.clone(),
         project_id: None,
         history_mode: "legacy".to_string(),
+        model: live
+            .map(|settings| settings.model.clone())
+            .or_else(|| meta.model.clone()),
+        reasoning_effort: live.and_then(|settings| settings.reasoning_effort),
+        recency_at: Some(meta.updated_at),
+        parent_thread_id,
+        environments,
     }
 }

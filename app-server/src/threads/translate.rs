@@ -19,11 +19,17 @@ mod commands;
 mod mcp;
 mod reasoning;
 
+impl Output {
+    fn notify(notification: ServerNotification) -> Self {
+        Self::Notify(Box::new(notification))
+    }
+}
+
 /// Something the thread's pump must do for an event.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Output {
-    /// Send to every subscriber.
-    Notify(ServerNotification),
+    /// Send to every subscriber (boxed: a notification can hold a whole thread).
+    Notify(Box<ServerNotification>),
     /// Ask the client, then answer the engine for this call.
     Approval {
         /// The engine call the answer is for.
@@ -68,6 +74,8 @@ struct TurnInProgress {
     /// The summary part the reasoning deltas belong to.
     reasoning_summary_index: u32,
     error: Option<TurnError>,
+    /// When the engine started it, Unix seconds.
+    started_at: Option<i64>,
 }
 
 impl TurnInProgress {
@@ -153,6 +161,9 @@ impl Translator {
                 items: turn.items.clone(),
                 status: TurnStatus::InProgress,
                 error: None,
+                started_at: turn.started_at,
+                completed_at: None,
+                duration_ms: None,
             });
         }
         turns
@@ -195,10 +206,10 @@ impl Translator {
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
         vec![
-            Output::Notify(ServerNotification::ItemStarted(
+            Output::notify(ServerNotification::ItemStarted(
                 self.started_notification(&turn_id, item.clone()),
             )),
-            Output::Notify(ServerNotification::ItemCompleted(
+            Output::notify(ServerNotification::ItemCompleted(
                 self.completed_notification(&turn_id, item),
             )),
         ]
@@ -242,7 +253,7 @@ impl Translator {
         };
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
-        vec![Output::Notify(ServerNotification::ItemCompleted(
+        vec![Output::notify(ServerNotification::ItemCompleted(
             self.completed_notification(&turn_id, item),
         ))]
     }
@@ -270,9 +281,10 @@ impl Translator {
                 let id = started.turn_id.to_string();
                 self.turn = Some(TurnInProgress {
                     id: id.clone(),
+                    started_at: started.started_at,
                     ..TurnInProgress::default()
                 });
-                out.push(Output::Notify(ServerNotification::TurnStarted(
+                out.push(Output::notify(ServerNotification::TurnStarted(
                     TurnNotification {
                         thread_id,
                         turn: Turn {
@@ -280,6 +292,9 @@ impl Translator {
                             items: Vec::new(),
                             status: TurnStatus::InProgress,
                             error: None,
+                            started_at: started.started_at,
+                            completed_at: None,
+                            duration_ms: None,
                         },
                     },
                 )));
@@ -302,11 +317,11 @@ impl Translator {
             EventMsg::AgentMessageDelta(delta) => {
                 let (turn_id, item_id, started) = self.ensure_agent_item();
                 if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                    out.push(Output::notify(ServerNotification::ItemStarted(
                         self.started_notification(&turn_id, item),
                     )));
                 }
-                out.push(Output::Notify(ServerNotification::AgentMessageDelta(
+                out.push(Output::notify(ServerNotification::AgentMessageDelta(
                     ItemDeltaNotification {
                         thread_id,
                         turn_id,
@@ -318,7 +333,7 @@ impl Translator {
             EventMsg::AgentMessage(message) => {
                 let (turn_id, item_id, started) = self.ensure_agent_item();
                 if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                    out.push(Output::notify(ServerNotification::ItemStarted(
                         self.started_notification(&turn_id, item),
                     )));
                 }
@@ -330,7 +345,7 @@ impl Translator {
                     turn.upsert(item.clone());
                     turn.agent_item = None;
                 }
-                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                out.push(Output::notify(ServerNotification::ItemCompleted(
                     self.completed_notification(&turn_id, item),
                 )));
             }
@@ -343,7 +358,7 @@ impl Translator {
             | EventMsg::TerminalInteraction(_)
             | EventMsg::ExecCommandEnd(_) => out.extend(self.commands(&event.msg)),
             EventMsg::RateLimits(limits) => {
-                out.push(Output::Notify(
+                out.push(Output::notify(
                     ServerNotification::AccountRateLimitsUpdated(
                         keel_protocol::app_server::AccountRateLimitsUpdatedNotification {
                             rate_limits: limits.clone(),
@@ -383,7 +398,7 @@ impl Translator {
                 out.extend(self.complete(super::items::collab_item(call)));
             }
             EventMsg::ThreadGoalUpdated(updated) => {
-                out.push(Output::Notify(ServerNotification::ThreadGoalUpdated(
+                out.push(Output::notify(ServerNotification::ThreadGoalUpdated(
                     keel_protocol::app_server::ThreadGoalUpdatedNotification {
                         thread_id,
                         turn_id: updated.turn_id.clone(),
@@ -392,7 +407,7 @@ impl Translator {
                 )));
             }
             EventMsg::ThreadGoalCleared => {
-                out.push(Output::Notify(ServerNotification::ThreadGoalCleared(
+                out.push(Output::notify(ServerNotification::ThreadGoalCleared(
                     ThreadIdNotification { thread_id },
                 )));
             }
@@ -429,7 +444,7 @@ impl Translator {
                     id: compaction.id.clone(),
                 }));
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::ThreadCompacted(
+                out.push(Output::notify(ServerNotification::ThreadCompacted(
                     ContextCompactedNotification {
                         thread_id: thread_id.clone(),
                         turn_id,
@@ -489,7 +504,7 @@ impl Translator {
             }
             EventMsg::PlanUpdate(plan) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::TurnPlanUpdated(
+                out.push(Output::notify(ServerNotification::TurnPlanUpdated(
                     TurnPlanUpdatedNotification {
                         thread_id,
                         turn_id,
@@ -511,7 +526,7 @@ impl Translator {
             }
             EventMsg::TurnDiff(diff) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::TurnDiffUpdated(
+                out.push(Output::notify(ServerNotification::TurnDiffUpdated(
                     TurnDiffUpdatedNotification {
                         thread_id,
                         turn_id,
@@ -522,7 +537,7 @@ impl Translator {
             EventMsg::TokenCount(count) => {
                 if let Some(info) = &count.info {
                     let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                    out.push(Output::Notify(ServerNotification::ThreadTokenUsageUpdated(
+                    out.push(Output::notify(ServerNotification::ThreadTokenUsageUpdated(
                         ThreadTokenUsageUpdatedNotification {
                             thread_id,
                             turn_id,
@@ -533,12 +548,12 @@ impl Translator {
             }
             EventMsg::StreamError(notice) => out.push(self.error(&notice.message, None, true)),
             EventMsg::SkillsChanged(_) => {
-                out.push(Output::Notify(ServerNotification::SkillsChanged(
+                out.push(Output::notify(ServerNotification::SkillsChanged(
                     keel_protocol::app_server::SkillsChangedNotification {},
                 )));
             }
             EventMsg::HookStarted(event) => {
-                out.push(Output::Notify(ServerNotification::HookStarted(
+                out.push(Output::notify(ServerNotification::HookStarted(
                     keel_protocol::app_server::HookRunNotification {
                         thread_id,
                         turn_id: event.turn_id.clone(),
@@ -547,7 +562,7 @@ impl Translator {
                 )));
             }
             EventMsg::HookCompleted(event) => {
-                out.push(Output::Notify(ServerNotification::HookCompleted(
+                out.push(Output::notify(ServerNotification::HookCompleted(
                     keel_protocol::app_server::HookRunNotification {
                         thread_id,
                         turn_id: event.turn_id.clone(),
@@ -556,7 +571,7 @@ impl Translator {
                 )));
             }
             EventMsg::Warning(warning) => {
-                out.push(Output::Notify(ServerNotification::Warning(
+                out.push(Output::notify(ServerNotification::Warning(
                     keel_protocol::app_server::WarningNotification {
                         message: warning.message.clone(),
                         thread_id: Some(thread_id),
@@ -577,12 +592,18 @@ impl Translator {
                         codex_error_info: error.codex_error_info,
                     });
                 }
-                out.extend(self.finish(TurnStatus::Failed));
+                out.extend(self.finish(TurnStatus::Failed, None));
             }
-            EventMsg::TaskComplete(_) => out.extend(self.finish(TurnStatus::Completed)),
-            EventMsg::TurnAborted(_) => out.extend(self.finish(TurnStatus::Interrupted)),
+            EventMsg::TaskComplete(done) => out.extend(self.finish(
+                TurnStatus::Completed,
+                EndTime::of(done.completed_at, done.duration_ms),
+            )),
+            EventMsg::TurnAborted(aborted) => out.extend(self.finish(
+                TurnStatus::Interrupted,
+                EndTime::of(aborted.completed_at, aborted.duration_ms),
+            )),
             EventMsg::ShutdownComplete => {
-                out.push(Output::Notify(ServerNotification::ThreadClosed(
+                out.push(Output::notify(ServerNotification::ThreadClosed(
                     ThreadIdNotification { thread_id },
                 )));
             }
@@ -598,7 +619,7 @@ impl Translator {
         kind: Option<keel_protocol::CodexErrorInfo>,
         will_retry: bool,
     ) -> Output {
-        Output::Notify(ServerNotification::Error(ErrorNotification {
+        Output::notify(ServerNotification::Error(ErrorNotification {
             thread_id: self.thread_id.clone(),
             turn_id: self.active_turn_id().unwrap_or_default().to_string(),
             error: TurnError {
@@ -637,7 +658,7 @@ impl Translator {
         }
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
-        vec![Output::Notify(ServerNotification::ItemStarted(
+        vec![Output::notify(ServerNotification::ItemStarted(
             self.started_notification(&turn_id, item),
         ))]
     }
@@ -649,7 +670,7 @@ impl Translator {
         };
         turn.upsert(item.clone());
         let turn_id = turn.id.clone();
-        out.push(Output::Notify(ServerNotification::ItemCompleted(
+        out.push(Output::notify(ServerNotification::ItemCompleted(
             self.completed_notification(&turn_id, item),
         )));
         out
@@ -659,7 +680,7 @@ impl Translator {
         self.complete(item)
     }
 
-    fn finish(&mut self, status: TurnStatus) -> Vec<Output> {
+    fn finish(&mut self, status: TurnStatus, end: Option<EndTime>) -> Vec<Output> {
         let Some(mut turn) = self.turn.take() else {
             return Vec::new();
         };
@@ -675,7 +696,7 @@ impl Translator {
         let mut out = Vec::new();
         for item in &mut turn.items {
             if status == TurnStatus::Interrupted && end_unfinished(item) {
-                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                out.push(Output::notify(ServerNotification::ItemCompleted(
                     ItemCompletedNotification {
                         thread_id: self.thread_id.clone(),
                         turn_id: turn.id.clone(),
@@ -690,15 +711,34 @@ impl Translator {
             items: turn.items,
             status,
             error: turn.error,
+            started_at: turn.started_at,
+            completed_at: end.map(|end| end.at),
+            duration_ms: end.map(|end| end.duration_ms),
         };
         self.turns.push(turn.clone());
-        out.push(Output::Notify(ServerNotification::TurnCompleted(
+        out.push(Output::notify(ServerNotification::TurnCompleted(
             TurnNotification {
                 thread_id: self.thread_id.clone(),
                 turn,
             },
         )));
         out
+    }
+}
+
+/// When a turn ended and how long it ran, as the engine recorded them.
+#[derive(Debug, Clone, Copy)]
+struct EndTime {
+    at: i64,
+    duration_ms: u64,
+}
+
+impl EndTime {
+    fn of(at: Option<i64>, duration_ms: Option<u64>) -> Option<Self> {
+        Some(Self {
+            at: at?,
+            duration_ms: duration_ms?,
+        })
     }
 }
 

@@ -24,7 +24,7 @@ fn notifications(outputs: Vec<Output>) -> Vec<ServerNotification> {
     outputs
         .into_iter()
         .filter_map(|o| match o {
-            Output::Notify(n) => Some(n),
+            Output::Notify(n) => Some(*n),
             Output::Approval { .. }
             | Output::UserInput { .. }
             | Output::ClientTool { .. }
@@ -37,6 +37,7 @@ fn start(translator: &mut Translator) {
     translator.handle(&event(EventMsg::TaskStarted(TaskStartedEvent {
         turn_id: TurnId::new("t1"),
         model_context_window: None,
+        started_at: Some(1_795_370_211),
     })));
 }
 
@@ -97,7 +98,7 @@ fn command_approval_starts_the_item_once_and_end_completes_it() {
     )));
     assert!(matches!(
         &outputs[0],
-        Output::Notify(ServerNotification::ItemStarted(_))
+        Output::Notify(notification) if matches!(**notification, ServerNotification::ItemStarted(_))
     ));
     let Output::Approval {
         request: ServerRequest::CommandExecutionRequestApproval(params),
@@ -182,6 +183,8 @@ fn turn_completion_carries_every_item_and_the_status() {
         TaskCompleteEvent {
             turn_id: TurnId::new("t1"),
             last_agent_message: Some("yo".into()),
+            completed_at: Some(1_795_370_216),
+            duration_ms: Some(5365),
         },
     ))));
     let ServerNotification::TurnCompleted(completed) = &done[0] else {
@@ -189,6 +192,15 @@ fn turn_completion_carries_every_item_and_the_status() {
     };
     assert_eq!(completed.turn.status, TurnStatus::Completed);
     assert_eq!(completed.turn.items.len(), 2);
+    // The engine's recorded times reach the turn, for live and replayed turns alike.
+    assert_eq!(
+        (
+            completed.turn.started_at,
+            completed.turn.completed_at,
+            completed.turn.duration_ms
+        ),
+        (Some(1_795_370_211), Some(1_795_370_216), Some(5365))
+    );
     assert_eq!(translator.turns.len(), 1);
     assert_eq!(translator.active_turn_id(), None);
 }

@@ -80,6 +80,9 @@ mod tests {
                     additional_details: None,
                     codex_error_info: None,
                 }),
+                started_at: None,
+                completed_at: None,
+                duration_ms: None,
             },
         })
     }
@@ -128,6 +131,9 @@ mod tests {
                 items: Vec::new(),
                 status: TurnStatus::InProgress,
                 error: None,
+                started_at: None,
+                completed_at: None,
+                duration_ms: None,
             },
         });
         assert_eq!(turn_outcome(&started, "t", "1"), None);

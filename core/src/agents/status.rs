@@ -90,6 +90,7 @@ mod tests {
         EventMsg::TaskStarted(TaskStartedEvent {
             turn_id: TurnId::new("t"),
             model_context_window: None,
+            started_at: None,
         })
     }
 
@@ -112,6 +113,8 @@ mod tests {
             &EventMsg::TaskComplete(TaskCompleteEvent {
                 turn_id: TurnId::new("t"),
                 last_agent_message: Some("done".to_string()),
+                completed_at: None,
+                duration_ms: None,
             }),
         );
         assert_eq!(

@@ -27,6 +27,8 @@ pub struct ConversationSummary {
     pub updated_at: String,
     /// Whether a turn ever started in it (clients list only threads that had one).
     pub has_turns: bool,
+    /// The model it was started with, when recorded.
+    pub model: Option<String>,
 }
 
 /// One page of a listing.
@@ -172,6 +174,7 @@ fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
         name,
         updated_at,
         has_turns,
+        model: meta.model,
     })
 }
 

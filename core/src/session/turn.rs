@@ -76,12 +76,14 @@ pub(crate) async fn run_turn(
     }
     let context = session.turn_context();
     session.start_turn_usage();
+    let clock = TurnClock::start();
     session
         .send_event(
             &ids.sub_id,
             EventMsg::TaskStarted(TaskStartedEvent {
                 turn_id: ids.turn_id.clone(),
                 model_context_window: context.model_context_window,
+                started_at: Some(clock.started_at),
             }),
         )
         .await;
@@ -182,6 +184,8 @@ pub(crate) async fn run_turn(
                     EventMsg::TaskComplete(TaskCompleteEvent {
                         turn_id: ids.turn_id.clone(),
                         last_agent_message,
+                        completed_at: Some(unix_now()),
+                        duration_ms: Some(clock.elapsed_ms()),
                     }),
                 )
                 .await;
@@ -209,6 +213,8 @@ pub(crate) async fn run_turn(
                 TurnStop::Interrupted => EventMsg::TurnAborted(TurnAbortedEvent {
                     turn_id: Some(ids.turn_id.clone()),
                     reason: TurnAbortReason::Interrupted,
+                    completed_at: Some(unix_now()),
+                    duration_ms: Some(clock.elapsed_ms()),
                 }),
                 TurnStop::Failed(err) => EventMsg::Error(ErrorEvent {
                     message: err.user_message(),
@@ -223,6 +229,34 @@ pub(crate) async fn run_turn(
             session.send_event(&ids.sub_id, msg).await;
         }
     }
+}
+
+/// When a turn started, for the times its start and end events carry.
+struct TurnClock {
+    started_at: i64,
+    started: std::time::Instant,
+}
+
+impl TurnClock {
+    fn start() -> Self {
+        Self {
+            started_at: unix_now(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The current time in Unix seconds (0 if the clock is before 1970).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
 }
 
 /// Records the workspace before a turn (with its root) or after it; a failure is logged, and

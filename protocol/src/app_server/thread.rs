@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ThreadSettings, Turn};
-use crate::{AskForApproval, SandboxMode};
+use crate::{AskForApproval, ReasoningEffort, SandboxMode};
 
 /// Whether a thread is loaded and what it is doing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -138,6 +138,36 @@ pub struct Thread {
     /// `thread/read`/`thread/resume`), so clients do not page through `thread/turns/list`.
     #[serde(default = "legacy_history")]
     pub history_mode: String,
+    /// The model it uses when loaded, otherwise the one it was recorded with (`null` when
+    /// unknown).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The reasoning effort it uses when loaded (`null` when unset or not loaded).
+    #[serde(default)]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// The time lists order it by (its last update), Unix seconds.
+    #[serde(default)]
+    pub recency_at: Option<i64>,
+    /// For a sub-agent, the thread that spawned it.
+    #[serde(default)]
+    pub parent_thread_id: Option<String>,
+    /// Where its commands run when loaded: Keel runs them on this machine, the `local`
+    /// environment rooted at the working directory (empty for an ephemeral thread and
+    /// `null` for one not loaded, as Codex reports).
+    #[serde(default)]
+    pub environments: Option<Vec<ThreadEnvironment>>,
+}
+
+/// An environment a thread's commands run in, with the directories it may work in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadEnvironment {
+    /// The environment's id (`local` for this machine).
+    pub environment_id: String,
+    /// The working directory there.
+    pub cwd: PathBuf,
+    /// The roots the thread works in.
+    pub runtime_workspace_roots: Vec<PathBuf>,
 }
 
 fn legacy_history() -> String {

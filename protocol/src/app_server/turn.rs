@@ -38,6 +38,7 @@ pub struct TurnError {
 
 /// One turn: the user's input and everything done for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Turn {
     /// Turn id.
     pub id: String,
@@ -47,6 +48,15 @@ pub struct Turn {
     pub status: TurnStatus,
     /// Why it failed, when it did.
     pub error: Option<TurnError>,
+    /// When it started, Unix seconds (`null` when not recorded).
+    #[serde(default)]
+    pub started_at: Option<i64>,
+    /// When it ended, Unix seconds (`null` while running or when not recorded).
+    #[serde(default)]
+    pub completed_at: Option<i64>,
+    /// How long it ran, in milliseconds, once ended and when recorded.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
 }
 
 /// Params of `turn/start` (`..Default::default()` keeps a caller building it compiling as

@@ -178,6 +178,9 @@ pub struct TaskStartedEvent {
     /// The model's context window, when known.
     #[serde(default)]
     pub model_context_window: Option<u64>,
+    /// When it started, Unix seconds (absent in files written before Keel recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
 }
 
 /// Payload of `task_complete`.
@@ -187,6 +190,12 @@ pub struct TaskCompleteEvent {
     pub turn_id: TurnId,
     /// The last assistant message of the turn, if there was one.
     pub last_agent_message: Option<String>,
+    /// When it ended, Unix seconds (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// How long it ran, in milliseconds (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 /// Payload of `user_message`.
@@ -316,6 +325,12 @@ pub struct TurnAbortedEvent {
     pub turn_id: Option<TurnId>,
     /// Why.
     pub reason: TurnAbortReason,
+    /// When it was stopped, Unix seconds (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// How long it ran, in milliseconds (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 /// Payload of `hook_started` and `hook_completed`.

@@ -133,6 +133,8 @@ fn task_complete() -> anyhow::Result<()> {
             msg: EventMsg::TaskComplete(TaskCompleteEvent {
                 turn_id: TurnId::new("3"),
                 last_agent_message: Some("All done: wrote out.txt".into()),
+                completed_at: None,
+                duration_ms: None,
             }),
         }
     );

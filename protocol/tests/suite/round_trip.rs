@@ -108,10 +108,13 @@ fn event_msgs() -> Vec<EventMsg> {
         EventMsg::TaskStarted(TaskStartedEvent {
             turn_id: turn_id.clone(),
             model_context_window: Some(1000),
+            started_at: Some(1_795_370_201),
         }),
         EventMsg::TaskComplete(TaskCompleteEvent {
             turn_id: turn_id.clone(),
             last_agent_message: None,
+            completed_at: Some(1_795_370_216),
+            duration_ms: Some(5365),
         }),
         EventMsg::UserMessage(UserMessageEvent {
             message: "do it".into(),
@@ -255,6 +258,8 @@ fn event_msgs() -> Vec<EventMsg> {
         EventMsg::TurnAborted(TurnAbortedEvent {
             turn_id: Some(turn_id),
             reason: TurnAbortReason::Interrupted,
+            completed_at: None,
+            duration_ms: None,
         }),
         EventMsg::ShutdownComplete,
     ]

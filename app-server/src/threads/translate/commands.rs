@@ -70,7 +70,7 @@ impl Translator {
             }
             EventMsg::ExecCommandOutputDelta(delta) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(
+                out.push(Output::notify(
                     ServerNotification::CommandExecutionOutputDelta(ItemDeltaNotification {
                         thread_id,
                         turn_id,
@@ -89,7 +89,7 @@ impl Translator {
             }
             EventMsg::TerminalInteraction(interaction) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Notify(ServerNotification::TerminalInteraction(
+                out.push(Output::notify(ServerNotification::TerminalInteraction(
                     TerminalInteractionNotification {
                         thread_id,
                         turn_id,
@@ -162,7 +162,7 @@ impl Translator {
         let slot = turn.items.iter_mut().find(|old| old.id() == item.id())?;
         *slot = item.clone();
         let turn_id = turn.id.clone();
-        Some(Output::Notify(ServerNotification::ItemCompleted(
+        Some(Output::notify(ServerNotification::ItemCompleted(
             self.completed_notification(&turn_id, item.clone()),
         )))
     }

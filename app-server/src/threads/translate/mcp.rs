@@ -22,7 +22,7 @@ impl Translator {
                 let Some(turn_id) = self.active_turn_id().map(str::to_string) else {
                     return Vec::new();
                 };
-                vec![Output::Notify(ServerNotification::McpToolCallProgress(
+                vec![Output::notify(ServerNotification::McpToolCallProgress(
                     McpToolCallProgressNotification {
                         thread_id,
                         turn_id,
@@ -39,7 +39,7 @@ impl Translator {
                         (McpServerStartupState::Failed, Some(error.clone()))
                     }
                 };
-                vec![Output::Notify(ServerNotification::McpServerStatusUpdated(
+                vec![Output::notify(ServerNotification::McpServerStatusUpdated(
                     McpServerStatusUpdatedNotification {
                         name: update.server.clone(),
                         status,

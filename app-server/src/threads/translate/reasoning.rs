@@ -19,14 +19,14 @@ impl Translator {
             EventMsg::AgentReasoningSectionBreak(part) => {
                 let (turn_id, item_id, started) = self.ensure_reasoning_item();
                 if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                    out.push(Output::notify(ServerNotification::ItemStarted(
                         self.started_notification(&turn_id, item),
                     )));
                 }
                 if let Some(turn) = self.turn.as_mut() {
                     turn.reasoning_summary_index = part.summary_index;
                 }
-                out.push(Output::Notify(
+                out.push(Output::notify(
                     ServerNotification::ReasoningSummaryPartAdded(
                         ReasoningSummaryPartAddedNotification {
                             thread_id,
@@ -44,11 +44,11 @@ impl Translator {
                     .as_ref()
                     .map_or(0, |turn| turn.reasoning_summary_index);
                 if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                    out.push(Output::notify(ServerNotification::ItemStarted(
                         self.started_notification(&turn_id, item),
                     )));
                 }
-                out.push(Output::Notify(
+                out.push(Output::notify(
                     ServerNotification::ReasoningSummaryTextDelta(
                         ReasoningSummaryTextDeltaNotification {
                             thread_id,
@@ -63,7 +63,7 @@ impl Translator {
             EventMsg::AgentReasoning(reasoning) => {
                 let (turn_id, item_id, started) = self.ensure_reasoning_item();
                 if let Some(item) = started {
-                    out.push(Output::Notify(ServerNotification::ItemStarted(
+                    out.push(Output::notify(ServerNotification::ItemStarted(
                         self.started_notification(&turn_id, item),
                     )));
                 }
@@ -77,7 +77,7 @@ impl Translator {
                     turn.reasoning_item = None;
                     turn.reasoning_summary_index = 0;
                 }
-                out.push(Output::Notify(ServerNotification::ItemCompleted(
+                out.push(Output::notify(ServerNotification::ItemCompleted(
                     self.completed_notification(&turn_id, item),
                 )));
             }

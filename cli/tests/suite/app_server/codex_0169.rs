@@ -476,3 +476,64 @@ async fn experimental_features_show_keels_switches_and_their_state() -> anyhow::
     assert_eq!(listed["nextCursor"], Value::Null);
     Ok(())
 }
+
+/// A Unix-seconds timestamp from the last hour.
+fn assert_recent_seconds(value: &Value, what: &str) {
+    let seconds = value.as_i64().unwrap_or_default();
+    let now = now_ms() / 1000;
+    assert!((now - 3600..=now + 1).contains(&seconds), "{what}: {value}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_carry_their_model_and_environment_and_turns_their_timing() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([assistant_message("timed")])]);
+    let world = World::new(script, &[("model_reasoning_effort", "high".into())]).await?;
+    let mut server = world.server().await?;
+    let started = server
+        .request("thread/start", world.thread_params())
+        .await?;
+    let thread = &started["thread"];
+    let id = thread["id"].as_str().context("thread id")?.to_string();
+    let model = thread["model"]
+        .as_str()
+        .context("thread model")?
+        .to_string();
+    assert_eq!(model, started["model"], "{started}");
+    assert_eq!(thread["reasoningEffort"], "high", "{thread}");
+    let ws = thread["cwd"].clone();
+    assert!(ws.is_string(), "{thread}");
+    assert_eq!(
+        thread["environments"],
+        json!([{"environmentId": "local", "cwd": ws, "runtimeWorkspaceRoots": [ws]}])
+    );
+    assert_eq!(thread["recencyAt"], thread["updatedAt"]);
+    assert_eq!(thread["parentThreadId"], Value::Null);
+
+    let turn = server.start_turn(&id, "time this").await?;
+    let begun = server
+        .read_until("turn/started", |m| m["method"] == "turn/started")
+        .await?;
+    assert_recent_seconds(&begun["params"]["turn"]["startedAt"], &format!("{begun}"));
+    assert_eq!(begun["params"]["turn"]["completedAt"], Value::Null);
+    let done = server.read_turn_completed(&turn).await?;
+    let timed = &done["turn"];
+    assert_eq!(timed["startedAt"], begun["params"]["turn"]["startedAt"]);
+    assert_recent_seconds(&timed["completedAt"], "completedAt");
+    assert!(timed["completedAt"].as_i64() >= timed["startedAt"].as_i64());
+    assert!(timed["durationMs"].is_u64(), "{timed}");
+    drop(server);
+
+    // Read back from the file by a new server: the recorded model and times, no environment
+    // (the thread is not loaded).
+    let mut server = world.server().await?;
+    let read = server
+        .request("thread/read", json!({"threadId": id, "includeTurns": true}))
+        .await?;
+    assert_eq!(read["thread"]["model"], model.as_str());
+    assert_eq!(read["thread"]["environments"], Value::Null);
+    let recorded = &read["thread"]["turns"][0];
+    for field in ["startedAt", "completedAt", "durationMs"] {
+        assert_eq!(recorded[field], timed[field], "{field}: {recorded}");
+    }
+    Ok(())
+}
