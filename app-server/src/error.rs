@@ -54,6 +54,9 @@ pub enum AppServerError {
     /// The transport could not be set up.
     #[error("{0}")]
     Transport(String),
+    /// A read-state update was made from a stale view: the state moved on since.
+    #[error("read state changed")]
+    ReadStateConflict(keel_protocol::app_server::ThreadReadState),
 }
 
 impl AppServerError {
@@ -66,9 +69,10 @@ impl AppServerError {
     pub fn to_rpc_error(&self) -> JsonRpcErrorObject {
         let code = match self {
             Self::InvalidParams { .. } => INVALID_PARAMS,
-            Self::NotInitialized | Self::AlreadyInitialized | Self::InvalidRequest(_) => {
-                INVALID_REQUEST
-            }
+            Self::NotInitialized
+            | Self::AlreadyInitialized
+            | Self::InvalidRequest(_)
+            | Self::ReadStateConflict(_) => INVALID_REQUEST,
             Self::Overloaded => SERVER_OVERLOADED,
             Self::Config(_) | Self::Core(keel_core::CoreError::InvalidTool(_)) => INVALID_PARAMS,
             Self::Io { .. } | Self::ConfigWrite(_) => INVALID_REQUEST,
@@ -81,6 +85,14 @@ impl AppServerError {
             // Codex clients branch on this member.
             Self::ConfigWrite(err) => JsonRpcErrorObject {
                 data: Some(serde_json::json!({ "config_write_error_code": err.code() })),
+                ..error
+            },
+            // The current state, so the client can show it and retry.
+            Self::ReadStateConflict(current) => JsonRpcErrorObject {
+                data: Some(serde_json::json!({
+                    "reason": "readStateConflict",
+                    "readState": current,
+                })),
                 ..error
             },
             _ => error,

@@ -23,6 +23,7 @@ mod error;
 mod handlers;
 mod in_process;
 mod outgoing;
+mod read_state;
 mod run;
 mod schema;
 mod state;

@@ -37,11 +37,14 @@ pub(crate) struct AppState {
     pub threads: Mutex<HashMap<ConversationId, Arc<LoadedThread>>>,
     /// Held while `config.toml` is rewritten.
     config_writes: std::sync::Mutex<()>,
+    /// Which threads a person has seen.
+    pub read_states: Arc<crate::read_state::ReadStates>,
 }
 
 impl AppState {
     pub(crate) fn new(config: ServerConfig) -> Self {
         Self {
+            read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
             manager: ConversationManager::new(),
             threads: Mutex::new(HashMap::new()),
@@ -126,7 +129,13 @@ impl AppState {
             source: Default::default(),
         };
         let has_own_tools = !new.dynamic_tools.is_empty();
-        let thread = LoadedThread::start(new.conversation, settings, meta, turns);
+        let thread = LoadedThread::start(
+            new.conversation,
+            settings,
+            meta,
+            turns,
+            self.read_states.clone(),
+        );
         if has_own_tools {
             thread.set_tool_client(connection.clone());
         }
@@ -173,7 +182,13 @@ impl AppState {
                 agent_role: None,
             })),
         };
-        let thread = LoadedThread::new(child.new.conversation, settings, meta, Vec::new());
+        let thread = LoadedThread::new(
+            child.new.conversation,
+            settings,
+            meta,
+            Vec::new(),
+            self.read_states.clone(),
+        );
         let followers = match self.loaded(child.parent_id).await {
             Some(parent) => parent.subscribers(),
             None => Vec::new(),

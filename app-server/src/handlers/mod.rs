@@ -2,6 +2,7 @@
 
 mod goals;
 mod inject_items;
+mod read_state;
 mod revert;
 mod review;
 mod settings;
@@ -149,6 +150,7 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadRevert(p) => revert::revert(state, p, outgoing).await,
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
+        ClientRequest::ThreadReadStateUpdate(p) => Reply::now(&read_state::update(state, p).await?),
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {
             Reply::now(&settings::clean_background_terminals(state, p).await?)
         }

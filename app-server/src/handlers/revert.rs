@@ -53,6 +53,15 @@ pub(crate) async fn revert(
         .await?;
     turns.truncate(index);
     thread.set_turns(turns);
+    // What was unread went with the dropped turns.
+    let read_states = thread.read_states();
+    let id = thread.id;
+    if read_states.get(id).first_unread.is_some() {
+        let cleared = tokio::task::spawn_blocking(move || read_states.reverted(id))
+            .await
+            .map_err(|err| AppServerError::Internal(format!("read state: {err}")))?;
+        thread.broadcast_read_state(cleared).await;
+    }
     let response = ThreadRevertResponse {
         thread: thread.to_thread(true),
         items_backwards_cursor: None,

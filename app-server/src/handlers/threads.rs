@@ -14,10 +14,10 @@ use keel_protocol::app_server::{
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
     ThreadItemEntry, ThreadItemsListAnchor, ThreadItemsListCursor, ThreadItemsListParams,
     ThreadItemsListResponse, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
-    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadResponse,
-    ThreadResumeParams, ThreadRollbackParams, ThreadSearchParams, ThreadSearchResponse,
-    ThreadSearchResult, ThreadSetNameParams, ThreadStartParams, ThreadStartResponse,
-    ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadReadResponse,
+    ThreadResponse, ThreadResumeParams, ThreadRollbackParams, ThreadSearchParams,
+    ThreadSearchResponse, ThreadSearchResult, ThreadSetNameParams, ThreadStartParams,
+    ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
     ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
     ThreadUnsubscribeStatus, TurnItemsView,
 };
@@ -274,7 +274,8 @@ pub(crate) async fn fork(
     Ok(reply)
 }
 
-async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<Thread> {
+/// A thread read from its file, and whether it ever had a turn.
+async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<(Thread, bool)> {
     let summary = summarise(path).await.ok_or_else(|| {
         AppServerError::InvalidRequest(format!("{} is not a Keel rollout file", path.display()))
     })?;
@@ -287,7 +288,10 @@ async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<
     } else {
         Vec::new()
     };
-    Ok(summary_thread(&summary, ThreadStatus::NotLoaded, turns))
+    Ok((
+        summary_thread(&summary, ThreadStatus::NotLoaded, turns),
+        summary.has_turns,
+    ))
 }
 
 fn summary_thread(
@@ -430,18 +434,22 @@ pub(crate) async fn items_list(
 }
 
 /// `thread/read`.
-pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<ThreadResponse> {
+pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<ThreadReadResponse> {
     let id = parse_thread_id(&params.thread_id)?;
     if let Some(thread) = state.loaded(id).await {
-        return Ok(ThreadResponse {
+        let has_read_state = !thread.meta().ephemeral && !thread.turns().is_empty();
+        return Ok(ThreadReadResponse {
             thread: thread.to_thread(params.include_turns),
+            read_state: has_read_state.then(|| state.read_states.get(id)),
         });
     }
     let path = rollout_path(state, id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    Ok(ThreadResponse {
-        thread: recorded_thread(&path, params.include_turns).await?,
+    let (thread, has_turns) = recorded_thread(&path, params.include_turns).await?;
+    Ok(ThreadReadResponse {
+        thread,
+        read_state: has_turns.then(|| state.read_states.get(id)),
     })
 }
 
@@ -491,7 +499,18 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
             None => break,
         }
     }
-    Ok(ThreadListResponse { data, next_cursor })
+    let read_states = data
+        .iter()
+        .filter_map(|thread| {
+            let id = parse_thread_id(&thread.id).ok()?;
+            Some((thread.id.clone(), state.read_states.get(id)))
+        })
+        .collect();
+    Ok(ThreadListResponse {
+        data,
+        next_cursor,
+        read_states,
+    })
 }
 
 /// `thread/search`: threads with a turn whose user or assistant messages, or name, contain
@@ -631,7 +650,7 @@ pub(crate) async fn unarchive(
         AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
     })?;
     let path = unarchive_rollout(state.keel_home(), &summary.path).await?;
-    let thread = recorded_thread(&path, false).await?;
+    let (thread, _) = recorded_thread(&path, false).await?;
     let notification = ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: id.to_string(),
     });
@@ -665,6 +684,7 @@ pub(crate) async fn delete(
     if let Some(path) = path {
         delete_rollout(&path).await?;
     }
+    state.read_states.remove(id);
     // The thread's file checkpoints go with it.
     let checkpoints = keel_core::checkpoints::checkpoint_dir(state.keel_home(), &id.to_string());
     match tokio::fs::remove_dir_all(&checkpoints).await {

@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use approvals::PendingApproval;
 use keel_core::Conversation;
 use keel_protocol::app_server::{
-    ServerNotification, Thread, ThreadActiveFlag, ThreadSettings,
-    ThreadSettingsUpdatedNotification, ThreadStatus, ThreadStatusChangedNotification,
-    ThreadTurnSettings, Turn, UserInput,
+    ServerNotification, Thread, ThreadActiveFlag, ThreadReadState,
+    ThreadReadStateChangedNotification, ThreadSettings, ThreadSettingsUpdatedNotification,
+    ThreadStatus, ThreadStatusChangedNotification, ThreadTurnSettings, Turn, UserInput,
 };
 use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
@@ -31,6 +31,7 @@ pub(crate) use settings::SettingsChange;
 use translate::{Output, Translator, TurnBoundary};
 
 use crate::outgoing::{ConnectionId, Outgoing};
+use crate::read_state::ReadStates;
 
 /// What a thread looks like in lists, apart from its turns and status.
 #[derive(Debug, Clone)]
@@ -67,6 +68,8 @@ pub(crate) struct LoadedThread {
     turn_ended: tokio::sync::Notify,
     /// Cancelled once the conversation has ended and every event was delivered.
     finished: tokio_util::sync::CancellationToken,
+    /// Where a finished turn marks the thread unread.
+    read_states: Arc<ReadStates>,
     /// Whether the thread was started with tools of the client's own (`dynamicTools`).
     has_own_tools: std::sync::atomic::AtomicBool,
     /// The connection that runs them: the one that defined them, or, once it is gone, the
@@ -89,8 +92,9 @@ impl LoadedThread {
         settings: ThreadSettings,
         meta: ThreadMeta,
         turns: Vec<Turn>,
+        read_states: Arc<ReadStates>,
     ) -> Arc<Self> {
-        let thread = Self::new(conversation, settings, meta, turns);
+        let thread = Self::new(conversation, settings, meta, turns, read_states);
         thread.start_pump();
         thread
     }
@@ -102,6 +106,7 @@ impl LoadedThread {
         settings: ThreadSettings,
         meta: ThreadMeta,
         turns: Vec<Turn>,
+        read_states: Arc<ReadStates>,
     ) -> Arc<Self> {
         let id = conversation.id();
         Arc::new(Self {
@@ -123,6 +128,7 @@ impl LoadedThread {
             has_own_tools: std::sync::atomic::AtomicBool::new(false),
             tool_client: Mutex::new(None),
             tool_calls: Mutex::new(HashMap::new()),
+            read_states,
         })
     }
 
@@ -325,6 +331,46 @@ impl LoadedThread {
         }
     }
 
+    /// A turn that brought results nobody has seen yet marks a recorded thread unread (a
+    /// turn that only ran the user's own `!cmd` brings none), announced before the turn ends.
+    async fn mark_unread(&self, turn: &Turn) {
+        let only_own_commands = turn.items.iter().all(|item| {
+            matches!(
+                item,
+                keel_protocol::app_server::ThreadItem::CommandExecution {
+                    source: keel_protocol::app_server::CommandExecutionSource::UserShell,
+                    ..
+                }
+            )
+        });
+        if self.meta().ephemeral || only_own_commands {
+            return;
+        }
+        let read_states = self.read_states.clone();
+        let (id, turn_id) = (self.id, turn.id.clone());
+        let changed =
+            tokio::task::spawn_blocking(move || read_states.turn_completed(id, &turn_id)).await;
+        if let Ok(read_state) = changed {
+            self.broadcast_read_state(read_state).await;
+        }
+    }
+
+    /// Tells the thread's clients its new read state.
+    pub(crate) async fn broadcast_read_state(&self, read_state: ThreadReadState) {
+        self.broadcast(ServerNotification::ThreadReadStateChanged(
+            ThreadReadStateChangedNotification {
+                thread_id: self.id.to_string(),
+                read_state,
+            },
+        ))
+        .await;
+    }
+
+    /// The store of read states this thread writes to.
+    pub(crate) fn read_states(&self) -> Arc<ReadStates> {
+        self.read_states.clone()
+    }
+
     async fn broadcast_status(&self) {
         let status = self.status();
         self.broadcast(ServerNotification::ThreadStatusChanged(
@@ -339,7 +385,12 @@ impl LoadedThread {
     async fn deliver(self: &Arc<Self>, outputs: Vec<Output>) {
         for output in outputs {
             match output {
-                Output::Notify(notification) => self.broadcast(*notification).await,
+                Output::Notify(notification) => {
+                    if let ServerNotification::TurnCompleted(completed) = notification.as_ref() {
+                        self.mark_unread(&completed.turn).await;
+                    }
+                    self.broadcast(*notification).await;
+                }
                 Output::Approval {
                     call_id,
                     is_patch,

@@ -17,6 +17,7 @@ mod item;
 mod mcp;
 mod model;
 mod notifications;
+mod read_state;
 mod review;
 mod thread;
 mod thread_settings;
@@ -36,6 +37,7 @@ pub use item::*;
 pub use mcp::*;
 pub use model::*;
 pub use notifications::*;
+pub use read_state::*;
 pub use review::*;
 pub use thread::*;
 pub use thread_settings::*;
@@ -54,7 +56,7 @@ crate::request_table! {
         /// Copies a thread under a new id.
         ThreadFork("thread/fork", ThreadForkParams) -> ThreadForkResponse,
         /// Reads a thread, optionally with its turns.
-        ThreadRead("thread/read", ThreadReadParams) -> ThreadResponse,
+        ThreadRead("thread/read", ThreadReadParams) -> ThreadReadResponse,
         /// Lists recorded threads, newest first.
         ThreadList("thread/list", ThreadListParams) -> ThreadListResponse,
         /// Lists the threads loaded in this server.
@@ -157,6 +159,8 @@ crate::request_table! {
         ThreadGoalClear("thread/goal/clear", ThreadGoalClearParams) -> ThreadGoalClearResponse,
         /// The processes the model left running in a thread (Codex 0.169, experimental).
         ThreadBackgroundTerminalsList("thread/backgroundTerminals/list", ThreadBackgroundTerminalsListParams) -> ThreadBackgroundTerminalsListResponse,
+        /// Marks a thread read or unread (Codex 0.169, experimental).
+        ThreadReadStateUpdate("thread/readState/update", ThreadReadStateUpdateParams) -> ThreadReadStateUpdateResponse,
         /// Kills the processes the model left running in a thread (Codex 0.169, experimental;
         /// the TUI's `/stop`).
         ThreadBackgroundTerminalsClean("thread/backgroundTerminals/clean", ThreadIdParams) -> EmptyResponse,
@@ -194,6 +198,8 @@ crate::notification_table! {
         ThreadReverted("thread/reverted", ThreadIdNotification),
         /// A thread's goal was removed (Codex 0.169).
         ThreadGoalCleared("thread/goal/cleared", ThreadIdNotification),
+        /// A thread was read, marked unread, or has new results (Codex 0.169).
+        ThreadReadStateChanged("thread/readState/changed", ThreadReadStateChangedNotification),
         /// A thread was unloaded.
         ThreadClosed("thread/closed", ThreadIdNotification),
         /// A thread's history was compacted.

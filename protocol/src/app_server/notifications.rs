@@ -289,6 +289,7 @@ impl super::ServerNotification {
             | N::ThreadReverted(n)
             | N::ThreadClosed(n) => &n.thread_id,
             N::ThreadGoalUpdated(n) => &n.thread_id,
+            N::ThreadReadStateChanged(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,

@@ -286,11 +286,23 @@ pub struct ThreadReadParams {
     pub include_turns: bool,
 }
 
-/// Result of `thread/read`, `thread/unarchive` and `thread/rollback`.
+/// Result of `thread/unarchive` and `thread/rollback`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ThreadResponse {
     /// The thread.
     pub thread: Thread,
+}
+
+/// Result of `thread/read`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadResponse {
+    /// The thread.
+    pub thread: Thread,
+    /// Whether a person has seen its latest results (`null` for an ephemeral thread and one
+    /// that never had a turn; Codex 0.169).
+    #[serde(default)]
+    pub read_state: Option<super::ThreadReadState>,
 }
 
 /// Params of `thread/list`.
@@ -322,6 +334,9 @@ pub struct ThreadListResponse {
     pub data: Vec<Thread>,
     /// Pass as `cursor` for the next page.
     pub next_cursor: Option<String>,
+    /// The read state of each listed thread, by id (Codex 0.169).
+    #[serde(default)]
+    pub read_states: std::collections::BTreeMap<String, super::ThreadReadState>,
 }
 
 /// Params of `thread/loaded/list`.

@@ -10,6 +10,7 @@ mod goals;
 mod items_list;
 mod plan_mode;
 mod protocol;
+mod read_state;
 mod revert;
 pub(crate) mod review;
 mod search;

@@ -1,0 +1,45 @@
+//! `thread/readState/update`: a person marks a thread read or unread; every client following
+//! the thread hears of it before the answer.
+
+use keel_protocol::app_server::{ThreadReadStateUpdateParams, ThreadReadStateUpdateResponse};
+
+use crate::error::{AppServerError, Result};
+use crate::state::{AppState, parse_thread_id};
+
+/// Checks the thread has a read state (recorded, with a turn), then applies the operation.
+pub(crate) async fn update(
+    state: &AppState,
+    params: ThreadReadStateUpdateParams,
+) -> Result<ThreadReadStateUpdateResponse> {
+    let id = parse_thread_id(&params.thread_id)?;
+    let loaded = state.loaded(id).await;
+    let has_read_state = match &loaded {
+        Some(thread) => !thread.meta().ephemeral && !thread.turns().is_empty(),
+        None => match keel_core::find_rollout_path(state.keel_home(), id).await? {
+            Some(path) => keel_core::summarise(&path)
+                .await
+                .is_some_and(|summary| summary.has_turns),
+            None => {
+                return Err(AppServerError::InvalidRequest(format!(
+                    "no thread with id {id}"
+                )));
+            }
+        },
+    };
+    if !has_read_state {
+        return Err(AppServerError::InvalidRequest(format!(
+            "thread read state unavailable: thread {id} is ephemeral or has no turns yet"
+        )));
+    }
+    let read_states = state.read_states.clone();
+    let operation = params.operation;
+    let expected = params.expected_revision;
+    let read_state =
+        tokio::task::spawn_blocking(move || read_states.update(id, operation, expected.as_deref()))
+            .await
+            .map_err(|err| AppServerError::Internal(format!("read state update: {err}")))??;
+    if let Some(thread) = loaded {
+        thread.broadcast_read_state(read_state.clone()).await;
+    }
+    Ok(ThreadReadStateUpdateResponse { read_state })
+}

@@ -1,0 +1,135 @@
+//! Which threads a person has seen: one small file per thread under
+//! `KEEL_HOME/read-state/`, so the state outlives the server and is shared by every server
+//! on the same home.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use keel_protocol::ConversationId;
+use keel_protocol::app_server::{ThreadReadState, ThreadReadStateOperation, ThreadUnreadPosition};
+
+use crate::error::{AppServerError, Result};
+
+/// The read states of the threads under one Keel home.
+pub(crate) struct ReadStates {
+    dir: PathBuf,
+    /// Serialises this server's read-modify-write cycles.
+    writes: Mutex<()>,
+}
+
+impl ReadStates {
+    pub(crate) fn new(keel_home: &Path) -> Self {
+        Self {
+            dir: keel_home.join("read-state"),
+            writes: Mutex::new(()),
+        }
+    }
+
+    /// The thread's state; one never marked has nothing unread and an `initial:` revision.
+    pub(crate) fn get(&self, id: ConversationId) -> ThreadReadState {
+        self.stored(id).unwrap_or_else(|| ThreadReadState {
+            first_unread: None,
+            revision: format!("initial:{id}"),
+        })
+    }
+
+    /// A turn finished with results nobody has seen: the thread becomes unread from its
+    /// earliest such turn on.
+    pub(crate) fn turn_completed(&self, id: ConversationId, turn_id: &str) -> ThreadReadState {
+        self.change(id, |state| {
+            if state.first_unread.is_none() {
+                state.first_unread = Some(ThreadUnreadPosition::Turn {
+                    turn_id: turn_id.to_string(),
+                });
+            }
+        })
+    }
+
+    /// Turns were dropped (`thread/revert`): what was unread went with them.
+    pub(crate) fn reverted(&self, id: ConversationId) -> ThreadReadState {
+        self.change(id, |state| state.first_unread = None)
+    }
+
+    /// A person's `read`/`unread`, refused when `expected` is not the current revision.
+    pub(crate) fn update(
+        &self,
+        id: ConversationId,
+        operation: ThreadReadStateOperation,
+        expected: Option<&str>,
+    ) -> Result<ThreadReadState> {
+        let _held = self.lock();
+        let mut state = self.get(id);
+        if expected.is_some_and(|expected| expected != state.revision) {
+            return Err(AppServerError::ReadStateConflict(state));
+        }
+        state.first_unread = match operation {
+            ThreadReadStateOperation::Read => None,
+            ThreadReadStateOperation::Unread => Some(ThreadUnreadPosition::ThreadStart),
+        };
+        state.revision = uuid::Uuid::new_v4().to_string();
+        self.store(id, &state)?;
+        Ok(state)
+    }
+
+    /// Forgets a deleted thread's state.
+    pub(crate) fn remove(&self, id: ConversationId) {
+        let _held = self.lock();
+        match std::fs::remove_file(self.path(id)) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!(thread = %id, "cannot remove its read state: {err}"),
+        }
+    }
+
+    fn change(
+        &self,
+        id: ConversationId,
+        edit: impl FnOnce(&mut ThreadReadState),
+    ) -> ThreadReadState {
+        let _held = self.lock();
+        let mut state = self.get(id);
+        edit(&mut state);
+        state.revision = uuid::Uuid::new_v4().to_string();
+        if let Err(err) = self.store(id, &state) {
+            // The state is still announced; it is only not remembered across restarts.
+            tracing::warn!(thread = %id, "cannot record its read state: {err}");
+        }
+        state
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn path(&self, id: ConversationId) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn stored(&self, id: ConversationId) -> Option<ThreadReadState> {
+        let bytes = std::fs::read(self.path(id)).ok()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(state) => Some(state),
+            Err(err) => {
+                tracing::warn!(thread = %id, "ignoring an unreadable read state: {err}");
+                None
+            }
+        }
+    }
+
+    /// Written to a temporary file and renamed, so a reader never sees half a state.
+    fn store(&self, id: ConversationId, state: &ThreadReadState) -> Result<()> {
+        let io = |source| AppServerError::Io {
+            path: self.dir.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let bytes = serde_json::to_vec(state)
+            .map_err(|err| AppServerError::Internal(format!("read state: {err}")))?;
+        let target = self.path(id);
+        let partial = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
+        std::fs::write(&partial, bytes).map_err(io)?;
+        std::fs::rename(&partial, &target).map_err(io)
+    }
+}
