@@ -75,6 +75,7 @@ pub(crate) async fn serve(
     let context = Arc::new(ConnectionContext {
         outgoing: outgoing.clone(),
         execs: CommandExecs::new(remote),
+        file_searches: Default::default(),
     });
     let initialized = AtomicBool::new(false);
     let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));

@@ -51,6 +51,8 @@ mod conversation;
 mod conversation_manager;
 mod error;
 mod error_advice;
+#[cfg(feature = "file-search")]
+pub mod file_search;
 pub mod goals;
 pub mod hooks;
 mod images;

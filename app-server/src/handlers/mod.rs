@@ -73,6 +73,7 @@ fn to_value<T: Serialize>(value: &T) -> Result<Box<serde_json::value::RawValue>>
 pub(crate) struct ConnectionContext {
     pub outgoing: Arc<Outgoing>,
     pub execs: CommandExecs,
+    pub file_searches: utilities::FileSearches,
 }
 
 /// Runs one request (other than `initialize`).
@@ -151,6 +152,16 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadReadStateUpdate(p) => Reply::now(&read_state::update(state, p).await?),
+        ClientRequest::FuzzyFileSearch(p) => Reply::now(&connection.file_searches.search(p).await?),
+        ClientRequest::FuzzyFileSearchSessionStart(p) => {
+            Reply::now(&connection.file_searches.start_session(p)?)
+        }
+        ClientRequest::FuzzyFileSearchSessionUpdate(p) => {
+            connection.file_searches.update_session(p, outgoing)
+        }
+        ClientRequest::FuzzyFileSearchSessionStop(p) => {
+            Reply::now(&connection.file_searches.stop_session(p))
+        }
         ClientRequest::ThreadBackgroundTerminalsClean(p) => {
             Reply::now(&settings::clean_background_terminals(state, p).await?)
         }

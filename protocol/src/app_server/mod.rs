@@ -10,6 +10,7 @@ mod command_exec;
 mod common;
 mod config_write;
 mod experimental_features;
+mod file_search;
 mod fs;
 mod hook_runs;
 mod initialize;
@@ -30,6 +31,7 @@ pub use command_exec::*;
 pub use common::*;
 pub use config_write::*;
 pub use experimental_features::*;
+pub use file_search::*;
 pub use fs::*;
 pub use hook_runs::*;
 pub use initialize::*;
@@ -159,6 +161,14 @@ crate::request_table! {
         ThreadGoalClear("thread/goal/clear", ThreadGoalClearParams) -> ThreadGoalClearResponse,
         /// The processes the model left running in a thread (Codex 0.169, experimental).
         ThreadBackgroundTerminalsList("thread/backgroundTerminals/list", ThreadBackgroundTerminalsListParams) -> ThreadBackgroundTerminalsListResponse,
+        /// Files and directories whose names match what a person typed after `@` (Codex 0.169).
+        FuzzyFileSearch("fuzzyFileSearch", FuzzyFileSearchParams) -> FuzzyFileSearchResponse,
+        /// Walks roots once for a series of searches (Codex 0.169, experimental).
+        FuzzyFileSearchSessionStart("fuzzyFileSearch/sessionStart", FuzzyFileSearchSessionStartParams) -> EmptyResponse,
+        /// Searches a session's roots; results follow as notifications (Codex 0.169, experimental).
+        FuzzyFileSearchSessionUpdate("fuzzyFileSearch/sessionUpdate", FuzzyFileSearchSessionUpdateParams) -> EmptyResponse,
+        /// Ends a search session (Codex 0.169, experimental).
+        FuzzyFileSearchSessionStop("fuzzyFileSearch/sessionStop", FuzzyFileSearchSessionStopParams) -> EmptyResponse,
         /// Marks a thread read or unread (Codex 0.169, experimental).
         ThreadReadStateUpdate("thread/readState/update", ThreadReadStateUpdateParams) -> ThreadReadStateUpdateResponse,
         /// Kills the processes the model left running in a thread (Codex 0.169, experimental;
@@ -198,6 +208,10 @@ crate::notification_table! {
         ThreadReverted("thread/reverted", ThreadIdNotification),
         /// A thread's goal was removed (Codex 0.169).
         ThreadGoalCleared("thread/goal/cleared", ThreadIdNotification),
+        /// Matches for a file search session's query (Codex 0.169).
+        FuzzyFileSearchSessionUpdated("fuzzyFileSearch/sessionUpdated", FuzzyFileSearchSessionUpdatedNotification),
+        /// A file search session's query has its final results (Codex 0.169).
+        FuzzyFileSearchSessionCompleted("fuzzyFileSearch/sessionCompleted", FuzzyFileSearchSessionCompletedNotification),
         /// A thread was read, marked unread, or has new results (Codex 0.169).
         ThreadReadStateChanged("thread/readState/changed", ThreadReadStateChangedNotification),
         /// A thread was unloaded.

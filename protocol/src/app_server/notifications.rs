@@ -312,7 +312,9 @@ impl super::ServerNotification {
             N::CommandExecOutputDelta(_)
             | N::AccountRateLimitsUpdated(_)
             | N::SkillsChanged(_)
-            | N::ConfigWarning(_) => {
+            | N::ConfigWarning(_)
+            | N::FuzzyFileSearchSessionUpdated(_)
+            | N::FuzzyFileSearchSessionCompleted(_) => {
                 return None;
             }
         })
