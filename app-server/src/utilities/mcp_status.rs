@@ -56,8 +56,8 @@ pub(crate) async fn mcp_server_status_list(
                         Some((name, tool))
                     })
                     .collect(),
-                resources: Vec::new(),
-                resource_templates: Vec::new(),
+                resources: server.resources,
+                resource_templates: server.resource_templates,
                 runtime_status: Some(runtime_status),
                 tools_error,
             }

@@ -213,6 +213,28 @@ impl McpConnection {
         &self.tools
     }
 
+    /// The server's resources and resource templates (JSON objects as it lists them), asked
+    /// now; both empty when it offers none. A failed listing is logged and reads as empty.
+    pub(crate) async fn resources(&self) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+        let offers = self
+            .service
+            .peer()
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some());
+        if !offers {
+            return (Vec::new(), Vec::new());
+        }
+        let peer = self.service.peer();
+        let (resources, templates) = tokio::join!(
+            tokio::time::timeout(self.config.tool_timeout, peer.list_all_resources()),
+            tokio::time::timeout(self.config.tool_timeout, peer.list_all_resource_templates()),
+        );
+        (
+            listed_json(&self.name, "resources/list", resources),
+            listed_json(&self.name, "resources/templates/list", templates),
+        )
+    }
+
     /// Whether the session has ended (the server exited or the transport closed).
     pub(crate) fn is_closed(&self) -> bool {
         self.service.is_closed() || self.service.peer().is_transport_closed()
@@ -295,6 +317,28 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr, tail: S
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             *last = Some(line.chars().take(500).collect());
+        }
+    }
+}
+
+/// A listing as JSON objects; a failure or timeout is logged and reads as empty.
+fn listed_json<T: serde::Serialize>(
+    server: &str,
+    what: &str,
+    listed: Result<Result<Vec<T>, rmcp::ServiceError>, tokio::time::error::Elapsed>,
+) -> Vec<serde_json::Value> {
+    match listed {
+        Ok(Ok(items)) => items
+            .iter()
+            .filter_map(|item| serde_json::to_value(item).ok())
+            .collect(),
+        Ok(Err(err)) => {
+            tracing::warn!(server, "{what} failed: {err}");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!(server, "{what} timed out");
+            Vec::new()
         }
     }
 }

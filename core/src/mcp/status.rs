@@ -19,6 +19,10 @@ pub struct McpServerState {
     pub bearer_token: bool,
     /// Its tools as it lists them (JSON `Tool` objects), or why it did not start.
     pub tools: Result<Vec<Value>, String>,
+    /// Its resources (JSON `Resource` objects; empty when it offers none).
+    pub resources: Vec<Value>,
+    /// Its resource templates (JSON `ResourceTemplate` objects).
+    pub resource_templates: Vec<Value>,
 }
 
 /// Starts (or joins the running start of) every enabled server and reports each.
@@ -35,25 +39,30 @@ pub(crate) async fn server_states(
                 ..
             }
         );
-        let tools = if config.enabled {
+        let (tools, (resources, resource_templates)) = if config.enabled {
             let entry = registry.entry(name, config);
             match entry.connect(http).await {
-                Ok(connection) => Ok(connection
-                    .tools()
-                    .iter()
-                    .filter(|tool| config.offers_tool(&tool.name))
-                    .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null))
-                    .collect()),
-                Err(err) => Err(err.to_string()),
+                Ok(connection) => (
+                    Ok(connection
+                        .tools()
+                        .iter()
+                        .filter(|tool| config.offers_tool(&tool.name))
+                        .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null))
+                        .collect()),
+                    connection.resources().await,
+                ),
+                Err(err) => (Err(err.to_string()), Default::default()),
             }
         } else {
-            Ok(Vec::new())
+            (Ok(Vec::new()), Default::default())
         };
         McpServerState {
             name: name.clone(),
             enabled: config.enabled,
             bearer_token,
             tools,
+            resources,
+            resource_templates,
         }
     });
     futures::future::join_all(states).await

@@ -183,9 +183,9 @@ pub struct McpServerStatus {
     pub auth_status: McpAuthStatus,
     /// Its tools by name, as it lists them.
     pub tools: BTreeMap<String, Value>,
-    /// Its resources (Keel does not list them yet: empty).
+    /// Its resources, as it lists them (empty when it offers none).
     pub resources: Vec<Value>,
-    /// Its resource templates (empty, as `resources`).
+    /// Its resource templates, as it lists them.
     pub resource_templates: Vec<Value>,
     /// Whether it is connected (Codex 0.169's field).
     #[serde(default)]

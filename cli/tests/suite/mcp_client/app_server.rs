@@ -152,6 +152,24 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
     assert_eq!(data[1]["runtimeStatus"], "connected");
     assert_eq!(data[1]["authStatus"], "unsupported");
     assert_eq!(data[1]["tools"]["echo"]["name"], "echo");
+    // The reference server offers resources and templates; each listed as it sends them.
+    let resources = data[1]["resources"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !resources.is_empty()
+            && resources
+                .iter()
+                .all(|r| r["uri"].is_string() && r["name"].is_string()),
+        "{listed}"
+    );
+    let templates = data[1]["resourceTemplates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !templates.is_empty() && templates.iter().all(|t| t["uriTemplate"].is_string()),
+        "{listed}"
+    );
+    assert_eq!(data[0]["resources"], json!([]));
     let page = server
         .request("mcpServerStatus/list", json!({"limit": 1}))
         .await?;
