@@ -39,6 +39,9 @@ pub(crate) struct AppState {
     config_writes: std::sync::Mutex<()>,
     /// Which threads a person has seen.
     pub read_states: Arc<crate::read_state::ReadStates>,
+    /// The index behind `thread/list` and `thread/search`, opened on first use (`None` when
+    /// it cannot be: listings then read the rollouts).
+    thread_index: tokio::sync::OnceCell<Option<Arc<keel_core::ThreadIndex>>>,
 }
 
 impl AppState {
@@ -49,7 +52,30 @@ impl AppState {
             manager: ConversationManager::new(),
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
+            thread_index: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The thread index, opened (and built if missing) on first use.
+    pub(crate) async fn thread_index(&self) -> Option<Arc<keel_core::ThreadIndex>> {
+        self.thread_index
+            .get_or_init(|| async {
+                let home = self.config.keel_home.clone();
+                match tokio::task::spawn_blocking(move || keel_core::ThreadIndex::open(&home)).await
+                {
+                    Ok(Ok(index)) => Some(Arc::new(index)),
+                    Ok(Err(err)) => {
+                        tracing::warn!("no thread index, listings read the rollouts: {err}");
+                        None
+                    }
+                    Err(err) => {
+                        tracing::warn!("no thread index: {err}");
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
     }
 
     /// Resolves the configuration for a thread with a client's overrides.

@@ -105,6 +105,8 @@ pub use rollout::{
     first_message_match, list_conversations, list_conversations_in, load_rollout, read_transcript,
     summarise, unarchive_rollout,
 };
+#[cfg(feature = "thread-index")]
+pub use rollout::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
 pub use tls::install_tls_provider;
 pub use tools::{
     CommandOutput, DynTool, Tool, ToolApproval, ToolContext, ToolError, ToolInput,

@@ -7,6 +7,7 @@ mod revert;
 mod review;
 mod settings;
 mod shell_command;
+mod thread_list;
 mod threads;
 mod turns;
 
@@ -89,8 +90,8 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadResume(p) => threads::resume(state, p, outgoing).await,
         ClientRequest::ThreadFork(p) => threads::fork(state, p, outgoing).await,
         ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),
-        ClientRequest::ThreadList(p) => Reply::now(&threads::list(state, p).await?),
-        ClientRequest::ThreadSearch(p) => Reply::now(&threads::search(state, p).await?),
+        ClientRequest::ThreadList(p) => Reply::now(&thread_list::list(state, p).await?),
+        ClientRequest::ThreadSearch(p) => Reply::now(&thread_list::search(state, p).await?),
         ClientRequest::ThreadLoadedList(p) => Reply::now(&threads::loaded_list(state, p).await?),
         ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
         ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,

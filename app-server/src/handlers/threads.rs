@@ -4,19 +4,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_core::{
-    ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, SESSIONS_DIR,
-    archive_rollout, delete_rollout, find_rollout_path, list_conversations_in, read_transcript,
-    summarise, unarchive_rollout,
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, archive_rollout,
+    delete_rollout, find_rollout_path, list_conversations_in, read_transcript, summarise,
+    unarchive_rollout,
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
     EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
     ThreadItemEntry, ThreadItemsListAnchor, ThreadItemsListCursor, ThreadItemsListParams,
-    ThreadItemsListResponse, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
-    ThreadLoadedListResponse, ThreadNameUpdatedNotification, ThreadReadParams, ThreadReadResponse,
-    ThreadResponse, ThreadResumeParams, ThreadRollbackParams, ThreadSearchParams,
-    ThreadSearchResponse, ThreadSearchResult, ThreadSetNameParams, ThreadStartParams,
+    ThreadItemsListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
+    ThreadNameUpdatedNotification, ThreadReadParams, ThreadReadResponse, ThreadResponse,
+    ThreadResumeParams, ThreadRollbackParams, ThreadSetNameParams, ThreadStartParams,
     ThreadStartResponse, ThreadStartedNotification, ThreadStatus, ThreadStatusChangedNotification,
     ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeResponse,
     ThreadUnsubscribeStatus, TurnItemsView,
@@ -294,7 +293,7 @@ async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<
     ))
 }
 
-fn summary_thread(
+pub(super) fn summary_thread(
     summary: &ConversationSummary,
     status: ThreadStatus,
     turns: Vec<keel_protocol::app_server::Turn>,
@@ -450,140 +449,6 @@ pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<T
     Ok(ThreadReadResponse {
         thread,
         read_state: has_turns.then(|| state.read_states.get(id)),
-    })
-}
-
-/// `thread/list`: newest first, filtered by cwd and search term, paged by rollout file name.
-pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<ThreadListResponse> {
-    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
-    let dir = if params.archived.unwrap_or(false) {
-        ARCHIVED_SESSIONS_DIR
-    } else {
-        SESSIONS_DIR
-    };
-    let root = state.keel_home().join(dir);
-    let search = params.search_term.as_ref().map(|s| s.to_lowercase());
-    let mut data = Vec::new();
-    let mut cursor = params.cursor.clone();
-    let mut next_cursor = None;
-    'pages: loop {
-        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
-        for summary in &page.items {
-            if data.len() == limit {
-                next_cursor = data
-                    .last()
-                    .and_then(|t: &Thread| t.path.as_ref())
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned());
-                break 'pages;
-            }
-            let cwd_matches = params.cwd.as_ref().is_none_or(|cwd| &summary.cwd == cwd);
-            let search_matches = search.as_ref().is_none_or(|term| {
-                summary.preview.to_lowercase().contains(term)
-                    || summary
-                        .name
-                        .as_ref()
-                        .is_some_and(|n| n.to_lowercase().contains(term))
-            });
-            // As Codex: a thread shows once it has had a turn.
-            if cwd_matches && search_matches && summary.has_turns {
-                let status = match state.loaded(summary.id).await {
-                    Some(thread) => thread.status(),
-                    None => ThreadStatus::NotLoaded,
-                };
-                data.push(summary_thread(summary, status, Vec::new()));
-            }
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    let read_states = data
-        .iter()
-        .filter_map(|thread| {
-            let id = parse_thread_id(&thread.id).ok()?;
-            Some((thread.id.clone(), state.read_states.get(id)))
-        })
-        .collect();
-    Ok(ThreadListResponse {
-        data,
-        next_cursor,
-        read_states,
-    })
-}
-
-/// `thread/search`: threads with a turn whose user or assistant messages, or name, contain
-/// the term (case-insensitive), newest first; each with a snippet of its first match. Reads
-/// the rollouts one by one (no index yet), stopping at each file's first match.
-pub(crate) async fn search(
-    state: &AppState,
-    params: ThreadSearchParams,
-) -> Result<ThreadSearchResponse> {
-    let term = params.search_term.trim().to_lowercase();
-    if term.is_empty() {
-        return Err(AppServerError::InvalidParams {
-            method: "thread/search".into(),
-            message: "`searchTerm` must not be empty".into(),
-        });
-    }
-    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
-    let dir = if params.archived.unwrap_or(false) {
-        ARCHIVED_SESSIONS_DIR
-    } else {
-        SESSIONS_DIR
-    };
-    let root = state.keel_home().join(dir);
-    let mut data = Vec::new();
-    let mut cursor = params.cursor.clone();
-    let mut next_cursor = None;
-    'pages: loop {
-        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
-        for summary in &page.items {
-            if data.len() == limit {
-                next_cursor = data
-                    .last()
-                    .and_then(|r: &ThreadSearchResult| r.thread.path.as_ref())
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned());
-                break 'pages;
-            }
-            if !summary.has_turns {
-                continue;
-            }
-            let path = summary.path.clone();
-            let needle = term.clone();
-            let found =
-                tokio::task::spawn_blocking(move || keel_core::first_message_match(&path, &needle))
-                    .await
-                    .map_err(|err| AppServerError::Internal(format!("searching: {err}")))?;
-            let snippet = found.or_else(|| {
-                summary
-                    .name
-                    .as_ref()
-                    .filter(|name| name.to_lowercase().contains(&term))
-                    .cloned()
-            });
-            if let Some(snippet) = snippet {
-                let status = match state.loaded(summary.id).await {
-                    Some(thread) => thread.status(),
-                    None => ThreadStatus::NotLoaded,
-                };
-                data.push(ThreadSearchResult {
-                    thread: summary_thread(summary, status, Vec::new()),
-                    snippet,
-                });
-            }
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    Ok(ThreadSearchResponse {
-        data,
-        next_cursor,
-        backwards_cursor: None,
     })
 }
 

@@ -120,7 +120,7 @@ pub async fn summarise(path: &Path) -> Option<ConversationSummary> {
         .flatten()
 }
 
-fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
+pub(super) fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
     let mut lines = RolloutLines::open(path).ok()?;
     let mut meta = None;
     let mut preview = None;

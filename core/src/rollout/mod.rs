@@ -5,6 +5,7 @@
 
 mod archive;
 mod fold;
+mod index;
 mod list;
 mod reader;
 mod reader_thread;
@@ -13,6 +14,8 @@ mod search;
 mod store;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
+#[cfg(feature = "thread-index")]
+pub use index::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
 pub use list::{
     ConversationSummary, ConversationsPage, find_rollout_path, list_conversations,
     list_conversations_in, summarise,

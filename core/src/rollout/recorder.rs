@@ -15,7 +15,13 @@ use crate::error::{CoreError, Result};
 pub struct RolloutRecorder {
     path: PathBuf,
     file: Mutex<tokio::fs::File>,
+    /// When the file was last noted as being written (see [`super::index`]).
+    noted_at: std::sync::Mutex<std::time::Instant>,
 }
+
+/// How often a writer notes its file again, so an index that stopped watching an idle file
+/// picks it up once it grows again.
+const RENOTE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 impl RolloutRecorder {
     /// Creates a new rollout file for a conversation under `keel_home/sessions/YYYY/MM/DD/`
@@ -58,9 +64,11 @@ impl RolloutRecorder {
             file.write_all(b"\n").await.map_err(rollout_error)?;
             file.flush().await.map_err(rollout_error)?;
         }
+        super::index::note_live(path);
         Ok(Self {
             path: path.to_path_buf(),
             file: Mutex::new(file),
+            noted_at: std::sync::Mutex::new(std::time::Instant::now()),
         })
     }
 
@@ -85,6 +93,7 @@ impl RolloutRecorder {
             text.push_str(&json);
             text.push('\n');
         }
+        self.renote_if_idle();
         let mut file = self.file.lock().await;
         let write = async {
             file.write_all(text.as_bytes()).await?;
@@ -94,6 +103,19 @@ impl RolloutRecorder {
             path: self.path.clone(),
             message: err.to_string(),
         })
+    }
+}
+
+impl RolloutRecorder {
+    fn renote_if_idle(&self) {
+        let mut noted_at = self
+            .noted_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if noted_at.elapsed() >= RENOTE_EVERY {
+            *noted_at = std::time::Instant::now();
+            super::index::note_live(&self.path);
+        }
     }
 }
 

@@ -42,6 +42,34 @@ pub fn first_message_match(path: &Path, term: &str) -> Option<String> {
     None
 }
 
+/// Every user and assistant message of the rollout at `path`, in order (for the index).
+#[cfg(feature = "thread-index")]
+pub(crate) fn message_texts(path: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut texts = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let Ok(line) = line else {
+            break;
+        };
+        if !(line.contains(r#""type":"user_message""#)
+            || line.contains(r#""type":"agent_message""#))
+        {
+            continue;
+        }
+        let Ok(parsed) = serde_json::from_str::<RolloutLine>(&line) else {
+            continue;
+        };
+        match parsed.item {
+            RolloutItem::EventMsg(EventMsg::UserMessage(message)) => texts.push(message.message),
+            RolloutItem::EventMsg(EventMsg::AgentMessage(message)) => texts.push(message.message),
+            _ => {}
+        }
+    }
+    texts
+}
+
 /// `text` with whitespace collapsed, cut to a window around the first `term`, with `...`
 /// where it was cut.
 pub(crate) fn snippet(text: &str, term: &str) -> Option<String> {

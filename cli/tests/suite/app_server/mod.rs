@@ -18,6 +18,7 @@ mod search;
 mod settings;
 mod shell_command;
 mod side_conversations;
+mod thread_index;
 mod threads;
 mod turns;
 mod unified_exec;

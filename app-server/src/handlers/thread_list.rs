@@ -1,0 +1,240 @@
+//! `thread/list` and `thread/search`: answered from the thread index (one query, whatever
+//! the number of rollouts), or — if the index cannot be used — by reading the rollouts one
+//! by one, as before it existed.
+
+use std::sync::Arc;
+
+use keel_core::{
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, IndexQuery, SESSIONS_DIR, ThreadIndex,
+    list_conversations_in,
+};
+use keel_protocol::app_server::{
+    ThreadListParams, ThreadListResponse, ThreadSearchParams, ThreadSearchResponse,
+    ThreadSearchResult, ThreadStatus,
+};
+
+use super::threads::summary_thread;
+use crate::error::{AppServerError, Result};
+use crate::state::{AppState, parse_thread_id};
+
+/// `thread/list`: threads that had a turn, newest first, filtered by cwd and by a text in
+/// their preview or name, paged by rollout file name.
+pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<ThreadListResponse> {
+    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
+    let archived = params.archived.unwrap_or(false);
+    let indexed = match state.thread_index().await {
+        Some(index) => {
+            let params = params.clone();
+            on_index(index, move |index| {
+                index.list(&IndexQuery {
+                    archived,
+                    cursor: params.cursor.as_deref(),
+                    limit,
+                    cwd: params.cwd.as_deref(),
+                    text: params.search_term.as_deref(),
+                })
+            })
+            .await
+            .map(|page| (page.items, page.next_cursor))
+        }
+        None => None,
+    };
+    let (summaries, next_cursor) = match indexed {
+        Some(found) => found,
+        None => scan_list(state, &params, limit).await?,
+    };
+    let mut data = Vec::with_capacity(summaries.len());
+    for summary in &summaries {
+        data.push(summary_thread(
+            summary,
+            status(state, summary).await,
+            Vec::new(),
+        ));
+    }
+    let read_states = data
+        .iter()
+        .filter_map(|thread| {
+            let id = parse_thread_id(&thread.id).ok()?;
+            Some((thread.id.clone(), state.read_states.get(id)))
+        })
+        .collect();
+    Ok(ThreadListResponse {
+        data,
+        next_cursor,
+        read_states,
+    })
+}
+
+/// `thread/search`: threads with a turn whose user or assistant messages, or name, contain
+/// the term (case-insensitive), newest first; each with a snippet of its first match.
+pub(crate) async fn search(
+    state: &AppState,
+    params: ThreadSearchParams,
+) -> Result<ThreadSearchResponse> {
+    let term = params.search_term.trim().to_lowercase();
+    if term.is_empty() {
+        return Err(AppServerError::InvalidParams {
+            method: "thread/search".into(),
+            message: "`searchTerm` must not be empty".into(),
+        });
+    }
+    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
+    let archived = params.archived.unwrap_or(false);
+    let indexed = match state.thread_index().await {
+        Some(index) => {
+            let (term, cursor) = (term.clone(), params.cursor.clone());
+            on_index(index, move |index| {
+                index.search(&term, archived, cursor.as_deref(), limit)
+            })
+            .await
+            .map(|page| {
+                let hits = page
+                    .items
+                    .into_iter()
+                    .map(|hit| (hit.summary, hit.snippet))
+                    .collect();
+                (hits, page.next_cursor)
+            })
+        }
+        None => None,
+    };
+    let (hits, next_cursor) = match indexed {
+        Some(found) => found,
+        None => scan_search(state, &term, archived, params.cursor.clone(), limit).await?,
+    };
+    let mut data = Vec::with_capacity(hits.len());
+    for (summary, snippet) in hits {
+        data.push(ThreadSearchResult {
+            thread: summary_thread(&summary, status(state, &summary).await, Vec::new()),
+            snippet,
+        });
+    }
+    Ok(ThreadSearchResponse {
+        data,
+        next_cursor,
+        backwards_cursor: None,
+    })
+}
+
+/// Runs a query on the index off the async threads; `None` (logged) when it fails, so the
+/// caller falls back to reading the rollouts.
+async fn on_index<T: Send + 'static>(
+    index: Arc<ThreadIndex>,
+    query: impl FnOnce(&ThreadIndex) -> Result<T, keel_core::ThreadIndexError> + Send + 'static,
+) -> Option<T> {
+    match tokio::task::spawn_blocking(move || query(&index)).await {
+        Ok(Ok(found)) => Some(found),
+        Ok(Err(err)) => {
+            tracing::warn!("thread index unavailable, reading the rollouts instead: {err}");
+            None
+        }
+        Err(err) => {
+            tracing::warn!("thread index query stopped: {err}");
+            None
+        }
+    }
+}
+
+async fn status(state: &AppState, summary: &ConversationSummary) -> ThreadStatus {
+    match state.loaded(summary.id).await {
+        Some(thread) => thread.status(),
+        None => ThreadStatus::NotLoaded,
+    }
+}
+
+fn root_dir(state: &AppState, archived: bool) -> std::path::PathBuf {
+    state.keel_home().join(if archived {
+        ARCHIVED_SESSIONS_DIR
+    } else {
+        SESSIONS_DIR
+    })
+}
+
+/// `thread/list` without the index: reads the rollouts' heads one by one.
+async fn scan_list(
+    state: &AppState,
+    params: &ThreadListParams,
+    limit: usize,
+) -> Result<(Vec<ConversationSummary>, Option<String>)> {
+    let root = root_dir(state, params.archived.unwrap_or(false));
+    let search = params.search_term.as_ref().map(|s| s.to_lowercase());
+    let mut found: Vec<ConversationSummary> = Vec::new();
+    let mut cursor = params.cursor.clone();
+    loop {
+        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+        for summary in page.items {
+            if found.len() == limit {
+                let next = file_name(found.last());
+                return Ok((found, next));
+            }
+            let cwd_matches = params.cwd.as_ref().is_none_or(|cwd| &summary.cwd == cwd);
+            let search_matches = search.as_ref().is_none_or(|term| {
+                summary.preview.to_lowercase().contains(term)
+                    || summary
+                        .name
+                        .as_ref()
+                        .is_some_and(|n| n.to_lowercase().contains(term))
+            });
+            // As Codex: a thread shows once it has had a turn.
+            if cwd_matches && search_matches && summary.has_turns {
+                found.push(summary);
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok((found, None)),
+        }
+    }
+}
+
+/// `thread/search` without the index: reads the rollouts one by one, stopping at each
+/// file's first match. Its cursor is a file name, as `thread/list`'s.
+async fn scan_search(
+    state: &AppState,
+    term: &str,
+    archived: bool,
+    cursor: Option<String>,
+    limit: usize,
+) -> Result<(Vec<(ConversationSummary, String)>, Option<String>)> {
+    let root = root_dir(state, archived);
+    let mut found: Vec<(ConversationSummary, String)> = Vec::new();
+    let mut cursor = cursor;
+    loop {
+        let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+        for summary in page.items {
+            if found.len() == limit {
+                let next = file_name(found.last().map(|(s, _)| s));
+                return Ok((found, next));
+            }
+            if !summary.has_turns {
+                continue;
+            }
+            let path = summary.path.clone();
+            let needle = term.to_string();
+            let matched =
+                tokio::task::spawn_blocking(move || keel_core::first_message_match(&path, &needle))
+                    .await
+                    .map_err(|err| AppServerError::Internal(format!("searching: {err}")))?;
+            let snippet = matched.or_else(|| {
+                summary
+                    .name
+                    .as_ref()
+                    .filter(|name| name.to_lowercase().contains(term))
+                    .cloned()
+            });
+            if let Some(snippet) = snippet {
+                found.push((summary, snippet));
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok((found, None)),
+        }
+    }
+}
+
+fn file_name(summary: Option<&ConversationSummary>) -> Option<String> {
+    summary
+        .and_then(|s| s.path.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+}

@@ -1,0 +1,311 @@
+//! Bringing the index up to date with the rollouts on disk.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::live::LIVE_FILE;
+use crate::rollout::{ARCHIVED_SESSIONS_DIR, SESSIONS_DIR};
+
+/// Separates messages in a thread's indexed text (a character messages do not contain).
+pub(super) const SEPARATOR: &str = "\n\u{1e}\n";
+
+/// A file noted as being written stops being watched once unchanged for this long (its
+/// writer notes it again if it grows later).
+const LIVE_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// A file's size and modification time (nanoseconds), to see whether it changed.
+pub(super) fn stamp(meta: &std::fs::Metadata) -> (i64, i64) {
+    let size = i64::try_from(meta.len()).unwrap_or(i64::MAX);
+    (size, mtime_ns(meta))
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |since| {
+            i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+        })
+}
+
+fn text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Brings every rollout under both roots of `home` into the index.
+pub(super) fn refresh(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
+    take_live_notes(tx, home)?;
+    let mut pending = Vec::new();
+    for root in [SESSIONS_DIR, ARCHIVED_SESSIONS_DIR] {
+        reconcile_tree(tx, &home.join(root), root, &mut pending)?;
+    }
+    // Indexed oldest first, so index order follows creation (file names start with it):
+    // searches list newest first by that order.
+    pending.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
+    for file in pending {
+        index_file(tx, &file.path, &file.dir, file.root, &file.meta)?;
+    }
+    refresh_live(tx, home)
+}
+
+/// Moves the writers' notes into the `live` table (the notes file is renamed first, so a
+/// writer appending meanwhile starts a new one).
+fn take_live_notes(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
+    let notes = home.join(LIVE_FILE);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    let taken = home.join(format!("{LIVE_FILE}.{}.{nanos}", std::process::id()));
+    if std::fs::rename(&notes, &taken).is_err() {
+        return Ok(());
+    }
+    let listed = std::fs::read_to_string(&taken).unwrap_or_default();
+    for line in listed.lines().filter(|line| !line.is_empty()) {
+        tx.execute(
+            "INSERT OR IGNORE INTO live(path) VALUES (?1)",
+            params![line],
+        )?;
+    }
+    if let Err(err) = std::fs::remove_file(&taken) {
+        tracing::debug!("cannot remove {}: {err}", taken.display());
+    }
+    Ok(())
+}
+
+/// A rollout found new or changed, to be read into the index.
+struct Pending {
+    path: PathBuf,
+    dir: String,
+    root: &'static str,
+    meta: std::fs::Metadata,
+}
+
+/// Walks the directories under `root`, re-reading only those whose modification time moved;
+/// the new or changed rollouts found are added to `pending`.
+fn reconcile_tree(
+    tx: &Transaction<'_>,
+    root: &Path,
+    root_name: &'static str,
+    pending: &mut Vec<Pending>,
+) -> rusqlite::Result<()> {
+    let mut stack = vec![(root.to_path_buf(), None::<String>)];
+    while let Some((dir, parent)) = stack.pop() {
+        let dir_text = text(&dir);
+        let meta = match std::fs::metadata(&dir) {
+            Ok(meta) if meta.is_dir() => meta,
+            _ => {
+                forget_dir(tx, &dir_text)?;
+                continue;
+            }
+        };
+        let mtime = mtime_ns(&meta);
+        let stored: Option<i64> = tx
+            .query_row(
+                "SELECT mtime_ns FROM dirs WHERE path = ?1",
+                params![dir_text],
+                |row| row.get(0),
+            )
+            .optional()?;
+        if stored == Some(mtime) {
+            for child in child_dirs(tx, &dir_text)? {
+                stack.push((PathBuf::from(child), Some(dir_text.clone())));
+            }
+            continue;
+        }
+        let (files, subdirs) = read_dir(&dir);
+        let subdir_texts: Vec<String> = subdirs.iter().map(|d| text(d)).collect();
+        for known in child_dirs(tx, &dir_text)? {
+            if !subdir_texts.contains(&known) {
+                forget_dir(tx, &known)?;
+            }
+        }
+        let mut known = known_files(tx, &dir_text)?;
+        for file in files {
+            let file_text = text(&file);
+            let recorded = known.remove(&file_text);
+            let Ok(meta) = std::fs::metadata(&file) else {
+                continue;
+            };
+            if recorded != Some(stamp(&meta)) {
+                pending.push(Pending {
+                    path: file,
+                    dir: dir_text.clone(),
+                    root: root_name,
+                    meta,
+                });
+            }
+        }
+        for gone in known.keys() {
+            delete_thread(tx, gone)?;
+        }
+        tx.execute(
+            "INSERT INTO dirs(path, parent, mtime_ns) VALUES (?1, ?2, ?3)
+             ON CONFLICT(path) DO UPDATE SET parent = excluded.parent, mtime_ns = excluded.mtime_ns",
+            params![dir_text, parent, mtime],
+        )?;
+        for subdir in subdirs {
+            stack.push((subdir, Some(dir_text.clone())));
+        }
+    }
+    Ok(())
+}
+
+/// The rollout files and the subdirectories of `dir` (unreadable entries are skipped).
+fn read_dir(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    let mut subdirs = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (files, subdirs);
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => subdirs.push(path),
+            Ok(kind) if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") => {
+                files.push(path);
+            }
+            _ => {}
+        }
+    }
+    (files, subdirs)
+}
+
+fn child_dirs(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<Vec<String>> {
+    let mut statement = tx.prepare_cached("SELECT path FROM dirs WHERE parent = ?1")?;
+    let rows = statement.query_map(params![dir], |row| row.get(0))?;
+    rows.collect()
+}
+
+fn known_files(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<HashMap<String, (i64, i64)>> {
+    let mut statement =
+        tx.prepare_cached("SELECT path, size, mtime_ns FROM threads WHERE dir = ?1")?;
+    let rows = statement.query_map(params![dir], |row| {
+        Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?)))
+    })?;
+    rows.collect()
+}
+
+/// Forgets a directory that is gone, with everything that was under it.
+fn forget_dir(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<()> {
+    let under = "(dir = ?1 OR substr(dir, 1, length(?1) + 1) = ?1 || '/')";
+    tx.execute(
+        &format!("DELETE FROM texts WHERE rowid IN (SELECT rowid FROM threads WHERE {under})"),
+        params![dir],
+    )?;
+    tx.execute(&format!("DELETE FROM threads WHERE {under}"), params![dir])?;
+    tx.execute(
+        "DELETE FROM dirs WHERE path = ?1 OR substr(path, 1, length(?1) + 1) = ?1 || '/'",
+        params![dir],
+    )?;
+    Ok(())
+}
+
+pub(super) fn delete_thread(tx: &Transaction<'_>, path: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "DELETE FROM texts WHERE rowid IN (SELECT rowid FROM threads WHERE path = ?1)",
+        params![path],
+    )?;
+    tx.execute("DELETE FROM threads WHERE path = ?1", params![path])?;
+    Ok(())
+}
+
+/// Reads one rollout into the index (its summary and messages); a file that is not a Keel
+/// rollout is left out.
+pub(super) fn index_file(
+    tx: &Transaction<'_>,
+    path: &Path,
+    dir: &str,
+    root: &str,
+    meta: &std::fs::Metadata,
+) -> rusqlite::Result<()> {
+    let path_text = text(path);
+    let (size, mtime) = stamp(meta);
+    let Some(summary) = crate::rollout::list::summarise_blocking(path) else {
+        return delete_thread(tx, &path_text);
+    };
+    let body = crate::rollout::search::message_texts(path).join(SEPARATOR);
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    tx.execute(
+        "INSERT INTO threads(path, dir, root, file_name, id, created_at, updated_at, cwd,
+                             preview, name, has_turns, model, size, mtime_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         ON CONFLICT(path) DO UPDATE SET dir = excluded.dir, root = excluded.root,
+             file_name = excluded.file_name, id = excluded.id,
+             created_at = excluded.created_at, updated_at = excluded.updated_at,
+             cwd = excluded.cwd, preview = excluded.preview, name = excluded.name,
+             has_turns = excluded.has_turns, model = excluded.model, size = excluded.size,
+             mtime_ns = excluded.mtime_ns",
+        params![
+            path_text,
+            dir,
+            root,
+            file_name,
+            summary.id.to_string(),
+            summary.created_at,
+            summary.updated_at,
+            text(&summary.cwd),
+            summary.preview,
+            summary.name,
+            summary.has_turns,
+            summary.model,
+            size,
+            mtime,
+        ],
+    )?;
+    let rowid: i64 = tx.query_row(
+        "SELECT rowid FROM threads WHERE path = ?1",
+        params![path_text],
+        |row| row.get(0),
+    )?;
+    tx.execute("DELETE FROM texts WHERE rowid = ?1", params![rowid])?;
+    tx.execute(
+        "INSERT INTO texts(rowid, name, body) VALUES (?1, ?2, ?3)",
+        params![rowid, summary.name.unwrap_or_default(), body],
+    )?;
+    Ok(())
+}
+
+/// Re-reads the noted files that changed; stops watching those long unchanged.
+fn refresh_live(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
+    let noted: Vec<String> = {
+        let mut statement = tx.prepare_cached("SELECT path FROM live")?;
+        let rows = statement.query_map([], |row| row.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for path_text in noted {
+        let path = PathBuf::from(&path_text);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            tx.execute("DELETE FROM live WHERE path = ?1", params![path_text])?;
+            continue;
+        };
+        let recorded: Option<(i64, i64)> = tx
+            .query_row(
+                "SELECT size, mtime_ns FROM threads WHERE path = ?1",
+                params![path_text],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        if recorded != Some(stamp(&meta)) {
+            if let Some((dir, root)) = place(home, &path) {
+                index_file(tx, &path, &dir, root, &meta)?;
+            }
+        } else if meta.modified().ok().and_then(|at| at.elapsed().ok()) >= Some(LIVE_FOR) {
+            tx.execute("DELETE FROM live WHERE path = ?1", params![path_text])?;
+        }
+    }
+    Ok(())
+}
+
+/// The directory (as stored) and root of a rollout under `home`, if it is under one.
+pub(super) fn place(home: &Path, path: &Path) -> Option<(String, &'static str)> {
+    let root = [SESSIONS_DIR, ARCHIVED_SESSIONS_DIR]
+        .into_iter()
+        .find(|root| path.starts_with(home.join(root)))?;
+    Some((text(path.parent()?), root))
+}

@@ -1,0 +1,316 @@
+//! The index's database: opening (and rebuilding), and the queries behind `thread/list` and
+//! `thread/search`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, Row, TransactionBehavior, params};
+
+use super::scan::{self, SEPARATOR};
+use crate::rollout::list::ConversationSummary;
+use crate::rollout::{ARCHIVED_SESSIONS_DIR, ConversationsPage, SESSIONS_DIR};
+
+/// The index file under the Keel home.
+const INDEX_FILE: &str = "thread-index.sqlite";
+
+/// Bumped whenever the tables change: an index of another version is rebuilt.
+const SCHEMA_VERSION: i64 = 1;
+
+/// Why the index could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ThreadIndexError {
+    /// The database failed.
+    #[error("thread index {path}: {source}")]
+    Database {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+/// What a page of `thread/list` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct IndexQuery<'a> {
+    /// The archive instead of the live threads.
+    pub archived: bool,
+    /// The file name of the previous page's last thread.
+    pub cursor: Option<&'a str>,
+    /// Page size.
+    pub limit: usize,
+    /// Only threads started in this directory.
+    pub cwd: Option<&'a Path>,
+    /// Only threads whose preview or name contains this (ASCII case-insensitive).
+    pub text: Option<&'a str>,
+}
+
+/// A thread that mentions the searched text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The thread.
+    pub summary: ConversationSummary,
+    /// Its first message (or its name) that mentions the text, cut around the mention.
+    pub snippet: String,
+}
+
+/// One page of search results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    /// Newest first.
+    pub items: Vec<SearchHit>,
+    /// Pass back for the next page; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+/// The index of one Keel home's rollouts (see the module docs).
+pub struct ThreadIndex {
+    home: PathBuf,
+    path: PathBuf,
+    db: Mutex<Connection>,
+}
+
+const SUMMARY_COLUMNS: &str =
+    "t.path, t.id, t.created_at, t.updated_at, t.cwd, t.preview, t.name, t.has_turns, t.model";
+
+impl ThreadIndex {
+    /// Opens (creating or rebuilding as needed) the index of `keel_home`. Blocking.
+    pub fn open(keel_home: &Path) -> Result<Self, ThreadIndexError> {
+        let path = keel_home.join(INDEX_FILE);
+        let fail = |source| ThreadIndexError::Database {
+            path: path.clone(),
+            source,
+        };
+        let db = match connect(&path) {
+            Ok(db) => db,
+            Err(err) => {
+                // A cache that cannot be read is thrown away and built again.
+                tracing::warn!(path = %path.display(), "rebuilding the thread index: {err}");
+                for suffix in ["", "-wal", "-shm"] {
+                    let file = PathBuf::from(format!("{}{suffix}", path.display()));
+                    if let Err(err) = std::fs::remove_file(&file)
+                        && err.kind() != std::io::ErrorKind::NotFound
+                    {
+                        tracing::warn!("cannot remove {}: {err}", file.display());
+                    }
+                }
+                connect(&path).map_err(fail)?
+            }
+        };
+        Ok(Self {
+            home: keel_home.to_path_buf(),
+            path,
+            db: Mutex::new(db),
+        })
+    }
+
+    /// Brings the index up to date with the rollouts on disk. Blocking; every query does it.
+    pub fn refresh(&self) -> Result<(), ThreadIndexError> {
+        let mut db = self.lock();
+        let tx = db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|err| self.fail(err))?;
+        scan::refresh(&tx, &self.home).map_err(|err| self.fail(err))?;
+        tx.commit().map_err(|err| self.fail(err))
+    }
+
+    /// Threads that had a turn, newest first (by file name), a page at a time. Blocking.
+    pub fn list(&self, query: &IndexQuery<'_>) -> Result<ConversationsPage, ThreadIndexError> {
+        self.refresh()?;
+        let text = query.text.map(str::to_ascii_lowercase);
+        let cwd = query.cwd.map(|cwd| cwd.to_string_lossy().into_owned());
+        let limit = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS}, t.file_name FROM threads t
+             WHERE t.root = ?1 AND t.has_turns = 1
+               AND (?2 IS NULL OR t.file_name < ?2)
+               AND (?3 IS NULL OR t.cwd = ?3)
+               AND (?4 IS NULL OR instr(lower(t.preview), ?4) > 0
+                    OR instr(lower(coalesce(t.name, '')), ?4) > 0)
+             ORDER BY t.file_name DESC LIMIT ?5"
+        );
+        let db = self.lock();
+        let mut statement = db.prepare_cached(&sql).map_err(|err| self.fail(err))?;
+        let rows = statement
+            .query_map(
+                params![root(query.archived), query.cursor, cwd, text, limit],
+                |row| Ok((summary(row)?, row.get::<_, String>(9)?)),
+            )
+            .map_err(|err| self.fail(err))?;
+        let mut found: Vec<(ConversationSummary, String)> = rows
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|err| self.fail(err))?;
+        let next_cursor = (found.len() > query.limit).then(|| {
+            found.truncate(query.limit);
+            found.last().map(|(_, name)| name.clone())
+        });
+        Ok(ConversationsPage {
+            items: found.into_iter().map(|(summary, _)| summary).collect(),
+            next_cursor: next_cursor.flatten(),
+        })
+    }
+
+    /// Threads that had a turn whose user or assistant messages, or name, contain `term`
+    /// (case-insensitive), newest first, each with a snippet. `cursor` is the previous page's
+    /// `next_cursor`. Blocking.
+    pub fn search(
+        &self,
+        term: &str,
+        archived: bool,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<SearchPage, ThreadIndexError> {
+        self.refresh()?;
+        let term = term.to_lowercase();
+        let before = cursor.and_then(|cursor| cursor.parse::<i64>().ok());
+        // Three characters and more use the trigram index; shorter terms scan the texts.
+        let (condition, pattern) = if term.chars().count() >= 3 {
+            (
+                "texts MATCH ?1",
+                format!("\"{}\"", term.replace('"', "\"\"")),
+            )
+        } else {
+            let escaped = term
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            (
+                "(texts.body LIKE ?1 ESCAPE '\\' OR texts.name LIKE ?1 ESCAPE '\\')",
+                format!("%{escaped}%"),
+            )
+        };
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS}, texts.rowid, texts.body FROM texts
+             JOIN threads t ON t.rowid = texts.rowid
+             WHERE {condition} AND t.root = ?2 AND t.has_turns = 1
+               AND (?3 IS NULL OR texts.rowid < ?3)
+             ORDER BY texts.rowid DESC"
+        );
+        let db = self.lock();
+        let mut statement = db.prepare_cached(&sql).map_err(|err| self.fail(err))?;
+        let mut rows = statement
+            .query(params![pattern, root(archived), before])
+            .map_err(|err| self.fail(err))?;
+        let mut items = Vec::new();
+        let mut next_cursor = None;
+        while let Some(row) = rows.next().map_err(|err| self.fail(err))? {
+            let rowid: i64 = row.get(9).map_err(|err| self.fail(err))?;
+            if items.len() == limit {
+                next_cursor = Some((rowid + 1).to_string());
+                break;
+            }
+            let found = summary(row).map_err(|err| self.fail(err))?;
+            let body: String = row.get(10).map_err(|err| self.fail(err))?;
+            let snippet = body
+                .split(SEPARATOR)
+                .find_map(|message| crate::rollout::search::snippet(message, &term))
+                .or_else(|| {
+                    found
+                        .name
+                        .clone()
+                        .filter(|name| name.to_lowercase().contains(&term))
+                });
+            // The index matched without case folding as Rust does it (rare scripts): skip.
+            if let Some(snippet) = snippet {
+                items.push(SearchHit {
+                    summary: found,
+                    snippet,
+                });
+            }
+        }
+        Ok(SearchPage { items, next_cursor })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.db
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn fail(&self, source: rusqlite::Error) -> ThreadIndexError {
+        ThreadIndexError::Database {
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+fn root(archived: bool) -> &'static str {
+    if archived {
+        ARCHIVED_SESSIONS_DIR
+    } else {
+        SESSIONS_DIR
+    }
+}
+
+fn summary(row: &Row<'_>) -> rusqlite::Result<ConversationSummary> {
+    let id: String = row.get(1)?;
+    let id = id
+        .parse()
+        .map_err(|err: keel_protocol::ConversationIdParseError| {
+            rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(err))
+        })?;
+    Ok(ConversationSummary {
+        path: PathBuf::from(row.get::<_, String>(0)?),
+        id,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+        cwd: PathBuf::from(row.get::<_, String>(4)?),
+        preview: row.get(5)?,
+        name: row.get(6)?,
+        has_turns: row.get(7)?,
+        model: row.get(8)?,
+    })
+}
+
+/// Opens the database, creating the tables (or rebuilding them for another version).
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let db = Connection::open(path)?;
+    db.busy_timeout(Duration::from_secs(30))?;
+    db.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+    db.execute_batch("PRAGMA synchronous = NORMAL;")?;
+    let version: i64 = db.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version != SCHEMA_VERSION {
+        db.execute_batch(&format!(
+            "BEGIN IMMEDIATE;
+             DROP TABLE IF EXISTS threads;
+             DROP TABLE IF EXISTS dirs;
+             DROP TABLE IF EXISTS live;
+             DROP TABLE IF EXISTS texts;
+             CREATE TABLE threads (
+                 rowid INTEGER PRIMARY KEY,
+                 path TEXT NOT NULL UNIQUE,
+                 dir TEXT NOT NULL,
+                 root TEXT NOT NULL,
+                 file_name TEXT NOT NULL,
+                 id TEXT NOT NULL,
+                 created_at TEXT NOT NULL,
+                 updated_at TEXT NOT NULL,
+                 cwd TEXT NOT NULL,
+                 preview TEXT NOT NULL,
+                 name TEXT,
+                 has_turns INTEGER NOT NULL,
+                 model TEXT,
+                 size INTEGER NOT NULL,
+                 mtime_ns INTEGER NOT NULL
+             );
+             CREATE INDEX threads_by_name ON threads(root, file_name);
+             CREATE INDEX threads_by_dir ON threads(dir);
+             CREATE INDEX threads_by_id ON threads(id);
+             CREATE TABLE dirs (
+                 path TEXT PRIMARY KEY,
+                 parent TEXT,
+                 mtime_ns INTEGER NOT NULL
+             );
+             CREATE INDEX dirs_by_parent ON dirs(parent);
+             CREATE TABLE live (path TEXT PRIMARY KEY);
+             CREATE VIRTUAL TABLE texts USING fts5(name, body, tokenize = 'trigram');
+             PRAGMA user_version = {SCHEMA_VERSION};
+             COMMIT;"
+        ))?;
+    }
+    // A damaged file fails here, and is rebuilt by the caller.
+    db.query_row("SELECT count(*) FROM dirs", [], |_| Ok(()))?;
+    Ok(db)
+}
