@@ -1,4 +1,4 @@
-//! The Codex 0.169 TUI's `/review`, `/goal` and `!cmd` on `keel app-server`: the review
+//! The Codex 0.169 TUI's `/review`, `/goal`, `!cmd` and `/side` on `keel app-server`: the review
 //! preset picker, a review of the working tree and its report on screen (it used to end the
 //! TUI: `review/start` was unknown); a goal the model works on by itself until it marks it
 //! complete; the user's shell command, shown and then seen by the model. Same requirements
@@ -149,6 +149,50 @@ async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()
     tui.wait_for("KEEL-USER-SHELL-OUTPUT").await?;
     tui.type_line("what did I run?").await?;
     tui.wait_for("the model saw the command").await?;
+    tui.quit().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_codex_tui),
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+)]
+async fn the_codex_tui_asks_a_side_question_that_leaves_the_main_thread_alone() -> anyhow::Result<()>
+{
+    let codex = codex_binary()?;
+    let mock = MockModelServer::builder()
+        .responder(|request: &CapturedRequest| {
+            let text = serde_json::to_string(request.input()).unwrap_or_default();
+            let side = text.contains("Side conversation boundary");
+            let answer = if side && text.contains("KIWI-42") {
+                "side saw the main thread"
+            } else if side {
+                "side is blind"
+            } else if text.contains("which code") {
+                "main heard the side question"
+            } else if text.contains("back to work") {
+                "main is untouched"
+            } else {
+                "noted"
+            };
+            Some(Turn::new([assistant_message(answer)]))
+        })
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let (_server, url) = listening(world.builder()).await?;
+    let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
+    tui.wait_for("Ask Codex to do anything").await?;
+    tui.type_line("the code is KIWI-42").await?;
+    tui.wait_for("noted").await?;
+    tui.type_line("/side which code did I give?").await?;
+    tui.wait_for("side saw the main thread").await?;
+    // Closing the side conversation returns to the main thread, which never saw it.
+    tui.keys(&["C-c"])?;
+    tui.wait_until_gone("side saw the main thread").await?;
+    tui.type_line("back to work").await?;
+    tui.wait_for("main is untouched").await?;
     tui.quit().await?;
     Ok(())
 }

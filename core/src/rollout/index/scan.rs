@@ -91,35 +91,43 @@ fn reconcile_tree(
     root_name: &'static str,
     pending: &mut Vec<Pending>,
 ) -> rusqlite::Result<()> {
+    // Every known directory at once: an unchanged tree costs one query and a stat per
+    // directory.
+    let known_dirs = known_dirs(tx)?;
+    let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (path, (parent, _)) in &known_dirs {
+        if let Some(parent) = parent {
+            children
+                .entry(parent.as_str())
+                .or_default()
+                .push(path.as_str());
+        }
+    }
     let mut stack = vec![(root.to_path_buf(), None::<String>)];
     while let Some((dir, parent)) = stack.pop() {
         let dir_text = text(&dir);
         let meta = match std::fs::metadata(&dir) {
             Ok(meta) if meta.is_dir() => meta,
             _ => {
-                forget_dir(tx, &dir_text)?;
+                if known_dirs.contains_key(&dir_text) {
+                    forget_dir(tx, &dir_text)?;
+                }
                 continue;
             }
         };
         let mtime = mtime_ns(&meta);
-        let stored: Option<i64> = tx
-            .query_row(
-                "SELECT mtime_ns FROM dirs WHERE path = ?1",
-                params![dir_text],
-                |row| row.get(0),
-            )
-            .optional()?;
-        if stored == Some(mtime) {
-            for child in child_dirs(tx, &dir_text)? {
+        let known_children = children.get(dir_text.as_str()).cloned().unwrap_or_default();
+        if known_dirs.get(&dir_text).map(|(_, stored)| *stored) == Some(mtime) {
+            for child in known_children {
                 stack.push((PathBuf::from(child), Some(dir_text.clone())));
             }
             continue;
         }
         let (files, subdirs) = read_dir(&dir);
         let subdir_texts: Vec<String> = subdirs.iter().map(|d| text(d)).collect();
-        for known in child_dirs(tx, &dir_text)? {
-            if !subdir_texts.contains(&known) {
-                forget_dir(tx, &known)?;
+        for known in known_children {
+            if !subdir_texts.iter().any(|present| present == known) {
+                forget_dir(tx, known)?;
             }
         }
         let mut known = known_files(tx, &dir_text)?;
@@ -153,6 +161,15 @@ fn reconcile_tree(
     Ok(())
 }
 
+/// Every directory the index knows, with its parent and modification time.
+fn known_dirs(tx: &Transaction<'_>) -> rusqlite::Result<HashMap<String, (Option<String>, i64)>> {
+    let mut statement = tx.prepare_cached("SELECT path, parent, mtime_ns FROM dirs")?;
+    let rows = statement.query_map([], |row| {
+        Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?)))
+    })?;
+    rows.collect()
+}
+
 /// The rollout files and the subdirectories of `dir` (unreadable entries are skipped).
 fn read_dir(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut files = Vec::new();
@@ -171,12 +188,6 @@ fn read_dir(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         }
     }
     (files, subdirs)
-}
-
-fn child_dirs(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<Vec<String>> {
-    let mut statement = tx.prepare_cached("SELECT path FROM dirs WHERE parent = ?1")?;
-    let rows = statement.query_map(params![dir], |row| row.get(0))?;
-    rows.collect()
 }
 
 fn known_files(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<HashMap<String, (i64, i64)>> {
