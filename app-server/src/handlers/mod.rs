@@ -153,6 +153,10 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadGoalClear(p) => goals::clear(state, p).await,
         ClientRequest::ThreadGoalGet(p) => Reply::now(&threads::goal_get(state, p).await?),
         ClientRequest::ThreadReadStateUpdate(p) => Reply::now(&read_state::update(state, p).await?),
+        ClientRequest::AccountLogout(_) => Reply::now(&keel_protocol::app_server::EmptyResponse {}),
+        ClientRequest::ExternalAgentConfigDetect(_) => {
+            Reply::now(&keel_protocol::app_server::ExternalAgentConfigDetectResponse::default())
+        }
         ClientRequest::FuzzyFileSearch(p) => Reply::now(&connection.file_searches.search(p).await?),
         ClientRequest::FuzzyFileSearchSessionStart(p) => {
             Reply::now(&connection.file_searches.start_session(p)?)

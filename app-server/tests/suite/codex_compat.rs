@@ -177,7 +177,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 62);
+    assert_eq!(implemented.len(), 64);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

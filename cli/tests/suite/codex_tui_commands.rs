@@ -1,7 +1,8 @@
 //! The Codex 0.169 TUI's `/review`, `/goal`, `!cmd` and `/side` on `keel app-server`: the review
 //! preset picker, a review of the working tree and its report on screen (it used to end the
 //! TUI: `review/start` was unknown); a goal the model works on by itself until it marks it
-//! complete; the user's shell command, shown and then seen by the model. Same requirements
+//! complete; the user's shell command, shown and then seen by the model; a side question
+//! that sees the main thread and leaves no trace in it. Same requirements
 //! as `codex_tui.rs`.
 
 use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, function_call};

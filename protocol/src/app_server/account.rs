@@ -60,3 +60,38 @@ pub struct ConfigRequirementsReadResponse {
     #[serde(default)]
     pub supports_independent_speed_modes: Option<bool>,
 }
+
+/// Params of `externalAgentConfig/detect` (Codex 0.169): where to look for other agents'
+/// configuration to import.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalAgentConfigDetectParams {
+    /// Working directories to look in.
+    #[serde(default)]
+    pub cwds: Option<Vec<String>>,
+    /// Whether to look in the home directory too.
+    #[serde(default)]
+    pub include_home: bool,
+    /// Sessions older than this many days are not offered.
+    #[serde(default)]
+    pub max_session_age_days: Option<u32>,
+    /// At most this many sessions are offered.
+    #[serde(default)]
+    pub max_sessions: Option<u32>,
+    /// Which other agent to import from.
+    #[serde(default)]
+    pub migration_source: Option<String>,
+    /// Ignored (Codex keeps it for compatibility).
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// Result of `externalAgentConfig/detect`: Keel imports nothing, so nothing is offered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExternalAgentConfigDetectResponse {
+    /// What could be imported (always empty).
+    pub items: Vec<serde_json::Value>,
+    /// Connectors found in other agents' setup (always empty).
+    #[serde(default)]
+    pub connectors: Vec<serde_json::Value>,
+}

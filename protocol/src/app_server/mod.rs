@@ -169,6 +169,11 @@ crate::request_table! {
         FuzzyFileSearchSessionUpdate("fuzzyFileSearch/sessionUpdate", FuzzyFileSearchSessionUpdateParams) -> EmptyResponse,
         /// Ends a search session (Codex 0.169, experimental).
         FuzzyFileSearchSessionStop("fuzzyFileSearch/sessionStop", FuzzyFileSearchSessionStopParams) -> EmptyResponse,
+        /// Forgets stored sign-in credentials; Keel stores none (API keys come from the
+        /// environment), so there is nothing to remove (Codex 0.169).
+        AccountLogout("account/logout", NoParams) -> EmptyResponse,
+        /// Other agents' configuration to import: none, Keel imports nothing (Codex 0.169).
+        ExternalAgentConfigDetect("externalAgentConfig/detect", ExternalAgentConfigDetectParams) -> ExternalAgentConfigDetectResponse,
         /// Marks a thread read or unread (Codex 0.169, experimental).
         ThreadReadStateUpdate("thread/readState/update", ThreadReadStateUpdateParams) -> ThreadReadStateUpdateResponse,
         /// Kills the processes the model left running in a thread (Codex 0.169, experimental;

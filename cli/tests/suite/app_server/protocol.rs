@@ -1,6 +1,6 @@
 use keel_test_support::{AppServerProcess, Script};
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::common::*;
 
@@ -116,6 +116,22 @@ async fn bad_input_gets_clear_errors_and_the_connection_survives() -> anyhow::Re
         message.contains("not supported") && message.contains("realtime"),
         "{response}"
     );
+    let import = server
+        .send_request("externalAgentConfig/import", json!({"migrationItems": []}))
+        .await?;
+    let response = server.read_response(import).await?;
+    assert_eq!(response["error"]["code"], -32601, "{response}");
+    // What the TUI asks at start-up has an honest answer instead: nothing to import, and
+    // no stored sign-in to forget.
+    let detected = server
+        .request(
+            "externalAgentConfig/detect",
+            json!({"includeHome": true, "cwds": null}),
+        )
+        .await?;
+    assert_eq!(detected, json!({"items": [], "connectors": []}));
+    let logout = server.request("account/logout", Value::Null).await?;
+    assert_eq!(logout, json!({}));
     let still_alive = server.request("thread/list", json!({})).await?;
     assert!(still_alive["data"].is_array());
     Ok(())
