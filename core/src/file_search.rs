@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
 /// One file or directory that matched a query.
@@ -20,7 +20,8 @@ pub struct FileMatch {
     pub is_dir: bool,
     /// Higher is better; only comparable within one query.
     pub score: u32,
-    /// Positions (in characters) of `path` that matched the query, ascending.
+    /// Positions of `path` that matched the query, ascending (the matcher's units: characters
+    /// for ASCII and most text, grapheme clusters where Unicode combines them).
     pub indices: Vec<u32>,
 }
 
@@ -91,7 +92,16 @@ pub fn search_indexes(
     if query.trim().is_empty() || limit == 0 {
         return Vec::new();
     }
-    let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
+    // Typed text is matched as it is: no fzf syntax (`!`, `^`, `$`, `'` are characters).
+    let pattern = Pattern::new(
+        query,
+        CaseMatching::Smart,
+        Normalization::Smart,
+        AtomKind::Fuzzy,
+    );
+    if pattern.atoms.is_empty() {
+        return Vec::new();
+    }
     let mut matcher = Matcher::new(Config::DEFAULT.match_paths());
     let mut buffer = Vec::new();
     let mut scored: Vec<(u32, usize, usize)> = Vec::new();

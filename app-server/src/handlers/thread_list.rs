@@ -80,7 +80,20 @@ pub(crate) async fn search(
     }
     let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
     let archived = params.archived.unwrap_or(false);
-    let indexed = match state.thread_index().await {
+    let index = state.thread_index().await;
+    // The index pages by its own positions, the scan by file names: a cursor from the other
+    // (the index became unusable between two pages) is refused rather than misread.
+    if let Some(cursor) = &params.cursor
+        && cursor.parse::<i64>().is_ok() != index.is_some()
+    {
+        return Err(AppServerError::InvalidParams {
+            method: "thread/search".into(),
+            message: format!(
+                "`cursor` {cursor:?} is not a cursor this server returned; search again without one"
+            ),
+        });
+    }
+    let indexed = match index {
         Some(index) => {
             let (term, cursor) = (term.clone(), params.cursor.clone());
             on_index(index, move |index| {

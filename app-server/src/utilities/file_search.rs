@@ -37,6 +37,9 @@ struct Session {
     stopped: Arc<AtomicBool>,
     /// The latest update; an older one still matching gives up without answering.
     latest: AtomicU64,
+    /// Held from the check that an update is still the latest until its notifications are
+    /// sent, so an older update's results never follow a newer one's.
+    answering: tokio::sync::Mutex<()>,
 }
 
 impl FileSearches {
@@ -96,6 +99,7 @@ impl FileSearches {
             indexes: OnceCell::new(),
             stopped: Arc::new(AtomicBool::new(false)),
             latest: AtomicU64::new(0),
+            answering: tokio::sync::Mutex::new(()),
         });
         if let Some(old) = lock(&self.sessions).insert(params.session_id, session.clone()) {
             old.stopped.store(true, Ordering::Relaxed);
@@ -130,6 +134,7 @@ impl FileSearches {
             })
             .await
             .unwrap_or_default();
+            let _answering = session.answering.lock().await;
             let overtaken = session.latest.load(Ordering::SeqCst) != generation;
             if overtaken || session.stopped.load(Ordering::Relaxed) {
                 return;

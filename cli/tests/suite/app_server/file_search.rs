@@ -110,6 +110,14 @@ async fn files_are_found_by_name_without_ignored_ones() -> anyhow::Result<()> {
         .request("fuzzyFileSearch", json!({"query": "  ", "roots": [root]}))
         .await?;
     assert_eq!(empty, json!({"files": []}));
+    // Typed characters are matched as they are (no fzf operators): `!main` is not "every file
+    // without main", and a lone `^` is not "everything".
+    for query in ["!main", "^"] {
+        let none = server
+            .request("fuzzyFileSearch", json!({"query": query, "roots": [root]}))
+            .await?;
+        assert_eq!(none, json!({"files": []}), "{query}");
+    }
     let error = refused(
         &mut server,
         "fuzzyFileSearch",

@@ -86,5 +86,48 @@ async fn threads_are_found_by_their_messages_and_names() -> anyhow::Result<()> {
             if error["code"] == -32602),
         "{empty:?}"
     );
+    // Archived and brought back, the oldest thread keeps its place among the results.
+    server
+        .request("thread/archive", json!({"threadId": ids[0]}))
+        .await?;
+    let archived = server
+        .request(
+            "thread/search",
+            json!({"searchTerm": "kiwi", "archived": true}),
+        )
+        .await?;
+    anyhow::ensure!(
+        archived["data"][0]["thread"]["id"] == ids[0].as_str(),
+        "{archived}"
+    );
+    server
+        .request("thread/unarchive", json!({"threadId": ids[0]}))
+        .await?;
+    let again = server
+        .request("thread/search", json!({"searchTerm": "kiwi"}))
+        .await?;
+    let order: Vec<&str> = again["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["thread"]["id"].as_str())
+        .collect();
+    anyhow::ensure!(
+        order == [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()],
+        "{again}"
+    );
+
+    // A cursor this server never returned is named, not misread as a position.
+    let bad = server
+        .request(
+            "thread/search",
+            json!({"searchTerm": "kiwi", "cursor": "rollout-not-a-position"}),
+        )
+        .await;
+    anyhow::ensure!(
+        matches!(&bad, Err(keel_test_support::Error::JsonRpc { error, .. })
+            if error["code"] == -32602 && error["message"].as_str().is_some_and(|m| m.contains("cursor"))),
+        "{bad:?}"
+    );
     Ok(())
 }

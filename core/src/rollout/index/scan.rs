@@ -16,6 +16,10 @@ pub(super) const SEPARATOR: &str = "\n\u{1e}\n";
 /// writer notes it again if it grows later).
 const LIVE_FOR: Duration = Duration::from_secs(24 * 3600);
 
+/// A directory changed less than this long ago is read again at the next refresh: its
+/// modification time may not move for a change made within the same clock tick.
+const SETTLED_AFTER: Duration = Duration::from_secs(2);
+
 /// A file's size and modification time (nanoseconds), to see whether it changed.
 pub(super) fn stamp(meta: &std::fs::Metadata) -> (i64, i64) {
     let size = i64::try_from(meta.len()).unwrap_or(i64::MAX);
@@ -35,32 +39,52 @@ fn text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Brings every rollout under both roots of `home` into the index.
-pub(super) fn refresh(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
-    take_live_notes(tx, home)?;
-    let mut pending = Vec::new();
+/// Brings every rollout under both roots of `home` into the index. Returns the writers'
+/// notes file it took, to remove once the transaction is committed.
+pub(super) fn refresh(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<Option<PathBuf>> {
+    let taken = take_live_notes(tx, home)?;
+    let mut found = Found::default();
     for root in [SESSIONS_DIR, ARCHIVED_SESSIONS_DIR] {
-        reconcile_tree(tx, &home.join(root), root, &mut pending)?;
+        reconcile_tree(tx, &home.join(root), root, &mut found)?;
     }
     // Indexed oldest first, so index order follows creation (file names start with it):
-    // searches list newest first by that order.
-    pending.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
-    for file in pending {
-        index_file(tx, &file.path, &file.dir, file.root, &file.meta)?;
+    // searches list newest first by that order. A rollout that moved (archived or back)
+    // keeps its place.
+    found
+        .pending
+        .sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
+    for file in found.pending {
+        index_file(
+            tx,
+            &file.path,
+            &file.dir,
+            file.root,
+            &file.meta,
+            &mut found.freed,
+        )?;
     }
-    refresh_live(tx, home)
+    refresh_live(tx, home)?;
+    Ok(taken)
+}
+
+/// What a walk found: rollouts to read, and the index positions of rollouts that are gone
+/// (by thread id), for one that reappears elsewhere.
+#[derive(Default)]
+struct Found {
+    pending: Vec<Pending>,
+    freed: HashMap<String, i64>,
 }
 
 /// Moves the writers' notes into the `live` table (the notes file is renamed first, so a
-/// writer appending meanwhile starts a new one).
-fn take_live_notes(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
+/// writer appending meanwhile starts a new one); returns the renamed file.
+fn take_live_notes(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<Option<PathBuf>> {
     let notes = home.join(LIVE_FILE);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_nanos());
     let taken = home.join(format!("{LIVE_FILE}.{}.{nanos}", std::process::id()));
     if std::fs::rename(&notes, &taken).is_err() {
-        return Ok(());
+        return Ok(None);
     }
     let listed = std::fs::read_to_string(&taken).unwrap_or_default();
     for line in listed.lines().filter(|line| !line.is_empty()) {
@@ -69,10 +93,7 @@ fn take_live_notes(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
             params![line],
         )?;
     }
-    if let Err(err) = std::fs::remove_file(&taken) {
-        tracing::debug!("cannot remove {}: {err}", taken.display());
-    }
-    Ok(())
+    Ok(Some(taken))
 }
 
 /// A rollout found new or changed, to be read into the index.
@@ -89,7 +110,7 @@ fn reconcile_tree(
     tx: &Transaction<'_>,
     root: &Path,
     root_name: &'static str,
-    pending: &mut Vec<Pending>,
+    found: &mut Found,
 ) -> rusqlite::Result<()> {
     // Every known directory at once: an unchanged tree costs one query and a stat per
     // directory.
@@ -123,7 +144,13 @@ fn reconcile_tree(
             }
             continue;
         }
-        let (files, subdirs) = read_dir(&dir);
+        let Some((files, subdirs)) = read_dir(&dir) else {
+            // Unreadable for now: nothing is forgotten, and it is tried again next time.
+            for child in known_children {
+                stack.push((PathBuf::from(child), Some(dir_text.clone())));
+            }
+            continue;
+        };
         let subdir_texts: Vec<String> = subdirs.iter().map(|d| text(d)).collect();
         for known in known_children {
             if !subdir_texts.iter().any(|present| present == known) {
@@ -138,7 +165,7 @@ fn reconcile_tree(
                 continue;
             };
             if recorded != Some(stamp(&meta)) {
-                pending.push(Pending {
+                found.pending.push(Pending {
                     path: file,
                     dir: dir_text.clone(),
                     root: root_name,
@@ -147,12 +174,21 @@ fn reconcile_tree(
             }
         }
         for gone in known.keys() {
-            delete_thread(tx, gone)?;
+            if let Some((id, rowid)) = delete_thread(tx, gone)? {
+                found.freed.insert(id, rowid);
+            }
         }
+        // A time this recent may not have ticked for a change made right after the read:
+        // such a directory is read again next time.
+        let settled = meta
+            .modified()
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= SETTLED_AFTER);
         tx.execute(
             "INSERT INTO dirs(path, parent, mtime_ns) VALUES (?1, ?2, ?3)
              ON CONFLICT(path) DO UPDATE SET parent = excluded.parent, mtime_ns = excluded.mtime_ns",
-            params![dir_text, parent, mtime],
+            params![dir_text, parent, if settled { mtime } else { -1 }],
         )?;
         for subdir in subdirs {
             stack.push((subdir, Some(dir_text.clone())));
@@ -170,13 +206,12 @@ fn known_dirs(tx: &Transaction<'_>) -> rusqlite::Result<HashMap<String, (Option<
     rows.collect()
 }
 
-/// The rollout files and the subdirectories of `dir` (unreadable entries are skipped).
-fn read_dir(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// The rollout files and the subdirectories of `dir` (unreadable entries are skipped);
+/// `None` when the directory cannot be read.
+fn read_dir(dir: &Path) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut files = Vec::new();
     let mut subdirs = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return (files, subdirs);
-    };
+    let entries = std::fs::read_dir(dir).ok()?;
     for entry in entries.flatten() {
         let path = entry.path();
         match entry.file_type() {
@@ -187,7 +222,7 @@ fn read_dir(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             _ => {}
         }
     }
-    (files, subdirs)
+    Some((files, subdirs))
 }
 
 fn known_files(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<HashMap<String, (i64, i64)>> {
@@ -214,29 +249,49 @@ fn forget_dir(tx: &Transaction<'_>, dir: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
-pub(super) fn delete_thread(tx: &Transaction<'_>, path: &str) -> rusqlite::Result<()> {
-    tx.execute(
-        "DELETE FROM texts WHERE rowid IN (SELECT rowid FROM threads WHERE path = ?1)",
-        params![path],
-    )?;
-    tx.execute("DELETE FROM threads WHERE path = ?1", params![path])?;
-    Ok(())
+/// Forgets one rollout; returns its thread id and index position, if it was indexed.
+pub(super) fn delete_thread(
+    tx: &Transaction<'_>,
+    path: &str,
+) -> rusqlite::Result<Option<(String, i64)>> {
+    let known: Option<(String, i64)> = tx
+        .query_row(
+            "SELECT id, rowid FROM threads WHERE path = ?1",
+            params![path],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?;
+    if let Some((_, rowid)) = &known {
+        tx.execute("DELETE FROM texts WHERE rowid = ?1", params![rowid])?;
+        tx.execute("DELETE FROM threads WHERE rowid = ?1", params![rowid])?;
+    }
+    Ok(known)
 }
 
 /// Reads one rollout into the index (its summary and messages); a file that is not a Keel
-/// rollout is left out.
+/// rollout is left out, and one that cannot be opened now is watched to be tried again. A
+/// thread whose rollout moved takes back its place in `freed`.
 pub(super) fn index_file(
     tx: &Transaction<'_>,
     path: &Path,
     dir: &str,
     root: &str,
     meta: &std::fs::Metadata,
+    freed: &mut HashMap<String, i64>,
 ) -> rusqlite::Result<()> {
     let path_text = text(path);
     let (size, mtime) = stamp(meta);
+    if std::fs::File::open(path).is_err() {
+        tx.execute(
+            "INSERT OR IGNORE INTO live(path) VALUES (?1)",
+            params![path_text],
+        )?;
+        return Ok(());
+    }
     let Some(summary) = crate::rollout::list::summarise_blocking(path) else {
-        return delete_thread(tx, &path_text);
+        return delete_thread(tx, &path_text).map(|_| ());
     };
+    let position = freed.remove(&summary.id.to_string());
     let body = crate::rollout::search::message_texts(path).join(SEPARATOR);
     let file_name = path
         .file_name()
@@ -244,8 +299,8 @@ pub(super) fn index_file(
         .unwrap_or_default();
     tx.execute(
         "INSERT INTO threads(path, dir, root, file_name, id, created_at, updated_at, cwd,
-                             preview, name, has_turns, model, size, mtime_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                             preview, name, has_turns, model, size, mtime_ns, rowid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
          ON CONFLICT(path) DO UPDATE SET dir = excluded.dir, root = excluded.root,
              file_name = excluded.file_name, id = excluded.id,
              created_at = excluded.created_at, updated_at = excluded.updated_at,
@@ -267,6 +322,7 @@ pub(super) fn index_file(
             summary.model,
             size,
             mtime,
+            position,
         ],
     )?;
     let rowid: i64 = tx.query_row(
@@ -304,7 +360,7 @@ fn refresh_live(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
             .optional()?;
         if recorded != Some(stamp(&meta)) {
             if let Some((dir, root)) = place(home, &path) {
-                index_file(tx, &path, &dir, root, &meta)?;
+                index_file(tx, &path, &dir, root, &meta, &mut HashMap::new())?;
             }
         } else if meta.modified().ok().and_then(|at| at.elapsed().ok()) >= Some(LIVE_FOR) {
             tx.execute("DELETE FROM live WHERE path = ?1", params![path_text])?;

@@ -84,7 +84,7 @@ impl ThreadIndex {
         };
         let db = match connect(&path) {
             Ok(db) => db,
-            Err(err) => {
+            Err(err) if is_damaged(&err) => {
                 // A cache that cannot be read is thrown away and built again.
                 tracing::warn!(path = %path.display(), "rebuilding the thread index: {err}");
                 for suffix in ["", "-wal", "-shm"] {
@@ -97,6 +97,9 @@ impl ThreadIndex {
                 }
                 connect(&path).map_err(fail)?
             }
+            // Busy (another process is building it) or unreachable: not a reason to throw
+            // it away.
+            Err(err) => return Err(fail(err)),
         };
         Ok(Self {
             home: keel_home.to_path_buf(),
@@ -111,8 +114,15 @@ impl ThreadIndex {
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|err| self.fail(err))?;
-        scan::refresh(&tx, &self.home).map_err(|err| self.fail(err))?;
-        tx.commit().map_err(|err| self.fail(err))
+        let taken = scan::refresh(&tx, &self.home).map_err(|err| self.fail(err))?;
+        tx.commit().map_err(|err| self.fail(err))?;
+        // The notes are in the index now (not before: a failed refresh keeps them).
+        if let Some(taken) = taken
+            && let Err(err) = std::fs::remove_file(&taken)
+        {
+            tracing::debug!("cannot remove {}: {err}", taken.display());
+        }
+        Ok(())
     }
 
     /// Threads that had a turn, newest first (by file name), a page at a time. Blocking.
@@ -264,6 +274,14 @@ fn summary(row: &Row<'_>) -> rusqlite::Result<ConversationSummary> {
     })
 }
 
+/// Whether an error says the file is not a usable database (as opposed to busy).
+fn is_damaged(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
+
 /// Opens the database, creating the tables (or rebuilding them for another version).
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let db = Connection::open(path)?;
@@ -272,9 +290,15 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     db.execute_batch("PRAGMA synchronous = NORMAL;")?;
     let version: i64 = db.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     if version != SCHEMA_VERSION {
+        // Checked again under the write lock: another process may have just built it.
+        db.execute_batch("BEGIN IMMEDIATE;")?;
+        let version: i64 = db.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        if version == SCHEMA_VERSION {
+            db.execute_batch("COMMIT;")?;
+            return Ok(db);
+        }
         db.execute_batch(&format!(
-            "BEGIN IMMEDIATE;
-             DROP TABLE IF EXISTS threads;
+            "DROP TABLE IF EXISTS threads;
              DROP TABLE IF EXISTS dirs;
              DROP TABLE IF EXISTS live;
              DROP TABLE IF EXISTS texts;
