@@ -10,6 +10,12 @@ use keel_protocol::app_server::{ThreadReadState, ThreadReadStateOperation, Threa
 
 use crate::error::{AppServerError, Result};
 
+/// A held read-modify-write lock.
+struct Held<'a> {
+    _mutex: std::sync::MutexGuard<'a, ()>,
+    _file: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
 /// The read states of the threads under one Keel home.
 pub(crate) struct ReadStates {
     dir: PathBuf,
@@ -97,10 +103,32 @@ impl ReadStates {
         state
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.writes
+    /// Held across a read-modify-write: this server's threads wait on the mutex, other
+    /// servers on the same home on an OS lock of `read-state/.lock` (released when closed).
+    fn lock(&self) -> Held<'_> {
+        let mutex = self
+            .writes
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let file = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(self.dir.join(".lock"))
+            })
+            .and_then(|file| {
+                nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                    .map_err(|(_, errno)| std::io::Error::from(errno))
+            });
+        if let Err(err) = &file {
+            tracing::warn!("read states are not locked against other servers: {err}");
+        }
+        Held {
+            _mutex: mutex,
+            _file: file.ok(),
+        }
     }
 
     fn path(&self, id: ConversationId) -> PathBuf {
@@ -128,6 +156,7 @@ impl ReadStates {
         let bytes = serde_json::to_vec(state)
             .map_err(|err| AppServerError::Internal(format!("read state: {err}")))?;
         let target = self.path(id);
+        // Unique to this process; writes within it are serialised by the lock.
         let partial = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
         std::fs::write(&partial, bytes).map_err(io)?;
         std::fs::rename(&partial, &target).map_err(io)

@@ -56,6 +56,38 @@ impl AppState {
         }
     }
 
+    /// The rollout file of recorded thread `id` (live or, with `archived`, in the archive):
+    /// from the index, or by walking the rollouts when there is none.
+    pub(crate) async fn find_rollout(
+        &self,
+        id: ConversationId,
+        archived: bool,
+    ) -> Result<Option<std::path::PathBuf>> {
+        if let Some(index) = self.thread_index().await {
+            match tokio::task::spawn_blocking(move || index.find(id, archived)).await {
+                Ok(Ok(found)) => return Ok(found),
+                Ok(Err(err)) => tracing::warn!("thread index lookup failed: {err}"),
+                Err(err) => tracing::warn!("thread index lookup stopped: {err}"),
+            }
+        }
+        let root = self.keel_home().join(if archived {
+            keel_core::ARCHIVED_SESSIONS_DIR
+        } else {
+            keel_core::SESSIONS_DIR
+        });
+        let mut cursor = None;
+        loop {
+            let page = keel_core::list_conversations_in(&root, 200, cursor.as_deref()).await?;
+            if let Some(found) = page.items.into_iter().find(|s| s.id == id) {
+                return Ok(Some(found.path));
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(None),
+            }
+        }
+    }
+
     /// The thread index, opened (and built if missing) on first use.
     pub(crate) async fn thread_index(&self) -> Option<Arc<keel_core::ThreadIndex>> {
         self.thread_index

@@ -68,6 +68,14 @@ fn main() -> anyhow::Result<()> {
             })?;
         }
 
+        let middle: keel_protocol::ConversationId =
+            format!("01a21a7b-0000-7000-8000-{:012}", size / 2).parse()?;
+        report("find one thread by id (thread/read, thread/resume)", || {
+            index
+                .find(middle, false)
+                .map(|found| usize::from(found.is_some()))
+        })?;
+
         // A new rollout appears (its day directory changes): the next listing picks it up.
         append_one(home.path(), size)?;
         let started = Instant::now();
@@ -88,6 +96,13 @@ fn main() -> anyhow::Result<()> {
             "without the index, thread/list first page: {:.1} ms ({} threads)",
             ms(started.elapsed()),
             listed.items.len()
+        );
+        let started = Instant::now();
+        let walked = runtime.block_on(keel_core::find_rollout_path(home.path(), middle))?;
+        println!(
+            "without the index, find one thread by id: {:.1} ms (found: {})",
+            ms(started.elapsed()),
+            walked.is_some()
         );
         let started = Instant::now();
         let all = runtime.block_on(list_conversations_in(&root, usize::MAX, None))?;

@@ -15,7 +15,7 @@ pub(crate) async fn update(
     let loaded = state.loaded(id).await;
     let has_read_state = match &loaded {
         Some(thread) => !thread.meta().ephemeral && !thread.turns().is_empty(),
-        None => match keel_core::find_rollout_path(state.keel_home(), id).await? {
+        None => match state.find_rollout(id, false).await? {
             Some(path) => keel_core::summarise(&path)
                 .await
                 .is_some_and(|summary| summary.has_turns),

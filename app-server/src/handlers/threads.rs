@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use keel_core::{
-    ARCHIVED_SESSIONS_DIR, ConversationSummary, RolloutItem, RolloutRecorder, archive_rollout,
-    delete_rollout, find_rollout_path, list_conversations_in, read_transcript, summarise,
-    unarchive_rollout,
+    ConversationSummary, RolloutItem, RolloutRecorder, archive_rollout, delete_rollout,
+    read_transcript, summarise, unarchive_rollout,
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
@@ -118,28 +117,10 @@ async fn rollout_path(state: &AppState, id: ConversationId) -> Result<Option<Pat
     if let Some(thread) = state.loaded(id).await {
         return Ok(thread.meta().path);
     }
-    if let Some(path) = find_rollout_path(state.keel_home(), id).await? {
+    if let Some(path) = state.find_rollout(id, false).await? {
         return Ok(Some(path));
     }
-    Ok(find_archived(state, id).await?.map(|s| s.path))
-}
-
-async fn find_archived(
-    state: &AppState,
-    id: ConversationId,
-) -> Result<Option<ConversationSummary>> {
-    let root = state.keel_home().join(ARCHIVED_SESSIONS_DIR);
-    let mut cursor = None;
-    loop {
-        let page = list_conversations_in(&root, 200, cursor.as_deref()).await?;
-        if let Some(found) = page.items.into_iter().find(|s| s.id == id) {
-            return Ok(Some(found));
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(None),
-        }
-    }
+    state.find_rollout(id, true).await
 }
 
 /// `thread/resume`.
@@ -167,7 +148,8 @@ pub(crate) async fn resume(
         }));
         return Ok(reply);
     }
-    let path = find_rollout_path(state.keel_home(), id)
+    let path = state
+        .find_rollout(id, false)
         .await?
         .ok_or_else(|| not_found(id))?;
     let summary = summarise(&path).await;
@@ -492,7 +474,8 @@ pub(crate) async fn archive(
                 "thread {id} is ephemeral and cannot be archived"
             ))
         })?,
-        None => find_rollout_path(state.keel_home(), id)
+        None => state
+            .find_rollout(id, false)
             .await?
             .ok_or_else(|| not_found(id))?,
     };
@@ -511,10 +494,10 @@ pub(crate) async fn unarchive(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let summary = find_archived(state, id).await?.ok_or_else(|| {
+    let archived = state.find_rollout(id, true).await?.ok_or_else(|| {
         AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
     })?;
-    let path = unarchive_rollout(state.keel_home(), &summary.path).await?;
+    let path = unarchive_rollout(state.keel_home(), &archived).await?;
     let (thread, _) = recorded_thread(&path, false).await?;
     let notification = ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: id.to_string(),

@@ -232,6 +232,35 @@ impl ThreadIndex {
         Ok(SearchPage { items, next_cursor })
     }
 
+    /// The rollout file of thread `id` (live, or archived), brought up to date first when the
+    /// index does not know it or knows a file that is gone. Blocking.
+    pub fn find(
+        &self,
+        id: keel_protocol::ConversationId,
+        archived: bool,
+    ) -> Result<Option<PathBuf>, ThreadIndexError> {
+        let lookup = || -> Result<Option<PathBuf>, ThreadIndexError> {
+            let db = self.lock();
+            let mut statement = db
+                .prepare_cached("SELECT path FROM threads WHERE id = ?1 AND root = ?2 LIMIT 1")
+                .map_err(|err| self.fail(err))?;
+            let mut rows = statement
+                .query(params![id.to_string(), root(archived)])
+                .map_err(|err| self.fail(err))?;
+            match rows.next().map_err(|err| self.fail(err))? {
+                Some(row) => Ok(Some(PathBuf::from(
+                    row.get::<_, String>(0).map_err(|err| self.fail(err))?,
+                ))),
+                None => Ok(None),
+            }
+        };
+        if let Some(path) = lookup()?.filter(|path| path.is_file()) {
+            return Ok(Some(path));
+        }
+        self.refresh()?;
+        lookup()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db
             .lock()
