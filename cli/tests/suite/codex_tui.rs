@@ -73,7 +73,10 @@ impl TuiPane {
             std::process::id(),
             SESSIONS.fetch_add(1, Ordering::Relaxed)
         );
+        // A tmux server per pane (`-L`): panes of tests running at once never race one
+        // server's start or exit.
         let status = Command::new("tmux")
+            .args(["-L", &session])
             .args([
                 "new-session",
                 "-d",
@@ -105,6 +108,13 @@ impl TuiPane {
         })
     }
 
+    /// A tmux command talking to this pane's own server.
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.session]);
+        command
+    }
+
     /// Waits until the screen no longer shows `text`.
     pub(super) async fn wait_until_gone(&self, text: &str) -> anyhow::Result<()> {
         poll_until(|| (!self.screen().contains(text)).then_some(()))
@@ -113,7 +123,7 @@ impl TuiPane {
     }
 
     fn screen(&self) -> String {
-        Command::new("tmux")
+        self.tmux()
             .args(["capture-pane", "-p", "-t", &self.session])
             .output()
             .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -121,7 +131,8 @@ impl TuiPane {
     }
 
     pub(super) fn keys(&self, keys: &[&str]) -> anyhow::Result<()> {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.session])
             .args(keys)
             .stderr(std::process::Stdio::null())
@@ -252,7 +263,8 @@ impl TuiPane {
     /// Waits until the TUI has exited (its tmux session is gone).
     async fn wait_until_closed(&self) -> anyhow::Result<()> {
         poll_until(|| {
-            let alive = Command::new("tmux")
+            let alive = self
+                .tmux()
                 .args(["has-session", "-t", &self.session])
                 .stderr(std::process::Stdio::null())
                 .status()
@@ -270,7 +282,8 @@ impl TuiPane {
 
 impl Drop for TuiPane {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
+        let _ = self
+            .tmux()
             .args(["kill-session", "-t", &self.session])
             .stderr(std::process::Stdio::null())
             .status();
