@@ -238,7 +238,7 @@ fn report_now(message: &str) {
 
 /// Checks `ready` every 100 ms until it gives a value, for at most [`SCREEN_WAIT`]: the pane,
 /// tmux and the process table have no change notification to wait on.
-async fn poll_until<T>(mut ready: impl FnMut() -> Option<T>) -> Result<T, Elapsed> {
+pub(super) async fn poll_until<T>(mut ready: impl FnMut() -> Option<T>) -> Result<T, Elapsed> {
     tokio::time::timeout(SCREEN_WAIT, async {
         loop {
             if let Some(value) = ready() {

@@ -9,7 +9,7 @@ use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_messag
 
 use super::app_server::common::World;
 use super::app_server::review::{repository, review_json};
-use super::codex_tui::{TuiPane, codex_binary};
+use super::codex_tui::{TuiPane, codex_binary, poll_until};
 
 /// `keel app-server` from `builder`, listening on a loopback websocket; its `ws://` URL.
 async fn listening(
@@ -18,6 +18,21 @@ async fn listening(
     let mut server = builder.arg("--listen").arg("ws://127.0.0.1:0").spawn()?;
     let url = format!("ws://{}", server.websocket_address().await?);
     Ok((server, url))
+}
+
+/// Waits until the TUI's thread exists on the server (its rollout is written before
+/// `thread/start` is answered): the TUI draws its composer earlier, and a command typed
+/// before the thread exists is refused with "No active thread is available".
+async fn thread_started(world: &World) -> anyhow::Result<()> {
+    let sessions = world.home.path().join("sessions");
+    poll_until(|| {
+        crate::suite::rollout_files(&sessions)
+            .ok()
+            .filter(|found| !found.is_empty())
+            .map(|_| ())
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("the TUI's thread was never started"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,6 +62,7 @@ async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<(
     let (_server, url) = listening(world.builder().cwd(repo.path())).await?;
     let tui = TuiPane::start(&codex, &[], &url, repo.path())?;
     tui.wait_for("Ask Codex to do anything").await?;
+    thread_started(&world).await?;
     tui.type_line("/review").await?;
     tui.wait_for("Review uncommitted changes").await?;
     // The selection moves before Enter confirms it (keys typed at once can outrun the picker).
@@ -98,6 +114,7 @@ async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Re
     let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
+    thread_started(&world).await?;
     tui.type_line("/goal tidy the workspace").await?;
     tui.wait_for("KEEL-GOAL-REACHED").await?;
     // Complete: the TUI stops showing a goal in progress, and Keel started no other turn.
@@ -140,6 +157,7 @@ async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()
     let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
+    thread_started(&world).await?;
     // `!` puts the composer in shell mode; the command follows.
     tui.keys(&["!"])?;
     tui.wait_for("Shell mode").await?;
@@ -185,6 +203,7 @@ async fn the_codex_tui_asks_a_side_question_that_leaves_the_main_thread_alone() 
     let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
+    thread_started(&world).await?;
     tui.type_line("the code is KIWI-42").await?;
     tui.wait_for("noted").await?;
     tui.type_line("/side which code did I give?").await?;
