@@ -178,6 +178,28 @@ pub(super) fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
     })
 }
 
+/// The index's answer, when `keel_home` has an index (one is not built just for this: a
+/// one-off lookup walks faster than a first build) and it can answer.
+#[cfg(feature = "thread-index")]
+async fn find_indexed(keel_home: &Path, id: ConversationId) -> Option<Option<PathBuf>> {
+    if !super::index::index_exists(keel_home) {
+        return None;
+    }
+    let home = keel_home.to_path_buf();
+    let found = tokio::task::spawn_blocking(move || {
+        super::ThreadIndex::open(&home).and_then(|index| index.find(id, false))
+    })
+    .await
+    .ok()?;
+    match found {
+        Ok(found) => Some(found),
+        Err(err) => {
+            tracing::debug!("thread index lookup failed, walking the rollouts: {err}");
+            None
+        }
+    }
+}
+
 /// Whether an `event_msg` line is a `user_message`, from its first bytes.
 fn is_user_message(line: &[u8]) -> bool {
     is_event(line, b"user_message")
@@ -199,8 +221,14 @@ fn leading_timestamp(line: &[u8]) -> Option<String> {
     String::from_utf8(rest[..end].to_vec()).ok()
 }
 
-/// The rollout file of the conversation with this id, if one is recorded under `keel_home`.
+/// The rollout file of the conversation with this id, if one is recorded under `keel_home`:
+/// through the thread index when one exists there (a lookup instead of a walk over every
+/// rollout), else by walking the files.
 pub async fn find_rollout_path(keel_home: &Path, id: ConversationId) -> Result<Option<PathBuf>> {
+    #[cfg(feature = "thread-index")]
+    if let Some(found) = find_indexed(keel_home, id).await {
+        return Ok(found);
+    }
     let root = keel_home.join(super::SESSIONS_DIR);
     let files = tokio::task::spawn_blocking(move || rollout_files_newest_first(&root))
         .await

@@ -100,3 +100,36 @@ async fn listings_follow_rollouts_changed_by_other_processes() -> anyhow::Result
     assert_eq!(ids(&listed), [older.as_str()]);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keel_exec_resumes_a_thread_found_through_the_index() -> anyhow::Result<()> {
+    let mock = keel_test_support::MockModelServer::builder()
+        .responder(|request: &keel_test_support::CapturedRequest| {
+            let seen = serde_json::to_string(request.input()).unwrap_or_default();
+            Some(Turn::new([assistant_message(if seen.contains("PAPAYA") {
+                "you said papaya"
+            } else {
+                "noted"
+            })]))
+        })
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    turn(&mut server, &thread, "remember PAPAYA").await?;
+    // A listing builds the index; `keel exec resume` then looks the thread up in it.
+    server.request("thread/list", json!({})).await?;
+    drop(server);
+    assert!(world.home.path().join("thread-index.sqlite").is_file());
+    let resumed = crate::suite::exec::keel_exec(
+        world.home.path(),
+        world.ws(),
+        &["resume", &thread, "which fruit?"],
+        None,
+    )
+    .await?;
+    assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
+    assert_eq!(resumed.stdout, "you said papaya\n");
+    Ok(())
+}

@@ -16,4 +16,6 @@ mod store;
 
 pub(crate) use live::note_live;
 #[cfg(feature = "thread-index")]
+pub(crate) use store::index_exists;
+#[cfg(feature = "thread-index")]
 pub use store::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};

@@ -14,6 +14,11 @@ use crate::rollout::{ARCHIVED_SESSIONS_DIR, ConversationsPage, SESSIONS_DIR};
 /// The index file under the Keel home.
 const INDEX_FILE: &str = "thread-index.sqlite";
 
+/// Whether `keel_home` has an index file (built by an earlier listing).
+pub(crate) fn index_exists(keel_home: &Path) -> bool {
+    keel_home.join(INDEX_FILE).is_file()
+}
+
 /// Bumped whenever the tables change: an index of another version is rebuilt.
 const SCHEMA_VERSION: i64 = 1;
 
