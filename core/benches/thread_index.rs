@@ -53,8 +53,10 @@ fn main() -> anyhow::Result<()> {
 
         // A directory changed in the last 2 s is read again at each query (its time may not
         // have ticked for a change right after); the figures below are for a home whose
-        // directories settled, as all but today's have. `after a new rollout` is the other case.
-        std::thread::sleep(Duration::from_millis(2100));
+        // directories settled, as all but today's have: they are dated an hour back, and the
+        // index reads them once more. `after a new rollout` is the other case.
+        backdate_dirs(&home.path().join("sessions"))?;
+        index.refresh()?;
         let page = IndexQuery {
             limit: 25,
             ..IndexQuery::default()
@@ -93,6 +95,15 @@ fn main() -> anyhow::Result<()> {
                 .is_some_and(|s| s.preview.contains("brand new"))
         );
 
+        // Without the index: `find_rollout_path` would use the index file if it were there.
+        drop(index);
+        for name in [
+            "thread-index.sqlite",
+            "thread-index.sqlite-wal",
+            "thread-index.sqlite-shm",
+        ] {
+            let _ = std::fs::remove_file(home.path().join(name));
+        }
         let root = home.path().join("sessions");
         let started = Instant::now();
         let listed = runtime.block_on(list_conversations_in(&root, 25, None))?;
@@ -199,6 +210,22 @@ fn rollout(n: usize, day: usize, preview: &str) -> (String, String) {
         date.format("%Y-%m-%d")
     );
     (name, lines.join("\n") + "\n")
+}
+
+/// Dates every directory under `root` an hour back, as if written earlier.
+fn backdate_dirs(root: &Path) -> anyhow::Result<()> {
+    let past = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+        std::fs::File::open(&dir)?.set_modified(past)?;
+    }
+    Ok(())
 }
 
 fn write_rollouts(home: &Path, count: usize) -> anyhow::Result<()> {

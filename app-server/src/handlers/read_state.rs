@@ -14,7 +14,7 @@ pub(crate) async fn update(
     let id = parse_thread_id(&params.thread_id)?;
     let loaded = state.loaded(id).await;
     let has_read_state = match &loaded {
-        Some(thread) => !thread.meta().ephemeral && !thread.turns().is_empty(),
+        Some(thread) => !thread.meta().ephemeral && thread.has_turns(),
         None => match state.find_rollout(id, false).await? {
             Some(path) => keel_core::summarise(&path)
                 .await

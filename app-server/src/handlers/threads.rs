@@ -317,15 +317,8 @@ pub(crate) async fn turns_list(
     if params.limit == Some(0) {
         return Err(invalid("`limit` must be at least 1".to_string()));
     }
-    let thread = read(
-        state,
-        ThreadReadParams {
-            thread_id: params.thread_id,
-            include_turns: true,
-        },
-    )
-    .await?
-    .thread;
+    let id = parse_thread_id(&params.thread_id)?;
+    let (thread, _) = thread_by_id(state, id, true).await?;
     let mut turns = thread.turns;
     if params.sort_direction != Some(SortDirection::Asc) {
         turns.reverse();
@@ -359,15 +352,8 @@ pub(crate) async fn items_list(
     if params.limit == Some(0) {
         return Err(invalid("`limit` must be at least 1".to_string()));
     }
-    let thread = read(
-        state,
-        ThreadReadParams {
-            thread_id: params.thread_id,
-            include_turns: true,
-        },
-    )
-    .await?
-    .thread;
+    let id = parse_thread_id(&params.thread_id)?;
+    let (thread, _) = thread_by_id(state, id, true).await?;
     let mut entries: Vec<ThreadItemEntry> = thread
         .turns
         .into_iter()
@@ -417,21 +403,28 @@ pub(crate) async fn items_list(
 /// `thread/read`.
 pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<ThreadReadResponse> {
     let id = parse_thread_id(&params.thread_id)?;
+    let (thread, has_read_state) = thread_by_id(state, id, params.include_turns).await?;
+    Ok(ThreadReadResponse {
+        thread,
+        read_state: has_read_state.then(|| state.read_states.get(id)),
+    })
+}
+
+/// A thread, loaded or recorded, and whether it has a read state (it is recorded and had a
+/// turn).
+async fn thread_by_id(
+    state: &AppState,
+    id: ConversationId,
+    include_turns: bool,
+) -> Result<(Thread, bool)> {
     if let Some(thread) = state.loaded(id).await {
-        let has_read_state = !thread.meta().ephemeral && !thread.turns().is_empty();
-        return Ok(ThreadReadResponse {
-            thread: thread.to_thread(params.include_turns),
-            read_state: has_read_state.then(|| state.read_states.get(id)),
-        });
+        let has_read_state = !thread.meta().ephemeral && thread.has_turns();
+        return Ok((thread.to_thread(include_turns), has_read_state));
     }
     let path = rollout_path(state, id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    let (thread, has_turns) = recorded_thread(&path, params.include_turns).await?;
-    Ok(ThreadReadResponse {
-        thread,
-        read_state: has_turns.then(|| state.read_states.get(id)),
-    })
+    recorded_thread(&path, include_turns).await
 }
 
 /// `thread/loaded/list`.

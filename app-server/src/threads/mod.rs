@@ -263,6 +263,11 @@ impl LoadedThread {
         }
     }
 
+    /// Whether a turn ever started in the thread (cheap: no turn is copied).
+    pub(crate) fn has_turns(&self) -> bool {
+        lock(&self.translator).has_turns()
+    }
+
     pub(crate) fn turns(&self) -> Vec<Turn> {
         lock(&self.translator).all_turns()
     }

@@ -153,6 +153,11 @@ impl Translator {
         self.turns.truncate(keep);
     }
 
+    /// Whether a turn ever started (finished or running), without copying any.
+    pub(crate) fn has_turns(&self) -> bool {
+        !self.turns.is_empty() || self.turn.is_some()
+    }
+
     pub(crate) fn all_turns(&self) -> Vec<Turn> {
         let mut turns = self.turns.clone();
         if let Some(turn) = &self.turn {
