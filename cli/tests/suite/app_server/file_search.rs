@@ -105,6 +105,18 @@ async fn files_are_found_by_name_without_ignored_ones() -> anyhow::Result<()> {
         .unwrap_or_default();
     assert_eq!(dir["match_type"], "directory");
 
+    // A link out of the root is not followed: what lies behind it is never listed.
+    let outside = tempfile::tempdir()?;
+    std::fs::write(outside.path().join("secret-credentials.txt"), "")?;
+    std::os::unix::fs::symlink(outside.path(), world.ws_file("escape"))?;
+    let behind = server
+        .request(
+            "fuzzyFileSearch",
+            json!({"query": "credentials", "roots": [root]}),
+        )
+        .await?;
+    assert_eq!(behind, json!({"files": []}));
+
     // Nothing typed, nothing found; a bad root is named.
     let empty = server
         .request("fuzzyFileSearch", json!({"query": "  ", "roots": [root]}))

@@ -64,6 +64,29 @@ async fn listings_follow_rollouts_changed_by_other_processes() -> anyhow::Result
         .await?;
     assert_eq!(ids(&found), [older.as_str()], "{found}");
 
+    // A forged note pointing out of the sessions directory (at a rollout-shaped file
+    // elsewhere) gets nothing into the index.
+    let elsewhere = tempfile::tempdir()?;
+    let read = reader
+        .request("thread/read", json!({"threadId": older}))
+        .await?;
+    let genuine = read["thread"]["path"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let planted = elsewhere.path().join("rollout-planted.jsonl");
+    std::fs::write(
+        &planted,
+        std::fs::read_to_string(&genuine)?.replace("where do animals cross", "PLANTED words"),
+    )?;
+    let sessions = world.home.path().join("sessions");
+    let forged = format!("{}/{}\n", sessions.display(), pathdiff(&planted, &sessions));
+    std::fs::write(world.home.path().join("thread-index.live"), forged)?;
+    let found = reader
+        .request("thread/search", json!({"searchTerm": "PLANTED"}))
+        .await?;
+    assert_eq!(ids(&found), Vec::<String>::new(), "{found}");
+
     // A removed rollout disappears from both.
     let read = reader
         .request("thread/read", json!({"threadId": newer}))
@@ -132,4 +155,12 @@ async fn keel_exec_resumes_a_thread_found_through_the_index() -> anyhow::Result<
     assert_eq!(resumed.code, Some(0), "{}", resumed.stderr);
     assert_eq!(resumed.stdout, "you said papaya\n");
     Ok(())
+}
+
+/// `target` relative to `base` through `..` (both absolute).
+fn pathdiff(target: &std::path::Path, base: &std::path::Path) -> String {
+    let ups = base.components().count() - 1;
+    let mut relative = "../".repeat(ups);
+    relative.push_str(&target.to_string_lossy()[1..]);
+    relative
 }

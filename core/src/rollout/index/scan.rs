@@ -371,6 +371,13 @@ fn refresh_live(tx: &Transaction<'_>, home: &Path) -> rusqlite::Result<()> {
 
 /// The directory (as stored) and root of a rollout under `home`, if it is under one.
 pub(super) fn place(home: &Path, path: &Path) -> Option<(String, &'static str)> {
+    // A note naming `sessions/../elsewhere` is not under the roots, whatever it starts with.
+    if path
+        .components()
+        .any(|part| matches!(part, std::path::Component::ParentDir))
+    {
+        return None;
+    }
     let root = [SESSIONS_DIR, ARCHIVED_SESSIONS_DIR]
         .into_iter()
         .find(|root| path.starts_with(home.join(root)))?;
