@@ -8,7 +8,7 @@
 #   scripts/bench-exec.sh --keel /work/target-bench/release/keel \
 #       --mock /work/target-bench/release/keel-mock-model \
 #       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"] \
-#       [--commands echo|bash-lc] [--profile-ms N] [--keel-flag FLAG]... [--hooks noop] \
+#       [--commands echo|bash-lc] [--profile-ms N | --real-home] [--keel-flag FLAG]... [--hooks noop] \
 #       [--tool shell|exec_command]
 #
 # Realistic mode (`--commands bash-lc --profile-ms 100`): models send their commands as
@@ -18,6 +18,8 @@
 # `.bash_profile` spends N ms (a `sleep`, standing in for such init scripts) and exports a
 # variable. Without it HOME is an empty directory. The measured cost of one `bash -lc true` with
 # that HOME is printed with the table, so the figure says what workload it stands for.
+# `--real-home` runs both tools with the caller's own HOME instead (its real login profile, e.g.
+# a pyenv init); it is never written to, since both tools' homes stay in the scratch dir.
 # `--keel-flag` passes one more argument to `keel exec` (repeatable), e.g.
 # `--keel-flag -c --keel-flag features.shell_snapshot=false` to measure without snapshots.
 # `--hooks noop` gives both tools a user hooks file with one no-op (`true`) `PreToolUse` and one
@@ -58,6 +60,7 @@ warmup=1
 turn_counts="1 11 51"
 commands="echo"
 profile_ms=0
+real_home=0
 keel_flags=()
 hooks=""
 tool_kind="shell"
@@ -71,6 +74,7 @@ while (($#)); do
         --turns) turn_counts="$2"; shift 2 ;;
         --commands) commands="$2"; shift 2 ;;
         --profile-ms) profile_ms="$2"; shift 2 ;;
+        --real-home) real_home=1; shift ;;
         --keel-flag) keel_flags+=("$2"); shift 2 ;;
         --hooks) hooks="$2"; shift 2 ;;
         --tool) tool_kind="$2"; shift 2 ;;
@@ -263,8 +267,13 @@ for n in $turn_counts; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "--turns must list positive integers"
     gen_script "$n" "$work/script-$n.json"
 done
-user_home="$work/user-home"
-make_user_home "$user_home"
+if ((real_home)); then
+    ((profile_ms == 0)) || die "--real-home and --profile-ms exclude each other"
+    user_home="$HOME"
+else
+    user_home="$work/user-home"
+    make_user_home "$user_home"
+fi
 
 # time_ms CMD...: median wall time of 5 runs of CMD, in ms (one decimal).
 time_ms() {
@@ -278,7 +287,9 @@ time_ms() {
 }
 login_ms="$(time_ms env -i HOME="$user_home" PATH="$PATH" bash -lc true)"
 bare_ms="$(time_ms env -i HOME="$user_home" PATH="$PATH" bash -c 'echo step')"
-if ((profile_ms > 0)); then
+if ((real_home)); then
+    home_note="the caller's own login profile (HOME=$HOME)"
+elif ((profile_ms > 0)); then
     home_note="a login profile of ${profile_ms} ms"
 else
     home_note="no profile (empty HOME)"

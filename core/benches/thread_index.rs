@@ -9,12 +9,16 @@
 //! a warm index (each query first checks the directories and noted files for changes, as the
 //! app-server does), the index's size on disk, and the linear scan it replaced (first page of
 //! the listing; a search that reads every rollout).
+//!
+//! The p50 curves are drawn into `docs/scale/thread-index.svg` (or the file `KEEL_BENCH_PLOT`
+//! names), both axes logarithmic, with each line's growth exponent in the legend.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use keel_core::{IndexQuery, ThreadIndex, first_message_match, list_conversations_in};
+use keel_test_support::plot::{ScaleChart, Series};
 
 const RUNS: usize = 15;
 const PER_DAY: usize = 270;
@@ -28,7 +32,21 @@ fn main() -> anyhow::Result<()> {
         .split(',')
         .filter_map(|n| n.trim().parse().ok())
         .collect();
+    let mut curves: Vec<Series> = [
+        "thread/list, index",
+        "thread/search rare word, index",
+        "thread/search common word, index",
+        "thread/list, no index (scan)",
+        "thread/search, no index (scan)",
+    ]
+    .iter()
+    .map(|label| Series {
+        label: label.to_string(),
+        points: Vec::new(),
+    })
+    .collect();
     for size in sizes {
+        let n = size as f64;
         let home = tempfile::tempdir()?;
         let started = Instant::now();
         write_rollouts(home.path(), size)?;
@@ -61,17 +79,29 @@ fn main() -> anyhow::Result<()> {
             limit: 25,
             ..IndexQuery::default()
         };
-        report("thread/list first page (25)", || {
+        let p50 = report("thread/list first page (25)", || {
             index.list(&page).map(|p| p.items.len())
         })?;
-        for (what, term) in [
-            ("thread/search rare word (1 in 1000 threads)", "needle"),
-            ("thread/search common word (every thread)", "deploy"),
-            ("thread/search two letters (rare, no trigram)", "qz"),
+        curves[0].points.push((n, p50));
+        for (what, term, curve) in [
+            (
+                "thread/search rare word (1 in 1000 threads)",
+                "needle",
+                Some(1),
+            ),
+            (
+                "thread/search common word (every thread)",
+                "deploy",
+                Some(2),
+            ),
+            ("thread/search two letters (rare, no trigram)", "qz", None),
         ] {
-            report(what, || {
+            let p50 = report(what, || {
                 index.search(term, false, None, 25).map(|p| p.items.len())
             })?;
+            if let Some(curve) = curve {
+                curves[curve].points.push((n, p50));
+            }
         }
 
         let middle: keel_protocol::ConversationId =
@@ -107,9 +137,10 @@ fn main() -> anyhow::Result<()> {
         let root = home.path().join("sessions");
         let started = Instant::now();
         let listed = runtime.block_on(list_conversations_in(&root, 25, None))?;
+        let elapsed = ms(started.elapsed());
+        curves[3].points.push((n, elapsed));
         println!(
-            "without the index, thread/list first page: {:.1} ms ({} threads)",
-            ms(started.elapsed()),
+            "without the index, thread/list first page: {elapsed:.1} ms ({} threads)",
             listed.items.len()
         );
         let started = Instant::now();
@@ -126,18 +157,37 @@ fn main() -> anyhow::Result<()> {
             .iter()
             .filter(|summary| first_message_match(&summary.path, "needle").is_some())
             .count();
+        let elapsed = ms(started.elapsed());
+        curves[4].points.push((n, elapsed));
         println!(
-            "without the index, a search that reads every rollout: {:.1} ms ({matched} found)",
-            ms(started.elapsed())
+            "without the index, a search that reads every rollout: {elapsed:.1} ms ({matched} found)"
         );
     }
+    let plot = std::env::var_os("KEEL_BENCH_PLOT").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scale/thread-index.svg"),
+        std::path::PathBuf::from,
+    );
+    let chart = ScaleChart {
+        title: "thread/list and thread/search p50 by rollouts on disk".into(),
+        x_label: "rollouts".into(),
+        y_label: "p50 (ms)".into(),
+        series: curves,
+    };
+    chart.write_svg(&plot)?;
+    for series in &chart.series {
+        if let Some(k) = keel_test_support::plot::growth_exponent(&series.points) {
+            println!("{}: grows as N^{k:.2}", series.label);
+        }
+    }
+    println!("chart: {}", plot.display());
     Ok(())
 }
 
+/// Runs a query [`RUNS`] times, prints its p50 and max, and returns the p50 in ms.
 fn report(
     what: &str,
     mut run: impl FnMut() -> Result<usize, keel_core::ThreadIndexError>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<f64> {
     let mut times = Vec::with_capacity(RUNS);
     let mut found = 0;
     for _ in 0..RUNS {
@@ -151,7 +201,7 @@ fn report(
         ms(times[RUNS / 2]),
         ms(times[RUNS - 1])
     );
-    Ok(())
+    Ok(ms(times[RUNS / 2]))
 }
 
 fn ms(duration: Duration) -> f64 {

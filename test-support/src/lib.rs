@@ -90,6 +90,7 @@ mod error;
 pub mod fuzz;
 mod harness;
 mod mock;
+pub mod plot;
 
 pub use error::{Error, Result};
 pub use harness::{

@@ -274,7 +274,7 @@ impl LoadedThread {
 
     /// Replaces the finished turns (after a rollback).
     pub(crate) fn set_turns(&self, turns: Vec<Turn>) {
-        lock(&self.translator).turns = turns;
+        lock(&self.translator).set_turns(turns);
     }
 
     /// The thread as the protocol shows it.

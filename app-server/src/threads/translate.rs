@@ -106,10 +106,33 @@ pub(crate) struct Translator {
     thread_id: String,
     turn: Option<TurnInProgress>,
     /// Finished turns, for `thread/read` of a loaded thread.
-    pub(crate) turns: Vec<Turn>,
+    turns: Vec<Turn>,
     next_item: u64,
     /// Output of running commands, per call and stream, decoded across chunk boundaries.
     output_text: std::collections::HashMap<(String, bool), keel_exec_server::Utf8ChunkDecoder>,
+    /// Command items finished turns left in progress (a session still running when its turn
+    /// ended), so a command's end is matched to them without scanning every earlier turn.
+    lingering: std::collections::HashSet<String>,
+}
+
+/// The ids of command items still in progress in `turns`.
+fn lingering_in(turns: &[Turn]) -> std::collections::HashSet<String> {
+    turns
+        .iter()
+        .flat_map(|turn| &turn.items)
+        .filter(|item| is_running_command(item))
+        .map(|item| item.id().to_string())
+        .collect()
+}
+
+fn is_running_command(item: &ThreadItem) -> bool {
+    matches!(
+        item,
+        ThreadItem::CommandExecution {
+            status: CommandExecutionStatus::InProgress,
+            ..
+        }
+    )
 }
 
 impl Translator {
@@ -117,10 +140,17 @@ impl Translator {
         Self {
             thread_id,
             turn: None,
+            lingering: lingering_in(&turns),
             turns,
             next_item: 0,
             output_text: std::collections::HashMap::new(),
         }
+    }
+
+    /// Replaces the finished turns (after a rollback).
+    pub(crate) fn set_turns(&mut self, turns: Vec<Turn>) {
+        self.lingering = lingering_in(&turns);
+        self.turns = turns;
     }
 
     /// Whether the running turn is a review that has not ended.
@@ -151,6 +181,7 @@ impl Translator {
     pub(crate) fn drop_last_turns(&mut self, n: usize) {
         let keep = self.turns.len().saturating_sub(n);
         self.turns.truncate(keep);
+        self.lingering = lingering_in(&self.turns);
     }
 
     /// Whether a turn ever started (finished or running), without copying any.
@@ -720,6 +751,12 @@ impl Translator {
             completed_at: end.map(|end| end.at),
             duration_ms: end.map(|end| end.duration_ms),
         };
+        self.lingering.extend(
+            turn.items
+                .iter()
+                .filter(|item| is_running_command(item))
+                .map(|item| item.id().to_string()),
+        );
         self.turns.push(turn.clone());
         out.push(Output::notify(ServerNotification::TurnCompleted(
             TurnNotification {

@@ -6,10 +6,11 @@
 //! (present or absent); entries untouched for 30 days are removed. `rm -r
 //! "$KEEL_HOME/shell-snapshots"` drops them all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,19 @@ const KEY_VARIABLES: &[&str] = &["HOME", "USER", "PATH", "SHELL", "LANG", "LC_AL
 const STALE_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
 const SNAPSHOT_FILE: &str = "snapshot.sh";
 const MANIFEST_FILE: &str = "manifest.json";
+
+/// One entry's capture in this process: held while capturing, so sessions that need the same
+/// snapshot at once (a server's first turns, an agent job's workers) wait for one capture
+/// instead of each running the login profile into the same partial files. It keeps a failed
+/// capture's profile files, so the waiters do not retry while those are unchanged.
+pub(super) type CaptureSlot = Arc<CaptureLock>;
+
+/// What a capture slot guards: a failed capture's profile files, if the last one failed.
+pub(super) type CaptureLock = tokio::sync::Mutex<Option<Vec<FileStamp>>>;
+
+/// The slots of captures some session is in or waiting for, by entry directory.
+static CAPTURES: LazyLock<std::sync::Mutex<HashMap<PathBuf, Weak<CaptureLock>>>> =
+    LazyLock::new(Default::default);
 
 /// A file the shell read, as it was when the snapshot was taken: `None` when it did not
 /// exist (creating it must invalidate the snapshot too).
@@ -88,6 +102,19 @@ impl SnapshotCache {
             .take(12)
             .map(|byte| format!("{byte:02x}"))
             .collect()
+    }
+
+    /// The capture slot of `key` in this process, shared by every session asking meanwhile.
+    pub(super) fn capture_slot(&self, key: &str) -> CaptureSlot {
+        let entry = self.root.join(key);
+        let mut slots = CAPTURES.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.retain(|_, slot| slot.strong_count() > 0);
+        if let Some(slot) = slots.get(&entry).and_then(Weak::upgrade) {
+            return slot;
+        }
+        let slot = CaptureSlot::default();
+        slots.insert(entry, Arc::downgrade(&slot));
+        slot
     }
 
     /// The entry's directory (created, private to the user, with its parent).

@@ -157,7 +157,7 @@ impl ShellSnapshots {
             let key = SnapshotCache::key(shell, env);
             let entry = match self.cache.load(&key) {
                 Some((snapshot, files)) => (files, Captured::Ready(snapshot)),
-                None => self.capture(kind, shell, layer, cwd, env, &key).await,
+                None => self.capture_once(kind, shell, layer, cwd, env, &key).await,
             };
             by_shell.insert(kind, entry);
         }
@@ -185,6 +185,32 @@ impl ShellSnapshots {
             }
             _ => None,
         }
+    }
+
+    /// The capture of `key`, or the one another session of this process made meanwhile.
+    async fn capture_once(
+        &self,
+        kind: ShellKind,
+        shell: &str,
+        layer: &ProcessLayer,
+        cwd: &Path,
+        env: &std::collections::BTreeMap<String, String>,
+        key: &str,
+    ) -> (Vec<FileStamp>, Captured) {
+        let slot = self.cache.capture_slot(key);
+        let mut failed = slot.lock().await;
+        if let Some((snapshot, files)) = self.cache.load(key) {
+            return (files, Captured::Ready(snapshot));
+        }
+        if let Some(files) = failed
+            .as_ref()
+            .filter(|files| files.iter().all(FileStamp::current))
+        {
+            return (files.clone(), Captured::Failed);
+        }
+        let entry = self.capture(kind, shell, layer, cwd, env, key).await;
+        *failed = matches!(entry.1, Captured::Failed).then(|| entry.0.clone());
+        entry
     }
 
     async fn capture(

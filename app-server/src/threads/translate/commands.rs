@@ -9,7 +9,7 @@ use keel_protocol::app_server::{
     TerminalInteractionNotification, ThreadItem,
 };
 
-use super::{Output, Translator, now_ms};
+use super::{Output, Translator, is_running_command, now_ms};
 use crate::threads::items::{command_item, display_command};
 
 impl Translator {
@@ -147,17 +147,13 @@ impl Translator {
 
     /// Completes `item` in the finished turn that holds it still in progress, if one does.
     fn complete_in_finished_turn(&mut self, item: &ThreadItem) -> Option<Output> {
+        if !self.lingering.remove(item.id()) {
+            return None;
+        }
         let turn = self.turns.iter_mut().rev().find(|turn| {
-            turn.items.iter().any(|old| {
-                old.id() == item.id()
-                    && matches!(
-                        old,
-                        ThreadItem::CommandExecution {
-                            status: CommandExecutionStatus::InProgress,
-                            ..
-                        }
-                    )
-            })
+            turn.items
+                .iter()
+                .any(|old| old.id() == item.id() && is_running_command(old))
         })?;
         let slot = turn.items.iter_mut().find(|old| old.id() == item.id())?;
         *slot = item.clone();

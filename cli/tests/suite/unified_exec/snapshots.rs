@@ -252,3 +252,67 @@ async fn snapshots_persist_across_runs_until_a_sourced_file_changes() -> anyhow:
     assert_eq!(mode & 0o777, 0o600);
     Ok(())
 }
+
+/// Sessions that need the same snapshot at once share one capture: four threads of one
+/// app-server each start with a `bash -lc` command, all at once on an empty cache, and the
+/// slow profile runs once between them (it ran once per session before), while every command
+/// still sees what it exports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_starting_together_share_one_capture() -> anyhow::Result<()> {
+    use keel_test_support::{CapturedRequest, MockModelServer, assistant_message};
+
+    use crate::suite::app_server::common::World;
+
+    fn respond(request: &CapturedRequest) -> Option<Turn> {
+        let task = request.input().iter().rev().find_map(|item| {
+            let text = item.pointer("/content/0/text")?.as_str()?;
+            text.strip_prefix("task ").map(str::to_owned)
+        })?;
+        let call_id = format!("call-{task}");
+        Some(if request.tool_output_call_ids().contains(&call_id) {
+            Turn::new([assistant_message(format!("done {task}"))])
+        } else {
+            Turn::new([shell_call(
+                call_id,
+                ["bash", "-lc", "echo value=$KEEL_PROFILE_VAR"],
+            )])
+        })
+    }
+
+    const SESSIONS: usize = 4;
+    let home = home_with_profile("sleep 0.3\nexport KEEL_PROFILE_VAR=shared\n")?;
+    let mock = MockModelServer::builder()
+        .responder(respond)
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut server = world
+        .server_with(world.builder().env("HOME", home.path()))
+        .await?;
+    let mut threads = Vec::new();
+    for _ in 0..SESSIONS {
+        threads.push(server.start_thread(world.thread_params()).await?);
+    }
+    for (task, thread) in threads.iter().enumerate() {
+        server.start_turn(thread, &format!("task {task}")).await?;
+    }
+    for _ in 0..SESSIONS {
+        let completed = server.read_notification("turn/completed").await?;
+        assert_eq!(
+            completed["params"]["turn"]["status"], "completed",
+            "{completed}"
+        );
+    }
+    for task in 0..SESSIONS {
+        let output = world
+            .mock
+            .requests()
+            .iter()
+            .find_map(|request| request.tool_output(&format!("call-{task}")).cloned())
+            .map(|value| value.to_string())
+            .unwrap_or_default();
+        assert!(output.contains("value=shared"), "task {task}: {output}");
+    }
+    assert_eq!(profile_runs(home.path()), 1);
+    Ok(())
+}
