@@ -12,6 +12,7 @@ half a second, then reads `VmRSS` and `VmHWM` from /proc. Prints the medians as 
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -52,21 +53,42 @@ def idle_rss(argv, home_var, hello, initialized):
             config.write(CONFIG)
         env = dict(os.environ, HOME=user_home, OPENAI_API_KEY="x", RUST_LOG="warn")
         env[home_var] = home
-        server = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env)
+        with tempfile.TemporaryFile() as stderr:
+            server = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=stderr, env=env)
+            try:
+                server.stdin.write((json.dumps(hello) + "\n").encode())
+                if initialized:
+                    server.stdin.write((json.dumps(initialized) + "\n").encode())
+                server.stdin.flush()
+                read_answer(server, stderr)
+                time.sleep(0.5)
+                return status_kib(server.pid, "VmRSS"), status_kib(server.pid, "VmHWM")
+            finally:
+                server.kill()
+                server.wait()
+
+
+def read_answer(server, stderr, timeout=10.0):
+    """Reads stdout lines until the response to request 1, within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([server.stdout], [], [], max(left, 0))
+        line = server.stdout.readline() if ready else b""
+        if not line:
+            stderr.seek(0)
+            tail = stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+            why = "no answer in time" if not ready else "stdout closed"
+            raise RuntimeError(f"{why} to initialize; stderr: {' | '.join(tail) or '(empty)'}")
         try:
-            server.stdin.write((json.dumps(hello) + "\n").encode())
-            if initialized:
-                server.stdin.write((json.dumps(initialized) + "\n").encode())
-            server.stdin.flush()
-            answer = server.stdout.readline()
-            if not answer:
-                raise RuntimeError(f"{' '.join(argv)} closed stdout before answering initialize")
-            time.sleep(0.5)
-            return status_kib(server.pid, "VmRSS"), status_kib(server.pid, "VmHWM")
-        finally:
-            server.kill()
-            server.wait()
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if message.get("id") == 1 and "method" not in message:
+            if "error" in message:
+                raise RuntimeError(f"initialize failed: {message['error']}")
+            return message
 
 
 def main():
@@ -92,7 +114,11 @@ def main():
     print(f"| server | idle RSS (median of {args.runs}) | peak RSS so far |")
     print("| --- | ---: | ---: |")
     for label, argv, home_var, hello, initialized in cases:
-        runs = [idle_rss(argv, home_var, hello, initialized) for _ in range(args.runs)]
+        try:
+            runs = [idle_rss(argv, home_var, hello, initialized) for _ in range(args.runs)]
+        except (RuntimeError, OSError) as err:
+            print(f"| {label} | failed: {err} | |", flush=True)
+            continue
         rss = statistics.median(r[0] for r in runs) / 1024
         hwm = statistics.median(r[1] for r in runs) / 1024
         print(f"| {label} | {rss:.1f} MiB | {hwm:.1f} MiB |", flush=True)

@@ -43,11 +43,13 @@ pub enum PlotError {
     },
 }
 
-const COLOURS: [RGBColor; 4] = [
+const COLOURS: [RGBColor; 6] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
     RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x8c, 0x56, 0x4b),
 ];
 
 impl ScaleChart {
@@ -74,7 +76,7 @@ impl ScaleChart {
             title: self.title.clone(),
             message: err.to_string(),
         };
-        // A decade of margin keeps a flat line and single points off the frame.
+        // Some margin (×2 on x, ×3 on y) keeps a flat line and single points off the frame.
         let x_range = (x_min / 2.0)..(x_max * 2.0);
         let y_range = (y_min / 3.0)..(y_max * 3.0);
         let root = SVGBackend::new(path, (720, 440)).into_drawing_area();
@@ -130,6 +132,8 @@ impl ScaleChart {
 
 /// How a cost grows with the workload: the least-squares slope of log(cost) over log(size),
 /// i.e. k in cost ≈ c·N^k (1 is linear, below 1 better than linear). `None` under two sizes.
+/// A cost with a large fixed part (a server's base RSS) reads low here; its growth above
+/// that base is better judged by the cost per unit.
 pub fn growth_exponent(points: &[(f64, f64)]) -> Option<f64> {
     let logs: Vec<(f64, f64)> = points
         .iter()

@@ -105,15 +105,18 @@ fn measure(engine: &Engine, mock: &Path, rows: usize) -> anyhow::Result<Point> {
         })
         .to_string(),
     )?;
-    let mut mock_process = Command::new(mock)
-        .arg("--agent-job")
-        .arg(&job)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {}", mock.display()))?;
+    let mut mock_process = KillOnDrop(
+        Command::new(mock)
+            .arg("--agent-job")
+            .arg(&job)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", mock.display()))?,
+    );
     let mut uri = String::new();
-    BufReader::new(mock_process.stdout.take().context("the mock's stdout")?).read_line(&mut uri)?;
+    BufReader::new(mock_process.0.stdout.take().context("the mock's stdout")?)
+        .read_line(&mut uri)?;
     let config = keel_test_support::config_toml(
         uri.trim(),
         [
@@ -138,8 +141,7 @@ fn measure(engine: &Engine, mock: &Path, rows: usize) -> anyhow::Result<Point> {
         .status()
         .context("running /usr/bin/time (GNU time)")?;
     let wall_s = start.elapsed().as_secs_f64();
-    let _ = mock_process.kill();
-    let _ = mock_process.wait();
+    drop(mock_process);
     if !status.success() {
         bail!("{} exec failed the {rows}-row job: {status}", engine.label);
     }
@@ -169,6 +171,16 @@ fn measure(engine: &Engine, mock: &Path, rows: usize) -> anyhow::Result<Point> {
         peak_kib,
         database_bytes,
     })
+}
+
+/// A child process killed when dropped, so an early return never leaves the mock running.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The size of a SQLite database and its journal files anywhere under `dir`.

@@ -180,8 +180,11 @@ impl Translator {
     /// Forgets the latest `n` finished turns (a rollback).
     pub(crate) fn drop_last_turns(&mut self, n: usize) {
         let keep = self.turns.len().saturating_sub(n);
-        self.turns.truncate(keep);
-        self.lingering = lingering_in(&self.turns);
+        for dropped in self.turns.drain(keep..) {
+            for item in &dropped.items {
+                self.lingering.remove(item.id());
+            }
+        }
     }
 
     /// Whether a turn ever started (finished or running), without copying any.

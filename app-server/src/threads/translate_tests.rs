@@ -280,3 +280,91 @@ fn an_engine_warning_reaches_the_client_as_a_warning_notification() {
         )]
     );
 }
+
+/// A command still running when its turn ended (a background session) completes in that
+/// turn when its end arrives during a later turn; after that turn is rolled back, an end of
+/// the same id no longer reaches back into it.
+#[test]
+fn a_command_left_running_completes_in_the_turn_that_started_it() {
+    let in_turn = |turn: &str, msg: EventMsg| Event {
+        id: SubmissionId::new(turn),
+        msg,
+    };
+    let argv = vec!["sleep".to_string(), "9".to_string()];
+    let end = |turn: &str| {
+        EventMsg::ExecCommandEnd(ExecCommandEndEvent {
+            call_id: CallId::new("bg"),
+            turn_id: TurnId::new(turn),
+            command: argv.clone(),
+            cwd: PathBuf::from("/w"),
+            parsed_cmd: Vec::new(),
+            source: ExecCommandSource::Agent,
+            process_id: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            aggregated_output: String::new(),
+            exit_code: 0,
+            duration: Duration::from_millis(9000),
+            formatted_output: String::new(),
+            status: ExecCommandStatus::Completed,
+        })
+    };
+    let mut translator = Translator::new("thread-1".into(), Vec::new());
+    for turn in ["t1", "t2"] {
+        translator.handle(&in_turn(
+            turn,
+            EventMsg::TaskStarted(TaskStartedEvent {
+                turn_id: TurnId::new(turn),
+                model_context_window: None,
+                started_at: None,
+            }),
+        ));
+        if turn == "t1" {
+            translator.handle(&in_turn(
+                turn,
+                EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
+                    call_id: CallId::new("bg"),
+                    turn_id: TurnId::new(turn),
+                    command: argv.clone(),
+                    cwd: PathBuf::from("/w"),
+                    parsed_cmd: Vec::new(),
+                    source: ExecCommandSource::Agent,
+                    process_id: None,
+                }),
+            ));
+            translator.handle(&in_turn(
+                turn,
+                EventMsg::TaskComplete(TaskCompleteEvent {
+                    turn_id: TurnId::new(turn),
+                    last_agent_message: None,
+                    completed_at: None,
+                    duration_ms: None,
+                }),
+            ));
+        }
+    }
+    let status = |translator: &Translator| match &translator.turns[0].items[..] {
+        [ThreadItem::CommandExecution { status, .. }] => *status,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        status(&translator),
+        keel_protocol::app_server::CommandExecutionStatus::InProgress
+    );
+    let left_running = translator.turns.clone();
+    let done = notifications(translator.handle(&in_turn("t2", end("t1"))));
+    let [ServerNotification::ItemCompleted(completed)] = &done[..] else {
+        panic!("{done:?}")
+    };
+    assert_eq!(completed.turn_id, "t1");
+    assert_eq!(
+        status(&translator),
+        keel_protocol::app_server::CommandExecutionStatus::Completed
+    );
+
+    // Rolled back: the earlier turn is gone, and so is what it left running.
+    let mut rolled = Translator::new("thread-1".into(), left_running);
+    assert!(rolled.lingering.contains("bg"));
+    rolled.drop_last_turns(1);
+    assert!(rolled.turns.is_empty() && rolled.lingering.is_empty());
+}

@@ -280,7 +280,8 @@ async fn sessions_starting_together_share_one_capture() -> anyhow::Result<()> {
     }
 
     const SESSIONS: usize = 4;
-    let home = home_with_profile("sleep 0.3\nexport KEEL_PROFILE_VAR=shared\n")?;
+    // Slow enough that every session asks while the first capture runs, even on a busy machine.
+    let home = home_with_profile("sleep 1\nexport KEEL_PROFILE_VAR=shared\n")?;
     let mock = MockModelServer::builder()
         .responder(respond)
         .start()
