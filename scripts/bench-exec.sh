@@ -19,7 +19,8 @@
 # variable. Without it HOME is an empty directory. The measured cost of one `bash -lc true` with
 # that HOME is printed with the table, so the figure says what workload it stands for.
 # `--real-home` runs both tools with the caller's own HOME instead (its real login profile, e.g.
-# a pyenv init); it is never written to, since both tools' homes stay in the scratch dir.
+# a pyenv init). Both tools' own homes stay in the scratch dir, but the login shells run the
+# real profile, which may write under HOME (e.g. `pyenv rehash`).
 # `--keel-flag` passes one more argument to `keel exec` (repeatable), e.g.
 # `--keel-flag -c --keel-flag features.shell_snapshot=false` to measure without snapshots.
 # `--hooks noop` gives both tools a user hooks file with one no-op (`true`) `PreToolUse` and one
