@@ -100,6 +100,9 @@ def main():
         if len(parts) == 4 and parts[2] in "tTwW":
             symbols.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
     symbols.sort()
+    if not symbols:
+        print(f"\n(no symbols in {exe}: stripped, or `nm` missing; no per-crate figures)")
+        return
     addresses = [s[0] for s in symbols]
     import bisect
     resident = collections.Counter()

@@ -255,8 +255,13 @@ impl ShellSnapshots {
             .map_err(|err| format!("{key}: {err}"))?;
         // Private from the start: the snapshot holds what the profile exports, and the trace
         // every command the profile ran.
-        let partial = dir.join(format!("snapshot.{}.partial", std::process::id()));
-        let trace_file = dir.join(format!("trace.{}.partial", std::process::id()));
+        // Named per capture, not only per process: a capture abandoned mid-way (its session
+        // dropped) may still have a dying shell writing to its files when the next begins.
+        static CAPTURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let capture = CAPTURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}.{capture}", std::process::id());
+        let partial = dir.join(format!("snapshot.{tag}.partial"));
+        let trace_file = dir.join(format!("trace.{tag}.partial"));
         for file in [&partial, &trace_file] {
             SnapshotCache::private_file(file)
                 .map_err(|err| format!("{}: {err}", file.display()))?;
