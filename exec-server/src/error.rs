@@ -129,6 +129,9 @@ pub enum ExecServerError {
          server through a loopback tunnel (e.g. ssh -L)"
     )]
     TokenOverPlaintext(String),
+    /// TLS for a `wss://` server could not be set up (no usable certificate roots, say).
+    #[error("setting up TLS for the exec-server: {0}")]
+    Tls(String),
     /// The server speaks a different protocol version.
     #[error("the exec-server speaks `{0}`, expected `exec-server.v0`")]
     UnsupportedVersion(String),
@@ -168,6 +171,7 @@ impl ExecServerError {
             | Self::ConnectionClosed
             | Self::Timeout { .. }
             | Self::TokenOverPlaintext(_)
+            | Self::Tls(_)
             | Self::UnsupportedVersion(_) => INTERNAL_ERROR,
             Self::Rpc { error, .. } => error.code,
         }

@@ -352,7 +352,7 @@ fn deserialize(
 }
 
 /// Checks the URLs the file defines (providers' `base_url`: absolute `http`/`https` with
-/// a host; `exec_server_url`: `ws`; `wss` is refused until there is client TLS), so a typo fails at load with the key named.
+/// a host; `exec_server_url`: `ws` or `wss`), so a typo fails at load with the key named.
 fn validate_base_urls(
     file: &ConfigToml,
     path: &Path,
@@ -393,12 +393,8 @@ fn validate_base_urls(
             Err(err) => Some(format!(
                 "`{url}` is not a URL ({err}); expected e.g. `ws://127.0.0.1:4500`"
             )),
-            Ok(parsed) if parsed.scheme() == "wss" => Some(format!(
-                "`{url}`: `wss://` is not supported yet (this build has no client TLS); reach \
-                 the exec-server over `ws://` on a loopback address, e.g. through `ssh -L`"
-            )),
-            Ok(parsed) if parsed.scheme() != "ws" => Some(format!(
-                "`{url}` has scheme `{}`; expected `ws`",
+            Ok(parsed) if !matches!(parsed.scheme(), "ws" | "wss") => Some(format!(
+                "`{url}` has scheme `{}`; expected `ws` or `wss`",
                 parsed.scheme()
             )),
             Ok(_) => None,

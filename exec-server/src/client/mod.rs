@@ -119,7 +119,12 @@ impl ExecServerClient {
         use futures::StreamExt;
 
         let request = websocket_request(url, options.bearer_token.as_ref())?;
-        let connect = tokio_tungstenite::connect_async(request);
+        let tls = if request.uri().scheme_str() == Some("wss") {
+            Some(tls_connector()?)
+        } else {
+            None
+        };
+        let connect = tokio_tungstenite::connect_async_tls_with_config(request, None, true, tls);
         let (stream, _response) = tokio::time::timeout(options.connect_timeout, connect)
             .await
             .map_err(|_| ExecServerError::Timeout {
@@ -284,6 +289,24 @@ impl ExecServerClient {
 
 /// The upgrade request for `url`, with the bearer token when there is one. A token is only
 /// sent to a loopback host: over plain `ws://` anyone on the path could read it.
+/// TLS for `wss://`: rustls with the ring provider, certificates checked against the
+/// system's roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others), as for the model's HTTPS.
+fn tls_connector() -> Result<tokio_tungstenite::Connector> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+
+    let tls_error = |err: rustls::Error| ExecServerError::Tls(err.to_string());
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(tls_error)?
+        .with_platform_verifier()
+        .map_err(tls_error)?
+        .with_no_client_auth();
+    Ok(tokio_tungstenite::Connector::Rustls(std::sync::Arc::new(
+        config,
+    )))
+}
+
 fn websocket_request(
     url: &str,
     token: Option<&BearerToken>,
@@ -303,7 +326,8 @@ fn websocket_request(
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
-    if !loopback {
+    let encrypted = request.uri().scheme_str() == Some("wss");
+    if !loopback && !encrypted {
         return Err(ExecServerError::TokenOverPlaintext(url.to_string()));
     }
     let value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {

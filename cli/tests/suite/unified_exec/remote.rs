@@ -74,3 +74,98 @@ async fn an_unreachable_exec_server_is_reported_to_the_model() -> anyhow::Result
     );
     Ok(())
 }
+
+/// A TLS terminator on a loopback port in front of `backend`, with a certificate for
+/// `localhost` made on the spot; returns its port and the certificate (PEM) to trust.
+async fn tls_terminator(backend: String) -> anyhow::Result<(u16, String)> {
+    use tokio_rustls::rustls;
+
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let (acceptor, backend) = (acceptor.clone(), backend.clone());
+            tokio::spawn(async move {
+                // A client that refuses the certificate ends its handshake here.
+                let Ok(mut client) = acceptor.accept(client).await else {
+                    return;
+                };
+                if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    Ok((port, certified.cert.pem()))
+}
+
+/// `wss://`: the commands reach the exec-server through TLS when its certificate is trusted
+/// (here through `SSL_CERT_FILE`, as for any system root), and a token may then go to it; an
+/// untrusted certificate is refused and the model is told the server could not be reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_reach_an_exec_server_over_tls() -> anyhow::Result<()> {
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .env("KEEL_LOG", "keel_exec_server=debug")
+        .spawn()?;
+    let (port, certificate) = tls_terminator(server.websocket_address().await?).await?;
+    let trust = tempfile::tempdir()?;
+    let trusted = trust.path().join("trusted.pem");
+    std::fs::write(&trusted, certificate)?;
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
+    let untrusted = trust.path().join("untrusted.pem");
+    std::fs::write(&untrusted, other.cert.pem())?;
+    let url = format!("wss://localhost:{port}");
+
+    let ws = tempfile::tempdir()?;
+    let run = run_with_config(
+        ws.path(),
+        vec![Turn::new([exec_command_call(
+            "c1",
+            json!({"cmd": "echo tls-marker", "login": false}),
+        )])],
+        &[("SSL_CERT_FILE", &trusted.to_string_lossy())],
+        &[("exec_server_url", url.clone().into())],
+    )
+    .await?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.output("c1").contains("tls-marker"),
+        "{}",
+        run.output("c1")
+    );
+    server
+        .wait_for_stderr_line("the command started remotely", |line| {
+            line.contains("started") && line.contains("tls-marker")
+        })
+        .await?;
+
+    let run = run_with_config(
+        ws.path(),
+        vec![Turn::new([exec_command_call(
+            "c1",
+            json!({"cmd": "echo never-over-tls", "login": false}),
+        )])],
+        &[("SSL_CERT_FILE", &untrusted.to_string_lossy())],
+        &[("exec_server_url", url.into())],
+    )
+    .await?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let output = run.output("c1");
+    assert!(
+        output.contains("could not reach the exec-server"),
+        "{output}"
+    );
+    assert!(!output.contains("never-over-tls\n"), "{output}");
+    assert!(output.contains("invalid peer certificate"), "{output}");
+    Ok(())
+}
