@@ -540,3 +540,39 @@ async fn sub_agents_start_and_stop_with_their_own_events() -> anyhow::Result<()>
     );
     Ok(())
 }
+
+/// A hook trusted while its thread is loaded (as the TUI's `/hooks` records it) runs from the
+/// thread's next turn, without the thread being loaded again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_trusted_while_its_thread_is_loaded_runs_from_the_next_turn() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("one")]),
+        Turn::new([assistant_message("two")]),
+    ]))
+    .await?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    write_hooks(
+        home.path(),
+        json!({"UserPromptSubmit": [{"hooks": [
+            {"type": "command", "command": "echo ran >> hook-runs"}
+        ]}]}),
+    )?;
+    let mut server = app_server(home.path(), ws.path()).await?;
+    let thread = server.start_thread(json!({"cwd": ws.path()})).await?;
+    let turn = server.start_turn(&thread, "first").await?;
+    server.read_turn_completed(&turn).await?;
+    assert!(
+        !ws.path().join("hook-runs").exists(),
+        "the hook ran untrusted"
+    );
+    trust_all(home.path(), ws.path()).await?;
+    let turn = server.start_turn(&thread, "second").await?;
+    server.read_turn_completed(&turn).await?;
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("hook-runs"))?,
+        "ran\n"
+    );
+    Ok(())
+}

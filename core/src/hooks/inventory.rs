@@ -99,6 +99,20 @@ impl HookInventory {
         self.hooks.is_empty() && self.embedded.is_empty()
     }
 
+    /// The inventory with each hook's trust and on/off choice read again from the user's
+    /// config text, so a hook trusted or turned off while a thread is loaded counts from its
+    /// next turn. `None` when nothing changed.
+    pub(crate) fn with_choices_from(&self, user_config_text: &str) -> Option<Self> {
+        let states = read_states(user_config_text);
+        let mut fresh = self.clone();
+        for hook in &mut fresh.hooks {
+            let state = states.get(&hook.key);
+            hook.trust = status(state, &hook.current_hash);
+            hook.enabled = state.and_then(|state| state.enabled).unwrap_or(true);
+        }
+        (fresh != *self).then_some(fresh)
+    }
+
     /// Hooks that would run but are held back for lack of trust.
     pub fn held_back(&self) -> impl Iterator<Item = &Hook> {
         self.hooks

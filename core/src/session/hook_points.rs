@@ -138,6 +138,28 @@ pub(super) async fn session_start_once(
     .await
 }
 
+/// Reads the user's trust and on/off choices for the thread's hooks again (a client may have
+/// recorded them since the thread loaded, as the TUI's `/hooks` does); returns the context
+/// to use.
+pub(super) fn refresh_hook_choices(
+    session: &Session,
+    context: Arc<TurnContext>,
+) -> Arc<TurnContext> {
+    if context.hooks.hooks.is_empty() {
+        return context;
+    }
+    let Ok(text) = std::fs::read_to_string(&context.user_config_file) else {
+        return context;
+    };
+    let Some(fresh) = context.hooks.with_choices_from(&text) else {
+        return context;
+    };
+    let mut updated = (*context).clone();
+    updated.hooks = Arc::new(fresh);
+    session.set_turn_context(updated);
+    session.turn_context()
+}
+
 /// Reads the skill folders (and the user's choices of skills turned off) again; when the
 /// skills changed, the conversation is offered the
 /// new set from now on and the client is told (`skills_changed`). Returns the context to use.

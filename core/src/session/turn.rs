@@ -96,6 +96,7 @@ pub(crate) async fn run_turn(
                 Ok(_) => {
                     let context =
                         super::hook_points::refresh_skills(&session, &ids, context.clone()).await;
+                    let context = super::hook_points::refresh_hook_choices(&session, context);
                     super::hook_points::warn_held_back_once(&session, &ids, &context).await;
                     let source = if session.history().is_empty() {
                         "startup"
