@@ -538,7 +538,9 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
         request.body
     );
 
-    // /new: a fresh thread, which reads the effort the picker saved.
+    // /new: a fresh thread, which reads the effort the picker saved. The TUI refuses `/new`
+    // while it still counts the turn as running, so wait for its end-of-turn line first.
+    tui.wait_for("Worked for").await?;
     tui.type_line("/new").await?;
     poll_until(|| (!tui.screen().contains("keel wrote the file")).then_some(()))
         .await
