@@ -1,10 +1,10 @@
 //! RSS of one app-server holding N loaded idle threads.
 
 use keel_test_support::plot::{ScaleChart, Series};
-use keel_test_support::{MockModelServer, Turn, assistant_message};
+use keel_test_support::{Turn, assistant_message};
 use serde_json::json;
 
-use crate::measure::{mib, spawn_app_server, status_kib};
+use crate::measure::{Scratch, mib, status_kib};
 use crate::{Engine, chart};
 
 /// Measures every engine at every thread count; one chart.
@@ -54,15 +54,9 @@ pub async fn run(
 
 /// The server's RSS (KiB) after each count of `thread/start`s, on one server.
 async fn measure(engine: &Engine, counts: &[usize]) -> anyhow::Result<Vec<(usize, u64)>> {
-    let mock = MockModelServer::builder()
-        .responder(|_| Some(Turn::new([assistant_message("idle")])))
-        .start()
-        .await?;
-    let home = tempfile::tempdir()?;
-    let empty_home = tempfile::tempdir()?;
-    let workspace = tempfile::tempdir()?;
-    keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, bool)>::new())?;
-    let mut server = spawn_app_server(engine, home.path(), empty_home.path(), &[])?;
+    let scratch = Scratch::new(|_| Some(Turn::new([assistant_message("idle")]))).await?;
+    let workspace = &scratch.workspace;
+    let mut server = scratch.app_server(engine, &[])?;
     server.initialize().await?;
     let pid = server
         .pid()

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use keel_test_support::{AppServerProcess, ProcessBuilder};
+use keel_test_support::{AppServerProcess, CapturedRequest, MockModelServer, ProcessBuilder, Turn};
+use tempfile::TempDir;
 
 use crate::Engine;
 
@@ -33,9 +34,47 @@ pub fn percentile_ms(sorted: &[Duration], quantile: f64) -> f64 {
     sorted[rank - 1].as_secs_f64() * 1000.0
 }
 
+/// What one measurement runs in: a mock model, a home whose config points at it, an empty
+/// HOME (no login profile) and a workspace; all removed when dropped.
+pub struct Scratch {
+    /// The model the server talks to.
+    pub mock: MockModelServer,
+    /// The server's home (`KEEL_HOME` / `CODEX_HOME`).
+    pub home: TempDir,
+    /// HOME for the server and its commands.
+    pub empty_home: TempDir,
+    /// The threads' working directory.
+    pub workspace: TempDir,
+}
+
+impl Scratch {
+    /// A scratch world around a mock answering with `responder`.
+    pub async fn new(
+        responder: impl Fn(&CapturedRequest) -> Option<Turn> + Send + Sync + 'static,
+    ) -> anyhow::Result<Self> {
+        let mock = MockModelServer::builder()
+            .responder(responder)
+            .start()
+            .await?;
+        let home = tempfile::tempdir()?;
+        keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, bool)>::new())?;
+        Ok(Self {
+            mock,
+            home,
+            empty_home: tempfile::tempdir()?,
+            workspace: tempfile::tempdir()?,
+        })
+    }
+
+    /// An app-server of `engine` in this world, `extra` arguments after `app-server`.
+    pub fn app_server(&self, engine: &Engine, extra: &[&str]) -> anyhow::Result<AppServerProcess> {
+        spawn_app_server(engine, self.home.path(), self.empty_home.path(), extra)
+    }
+}
+
 /// An app-server of `engine` over stdio, its home a fresh copy of `home`'s config pointing at
 /// the mock, HOME an empty directory (no login profile), extra arguments after `app-server`.
-pub fn spawn_app_server(
+fn spawn_app_server(
     engine: &Engine,
     home: &Path,
     empty_home: &Path,

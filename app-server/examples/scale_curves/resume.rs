@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use keel_test_support::plot::{ScaleChart, Series};
-use keel_test_support::{MockModelServer, Turn, assistant_message};
+use keel_test_support::{Turn, assistant_message};
 use serde_json::{Value, json};
 
-use crate::measure::{mib, spawn_app_server, status_kib};
+use crate::measure::{Scratch, mib, status_kib};
 use crate::{Engine, chart};
 
 /// Items per recorded turn: the user's message, a `shell` call, its output, the answer.
@@ -68,14 +68,8 @@ pub async fn run(
 
 /// Writes the thread, resumes it on a fresh server: (milliseconds, peak KiB, rollout bytes).
 async fn measure(engine: &Engine, items: usize) -> anyhow::Result<(f64, u64, u64)> {
-    let mock = MockModelServer::builder()
-        .responder(|_| Some(Turn::new([assistant_message("unused")])))
-        .start()
-        .await?;
-    let home = tempfile::tempdir()?;
-    let empty_home = tempfile::tempdir()?;
-    let workspace = tempfile::tempdir()?;
-    keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, bool)>::new())?;
+    let scratch = Scratch::new(|_| Some(Turn::new([assistant_message("unused")]))).await?;
+    let (home, workspace) = (&scratch.home, &scratch.workspace);
     let id = uuid::Uuid::now_v7().to_string();
     let day = home.path().join("sessions/2026/11/20");
     std::fs::create_dir_all(&day)?;
@@ -83,7 +77,7 @@ async fn measure(engine: &Engine, items: usize) -> anyhow::Result<(f64, u64, u64
     write_rollout(&path, &id, workspace.path(), items.div_ceil(ITEMS_PER_TURN))?;
     let bytes = std::fs::metadata(&path)?.len();
 
-    let mut server = spawn_app_server(engine, home.path(), empty_home.path(), &[])?;
+    let mut server = scratch.app_server(engine, &[])?;
     server.initialize().await?;
     let pid = server.pid().context("the server has no pid")?;
     let start = Instant::now();

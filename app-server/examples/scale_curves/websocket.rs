@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::{SinkExt, StreamExt};
 use keel_test_support::plot::{ScaleChart, Series};
-use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_message, shell_call};
+use keel_test_support::{CapturedRequest, Turn, assistant_message, shell_call};
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::measure::{mib, percentile_ms, spawn_app_server, status_kib};
+use crate::measure::{Scratch, mib, percentile_ms, status_kib};
 use crate::{Engine, chart};
 
 const MARKER: &str = "scale-client-";
@@ -119,20 +119,9 @@ fn respond(request: &CapturedRequest) -> Option<Turn> {
 }
 
 async fn measure(engine: &Engine, count: usize) -> anyhow::Result<Point> {
-    let mock = MockModelServer::builder()
-        .responder(respond)
-        .start()
-        .await?;
-    let home = tempfile::tempdir()?;
-    let empty_home = tempfile::tempdir()?;
-    let workspace = tempfile::tempdir()?;
-    keel_test_support::write_config(home.path(), &mock.uri(), Vec::<(&str, bool)>::new())?;
-    let mut server = spawn_app_server(
-        engine,
-        home.path(),
-        empty_home.path(),
-        &["--listen", "ws://127.0.0.1:0"],
-    )?;
+    let scratch = Scratch::new(respond).await?;
+    let (mock, workspace) = (&scratch.mock, &scratch.workspace);
+    let mut server = scratch.app_server(engine, &["--listen", "ws://127.0.0.1:0"])?;
     // Keel logs `listening on ws://ADDR`, Codex prints `listening on: ws://ADDR`.
     let line = server
         .wait_for_stderr_line("the listening address", |line| {
