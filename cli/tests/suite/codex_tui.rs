@@ -252,31 +252,45 @@ pub(super) async fn poll_until<T>(mut ready: impl FnMut() -> Option<T>) -> Resul
 
 impl TuiPane {
     /// Quits with Ctrl-C (twice: the first may only clear the composer) and waits until the
-    /// TUI has exited.
+    /// TUI has exited. On busy cores a pair of presses can be read before the TUI is ready for
+    /// them (one CI run saw both lost), so the pair is sent again every few seconds until the
+    /// TUI is gone.
     pub(super) async fn quit(&self) -> anyhow::Result<()> {
-        self.keys(&["C-c"])?;
-        // The first Ctrl-C may already have ended the session.
-        let _ = self.keys(&["C-c"]);
-        self.wait_until_closed().await
-    }
-
-    /// Waits until the TUI has exited (its tmux session is gone).
-    async fn wait_until_closed(&self) -> anyhow::Result<()> {
-        poll_until(|| {
-            let alive = self
-                .tmux()
-                .args(["has-session", "-t", &self.session])
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|status| status.success());
-            (!alive).then_some(())
+        let presses = tokio::time::timeout(SCREEN_WAIT, async {
+            loop {
+                // Either press may find the session already ended.
+                let _ = self.keys(&["C-c"]);
+                let _ = self.keys(&["C-c"]);
+                if tokio::time::timeout(Duration::from_secs(5), self.wait_until_closed())
+                    .await
+                    .is_ok()
+                {
+                    return;
+                }
+            }
         })
-        .await
-        .map_err(|_| {
+        .await;
+        presses.map_err(|_| {
             let message = format!("the TUI did not quit; it shows:\n{}", self.screen());
             report_now(&message);
             anyhow::anyhow!(message)
         })
+    }
+
+    /// Resolves once the TUI's tmux session is gone.
+    async fn wait_until_closed(&self) {
+        while self.alive() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Whether the TUI's tmux session still exists.
+    fn alive(&self) -> bool {
+        self.tmux()
+            .args(["has-session", "-t", &self.session])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
     }
 }
 
