@@ -3,6 +3,7 @@
 //! Exit codes: 0 on success, 1 when the task failed or was interrupted, 2 on bad usage or
 //! configuration. Every error is printed on stderr as `keel: ` and its cause chain.
 
+mod agent_job;
 mod doctor;
 mod exec;
 mod failure;
@@ -63,6 +64,10 @@ enum Command {
     Revert(sessions::RevertArgs),
     /// Apply the file changes of a session's last turn to this directory with `git apply`.
     Apply(sessions::ApplyArgs),
+    /// Run agent jobs (one worker agent per CSV row) with workers in many processes, on a
+    /// SQLite file or a shared PostgreSQL store.
+    #[command(subcommand)]
+    AgentJob(agent_job::AgentJobCommand),
     /// Manage the MCP servers in config.toml.
     #[command(subcommand)]
     Mcp(mcp_config::McpCommand),
@@ -115,6 +120,7 @@ fn main() -> ExitCode {
             Command::Delete(args) => sessions::delete(args).await,
             Command::Apply(args) => sessions::apply(args).await,
             Command::Revert(args) => sessions::revert(args).await,
+            Command::AgentJob(command) => agent_job::run(command).await,
             Command::Mcp(command) => mcp_config::run(command).await,
             Command::Features(command) => features::run(command).await,
             Command::Completion { shell } => {

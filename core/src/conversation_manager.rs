@@ -145,6 +145,12 @@ impl ConversationManager {
         rx
     }
 
+    /// Starts and finds conversations the way agents do (job workers of `keel agent-job`).
+    #[cfg(feature = "agent-jobs")]
+    pub(crate) fn conversation_host(&self) -> Arc<dyn ConversationHost> {
+        self.shared.clone()
+    }
+
     /// Starts a new conversation recorded under `config.keel_home`.
     pub async fn new_conversation(&self, config: Config) -> Result<NewConversation> {
         let lineage = Lineage::root(&config);

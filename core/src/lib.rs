@@ -36,7 +36,7 @@
 //! ```
 
 #[cfg(feature = "agent-jobs")]
-mod agent_jobs;
+pub mod agent_jobs;
 #[cfg(not(feature = "agent-jobs"))]
 #[path = "agent_jobs_disabled.rs"]
 mod agent_jobs;

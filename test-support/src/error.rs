@@ -64,6 +64,10 @@ pub enum Error {
         searched: String,
     },
 
+    /// A throwaway PostgreSQL cluster could not be set up or started.
+    #[error("throwaway PostgreSQL: {0}")]
+    Postgres(String),
+
     /// The child process could not be started.
     #[error("could not spawn {command}: {source}")]
     Spawn {

@@ -91,6 +91,7 @@ pub mod fuzz;
 mod harness;
 mod mock;
 pub mod plot;
+mod postgres;
 
 pub use error::{Error, Result};
 pub use harness::{
@@ -104,3 +105,4 @@ pub use mock::{
     assistant_message, compaction, custom_tool_call, exec_command_call, function_call,
     job_worker_ids, reasoning, shell_call, write_stdin_call,
 };
+pub use postgres::{PostgresCluster, postgres_bin_dir};

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 /// A job or report problem.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum JobError {
+#[non_exhaustive]
+pub enum JobError {
     /// The input CSV could not be read.
     #[error("cannot read {path}: {cause}")]
     ReadCsv {
@@ -86,6 +87,30 @@ pub(crate) enum JobError {
         /// What went wrong.
         cause: String,
     },
+    /// The store was named wrongly (a bad URL, setting or service).
+    #[error("bad job store: {0}")]
+    BadStore(String),
+    /// The shared store (named, without its password) could not be reached, read or written.
+    #[error("the agent job store {store} failed: {cause}")]
+    Shared {
+        /// The store, as `postgres://user@host:port/db`.
+        store: String,
+        /// What went wrong.
+        cause: String,
+    },
+    /// No job has this id in the store.
+    #[error("no job `{job_id}` in {store}")]
+    NoSuchJob {
+        /// The id asked for.
+        job_id: String,
+        /// The store searched.
+        store: String,
+    },
+    /// The job is still being loaded from its CSV (or its loading failed).
+    #[error(
+        "job `{0}` is still loading its rows; try again once `keel agent-job start` has finished"
+    )]
+    Loading(String),
     /// The results file could not be written.
     #[error("cannot write {path}: {cause}")]
     WriteCsv {

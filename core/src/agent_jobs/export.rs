@@ -3,8 +3,6 @@
 
 use std::path::Path;
 
-use rusqlite::params;
-
 use super::{JobError, JobStore};
 
 /// The columns after the input's, as Codex writes them.
@@ -21,64 +19,65 @@ pub(crate) const RESULT_COLUMNS: [&str; 10] = [
     "completed_at",
 ];
 
+/// Rows read from the store at a time.
+const PAGE: usize = 1000;
+
 /// Writes the results of `job_id` to `path` (through a temporary file, so a reader never
-/// sees half a file), streaming the rows from the store.
-pub(crate) async fn export_results(
-    store: &JobStore,
+/// sees half a file), page by page from the store; returns the rows written.
+pub async fn export_results(
+    store: &dyn JobStore,
     job_id: &str,
     headers: &[String],
     path: &Path,
-) -> Result<(), JobError> {
-    let (job_id, headers, path) = (job_id.to_string(), headers.to_vec(), path.to_path_buf());
-    store
-        .call(move |conn| {
-            let write_error = |cause: String| JobError::WriteCsv {
-                path: path.clone(),
-                cause,
-            };
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|err| write_error(err.to_string()))?;
-            }
-            let partial = path.with_extension("csv.partial");
-            let mut writer =
-                csv::Writer::from_path(&partial).map_err(|err| write_error(err.to_string()))?;
-            let header = headers
-                .iter()
-                .map(String::as_str)
-                .chain(RESULT_COLUMNS.iter().copied());
+) -> Result<u64, JobError> {
+    let write_error = |cause: String| JobError::WriteCsv {
+        path: path.to_path_buf(),
+        cause,
+    };
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|err| write_error(err.to_string()))?;
+    }
+    let partial = path.with_extension("csv.partial");
+    let mut writer =
+        csv::Writer::from_path(&partial).map_err(|err| write_error(err.to_string()))?;
+    let header = headers
+        .iter()
+        .map(String::as_str)
+        .chain(RESULT_COLUMNS.iter().copied());
+    writer
+        .write_record(header)
+        .map_err(|err| write_error(err.to_string()))?;
+    let mut after = None;
+    let mut written = 0u64;
+    loop {
+        let page = store.export_page(job_id, after, PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.row_index);
+        let full = page.len() == PAGE;
+        for row in page {
+            let record = row.fields.into_iter().chain([
+                job_id.to_string(),
+                row.item_id,
+                row.row_index.to_string(),
+                row.source_id,
+                row.status,
+                row.attempt_count.to_string(),
+                row.last_error,
+                row.result_json,
+                row.reported_at,
+                row.completed_at,
+            ]);
             writer
-                .write_record(header)
+                .write_record(record)
                 .map_err(|err| write_error(err.to_string()))?;
-            let mut statement = conn.prepare(
-                "SELECT row_json, item_id, row_index, COALESCE(source_id, ''), status,
-                        attempt_count, COALESCE(last_error, ''), COALESCE(result_json, ''),
-                        COALESCE(reported_at, ''), COALESCE(completed_at, '')
-                 FROM agent_job_items WHERE job_id = ?1 ORDER BY row_index",
-            )?;
-            let mut rows = statement.query(params![job_id])?;
-            while let Some(row) = rows.next()? {
-                let fields: Vec<String> = serde_json::from_str(&row.get::<_, String>(0)?)
-                    .map_err(|err| JobError::Store(err.to_string()))?;
-                let record = fields.into_iter().chain([
-                    job_id.clone(),
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?.to_string(),
-                    row.get::<_, String>(3)?,
-                    row.get::<_, String>(4)?,
-                    row.get::<_, i64>(5)?.to_string(),
-                    row.get::<_, String>(6)?,
-                    row.get::<_, String>(7)?,
-                    row.get::<_, String>(8)?,
-                    row.get::<_, String>(9)?,
-                ]);
-                writer
-                    .write_record(record)
-                    .map_err(|err| write_error(err.to_string()))?;
-            }
-            writer.flush().map_err(|err| write_error(err.to_string()))?;
-            drop(writer);
-            std::fs::rename(&partial, &path).map_err(|err| write_error(err.to_string()))?;
-            Ok(())
-        })
-        .await
+            written += 1;
+        }
+        if !full {
+            break;
+        }
+    }
+    writer.flush().map_err(|err| write_error(err.to_string()))?;
+    drop(writer);
+    std::fs::rename(&partial, path).map_err(|err| write_error(err.to_string()))?;
+    Ok(written)
 }

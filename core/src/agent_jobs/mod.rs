@@ -1,26 +1,88 @@
-//! Agent jobs (`spawn_agents_on_csv`): one worker agent per CSV row, at most N at once, each
-//! reporting a result with `report_agent_job_result`; progress kept in SQLite so a job cut
-//! short (even by `kill -9`) resumes where it stopped, and results exported as a CSV.
+//! Agent jobs: one worker agent per CSV row, each reporting a result with
+//! `report_agent_job_result`. The model starts one with `spawn_agents_on_csv`; a program (or
+//! `keel agent-job`) starts one from a CSV and runs workers on it from any number of
+//! processes. Rows and results live in a [`JobStore`]: SQLite on one host, PostgreSQL shared
+//! by many; a job cut short (even by `kill -9`) goes on where it stopped, and results export
+//! as a CSV in input order.
 
 mod csv_input;
 mod error;
 mod export;
 mod instruction;
-mod store;
+mod job_store;
+mod load;
+#[cfg(feature = "agent-jobs-postgres")]
+mod postgres;
+mod sqlite_store;
+mod work;
+mod worker_run;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use csv_input::CsvRows;
-pub(crate) use error::JobError;
-pub(crate) use export::export_results;
+pub use error::JobError;
+pub use export::export_results;
 pub(crate) use instruction::{render, row_object, worker_prompt};
-pub(crate) use store::{ClaimedItem, JobCounts, JobRecord, JobStore, NewJob, ReportOutcome};
+pub use job_store::{
+    ClaimedItem, DEFAULT_LEASE, ExportRow, ItemEnd, JobCounts, JobRecord, JobStore, NewJob, NewRow,
+    ReportOutcome, RunningItem, lease_renewal,
+};
+pub use load::{JobSpec, load_job};
+#[cfg(feature = "agent-jobs-postgres")]
+pub use postgres::PostgresJobStore;
+pub use sqlite_store::{SQLITE_FILE_NAME, SqliteJobStore};
+pub use work::{WorkOptions, WorkSummary, work_job};
+pub(crate) use worker_run::{Heartbeat, RowRun, WorkerEnd, WorkerHost, holder_id, run_row};
+
+/// Adds `n` rows of `status` to `counts`.
+pub(crate) fn tally(counts: &mut JobCounts, status: &str, n: u64) {
+    counts.total += n;
+    match status {
+        "pending" => counts.pending += n,
+        "running" => counts.running += n,
+        "completed" => counts.completed += n,
+        "failed" => counts.failed += n,
+        _ => counts.cancelled += n,
+    }
+}
+
+/// Opens the store `spec` names: a `postgres://` / `postgresql://` URL or a libpq
+/// `key=value` string (with `host=`, `service=`, ...) for the shared store, a path for a
+/// SQLite file, or nothing for `<sqlite_home>/agent_jobs.sqlite3`.
+pub async fn open_store(
+    spec: Option<&str>,
+    sqlite_home: &Path,
+) -> Result<Arc<dyn JobStore>, JobError> {
+    match spec.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(Arc::new(SqliteJobStore::open(sqlite_home).await?)),
+        Some(spec) if is_postgres(spec) => open_postgres(spec).await,
+        Some(path) => Ok(Arc::new(SqliteJobStore::open_file(Path::new(path)).await?)),
+    }
+}
+
+/// Whether `spec` names a PostgreSQL store rather than a file.
+fn is_postgres(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://") || spec.contains('=')
+}
+
+#[cfg(feature = "agent-jobs-postgres")]
+async fn open_postgres(spec: &str) -> Result<Arc<dyn JobStore>, JobError> {
+    Ok(Arc::new(PostgresJobStore::connect(spec).await?))
+}
+
+#[cfg(not(feature = "agent-jobs-postgres"))]
+async fn open_postgres(_spec: &str) -> Result<Arc<dyn JobStore>, JobError> {
+    Err(JobError::BadStore(
+        "this Keel was built without PostgreSQL (feature agent-jobs-postgres)".to_string(),
+    ))
+}
 
 /// What a job worker needs to report its row's result.
 pub(crate) struct JobWorker {
-    pub store: JobStore,
+    pub store: Arc<dyn JobStore>,
     pub job_id: String,
     pub item_id: String,
     /// The job's `output_schema`, compiled; `None` accepts any object.

@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use keel_protocol::{
-    AgentJobProgressEvent, CollabAgentState, CollabAgentStatus, EventMsg, InputItem,
-};
+use futures::future::BoxFuture;
+use keel_protocol::{AgentJobProgressEvent, EventMsg, InputItem};
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinSet;
@@ -15,10 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolHost;
 use crate::agent_jobs::{
-    ClaimedItem, CsvRows, JobCounts, JobError, JobRecord, JobStore, JobWorker, NewJob,
-    export_results, render, row_object, worker_prompt,
+    ClaimedItem, DEFAULT_LEASE, Heartbeat, JobCounts, JobError, JobSpec, JobStore, JobWorker,
+    RowRun, SqliteJobStore, WorkerEnd, WorkerHost, export_results, holder_id, load_job, run_row,
 };
 use crate::config::Config;
+use crate::conversation::Conversation;
 use crate::error::CoreError;
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
@@ -55,26 +55,33 @@ pub(crate) struct JobArgs {
 
 /// What every worker of one run shares.
 struct JobRun {
-    store: JobStore,
-    job: JobRecord,
-    schema: Option<Arc<jsonschema::Validator>>,
-    config: Config,
-    max_runtime: Duration,
+    row: RowRun,
     /// Workers at once.
     concurrency: usize,
-    /// Cancelled when a worker reports `stop: true`.
-    stop: CancellationToken,
-    /// Cancelled to end every running worker (stop or interrupt).
-    halt: CancellationToken,
 }
 
-/// What became of one worker's row.
-enum WorkerEnd {
-    Completed,
-    Failed,
-    Cancelled,
-    /// The row's outcome could not be recorded: the job database failed.
-    Unrecorded(JobError),
+/// Worker agents started in the calling conversation's agent tree.
+struct SessionWorkers(Arc<dyn ToolHost>);
+
+impl WorkerHost for SessionWorkers {
+    fn spawn_worker(
+        &self,
+        config: Config,
+        input: Vec<InputItem>,
+        worker: Arc<JobWorker>,
+    ) -> BoxFuture<'_, Result<Arc<Conversation>, String>> {
+        Box::pin(async move {
+            self.0
+                .agents()
+                .spawn_worker(config, input, worker)
+                .await
+                .map_err(|err| err.to_string())
+        })
+    }
+
+    fn shut_down<'a>(&'a self, conversation: &'a Arc<Conversation>) -> BoxFuture<'a, ()> {
+        Box::pin(self.0.agents().shut_down(conversation))
+    }
 }
 
 /// Runs the job the model asked for and returns the summary for the model; an interrupt
@@ -140,15 +147,15 @@ async fn prepare(
     }
     let agents = session.agents();
     let csv_path = resolve(&context.cwd, &args.csv_path);
-    let output_csv_path = match &args.output_csv_path {
-        Some(path) => resolve(&context.cwd, path),
-        None => {
-            let stem = csv_path
-                .file_stem()
-                .map_or_else(|| "job".into(), |s| s.to_string_lossy().into_owned());
-            csv_path.with_file_name(format!("{stem}.results.csv"))
-        }
-    };
+    let spec = JobSpec::new(csv_path.clone(), args.instruction.clone())
+        .id_column(args.id_column.clone())
+        .output_csv_path(
+            args.output_csv_path
+                .as_ref()
+                .map(|p| resolve(&context.cwd, p)),
+        )
+        .output_schema(args.output_schema.clone());
+    let output_csv_path = spec.results_path();
     let schema = match &args.output_schema {
         None => None,
         Some(schema) => Some(Arc::new(
@@ -186,43 +193,32 @@ async fn prepare(
             .map(ToString::to_string)
             .unwrap_or_default()
     );
-    let store = JobStore::open(&agents.config().sqlite_home).await?;
-    let job = match store.find_resumable(resume_key.clone()).await? {
+    // The model's jobs live in this host's SQLite store, owned by the calling turn.
+    let store: Arc<dyn JobStore> =
+        Arc::new(SqliteJobStore::open(&agents.config().sqlite_home).await?);
+    let job = match store.find_resumable(&resume_key).await? {
         Some(job) => {
-            let requeued = store.requeue_running(job.id.clone()).await?;
+            let requeued = store.requeue_running(&job.id).await?;
             tracing::info!(job = %job.id, total = job.total, requeued, "resuming agent job");
             job
         }
-        None => {
-            let path = csv_path.clone();
-            let id_column = args.id_column.clone();
-            let rows =
-                tokio::task::spawn_blocking(move || CsvRows::open(&path, id_column.as_deref()))
-                    .await
-                    .map_err(|err| JobError::Store(err.to_string()))??;
-            let new = NewJob {
-                id: uuid::Uuid::new_v4().to_string(),
-                resume_key,
-                csv_path,
-                output_csv_path,
-                instruction: args.instruction,
-                output_schema: args.output_schema,
-            };
-            store.create_job(new, rows).await?
-        }
+        None => load_job(store.as_ref(), spec.resume_key(Some(resume_key))).await?,
     };
     let concurrency = requested
         .map_or(DEFAULT_CONCURRENCY, |n| n as usize)
         .clamp(1, agents.max_threads());
     Ok(JobRun {
-        store,
-        job,
-        schema,
-        config: agents.child_config(context, None, None),
-        max_runtime,
+        row: RowRun {
+            store,
+            job,
+            schema,
+            config: agents.child_config(context, None, None),
+            max_runtime,
+            holder: holder_id(),
+            stop: CancellationToken::new(),
+            halt: CancellationToken::new(),
+        },
         concurrency,
-        stop: CancellationToken::new(),
-        halt: CancellationToken::new(),
     })
 }
 
@@ -246,8 +242,15 @@ async fn drive(
     run: JobRun,
 ) -> Result<String, DriveEnd> {
     let run = Arc::new(run);
-    let job_id = run.job.id.clone();
-    let mut counts = run.store.counts(job_id.clone()).await?;
+    let row = &run.row;
+    let job_id = row.job.id.clone();
+    let _heartbeat = Heartbeat::start(
+        row.store.clone(),
+        job_id.clone(),
+        row.holder.clone(),
+        DEFAULT_LEASE,
+    );
+    let mut counts = row.store.counts(&job_id).await?;
     let mut workers: JoinSet<WorkerEnd> = JoinSet::new();
     let mut exhausted = false;
     let mut interrupted = false;
@@ -263,7 +266,7 @@ async fn drive(
     .await;
     loop {
         // Start workers while there is room, rows and no reason to stop.
-        while !exhausted && workers.len() < run.concurrency && !run.halt.is_cancelled() {
+        while !exhausted && workers.len() < run.concurrency && !row.halt.is_cancelled() {
             // With no worker of ours running, only the parent's own open sub-agents hold the
             // slots, and they free none while the parent waits in this call: say so instead of
             // waiting forever.
@@ -271,20 +274,24 @@ async fn drive(
                 return Err(JobError::NoFreeSlot(session.agents().max_threads()).into());
             }
             let slot = tokio::select! {
-                () = cancel.cancelled() => { interrupted = true; run.halt.cancel(); break; }
-                () = run.stop.cancelled() => { run.halt.cancel(); break; }
+                () = cancel.cancelled() => { interrupted = true; row.halt.cancel(); break; }
+                () = row.stop.cancelled() => { row.halt.cancel(); break; }
                 slot = session.agents().acquire_slot() => match slot {
                     Ok(slot) => slot,
-                    Err(err) => { run.halt.cancel(); return Err(JobError::Store(err.to_string()).into()); }
+                    Err(err) => { row.halt.cancel(); return Err(JobError::Store(err.to_string()).into()); }
                 },
             };
-            let claimed = match run.store.claim_next(job_id.clone()).await {
+            let claimed = match row
+                .store
+                .claim_next(&job_id, &row.holder, DEFAULT_LEASE)
+                .await
+            {
                 Ok(claimed) => claimed,
                 Err(err) => {
                     // Stop the running workers before giving up, so none is left behind.
-                    run.halt.cancel();
+                    row.halt.cancel();
                     while workers.join_next().await.is_some() {}
-                    if let Err(requeue) = run.store.requeue_running(job_id.clone()).await {
+                    if let Err(requeue) = row.store.release(&job_id, &row.holder).await {
                         tracing::warn!(job = %job_id, "could not requeue rows: {requeue}");
                     }
                     return Err(err.into());
@@ -303,8 +310,8 @@ async fn drive(
             break;
         }
         tokio::select! {
-            () = cancel.cancelled(), if !interrupted => { interrupted = true; run.halt.cancel(); }
-            () = run.stop.cancelled(), if !run.halt.is_cancelled() => { run.halt.cancel(); }
+            () = cancel.cancelled(), if !interrupted => { interrupted = true; row.halt.cancel(); }
+            () = row.stop.cancelled(), if !row.halt.is_cancelled() => { row.halt.cancel(); }
             done = workers.join_next() => {
                 counts.running = counts.running.saturating_sub(1);
                 match done {
@@ -313,7 +320,7 @@ async fn drive(
                     Some(Ok(WorkerEnd::Cancelled)) => counts.cancelled += 1,
                     Some(Ok(WorkerEnd::Unrecorded(err))) => {
                         // The job's state can no longer be kept: stop every worker and say so.
-                        run.halt.cancel();
+                        row.halt.cancel();
                         while workers.join_next().await.is_some() {}
                         return Err(err.into());
                     }
@@ -329,32 +336,26 @@ async fn drive(
     }
     if interrupted {
         // Rows cut short go back to the queue: calling the tool again resumes the job.
-        run.store.requeue_running(job_id).await?;
+        row.store.release(&job_id, &row.holder).await?;
         return Err(DriveEnd::Interrupted);
     }
-    let stopped = run.stop.is_cancelled();
+    let stopped = row.stop.is_cancelled();
     if stopped {
-        run.store
-            .cancel_pending(
-                job_id.clone(),
-                "cancelled: a worker reported with stop=true".to_string(),
-            )
+        row.store
+            .cancel_pending(&job_id, "cancelled: a worker reported with stop=true")
             .await?;
     }
     export_results(
-        &run.store,
+        row.store.as_ref(),
         &job_id,
-        &run.job.headers,
-        &run.job.output_csv_path,
+        &row.job.headers,
+        &row.job.output_csv_path,
     )
     .await?;
-    run.store
-        .set_job_status(
-            job_id.clone(),
-            if stopped { "cancelled" } else { "completed" },
-        )
+    row.store
+        .set_job_status(&job_id, if stopped { "cancelled" } else { "completed" })
         .await?;
-    let counts = run.store.counts(job_id.clone()).await?;
+    let counts = row.store.counts(&job_id).await?;
     progress(
         session.as_ref(),
         ids,
@@ -364,9 +365,9 @@ async fn drive(
         true,
     )
     .await;
-    let failures: serde_json::Map<String, serde_json::Value> = run
+    let failures: serde_json::Map<String, serde_json::Value> = row
         .store
-        .failures(job_id.clone(), FAILURES_SHOWN)
+        .failures(&job_id, FAILURES_SHOWN)
         .await?
         .into_iter()
         .map(|(item, error)| (item, serde_json::Value::String(error)))
@@ -378,7 +379,7 @@ async fn drive(
         "completed": counts.completed,
         "failed": counts.failed,
         "cancelled": counts.cancelled,
-        "output_csv_path": run.job.output_csv_path,
+        "output_csv_path": row.job.output_csv_path,
         "first_failures": failures,
     })
     .to_string())
@@ -411,97 +412,12 @@ async fn progress(
         .await;
 }
 
-/// One row: a worker agent runs until its turn ends, it times out, or the job halts; the row
-/// is completed if the worker reported, failed (with why) if not.
+/// One row, holding one of the tree's thread slots while its worker runs.
 async fn run_worker(
     session: Arc<dyn ToolHost>,
     run: Arc<JobRun>,
     item: ClaimedItem,
     _slot: OwnedSemaphorePermit,
 ) -> WorkerEnd {
-    let job = &run.job;
-    let task = render(&job.instruction, &job.headers, &item.fields);
-    let row = row_object(&job.headers, &item.fields);
-    let prompt = worker_prompt(
-        &job.id,
-        &item.item_id,
-        &task,
-        &row,
-        job.output_schema.as_ref(),
-    );
-    let worker = Arc::new(JobWorker {
-        store: run.store.clone(),
-        job_id: job.id.clone(),
-        item_id: item.item_id.clone(),
-        schema: run.schema.clone(),
-        stop: run.stop.clone(),
-    });
-    let agents = session.agents();
-    let (status, why) = match agents
-        .spawn_worker(
-            run.config.clone(),
-            vec![InputItem::Text { text: prompt }],
-            worker,
-        )
-        .await
-    {
-        Err(err) => ("failed", format!("the worker could not start: {err}")),
-        Ok(conversation) => {
-            let mut status = conversation.watch_agent_status();
-            let ended = tokio::select! {
-                () = run.halt.cancelled() => None,
-                waited = tokio::time::timeout(
-                    run.max_runtime,
-                    status.wait_for(|state| state.status.is_final()),
-                ) => Some(match waited {
-                    Ok(Ok(state)) => Ok(state.clone()),
-                    Ok(Err(_)) => Ok(CollabAgentState::new(CollabAgentStatus::Shutdown)),
-                    Err(_) => Err(()),
-                }),
-            };
-            agents.shut_down(&conversation).await;
-            match ended {
-                None if run.stop.is_cancelled() => (
-                    "cancelled",
-                    "cancelled: a worker reported with stop=true".to_string(),
-                ),
-                // Interrupted: the row goes back to the queue (requeued by the runner).
-                None => return WorkerEnd::Cancelled,
-                Some(Err(())) => (
-                    "failed",
-                    format!(
-                        "the worker ran longer than max_runtime_seconds ({} s)",
-                        run.max_runtime.as_secs_f64()
-                    ),
-                ),
-                Some(Ok(state)) => ("failed", unreported_reason(&state)),
-            }
-        }
-    };
-    match run
-        .store
-        .finish_unreported(job.id.clone(), item.item_id.clone(), status, why)
-        .await
-    {
-        Ok(true) => WorkerEnd::Completed,
-        Ok(false) if status == "cancelled" => WorkerEnd::Cancelled,
-        Ok(false) => WorkerEnd::Failed,
-        Err(err) => {
-            tracing::error!(job = %job.id, item = %item.item_id, "recording the row: {err}");
-            WorkerEnd::Unrecorded(err)
-        }
-    }
-}
-
-/// Why a worker whose turn ended has no result.
-fn unreported_reason(state: &CollabAgentState) -> String {
-    match state.status {
-        CollabAgentStatus::Errored => format!(
-            "the worker failed: {}",
-            state.message.as_deref().unwrap_or("unknown error")
-        ),
-        CollabAgentStatus::Interrupted => "the worker's turn was interrupted".to_string(),
-        CollabAgentStatus::Shutdown => "the worker stopped before reporting".to_string(),
-        _ => "the worker finished without calling report_agent_job_result".to_string(),
-    }
+    run_row(&SessionWorkers(session), &run.row, item).await
 }

@@ -4,6 +4,7 @@
 
 mod jobs;
 mod resume;
+mod shared_store;
 mod sub_agents;
 
 use std::collections::HashMap;

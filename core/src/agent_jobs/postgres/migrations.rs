@@ -1,0 +1,52 @@
+//! The shared store's schema, versioned: each file under `core/migrations/postgres/` is
+//! applied once, in order, and recorded in `keel_schema_migrations`. Workers starting
+//! together take an advisory lock, so one of them migrates and the others wait.
+
+use super::super::JobError;
+
+/// The migrations, in order: (version, SQL).
+const MIGRATIONS: &[(i32, &str)] = &[(
+    1,
+    include_str!("../../../migrations/postgres/0001_agent_jobs.sql"),
+)];
+
+/// The advisory lock key migrations hold (any fixed number that other programs are
+/// unlikely to use: "keel" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6b65_656c;
+
+/// Applies the migrations the database has not seen yet.
+pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), JobError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS keel_schema_migrations (
+             version INTEGER PRIMARY KEY,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    .await?;
+    let applied: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM keel_schema_migrations",
+            &[],
+        )
+        .await?
+        .try_get(0)?;
+    let newest = MIGRATIONS.last().map_or(0, |(version, _)| *version);
+    if applied > newest {
+        return Err(JobError::Store(format!(
+            "the database has schema version {applied}, newer than this Keel knows ({newest}); upgrade Keel"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > applied) {
+        tx.batch_execute(sql).await?;
+        tx.execute(
+            "INSERT INTO keel_schema_migrations (version) VALUES ($1)",
+            &[version],
+        )
+        .await?;
+        tracing::info!(version, "applied agent-job store migration");
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,267 @@
+//! A worker process on a job (`keel agent-job work`): claims rows under leases, runs a worker
+//! agent on each, at most N at once, and stops when every row of the job has ended, whoever
+//! worked it. Rows a dead worker held are claimed again once their leases run out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use keel_protocol::{CollabAgentStatus, InputItem, Op};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    DEFAULT_LEASE, Heartbeat, JobCounts, JobError, JobStore, JobWorker, RowRun, WorkerEnd,
+    WorkerHost, holder_id, run_row,
+};
+use crate::agents::{ConversationHost, Lineage};
+use crate::config::Config;
+use crate::conversation::Conversation;
+use crate::conversation_manager::ConversationManager;
+
+/// How long a worker shutdown may take before it is given up on.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How often a process with nothing to claim looks again (rows held elsewhere may be
+/// released, or their leases run out).
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// How a worker process works a job.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WorkOptions {
+    /// Worker agents at once in this process.
+    pub concurrency: usize,
+    /// How long a claimed row stays this process's without a renewal.
+    pub lease: Duration,
+    /// How long one worker agent may run.
+    pub max_runtime: Duration,
+}
+
+impl Default for WorkOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            lease: DEFAULT_LEASE,
+            max_runtime: Duration::from_secs(1800),
+        }
+    }
+}
+
+impl WorkOptions {
+    /// Sets the worker agents at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Sets the lease of a claimed row.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(300));
+        self
+    }
+
+    /// Sets how long one worker agent may run.
+    pub fn max_runtime(mut self, max_runtime: Duration) -> Self {
+        self.max_runtime = max_runtime;
+        self
+    }
+}
+
+/// What a worker process did, and where the job stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkSummary {
+    /// Rows this process ran to an end.
+    pub rows_worked: u64,
+    /// The job's rows per status when the process stopped.
+    pub counts: JobCounts,
+    /// Whether the process was interrupted (its running rows went back to the queue).
+    pub interrupted: bool,
+    /// Whether a worker reported `stop: true` (pending rows were cancelled).
+    pub stopped: bool,
+}
+
+/// Worker agents started as conversations of a manager of their own (no parent turn).
+struct ManagerWorkers {
+    host: Arc<dyn ConversationHost>,
+}
+
+impl WorkerHost for ManagerWorkers {
+    fn spawn_worker(
+        &self,
+        config: Config,
+        input: Vec<InputItem>,
+        worker: Arc<JobWorker>,
+    ) -> BoxFuture<'_, Result<Arc<Conversation>, String>> {
+        Box::pin(async move {
+            let mut lineage = Lineage::root(&config);
+            lineage.worker = Some(worker);
+            let new = self
+                .host
+                .clone()
+                .spawn_child(config, Vec::new(), true, lineage)
+                .await
+                .map_err(|err| err.to_string())?;
+            let conversation = new.conversation;
+            // Nobody watches these workers: read their events (declining any approval
+            // request) so they never stall on a full queue.
+            tokio::spawn(crate::agents::drain_unobserved(conversation.clone()));
+            conversation.mark_running();
+            if let Err(err) = conversation.submit(Op::UserInput { items: input }).await {
+                self.host.remove(conversation.id());
+                return Err(err.to_string());
+            }
+            Ok(conversation)
+        })
+    }
+
+    fn shut_down<'a>(&'a self, conversation: &'a Arc<Conversation>) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut status = conversation.watch_agent_status();
+            if conversation.submit(Op::Shutdown).await.is_ok() {
+                let stopped = status.wait_for(|s| s.status == CollabAgentStatus::Shutdown);
+                if tokio::time::timeout(SHUTDOWN_WAIT, stopped).await.is_err() {
+                    tracing::warn!(agent = %conversation.id(), "a job worker did not confirm its shutdown");
+                }
+            }
+            self.host.remove(conversation.id());
+        })
+    }
+}
+
+/// Works job `job_id` of `store` until every row has ended (rows other processes hold
+/// included), `cancel` fires (this process's running rows go back to the queue), or a worker
+/// reports `stop: true`. Worker agents run with `config`; `progress` hears the job's counts
+/// as they change.
+pub async fn work_job(
+    manager: &ConversationManager,
+    config: Config,
+    store: Arc<dyn JobStore>,
+    job_id: &str,
+    options: WorkOptions,
+    cancel: CancellationToken,
+    mut progress: impl FnMut(&JobCounts) + Send,
+) -> Result<WorkSummary, JobError> {
+    let job = store
+        .job(job_id)
+        .await?
+        .ok_or_else(|| JobError::NoSuchJob {
+            job_id: job_id.to_string(),
+            store: store.describe(),
+        })?;
+    if job.status == "loading" {
+        return Err(JobError::Loading(job.id));
+    }
+    let schema = match &job.output_schema {
+        None => None,
+        Some(schema) => Some(Arc::new(
+            jsonschema::validator_for(schema)
+                .map_err(|err| JobError::BadSchema(err.to_string()))?,
+        )),
+    };
+    let holder = holder_id();
+    tracing::info!(job = %job.id, %holder, store = %store.describe(), "working agent job");
+    let _heartbeat = Heartbeat::start(store.clone(), job.id.clone(), holder.clone(), options.lease);
+    let run = Arc::new(RowRun {
+        store: store.clone(),
+        job,
+        schema,
+        config,
+        max_runtime: options.max_runtime,
+        holder: holder.clone(),
+        stop: CancellationToken::new(),
+        halt: CancellationToken::new(),
+    });
+    let host: Arc<dyn WorkerHost> = Arc::new(ManagerWorkers {
+        host: manager.conversation_host(),
+    });
+    let mut workers: JoinSet<WorkerEnd> = JoinSet::new();
+    let mut rows_worked = 0u64;
+    let mut failure = None;
+    let mut interrupted = false;
+    let mut counts = store.counts(job_id).await?;
+    progress(&counts);
+    loop {
+        let halted = run.halt.is_cancelled();
+        // Fill the free places with claimed rows.
+        let mut drained = false;
+        while !halted && workers.len() < options.concurrency {
+            match store.claim_next(job_id, &holder, options.lease).await {
+                Ok(Some(item)) => {
+                    tracing::info!(job = %job_id, item = %item.item_id, attempt = item.attempt, "claimed row");
+                    let (host, run) = (host.clone(), run.clone());
+                    workers.spawn(async move { run_row(host.as_ref(), &run, item).await });
+                }
+                Ok(None) => {
+                    drained = true;
+                    break;
+                }
+                Err(err) => {
+                    failure = Some(err);
+                    run.halt.cancel();
+                    break;
+                }
+            }
+        }
+        if workers.is_empty() {
+            if halted || run.halt.is_cancelled() {
+                break;
+            }
+            counts = store.counts(job_id).await?;
+            progress(&counts);
+            if counts.finished() {
+                break;
+            }
+        }
+        // Wait for a worker to end, a reason to stop, or (with room and nothing claimable)
+        // the next look at the queue.
+        let poll = drained || workers.len() < options.concurrency;
+        tokio::select! {
+            () = cancel.cancelled(), if !interrupted => {
+                interrupted = true;
+                run.halt.cancel();
+            }
+            () = run.stop.cancelled(), if !run.halt.is_cancelled() => run.halt.cancel(),
+            Some(done) = workers.join_next(), if !workers.is_empty() => {
+                rows_worked += 1;
+                match done {
+                    Ok(WorkerEnd::Unrecorded(err)) => {
+                        failure.get_or_insert(err);
+                        run.halt.cancel();
+                    }
+                    Ok(_) => {}
+                    Err(err) => tracing::error!(job = %job_id, "worker task failed: {err}"),
+                }
+                counts = store.counts(job_id).await?;
+                progress(&counts);
+            }
+            () = tokio::time::sleep(IDLE_POLL), if poll => {}
+        }
+    }
+    // Rows this process still holds (interrupted, or a store failure) go back to the queue.
+    let released = store.release(job_id, &holder).await?;
+    if released > 0 {
+        tracing::info!(job = %job_id, released, "rows put back in the queue");
+    }
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    let stopped = run.stop.is_cancelled();
+    if stopped {
+        store
+            .cancel_pending(job_id, "cancelled: a worker reported with stop=true")
+            .await?;
+        store.set_job_status(job_id, "cancelled").await?;
+    }
+    counts = store.counts(job_id).await?;
+    if !interrupted && !stopped && counts.finished() {
+        store.set_job_status(job_id, "completed").await?;
+    }
+    progress(&counts);
+    Ok(WorkSummary {
+        rows_worked,
+        counts,
+        interrupted,
+        stopped,
+    })
+}
