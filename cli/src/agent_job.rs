@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use keel_core::agent_jobs::{
-    JobCounts, JobSpec, JobStore, WorkOptions, export_results, load_job, open_store, work_job,
+    JobCounts, JobSpec, JobStore, WorkOptions, export_results, load_job, open_store,
 };
 use keel_core::{Config, ConfigOverrides, ConversationManager, find_keel_home, parse_cli_override};
 use keel_protocol::app_server::ThreadOverrides;
@@ -281,26 +281,19 @@ async fn work(args: WorkArgs) -> anyhow::Result<ExitCode> {
         .concurrency(args.concurrency as usize)
         .lease(lease)
         .max_runtime(max_runtime);
-    let summary = work_job(
-        &manager,
-        config,
-        store,
-        &args.job_id,
-        options,
-        cancel,
-        |counts| {
+    let summary = manager
+        .work_agent_job(config, store, &args.job_id, options, cancel, |counts| {
             if last.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) || counts.finished() {
                 last = Some(Instant::now());
                 eprintln!("keel: job {}: {}", args.job_id, progress_line(counts));
             }
-        },
-    )
-    .await
-    .map_err(|err| match err {
-        keel_core::agent_jobs::JobError::NoSuchJob { .. }
-        | keel_core::agent_jobs::JobError::BadStore(_) => usage(err.to_string()),
-        other => other.into(),
-    })?;
+        })
+        .await
+        .map_err(|err| match err {
+            keel_core::agent_jobs::JobError::NoSuchJob { .. }
+            | keel_core::agent_jobs::JobError::BadStore(_) => usage(err.to_string()),
+            other => other.into(),
+        })?;
     println!(
         "{}",
         serde_json::json!({
@@ -309,6 +302,7 @@ async fn work(args: WorkArgs) -> anyhow::Result<ExitCode> {
             "interrupted": summary.interrupted,
             "stopped": summary.stopped,
             "counts": summary.counts,
+            "claim_ms": summary.claim_latency,
         })
     );
     Ok(if summary.interrupted {

@@ -145,10 +145,23 @@ impl ConversationManager {
         rx
     }
 
-    /// Starts and finds conversations the way agents do (job workers of `keel agent-job`).
+    /// Works an agent job of `store` from this process (as `keel agent-job work` does): claims
+    /// rows under leases and runs a worker agent with `config` on each, at most
+    /// `options.concurrency` at once, until every row of the job has ended (whichever process
+    /// worked it), `cancel` fires (this process's running rows go back to the queue), or a
+    /// worker reports `stop: true`. `progress` hears the job's counts as they change.
     #[cfg(feature = "agent-jobs")]
-    pub(crate) fn conversation_host(&self) -> Arc<dyn ConversationHost> {
-        self.shared.clone()
+    pub async fn work_agent_job(
+        &self,
+        config: Config,
+        store: Arc<dyn crate::agent_jobs::JobStore>,
+        job_id: &str,
+        options: crate::agent_jobs::WorkOptions,
+        cancel: tokio_util::sync::CancellationToken,
+        progress: impl FnMut(&crate::agent_jobs::JobCounts) + Send,
+    ) -> std::result::Result<crate::agent_jobs::WorkSummary, crate::agent_jobs::JobError> {
+        let host = Arc::new(crate::agents::ManagerWorkers::new(self.shared.clone()));
+        crate::agent_jobs::work_job(host, config, store, job_id, options, cancel, progress).await
     }
 
     /// Starts a new conversation recorded under `config.keel_home`.

@@ -3,7 +3,8 @@
 //! `keel agent-job`) starts one from a CSV and runs workers on it from any number of
 //! processes. Rows and results live in a [`JobStore`]: SQLite on one host, PostgreSQL shared
 //! by many; a job cut short (even by `kill -9`) goes on where it stopped, and results export
-//! as a CSV in input order.
+//! as a CSV in input order. A process works a job with
+//! [`ConversationManager::work_agent_job`](crate::ConversationManager::work_agent_job).
 
 mod csv_input;
 mod error;
@@ -34,7 +35,8 @@ pub use load::{JobSpec, load_job};
 #[cfg(feature = "agent-jobs-postgres")]
 pub use postgres::PostgresJobStore;
 pub use sqlite_store::{SQLITE_FILE_NAME, SqliteJobStore};
-pub use work::{WorkOptions, WorkSummary, work_job};
+pub(crate) use work::work_job;
+pub use work::{ClaimLatency, WorkOptions, WorkSummary};
 pub(crate) use worker_run::{Heartbeat, RowRun, WorkerEnd, WorkerHost, holder_id, run_row};
 
 /// Adds `n` rows of `status` to `counts`.

@@ -5,22 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use keel_protocol::{CollabAgentStatus, InputItem, Op};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    DEFAULT_LEASE, Heartbeat, JobCounts, JobError, JobStore, JobWorker, RowRun, WorkerEnd,
-    WorkerHost, holder_id, run_row,
+    DEFAULT_LEASE, Heartbeat, JobCounts, JobError, JobStore, RowRun, WorkerEnd, WorkerHost,
+    holder_id, run_row,
 };
-use crate::agents::{ConversationHost, Lineage};
 use crate::config::Config;
-use crate::conversation::Conversation;
-use crate::conversation_manager::ConversationManager;
-
-/// How long a worker shutdown may take before it is given up on.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// How often a process with nothing to claim looks again (rows held elsewhere may be
 /// released, or their leases run out).
 const IDLE_POLL: Duration = Duration::from_secs(1);
@@ -68,7 +60,7 @@ impl WorkOptions {
 }
 
 /// What a worker process did, and where the job stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct WorkSummary {
     /// Rows this process ran to an end.
@@ -79,62 +71,49 @@ pub struct WorkSummary {
     pub interrupted: bool,
     /// Whether a worker reported `stop: true` (pending rows were cancelled).
     pub stopped: bool,
+    /// How long this process's claims took (successful ones), for capacity planning.
+    pub claim_latency: ClaimLatency,
 }
 
-/// Worker agents started as conversations of a manager of their own (no parent turn).
-struct ManagerWorkers {
-    host: Arc<dyn ConversationHost>,
+/// Percentiles of claim round trips, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct ClaimLatency {
+    /// Claims measured.
+    pub claims: u64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Slowest.
+    pub max: f64,
 }
 
-impl WorkerHost for ManagerWorkers {
-    fn spawn_worker(
-        &self,
-        config: Config,
-        input: Vec<InputItem>,
-        worker: Arc<JobWorker>,
-    ) -> BoxFuture<'_, Result<Arc<Conversation>, String>> {
-        Box::pin(async move {
-            let mut lineage = Lineage::root(&config);
-            lineage.worker = Some(worker);
-            let new = self
-                .host
-                .clone()
-                .spawn_child(config, Vec::new(), true, lineage)
-                .await
-                .map_err(|err| err.to_string())?;
-            let conversation = new.conversation;
-            // Nobody watches these workers: read their events (declining any approval
-            // request) so they never stall on a full queue.
-            tokio::spawn(crate::agents::drain_unobserved(conversation.clone()));
-            conversation.mark_running();
-            if let Err(err) = conversation.submit(Op::UserInput { items: input }).await {
-                self.host.remove(conversation.id());
-                return Err(err.to_string());
-            }
-            Ok(conversation)
-        })
-    }
-
-    fn shut_down<'a>(&'a self, conversation: &'a Arc<Conversation>) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let mut status = conversation.watch_agent_status();
-            if conversation.submit(Op::Shutdown).await.is_ok() {
-                let stopped = status.wait_for(|s| s.status == CollabAgentStatus::Shutdown);
-                if tokio::time::timeout(SHUTDOWN_WAIT, stopped).await.is_err() {
-                    tracing::warn!(agent = %conversation.id(), "a job worker did not confirm its shutdown");
-                }
-            }
-            self.host.remove(conversation.id());
-        })
+impl ClaimLatency {
+    fn from_samples(mut samples: Vec<Duration>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort();
+        let at = |q: f64| {
+            let index = ((samples.len() - 1) as f64 * q).round() as usize;
+            samples[index.min(samples.len() - 1)].as_secs_f64() * 1000.0
+        };
+        Self {
+            claims: samples.len() as u64,
+            p50: at(0.5),
+            p99: at(0.99),
+            max: at(1.0),
+        }
     }
 }
 
 /// Works job `job_id` of `store` until every row has ended (rows other processes hold
 /// included), `cancel` fires (this process's running rows go back to the queue), or a worker
-/// reports `stop: true`. Worker agents run with `config`; `progress` hears the job's counts
-/// as they change.
-pub async fn work_job(
-    manager: &ConversationManager,
+/// reports `stop: true`. Worker agents start through `host` and run with `config`;
+/// `progress` hears the job's counts as they change.
+pub(crate) async fn work_job(
+    host: Arc<dyn WorkerHost>,
     config: Config,
     store: Arc<dyn JobStore>,
     job_id: &str,
@@ -172,13 +151,11 @@ pub async fn work_job(
         stop: CancellationToken::new(),
         halt: CancellationToken::new(),
     });
-    let host: Arc<dyn WorkerHost> = Arc::new(ManagerWorkers {
-        host: manager.conversation_host(),
-    });
     let mut workers: JoinSet<WorkerEnd> = JoinSet::new();
     let mut rows_worked = 0u64;
     let mut failure = None;
     let mut interrupted = false;
+    let mut claim_times = Vec::new();
     let mut counts = store.counts(job_id).await?;
     progress(&counts);
     loop {
@@ -186,8 +163,10 @@ pub async fn work_job(
         // Fill the free places with claimed rows.
         let mut drained = false;
         while !halted && workers.len() < options.concurrency {
+            let asked = std::time::Instant::now();
             match store.claim_next(job_id, &holder, options.lease).await {
                 Ok(Some(item)) => {
+                    claim_times.push(asked.elapsed());
                     tracing::info!(job = %job_id, item = %item.item_id, attempt = item.attempt, "claimed row");
                     let (host, run) = (host.clone(), run.clone());
                     workers.spawn(async move { run_row(host.as_ref(), &run, item).await });
@@ -263,5 +242,6 @@ pub async fn work_job(
         counts,
         interrupted,
         stopped,
+        claim_latency: ClaimLatency::from_samples(claim_times),
     })
 }
