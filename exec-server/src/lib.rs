@@ -82,6 +82,7 @@ mod json_lines;
 pub mod listener_auth;
 mod logging;
 mod owned_groups;
+pub mod patch;
 mod pipe;
 mod server;
 pub mod supervisor;

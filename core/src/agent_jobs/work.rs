@@ -16,6 +16,8 @@ use crate::config::Config;
 /// How often a process with nothing to claim looks again (rows held elsewhere may be
 /// released, or their leases run out).
 const IDLE_POLL: Duration = Duration::from_secs(1);
+/// How often the job's counts are read for progress while workers run.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// How a worker process works a job.
 #[derive(Debug, Clone)]
@@ -157,6 +159,7 @@ pub(crate) async fn work_job(
     let mut interrupted = false;
     let mut claim_times = Vec::new();
     let mut counts = store.counts(job_id).await?;
+    let mut counted = std::time::Instant::now();
     progress(&counts);
     loop {
         let halted = run.halt.is_cancelled();
@@ -211,8 +214,12 @@ pub(crate) async fn work_job(
                     Ok(_) => {}
                     Err(err) => tracing::error!(job = %job_id, "worker task failed: {err}"),
                 }
-                counts = store.counts(job_id).await?;
-                progress(&counts);
+                // Counting scans the job's rows: once a second is enough for progress.
+                if counted.elapsed() >= PROGRESS_EVERY {
+                    counts = store.counts(job_id).await?;
+                    counted = std::time::Instant::now();
+                    progress(&counts);
+                }
             }
             () = tokio::time::sleep(IDLE_POLL), if poll => {}
         }

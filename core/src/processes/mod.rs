@@ -18,8 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_exec_server::{ExecServerClient, ExecServerClientOptions, ExecServerConfig};
-use keel_protocol::exec_server::ExecParams;
-use tokio::sync::OnceCell;
+use keel_protocol::exec_server::{
+    ExecParams, PATCH_EXTENSION, PatchApplyResponse, PatchParams, PatchPlanResponse,
+};
+use tokio::sync::Mutex;
 
 pub(crate) use handle::ProcessHandle;
 pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
@@ -105,14 +107,15 @@ struct Connected {
 /// Dropping it closes the connection, which kills every process it started.
 pub(crate) struct ProcessLayer {
     target: ExecTarget,
-    connected: OnceCell<Arc<Connected>>,
+    /// The live connection; replaced by a new one on the next use once it is lost.
+    connected: Mutex<Option<Arc<Connected>>>,
 }
 
 impl ProcessLayer {
     pub(crate) fn new(target: ExecTarget) -> Self {
         Self {
             target,
-            connected: OnceCell::new(),
+            connected: Mutex::new(None),
         }
     }
 
@@ -121,45 +124,84 @@ impl ProcessLayer {
         self.target == ExecTarget::InProcess
     }
 
-    async fn connected(&self) -> Result<&Arc<Connected>, ProcessError> {
-        self.connected
-            .get_or_try_init(|| async {
-                let options = ExecServerClientOptions {
-                    client_name: format!("keel-core {}", env!("CARGO_PKG_VERSION")),
-                    event_capacity: EVENT_CAPACITY,
-                    ..ExecServerClientOptions::default()
+    /// The connection, made on first use. A remote connection that was lost (the server
+    /// restarted, the network went) is made again: what was running on it is gone, and
+    /// nothing it was doing is repeated.
+    async fn connected(&self) -> Result<Arc<Connected>, ProcessError> {
+        let mut slot = self.connected.lock().await;
+        if let Some(live) = slot.as_ref().filter(|c| !c.client.is_closed()) {
+            return Ok(live.clone());
+        }
+        if slot.take().is_some() {
+            tracing::warn!("the exec-server connection was lost; connecting again");
+        }
+        let options = ExecServerClientOptions {
+            client_name: format!("keel-core {}", env!("CARGO_PKG_VERSION")),
+            event_capacity: EVENT_CAPACITY,
+            ..ExecServerClientOptions::default()
+        };
+        let client = match &self.target {
+            ExecTarget::InProcess => {
+                let config = ExecServerConfig {
+                    output_drain_timeout: DRAIN_AFTER_EXIT,
+                    ..ExecServerConfig::default()
                 };
-                let client = match &self.target {
-                    ExecTarget::InProcess => {
-                        let config = ExecServerConfig {
-                            output_drain_timeout: DRAIN_AFTER_EXIT,
-                            ..ExecServerConfig::default()
-                        };
-                        ExecServerClient::in_process(config, options).await
-                    }
-                    ExecTarget::Remote { url, token_env } => {
-                        let options = ExecServerClientOptions {
-                            bearer_token: exec_server_bearer_token(token_env.as_deref())?,
-                            ..options
-                        };
-                        ExecServerClient::connect_websocket(url, options).await
-                    }
-                }
-                .map_err(|err| ProcessError::Connect(err.to_string()))?;
-                let states = Arc::new(ProcessStates::default());
-                let router = router::spawn(client.subscribe(), states.clone());
-                Ok(Arc::new(Connected {
-                    client,
-                    states,
-                    _router: router,
-                }))
-            })
-            .await
+                ExecServerClient::in_process(config, options).await
+            }
+            ExecTarget::Remote { url, token_env } => {
+                let options = ExecServerClientOptions {
+                    bearer_token: exec_server_bearer_token(token_env.as_deref())?,
+                    ..options
+                };
+                ExecServerClient::connect_websocket(url, options).await
+            }
+        }
+        .map_err(|err| ProcessError::Connect(err.to_string()))?;
+        let states = Arc::new(ProcessStates::default());
+        let router = router::spawn(client.subscribe(), states.clone());
+        let connected = Arc::new(Connected {
+            client,
+            states,
+            _router: router,
+        });
+        *slot = Some(connected.clone());
+        Ok(connected)
+    }
+
+    /// The connection, or why there is none. A remote server that answers without
+    /// `extension` (an older or foreign exec-server) is refused with a message naming it.
+    async fn connected_with(&self, extension: &str) -> Result<Arc<Connected>, ProcessError> {
+        let connected = self.connected().await?;
+        if !connected.client.supports(extension) {
+            return Err(ProcessError::Connect(format!(
+                "the exec-server does not offer `{extension}` (it is older than this Keel, or not \
+                 Keel's); upgrade it"
+            )));
+        }
+        Ok(connected)
+    }
+
+    /// Checks a patch against the files where the turn's commands run, under its sandbox.
+    pub(crate) async fn plan_patch(
+        &self,
+        params: PatchParams,
+    ) -> Result<PatchPlanResponse, ProcessError> {
+        let connected = self.connected_with(PATCH_EXTENSION).await?;
+        Ok(connected.client.plan_patch(params).await?)
+    }
+
+    /// Applies a patch where the turn's commands run, all or nothing, under its sandbox.
+    pub(crate) async fn apply_patch(
+        &self,
+        params: PatchParams,
+    ) -> Result<PatchApplyResponse, ProcessError> {
+        let connected = self.connected_with(PATCH_EXTENSION).await?;
+        Ok(connected.client.apply_patch(params).await?)
     }
 
     /// Starts a process; its output is collected from its first byte.
     pub(crate) async fn spawn(&self, spec: ProcessSpec) -> Result<ProcessHandle, ProcessError> {
-        let connected = self.connected().await?.clone();
+        let connected = self.connected().await?;
         let response = connected
             .client
             .exec(ExecParams {

@@ -89,7 +89,9 @@ where
             break exit_code;
         }
         if collected.disconnected {
-            let note = b"\n[the exec-server connection closed before the command ended]\n";
+            let note = b"\n[the connection to the exec-server was lost before the command ended: \
+                it started there and may have finished, partly run or still be running; \
+                its exit is unknown and it is not run again]\n";
             stderr.push(note);
             aggregated.push(note);
             break -1;

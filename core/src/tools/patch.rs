@@ -11,10 +11,12 @@ use keel_protocol::{
 use futures::future::BoxFuture;
 
 use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
-use crate::apply_patch::{
-    ApplyError, ApplyPatchAction, ResolvedPath, apply_checked, parse_patch, plan_patch,
-};
+use keel_exec_server::patch::{ApplyFailure, apply_under, real_targets, with_real_roots};
+use keel_protocol::exec_server::{PatchApplyResponse, PatchParams, PatchPlanResponse, PatchWrite};
+
+use crate::apply_patch::{ApplyPatchAction, parse_patch, plan_patch};
 use crate::approvals::{ExecDecision, decide_patch};
+use crate::processes::ProcessLayer;
 use crate::sandbox::ResolvedPolicy;
 use crate::turn_context::TurnStop;
 
@@ -74,6 +76,7 @@ impl DynTool for ApplyPatchTool {
 impl BuiltinCall<'_> {
     /// Applies a patch for the model and returns the text it sees: a summary of the files
     /// changed, or an error naming the file and hunk that failed (nothing is changed then).
+    /// The files are where the turn's commands run: this host, or the exec-server's.
     pub(super) async fn apply_patch(
         &self,
         call_id: &str,
@@ -81,35 +84,23 @@ impl BuiltinCall<'_> {
         cwd: &Path,
     ) -> Result<String, TurnStop> {
         let call_id = CallId::new(call_id);
-        let action = match parse_patch(patch_text)
-            .map_err(|e| e.to_string())
-            .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
-        {
-            Ok(action) => action,
-            Err(message) => {
-                return Ok(format!("apply_patch verification failed: {message}"));
-            }
+        let remote = !self.session.processes().is_local();
+        let planned = if remote {
+            self.plan_remote(patch_text, cwd).await
+        } else {
+            self.plan_local(patch_text, cwd)
         };
-        let paths: Vec<PathBuf> = action.writes().iter().map(|w| w.path.clone()).collect();
-        let resolved = ResolvedPolicy::resolve(
-            &self.context.sandbox_policy,
-            &self.context.cwd,
-            self.context.shell_env.get("TMPDIR").map(Path::new),
-            self.context.sandbox_allow_git_writes,
+        let planned = match planned {
+            Ok(planned) => planned,
+            Err(message) => return Ok(message),
+        };
+        let paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.path.clone()).collect();
+        let real_paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.real_path.clone()).collect();
+        let decision = decide_patch(
+            self.context.approval_policy,
+            planned.resolved.as_ref(),
+            &real_paths,
         );
-        // Where each write really lands: a link planted in the workspace never carries a write
-        // out of the writable roots, whatever the approval policy.
-        // Compared against the roots as written and as the kernel resolves them, so a
-        // workspace reached through a link (a symlinked home, macOS's `/tmp`) still counts.
-        let resolved = resolved.map(with_real_roots);
-        let real_paths = match resolved.as_ref() {
-            None => paths.clone(),
-            Some(policy) => match real_targets(policy, &action) {
-                Ok(real) => real,
-                Err(refusal) => return Ok(format!("patch rejected: {refusal}")),
-            },
-        };
-        let decision = decide_patch(self.context.approval_policy, resolved.as_ref(), &real_paths);
         let auto_approved = match decision {
             ExecDecision::Run => true,
             ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
@@ -118,7 +109,7 @@ impl BuiltinCall<'_> {
                 let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
                     call_id: call_id.clone(),
                     turn_id: self.ids.turn_id.clone(),
-                    changes: action.changes().clone(),
+                    changes: planned.changes.clone(),
                     reason,
                     grant_root: None,
                 });
@@ -131,7 +122,7 @@ impl BuiltinCall<'_> {
                 }
             }
         };
-        let changes = action.changes().clone();
+        let changes = planned.changes.clone();
         self.session
             .send_event(
                 &self.ids.sub_id,
@@ -143,12 +134,19 @@ impl BuiltinCall<'_> {
                 }),
             )
             .await;
-        for write in action.writes() {
+        for write in &planned.writes {
             self.tool
                 .diff()
                 .note_baseline(&write.path, write.before.as_deref());
         }
-        let result = apply_blocking(action, resolved).await;
+        let writes = planned.writes.clone();
+        let result = carry_out(self.session.processes(), planned.apply, planned.resolved).await;
+        if remote && result.is_ok() {
+            let mut diff = self.tool.diff();
+            for write in &writes {
+                diff.note_remote_after(&write.path, write.after.as_deref());
+            }
+        }
         let (success, stdout, stderr) = match &result {
             Ok(summary) => (true, summary.clone(), String::new()),
             Err(message) => (false, String::new(), message.clone()),
@@ -181,47 +179,6 @@ impl BuiltinCall<'_> {
     }
 }
 
-/// The places the writes of `action` really reach, or why the patch is refused.
-fn real_targets(
-    policy: &ResolvedPolicy,
-    action: &ApplyPatchAction,
-) -> Result<Vec<PathBuf>, String> {
-    let mut real = Vec::with_capacity(action.writes().len());
-    for write in action.writes() {
-        let resolved = write
-            .resolve()
-            .map_err(|err| format!("cannot resolve `{}`: {err}", write.path.display()))?;
-        check_place(policy, &resolved)?;
-        real.push(resolved.real);
-    }
-    Ok(real)
-}
-
-/// Refuses a write that leads through a symlink to somewhere outside the writable roots (or
-/// into a protected path). A plain path outside the roots is left to the approval policy.
-fn check_place(policy: &ResolvedPolicy, resolved: &ResolvedPath) -> Result<(), String> {
-    let allowed = |path: &Path| {
-        policy
-            .writable_roots
-            .iter()
-            .any(|root| path.starts_with(root))
-            && !policy
-                .read_only_subpaths
-                .iter()
-                .any(|ro| path.starts_with(ro))
-    };
-    match &resolved.link {
-        Some(hop) if !allowed(&resolved.real) => Err(format!(
-            "`{}` leads through the symlink `{}` to `{}`, outside the writable roots; \
-             patches never write through a link out of them",
-            resolved.path.display(),
-            hop.link.display(),
-            hop.target.display()
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The approval's reason, telling the user where writes that go through a symlink really land
 /// (the changes it shows are keyed by the paths as the patch names them).
 fn with_link_targets(
@@ -245,21 +202,6 @@ fn with_link_targets(
     })
 }
 
-/// `policy` with each root also as the kernel resolves it (symlinks followed).
-fn with_real_roots(mut policy: ResolvedPolicy) -> ResolvedPolicy {
-    let widen = |roots: &mut Vec<PathBuf>| {
-        let real: Vec<PathBuf> = roots
-            .iter()
-            .filter_map(|root| std::fs::canonicalize(root).ok())
-            .filter(|real| !roots.contains(real))
-            .collect();
-        roots.extend(real);
-    };
-    widen(&mut policy.writable_roots);
-    widen(&mut policy.read_only_subpaths);
-    policy
-}
-
 /// Runs the filesystem work off the async threads.
 /// Links are checked again as the patch is written, and the writes land exactly where that
 /// check looked: a link planted while the user was asked (by a process the model left
@@ -269,18 +211,136 @@ async fn apply_blocking(
     policy: Option<ResolvedPolicy>,
 ) -> Result<String, String> {
     let work = move || {
-        apply_checked(&action, |resolved| match &policy {
-            Some(policy) => check_place(policy, resolved),
-            None => Ok(()),
-        })
-        .map_err(|err| match err {
-            ApplyError::Refused { reason, .. } => format!("patch rejected: {reason}"),
-            other => other.to_string(),
+        apply_under(&action, policy.as_ref()).map_err(|failure| match failure {
+            ApplyFailure::Refused(reason) => format!("patch rejected: {reason}"),
+            ApplyFailure::Failed(message) => message,
         })
     };
     match tokio::task::spawn_blocking(work).await {
-        Ok(Ok(summary)) => Ok(summary.to_string()),
-        Ok(Err(message)) => Err(message),
+        Ok(result) => result,
         Err(err) => Err(format!("patch task failed: {err}")),
+    }
+}
+
+/// A patch checked against the files it will change, wherever they are.
+struct PlannedPatch {
+    changes: std::collections::BTreeMap<PathBuf, keel_protocol::FileChange>,
+    /// Each write: the path the patch names, where it lands, its contents before and after.
+    writes: Vec<PatchWrite>,
+    /// The policy writes are judged by (roots as written and resolved); `None`: unsandboxed.
+    resolved: Option<ResolvedPolicy>,
+    /// How to carry it out.
+    apply: ApplyBy,
+}
+
+/// Where a planned patch is written.
+enum ApplyBy {
+    /// On this host, exactly as planned.
+    Local(ApplyPatchAction),
+    /// By the exec-server that runs the turn's commands, which plans it again on its host.
+    Remote(PatchParams),
+}
+
+impl BuiltinCall<'_> {
+    /// The patch planned against this host's files; `Err` is what the model reads.
+    fn plan_local(&self, patch_text: &str, cwd: &Path) -> Result<PlannedPatch, String> {
+        let action = parse_patch(patch_text)
+            .map_err(|e| e.to_string())
+            .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
+            .map_err(|message| format!("apply_patch verification failed: {message}"))?;
+        let resolved = ResolvedPolicy::resolve(
+            &self.context.sandbox_policy,
+            &self.context.cwd,
+            self.context.shell_env.get("TMPDIR").map(Path::new),
+            self.context.sandbox_allow_git_writes,
+        )
+        // Where each write really lands: a link planted in the workspace never carries a
+        // write out of the writable roots, whatever the approval policy.
+        .map(with_real_roots);
+        let real_paths: Vec<PathBuf> = match resolved.as_ref() {
+            None => action.writes().iter().map(|w| w.path.clone()).collect(),
+            Some(policy) => real_targets(policy, &action)
+                .map_err(|refusal| format!("patch rejected: {refusal}"))?,
+        };
+        let writes = action
+            .writes()
+            .iter()
+            .zip(real_paths)
+            .map(|(write, real_path)| PatchWrite {
+                path: write.path.clone(),
+                real_path,
+                before: write.before.clone(),
+                after: write.after.clone(),
+            })
+            .collect();
+        Ok(PlannedPatch {
+            changes: action.changes().clone(),
+            writes,
+            resolved,
+            apply: ApplyBy::Local(action),
+        })
+    }
+
+    /// The patch planned by the exec-server against its host's files; `Err` is what the
+    /// model reads.
+    async fn plan_remote(&self, patch_text: &str, cwd: &Path) -> Result<PlannedPatch, String> {
+        let params = PatchParams {
+            patch: patch_text.to_string(),
+            cwd: cwd.to_path_buf(),
+            sandbox_policy: Some(self.context.sandbox_policy.clone()),
+            tmpdir: self.context.shell_env.get("TMPDIR").map(PathBuf::from),
+            allow_git_writes: self.context.sandbox_allow_git_writes,
+        };
+        let plan = self
+            .session
+            .processes()
+            .plan_patch(params.clone())
+            .await
+            .map_err(|err| format!("apply_patch failed: nothing was changed: {err}"))?;
+        match plan {
+            PatchPlanResponse::Invalid { message } => {
+                Err(format!("apply_patch verification failed: {message}"))
+            }
+            PatchPlanResponse::Refused { message } => Err(format!("patch rejected: {message}")),
+            PatchPlanResponse::Planned {
+                changes,
+                writes,
+                writable_roots,
+                read_only_subpaths,
+            } => Ok(PlannedPatch {
+                changes,
+                writes,
+                resolved: writable_roots.map(|writable_roots| ResolvedPolicy {
+                    writable_roots,
+                    read_only_subpaths,
+                    network: false,
+                }),
+                apply: ApplyBy::Remote(params),
+            }),
+        }
+    }
+}
+
+/// Writes a planned patch; `Err` says why it was not (fully) written.
+async fn carry_out(
+    processes: &ProcessLayer,
+    apply: ApplyBy,
+    policy: Option<ResolvedPolicy>,
+) -> Result<String, String> {
+    match apply {
+        ApplyBy::Local(action) => apply_blocking(action, policy).await,
+        ApplyBy::Remote(params) => match processes.apply_patch(params).await {
+            Ok(PatchApplyResponse::Applied { summary }) => Ok(summary),
+            Ok(PatchApplyResponse::Refused { message }) => {
+                Err(format!("patch rejected: {message}"))
+            }
+            Ok(PatchApplyResponse::Failed { message }) => Err(message),
+            // The request may have reached the server before the connection went: the patch
+            // may have been written. Never sent again on its own.
+            Err(err) => Err(format!(
+                "the exec-server did not answer ({err}); the patch may or may not have been \
+                 written on its host: check the files before applying it again"
+            )),
+        },
     }
 }

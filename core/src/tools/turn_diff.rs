@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default)]
 pub(crate) struct TurnDiffTracker {
     baselines: BTreeMap<PathBuf, Option<String>>,
+    /// Contents written on another host (a remote environment), which this process cannot
+    /// read back: the diff shows them instead of the local disk.
+    remote_afters: BTreeMap<PathBuf, Option<String>>,
 }
 
 impl TurnDiffTracker {
@@ -18,11 +21,21 @@ impl TurnDiffTracker {
             .or_insert_with(|| before.map(str::to_string));
     }
 
-    /// The diff of every tracked file from its baseline to what is on disk now.
+    /// Remembers what a patch wrote to a file on another host.
+    pub(crate) fn note_remote_after(&mut self, path: &Path, after: Option<&str>) {
+        self.remote_afters
+            .insert(path.to_path_buf(), after.map(str::to_string));
+    }
+
+    /// The diff of every tracked file from its baseline to what is on disk now (for files
+    /// on another host, to what the turn last wrote there).
     pub(crate) fn unified_diff(&self, cwd: &Path) -> String {
         let mut out = String::new();
         for (path, before) in &self.baselines {
-            let after = std::fs::read_to_string(path).ok();
+            let after = match self.remote_afters.get(path) {
+                Some(after) => after.clone(),
+                None => std::fs::read_to_string(path).ok(),
+            };
             if before == &after {
                 continue;
             }

@@ -433,7 +433,12 @@ impl BuiltinCall<'_> {
                 break Some(code);
             }
             if collected.disconnected {
-                notes.push("the connection to the exec-server was lost".to_string());
+                notes.push(
+                    "the connection to the exec-server was lost before the command ended: it \
+                     started there and may have finished, partly run or still be running; its \
+                     exit is unknown and it is not run again"
+                        .to_string(),
+                );
                 break Some(-1);
             }
             if Instant::now() >= deadline {

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use keel_protocol::exec_server::exec_server_request as method;
 use keel_protocol::exec_server::{
-    CloseStdinParams, CloseStdinResponse, EXEC_SERVER_PROTOCOL_VERSION, ExecParams, ExecResponse,
-    InitializeParams, ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse,
-    TerminateParams, TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
+    CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
+    ExecParams, ExecResponse, InitializeParams, PatchApplyResponse, PatchParams, PatchPlanResponse,
+    ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse, TerminateParams,
+    TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{broadcast, mpsc};
@@ -88,6 +89,8 @@ enum Backend {
 /// connection started.
 pub struct ExecServerClient {
     backend: Backend,
+    /// The extensions the server announced in `initialize`.
+    extensions: Vec<String>,
     events: broadcast::WeakSender<ExecServerEvent>,
     _tasks: Vec<AbortOnDropHandle<()>>,
 }
@@ -170,6 +173,10 @@ impl ExecServerClient {
         handler.initialized().await?;
         Ok(Self {
             backend: Backend::InProcess(handler),
+            extensions: EXEC_SERVER_EXTENSIONS
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             events: weak,
             _tasks: vec![AbortOnDropHandle::new(forward)],
         })
@@ -202,6 +209,7 @@ impl ExecServerClient {
         remote.notify_initialized().await?;
         Ok(Self {
             backend: Backend::Remote(remote),
+            extensions: response.extensions,
             events: weak,
             _tasks: tasks,
         })
@@ -217,6 +225,33 @@ impl ExecServerClient {
         match self.events.upgrade() {
             Some(events) => events.subscribe(),
             None => broadcast::channel(1).1,
+        }
+    }
+
+    /// Whether the server announced `extension` (e.g. [`keel_protocol::exec_server::PATCH_EXTENSION`]) in `initialize`.
+    pub fn supports(&self, extension: &str) -> bool {
+        self.extensions.iter().any(|e| e == extension)
+    }
+
+    /// Whether the connection is gone (a remote server closed it or became unreachable):
+    /// every request fails from then on.
+    pub fn is_closed(&self) -> bool {
+        self.events.upgrade().is_none()
+    }
+
+    /// `patch/plan`: checks a patch against the server's files and the sandbox policy.
+    pub async fn plan_patch(&self, params: PatchParams) -> Result<PatchPlanResponse> {
+        match &self.backend {
+            Backend::Remote(remote) => remote.request::<method::PatchPlan>(params).await,
+            Backend::InProcess(handler) => handler.plan_patch(params).await,
+        }
+    }
+
+    /// `patch/apply`: applies a patch on the server's host, all or nothing.
+    pub async fn apply_patch(&self, params: PatchParams) -> Result<PatchApplyResponse> {
+        match &self.backend {
+            Backend::Remote(remote) => remote.request::<method::PatchApply>(params).await,
+            Backend::InProcess(handler) => handler.apply_patch(params).await,
         }
     }
 

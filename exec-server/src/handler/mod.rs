@@ -15,9 +15,10 @@ use std::time::Duration;
 use keel_protocol::ExecSessionId;
 use keel_protocol::exec_server::{
     CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
-    ExecParams, ExecResponse, InitializeParams, InitializeResponse, ResizeParams, ResizeResponse,
-    SnapshotParams, SnapshotResponse, TerminateMode, TerminateParams, TerminateResponse,
-    WaitParams, WaitResponse, WriteParams, WriteResponse,
+    ExecParams, ExecResponse, InitializeParams, InitializeResponse, PatchApplyResponse,
+    PatchParams, PatchPlanResponse, ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse,
+    TerminateMode, TerminateParams, TerminateResponse, WaitParams, WaitResponse, WriteParams,
+    WriteResponse,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, oneshot};
@@ -171,6 +172,22 @@ impl ExecServerHandler {
             .get(id)
             .cloned()
             .ok_or_else(|| ExecServerError::UnknownSession(id.clone()))
+    }
+
+    /// Handles `patch/plan`: checks a patch against this host's files and the policy sent.
+    pub async fn plan_patch(&self, params: PatchParams) -> Result<PatchPlanResponse> {
+        drop(self.ready("patch/plan")?);
+        tokio::task::spawn_blocking(move || crate::patch::plan(&params))
+            .await
+            .map_err(|err| ExecServerError::Protocol(format!("patch/plan failed: {err}")))
+    }
+
+    /// Handles `patch/apply`: writes a patch on this host, all or nothing, under the policy.
+    pub async fn apply_patch(&self, params: PatchParams) -> Result<PatchApplyResponse> {
+        drop(self.ready("patch/apply")?);
+        tokio::task::spawn_blocking(move || crate::patch::apply(&params))
+            .await
+            .map_err(|err| ExecServerError::Protocol(format!("patch/apply failed: {err}")))
     }
 
     /// Handles `command/exec`: starts the process and returns its session id.

@@ -292,6 +292,14 @@ impl Processor {
                 let result = handler.snapshot(params).await;
                 self.reply(id, result).await;
             }
+            ExecServerRequest::PatchPlan(params) => {
+                let result = handler.plan_patch(params).await;
+                self.reply(id, result).await;
+            }
+            ExecServerRequest::PatchApply(params) => {
+                let result = handler.apply_patch(params).await;
+                self.reply(id, result).await;
+            }
             ExecServerRequest::Wait(params) => {
                 let handler = handler.clone();
                 let responses = self.responses.clone();

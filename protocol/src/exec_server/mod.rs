@@ -5,23 +5,31 @@
 mod exec;
 mod handshake;
 mod notifications;
+mod patch;
 
 pub use exec::*;
 pub use handshake::*;
 pub use notifications::*;
+pub use patch::*;
 
 /// The protocol version the server reports from `initialize`.
 pub const EXEC_SERVER_PROTOCOL_VERSION: &str = "exec-server.v0";
 
 /// The extensions of `exec-server.v0` a Keel server announces in `initialize`: the planned
-/// methods, and `command/exec/terminate.mode` for terminate's `mode` parameter.
+/// methods, `command/exec/terminate.mode` for terminate's `mode` parameter, and
+/// [`PATCH_EXTENSION`].
 pub const EXEC_SERVER_EXTENSIONS: &[&str] = &[
     "command/exec/resize",
     "command/exec/closeStdin",
     "command/exec/wait",
     "command/exec/snapshot",
     "command/exec/terminate.mode",
+    PATCH_EXTENSION,
 ];
+
+/// The extension that offers `patch/plan` and `patch/apply` (version 1): a client applies a
+/// patch on the server's host only when the server announces it.
+pub const PATCH_EXTENSION: &str = "patch.v1";
 
 crate::request_table! {
     /// Every request a client may send to an exec-server.
@@ -42,6 +50,10 @@ crate::request_table! {
         Wait("command/exec/wait", WaitParams) -> WaitResponse,
         /// Returns the retained output and state of a process.
         Snapshot("command/exec/snapshot", SnapshotParams) -> SnapshotResponse,
+        /// Checks a patch against the server's files and its sandbox policy (`patch.v1`).
+        PatchPlan("patch/plan", PatchParams) -> PatchPlanResponse,
+        /// Applies a patch on the server's host, all or nothing (`patch.v1`).
+        PatchApply("patch/apply", PatchParams) -> PatchApplyResponse,
     }
 }
 

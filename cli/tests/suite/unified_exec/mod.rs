@@ -2,6 +2,7 @@
 //! the mock model.
 
 mod remote;
+mod remote_files;
 mod snapshots;
 mod tools;
 

@@ -169,3 +169,62 @@ async fn commands_reach_an_exec_server_over_tls() -> anyhow::Result<()> {
     assert!(output.contains("invalid peer certificate"), "{output}");
     Ok(())
 }
+
+/// The exec-server dies while a command runs: the model is told the connection was lost and
+/// that the command may have run, it is not run again, and the next command tries a new
+/// connection (here there is no server any more, and the model is told so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_mid_command_is_reported_and_nothing_is_rerun() -> anyhow::Result<()> {
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .env("KEEL_LOG", "keel_exec_server=debug")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    let ws = tempfile::tempdir()?;
+    let marker = ws.path().join("runs");
+    let config = [("exec_server_url", toml::Value::from(url))];
+    let run = run_with_config(
+        ws.path(),
+        vec![
+            Turn::new([exec_command_call(
+                "c1",
+                json!({
+                    "cmd": format!("echo once >> '{}'; echo lost-marker; sleep 60", marker.display()),
+                    "login": false,
+                    "yield_time_ms": 30000,
+                }),
+            )]),
+            Turn::new([exec_command_call(
+                "c2",
+                json!({"cmd": "echo after-the-loss", "login": false}),
+            )]),
+        ],
+        &[],
+        &config,
+    );
+    let kill = async {
+        server
+            .wait_for_stderr_line("the long command", |line| {
+                line.contains("started") && line.contains("lost-marker")
+            })
+            .await?;
+        server.signal(nix::sys::signal::Signal::SIGKILL)?;
+        anyhow::Ok(())
+    };
+    let (run, killed) = tokio::join!(run, kill);
+    killed?;
+    let run = run?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let lost = run.output("c1");
+    assert!(
+        lost.contains("connection to the exec-server was lost"),
+        "{lost}"
+    );
+    assert!(lost.contains("may have finished"), "{lost}");
+    assert!(lost.contains("not run again"), "{lost}");
+    let after = run.output("c2");
+    assert!(after.contains("could not reach the exec-server"), "{after}");
+    // The command ran once: the loss made nobody start it again.
+    assert_eq!(std::fs::read_to_string(&marker)?, "once\n");
+    Ok(())
+}

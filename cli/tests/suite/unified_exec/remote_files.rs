@@ -1,0 +1,112 @@
+//! A remote environment's files: with `exec_server_url`, a turn's patches are planned and
+//! written by the exec-server on its host (the `patch.v1` extension), under the sandbox the
+//! engine decided, like its commands. The exec-server here runs as a separate process that
+//! needs a token, in a mount namespace whose workspace is a tmpfs of its own: what it writes
+//! is not on the engine's disk, so the test tells "written remotely" from "written locally".
+
+use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call};
+use serde_json::json;
+
+use super::run_with_config;
+
+/// A server in a mount namespace of its own whose `workspace` is an empty tmpfs, or `None`
+/// (skipped) where namespaces cannot be made and CI is not set.
+fn namespaced_exec_server(
+    workspace: &std::path::Path,
+    token_file: &std::path::Path,
+) -> anyhow::Result<Option<ProcessBuilder>> {
+    let probe = std::process::Command::new("unshare")
+        .args(["--mount", "true"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !probe.is_ok_and(|status| status.success()) {
+        if std::env::var_os("CI").is_some() {
+            anyhow::bail!("cannot make a mount namespace (unshare --mount); this test needs root");
+        }
+        eprintln!("skipped: cannot make a mount namespace here; .ci/run runs as root");
+        return Ok(None);
+    }
+    let script = format!(
+        "mount -t tmpfs keel-remote-root '{}' && exec '{}' exec-server --listen ws://127.0.0.1:0 \
+         --ws-auth capability-token --ws-token-file '{}'",
+        workspace.display(),
+        env!("CARGO_BIN_EXE_keel"),
+        token_file.display()
+    );
+    Ok(Some(
+        ProcessBuilder::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .env("KEEL_LOG", "keel_exec_server=debug"),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_are_written_on_the_exec_servers_host_under_its_sandbox() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let secrets = tempfile::tempdir()?;
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, "remote-files-token")?;
+    // Outside every writable root (the sandbox below leaves /tmp out).
+    let outside = tempfile::tempdir()?;
+    let Some(server) = namespaced_exec_server(ws.path(), &token_file)? else {
+        return Ok(());
+    };
+    let mut server = server.spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+
+    let add = "*** Begin Patch\n*** Add File: hello.txt\n+written remotely\n*** End Patch\n";
+    let update = "*** Begin Patch\n*** Update File: hello.txt\n@@\n-written remotely\n+edited remotely\n*** End Patch\n";
+    let escape =
+        "*** Begin Patch\n*** Add File: escape/pwned.txt\n+should never land\n*** End Patch\n";
+    let run = run_with_config(
+        ws.path(),
+        vec![
+            Turn::new([apply_patch_call("p1", add)]),
+            Turn::new([apply_patch_call("p2", update)]),
+            Turn::new([exec_command_call(
+                "c1",
+                json!({
+                    "cmd": format!("cat hello.txt && ln -s '{}' escape", outside.path().display()),
+                    "login": false,
+                }),
+            )]),
+            Turn::new([apply_patch_call("p3", escape)]),
+        ],
+        &[("KEEL_TEST_EXEC_TOKEN", "remote-files-token")],
+        &[
+            ("exec_server_url", toml::Value::from(url)),
+            ("exec_server_auth_token_env", "KEEL_TEST_EXEC_TOKEN".into()),
+            ("sandbox_mode", "workspace-write".into()),
+            ("sandbox_workspace_write.exclude_slash_tmp", true.into()),
+            (
+                "sandbox_workspace_write.exclude_tmpdir_env_var",
+                true.into(),
+            ),
+        ],
+    )
+    .await?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    let added = run.output("p1");
+    assert!(added.contains("hello.txt"), "{added}");
+    assert!(!added.contains("failed"), "{added}");
+    let edited = run.output("p2");
+    assert!(!edited.contains("failed"), "{edited}");
+    // Written in the server's workspace, not on the engine's disk.
+    assert!(!ws.path().join("hello.txt").exists());
+    let shown = run.output("c1");
+    assert!(shown.contains("edited remotely"), "{shown}");
+
+    // A link the model planted on the remote host does not carry a write out of the roots.
+    let refused = run.output("p3");
+    assert!(refused.contains("patch rejected"), "{refused}");
+    assert!(refused.contains("symlink"), "{refused}");
+    assert!(!outside.path().join("pwned.txt").exists());
+
+    server
+        .wait_for_stderr_line("the command ran on the server", |line| {
+            line.contains("started") && line.contains("cat hello.txt")
+        })
+        .await?;
+    Ok(())
+}
