@@ -63,6 +63,9 @@ pub(crate) async fn run_all(
     );
     checks.push(provider(&config).await);
     checks.push(sandbox(&config).await);
+    if let Some(check) = remote_environment(&config).await {
+        checks.push(check);
+    }
     checks.extend(mcp_servers(&config).await);
     checks.extend(hooks(&config));
     checks.extend(skills(&config));
@@ -235,6 +238,87 @@ fn error_message(body: &str) -> String {
         .ok()
         .and_then(|json| json["error"]["message"].as_str().map(str::to_string))
         .unwrap_or_else(|| body.chars().take(200).collect())
+}
+
+/// How long the remote exec-server may take to connect and run its check.
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// With `exec_server_url`: the exec-server answers (with the token, if one is configured),
+/// offers patches on its host, and has the sandbox helper the engine will wrap commands in.
+async fn remote_environment(config: &Config) -> Option<Check> {
+    use keel_exec_server::{ExecServerClient, ExecServerClientOptions};
+    use keel_protocol::exec_server::{ExecParams, PATCH_EXTENSION, WaitParams};
+
+    let url = config.exec_server_url.as_deref()?;
+    let name = "exec-server";
+    let token =
+        match keel_core::exec_server_bearer_token(config.exec_server_auth_token_env.as_deref()) {
+            Ok(token) => token,
+            Err(err) => return Some(Check::new(name, Status::Fail, format!("{url}: {err}"))),
+        };
+    let options = ExecServerClientOptions {
+        client_name: "keel doctor".to_string(),
+        bearer_token: token,
+        ..ExecServerClientOptions::default()
+    };
+    let checked = tokio::time::timeout(REMOTE_TIMEOUT, async {
+        let client = ExecServerClient::connect_websocket(url, options)
+            .await
+            .map_err(|err| format!("cannot connect: {err}"))?;
+        if !client.supports(PATCH_EXTENSION) {
+            return Err(format!(
+                "it does not offer `{PATCH_EXTENSION}`: patches could not be written there \
+                 (upgrade the server)"
+            ));
+        }
+        if config.sandbox_policy == SandboxPolicy::DangerFullAccess {
+            return Ok("reachable; commands and patches run there, without a sandbox".to_string());
+        }
+        let helper = config
+            .sandbox_executable
+            .clone()
+            .or_else(keel_core::sandbox::default_sandbox_executable)
+            .ok_or("no sandbox helper path to look for there")?;
+        let helper = helper.display().to_string();
+        let started = client
+            .exec(ExecParams {
+                argv: ["/bin/sh", "-c", "test -x \"$1\"", "sh", &helper]
+                    .map(str::to_string)
+                    .to_vec(),
+                cwd: PathBuf::from("/"),
+                env: std::collections::BTreeMap::new(),
+                tty: false,
+                arg0: None,
+            })
+            .await
+            .map_err(|err| format!("cannot run a command there: {err}"))?;
+        let waited = client
+            .wait(WaitParams {
+                session_id: started.session_id,
+                timeout_ms: Some(10_000),
+            })
+            .await
+            .map_err(|err| format!("cannot run a command there: {err}"))?;
+        match waited.exit_code {
+            Some(0) => Ok(format!(
+                "reachable; commands and patches run there, confined by the sandbox helper {helper}"
+            )),
+            _ => Err(format!(
+                "the sandbox helper {helper} is not on that host: commands would fail to start \
+                 (install keel there at the same path, or set sandbox_executable)"
+            )),
+        }
+    })
+    .await;
+    Some(match checked {
+        Ok(Ok(detail)) => Check::new(name, Status::Ok, format!("{url}: {detail}")),
+        Ok(Err(problem)) => Check::new(name, Status::Fail, format!("{url}: {problem}")),
+        Err(_) => Check::new(
+            name,
+            Status::Fail,
+            format!("{url}: no answer within {REMOTE_TIMEOUT:?}"),
+        ),
+    })
 }
 
 /// The sandbox: the kernel can enforce the configured policy, and a command runs under it.

@@ -238,3 +238,109 @@ async fn a_missing_sandbox_helper_fails_with_what_to_do() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+/// With `exec_server_url`: doctor connects with the configured token, and checks that the
+/// server offers patches on its host and has the sandbox helper commands are wrapped in; a
+/// wrong token, or a helper missing on that host, fails with what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_exec_server_is_checked_for_its_token_patches_and_sandbox_helper()
+-> anyhow::Result<()> {
+    let mock = MockModelServer::start(Script::new([])).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let token_file = home.path().join("exec-token");
+    std::fs::write(&token_file, "doctor-exec-token")?;
+    let mut server = keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .args(["--ws-auth", "capability-token", "--ws-token-file"])
+        .arg(token_file.to_string_lossy().as_ref())
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("sandbox_mode", toml::Value::from("workspace-write")),
+            ("exec_server_url", url.into()),
+            (
+                "exec_server_auth_token_env",
+                "KEEL_DOCTOR_EXEC_TOKEN".into(),
+            ),
+        ],
+    )?;
+    let token = [("KEEL_DOCTOR_EXEC_TOKEN", "doctor-exec-token")];
+    let (code, report) = doctor(home.path(), ws.path(), &token).await?;
+    let remote = check(&report, "exec-server");
+    assert_eq!(remote["status"], "ok", "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        remote["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("confined by the sandbox helper")),
+        "{report:#}"
+    );
+
+    let (code, report) = doctor(
+        home.path(),
+        ws.path(),
+        &[("KEEL_DOCTOR_EXEC_TOKEN", "not-the-token")],
+    )
+    .await?;
+    assert_eq!(code, 1, "{report:#}");
+    let remote = check(&report, "exec-server");
+    assert_eq!(remote["status"], "fail", "{report:#}");
+    assert!(
+        remote["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("cannot connect")),
+        "{report:#}"
+    );
+
+    // A keel whose path does not exist on the server's host (here: hidden from a server in a
+    // mount namespace by a tmpfs over its directory).
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let local_keel = bin.path().join("keel");
+    std::fs::hard_link(env!("CARGO_BIN_EXE_keel"), &local_keel)?;
+    let script = format!(
+        "mount -t tmpfs hidden '{}' && exec '{}' exec-server --listen ws://127.0.0.1:0",
+        bin.path().display(),
+        env!("CARGO_BIN_EXE_keel"),
+    );
+    let namespaced = keel_test_support::ProcessBuilder::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .spawn();
+    let mut elsewhere = match namespaced {
+        Ok(process) => process,
+        Err(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped the missing-helper case: no mount namespace here ({why})");
+            return Ok(());
+        }
+        Err(why) => anyhow::bail!("cannot start a server in a mount namespace: {why}"),
+    };
+    let elsewhere_url = match elsewhere.websocket_address().await {
+        Ok(address) => format!("ws://{address}"),
+        Err(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped the missing-helper case: no mount namespace here ({why})");
+            return Ok(());
+        }
+        Err(why) => anyhow::bail!("the namespaced server did not start: {why}"),
+    };
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("sandbox_mode", toml::Value::from("workspace-write")),
+            ("exec_server_url", elsewhere_url.into()),
+        ],
+    )?;
+    let (code, report) = doctor_of(&local_keel, home.path(), ws.path(), &[]).await?;
+    assert_eq!(code, 1, "{report:#}");
+    let remote = check(&report, "exec-server");
+    assert!(
+        remote["detail"].as_str().is_some_and(|d| {
+            d.contains(&format!("{} is not on that host", local_keel.display()))
+        }),
+        "{report:#}"
+    );
+    Ok(())
+}

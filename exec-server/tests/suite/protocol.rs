@@ -43,7 +43,8 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
                 "command/exec/closeStdin",
                 "command/exec/wait",
                 "command/exec/snapshot",
-                "command/exec/terminate.mode"
+                "command/exec/terminate.mode",
+                "patch.v1"
             ]
         })
     );

@@ -94,6 +94,38 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
             "command/exec/snapshot",
             json!({"sessionId": "session-1"}),
         ),
+        (
+            ExecServerRequest::PatchPlan(PatchParams {
+                patch: "*** Begin Patch\n*** End Patch\n".to_string(),
+                cwd: PathBuf::from("/work"),
+                sandbox_policy: Some(keel_protocol::SandboxPolicy::ReadOnly),
+                tmpdir: None,
+                allow_git_writes: false,
+            }),
+            "patch/plan",
+            json!({
+                "patch": "*** Begin Patch\n*** End Patch\n",
+                "cwd": "/work",
+                "sandboxPolicy": {"type": "read-only"},
+                "allowGitWrites": false,
+            }),
+        ),
+        (
+            ExecServerRequest::PatchApply(PatchParams {
+                patch: "*** Begin Patch\n*** End Patch\n".to_string(),
+                cwd: PathBuf::from("/work"),
+                sandbox_policy: None,
+                tmpdir: Some(PathBuf::from("/tmp/t")),
+                allow_git_writes: true,
+            }),
+            "patch/apply",
+            json!({
+                "patch": "*** Begin Patch\n*** End Patch\n",
+                "cwd": "/work",
+                "tmpdir": "/tmp/t",
+                "allowGitWrites": true,
+            }),
+        ),
     ]
 }
 
