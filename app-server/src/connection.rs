@@ -70,6 +70,7 @@ pub(crate) async fn serve(
                 .map(|url| crate::utilities::RemoteExecServer {
                     url,
                     token_env: config.exec_server_auth_token_env,
+                    token_file: config.exec_server_auth_token_file,
                 })
         });
     let context = Arc::new(ConnectionContext {

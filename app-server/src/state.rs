@@ -185,6 +185,7 @@ impl AppState {
             updated_at: now,
             ephemeral,
             source: Default::default(),
+            environment_id: config.environment_id().to_string(),
         };
         let has_own_tools = !new.dynamic_tools.is_empty();
         let thread = LoadedThread::start(
@@ -233,6 +234,7 @@ impl AppState {
             created_at: now,
             updated_at: now,
             ephemeral: child.ephemeral,
+            environment_id: config.environment_id().to_string(),
             source: SessionSource::SubAgent(Box::new(SubAgentSource::ThreadSpawn {
                 parent_thread_id: child.parent_id.to_string(),
                 depth: i32::try_from(child.depth).unwrap_or(i32::MAX),

@@ -651,6 +651,7 @@ impl ManagerShared {
             Some(url) => ExecTarget::Remote {
                 url: url.clone(),
                 token_env: config.exec_server_auth_token_env.clone(),
+                token_file: config.exec_server_auth_token_file.clone(),
             },
             None => ExecTarget::InProcess,
         };

@@ -96,7 +96,7 @@ pub use error::{CoreError, Result};
 pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;
 pub use models::{ContentItem, ReasoningSummary, ResponseItem, injectable_item};
-pub use processes::{ProcessError, exec_server_bearer_token};
+pub use processes::{ProcessError, exec_server_bearer_token, exec_server_bearer_token_from};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,

@@ -292,6 +292,7 @@ pub(super) fn summary_thread(
         updated_at: unix_seconds(&summary.updated_at),
         ephemeral: false,
         source: Default::default(),
+        environment_id: keel_core::config::LOCAL_ENVIRONMENT.to_string(),
     };
     thread_object(summary.id, &meta, None, status, turns)
 }

@@ -50,6 +50,8 @@ pub(crate) struct ThreadMeta {
     pub forked_from_id: Option<String>,
     /// The model it was recorded with (a loaded thread reports its current one instead).
     pub model: Option<String>,
+    /// Where its commands run when loaded (`Config::environment_id`).
+    pub environment_id: String,
 }
 
 /// A thread loaded in this server.
@@ -495,7 +497,7 @@ pub(crate) fn thread_object(
             Vec::new()
         } else {
             vec![keel_protocol::app_server::ThreadEnvironment {
-                environment_id: "local".to_string(),
+                environment_id: meta.environment_id.clone(),
                 cwd: settings.cwd.clone(),
                 runtime_workspace_roots: vec![settings.cwd.clone()],
             }]

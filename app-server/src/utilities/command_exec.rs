@@ -48,6 +48,8 @@ pub(crate) struct RemoteExecServer {
     pub(crate) url: String,
     /// `exec_server_auth_token_env`.
     pub(crate) token_env: Option<String>,
+    /// An environment's `auth_token_file`.
+    pub(crate) token_file: Option<std::path::PathBuf>,
 }
 
 /// Frees a reserved process id however `exec` ends (error, cancellation or exit).
@@ -119,11 +121,13 @@ impl CommandExecs {
                 };
                 match &self.remote {
                     Some(remote) => {
-                        let bearer_token =
-                            keel_core::exec_server_bearer_token(remote.token_env.as_deref())
-                                .map_err(|err| {
-                                    keel_exec_server::ExecServerError::Protocol(err.to_string())
-                                })?;
+                        let bearer_token = keel_core::exec_server_bearer_token_from(
+                            remote.token_env.as_deref(),
+                            remote.token_file.as_deref(),
+                        )
+                        .map_err(|err| {
+                            keel_exec_server::ExecServerError::Protocol(err.to_string())
+                        })?;
                         let options = ExecServerClientOptions {
                             bearer_token,
                             ..options

@@ -251,6 +251,12 @@ async fn remote_environment(config: &Config) -> Option<Check> {
 
     let url = config.exec_server_url.as_deref()?;
     let name = "exec-server";
+    let url_shown = match &config.environment {
+        Some(id) => format!("environment `{id}` ({url})"),
+        None => url.to_string(),
+    };
+    let url = url_shown.as_str();
+    let url_to_connect = config.exec_server_url.as_deref()?;
     let token =
         match keel_core::exec_server_bearer_token(config.exec_server_auth_token_env.as_deref()) {
             Ok(token) => token,
@@ -262,7 +268,7 @@ async fn remote_environment(config: &Config) -> Option<Check> {
         ..ExecServerClientOptions::default()
     };
     let checked = tokio::time::timeout(REMOTE_TIMEOUT, async {
-        let client = ExecServerClient::connect_websocket(url, options)
+        let client = ExecServerClient::connect_websocket(url_to_connect, options)
             .await
             .map_err(|err| format!("cannot connect: {err}"))?;
         if !client.supports(PATCH_EXTENSION) {

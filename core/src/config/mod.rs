@@ -18,6 +18,7 @@
 //! project docs.
 
 mod edit;
+mod environments;
 mod error;
 mod features;
 mod mcp_servers;
@@ -38,6 +39,7 @@ use std::path::PathBuf;
 pub use edit::{
     ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
 };
+pub use environments::{EnvironmentToml, LOCAL_ENVIRONMENT};
 pub use error::{ConfigError, ConfigOrigin, Result};
 pub use features::{FeatureInfo, KEEL_FEATURES};
 pub use mcp_servers::{

@@ -128,6 +128,12 @@ pub struct Config {
     /// (`exec_server_auth_token_env`), for an exec-server started with `--ws-auth`; read when
     /// the first command connects.
     pub exec_server_auth_token_env: Option<String>,
+    /// A file holding that bearer token (an environment's `auth_token_file`), read when the
+    /// first command connects; used when set, before `exec_server_auth_token_env`.
+    pub exec_server_auth_token_file: Option<PathBuf>,
+    /// The named environment the thread's commands run in (`environment`); `None` for this
+    /// machine or an unnamed `exec_server_url`.
+    pub environment: Option<String>,
     /// Compact the history once a response reports this many tokens
     /// (`model_auto_compact_token_limit`); by default 90% of the model's context window when
     /// known.
@@ -251,6 +257,16 @@ impl Config {
     /// The path of the configuration file this config was (or would have been) read from.
     pub fn config_file(&self) -> PathBuf {
         self.keel_home.join(CONFIG_FILE_NAME)
+    }
+
+    /// Where the thread's commands run, as clients are told: the environment's name,
+    /// `remote` for an unnamed `exec_server_url`, or `local` for this machine.
+    pub fn environment_id(&self) -> &str {
+        match (&self.environment, &self.exec_server_url) {
+            (Some(id), _) => id,
+            (None, Some(_)) => "remote",
+            (None, None) => super::LOCAL_ENVIRONMENT,
+        }
     }
 }
 
@@ -388,25 +404,29 @@ fn validate_base_urls(
             });
         }
     }
-    if let Some(url) = &file.exec_server_url {
-        let problem = match reqwest::Url::parse(url) {
-            Err(err) => Some(format!(
-                "`{url}` is not a URL ({err}); expected e.g. `ws://127.0.0.1:4500`"
-            )),
-            Ok(parsed) if !matches!(parsed.scheme(), "ws" | "wss") => Some(format!(
-                "`{url}` has scheme `{}`; expected `ws` or `wss`",
-                parsed.scheme()
-            )),
-            Ok(_) => None,
-        };
-        if let Some(message) = problem {
-            let keys = ["exec_server_url".to_string()];
-            return Err(ConfigError::InvalidValue {
-                origin: origin_of(&keys, path, cli_overrides),
-                key: keys.join("."),
-                message,
-            });
-        }
+    if let Err((key, message)) = super::environments::choose(
+        file.environment.as_deref(),
+        &file.environments,
+        None,
+        None,
+        Path::new(""),
+    ) {
+        let keys: Vec<String> = key.split('.').map(str::to_string).collect();
+        return Err(ConfigError::InvalidValue {
+            origin: origin_of(&keys, path, cli_overrides),
+            key,
+            message,
+        });
+    }
+    if let Some(url) = &file.exec_server_url
+        && let Some(message) = super::environments::ws_url_problem(url)
+    {
+        let keys = ["exec_server_url".to_string()];
+        return Err(ConfigError::InvalidValue {
+            origin: origin_of(&keys, path, cli_overrides),
+            key: keys.join("."),
+            message,
+        });
     }
     Ok(())
 }
@@ -461,6 +481,8 @@ fn resolve(
         features,
         exec_server_url,
         exec_server_auth_token_env,
+        environment,
+        environments,
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit,
@@ -478,6 +500,15 @@ fn resolve(
         service_tier,
         openai_base_url,
     } = file;
+    // Checked at load (`validate_base_urls`), so a failure here cannot happen.
+    let chosen = super::environments::choose(
+        environment.as_deref(),
+        &environments,
+        exec_server_url,
+        exec_server_auth_token_env,
+        keel_home,
+    )
+    .unwrap_or_default();
 
     let active_profile = overrides.config_profile.or(profile);
     let profile = match &active_profile {
@@ -592,8 +623,10 @@ fn resolve(
         sandbox_executable: overrides.sandbox_executable,
         unified_exec: features.unified_exec,
         shell_snapshot: features.shell_snapshot.unwrap_or(true),
-        exec_server_url,
-        exec_server_auth_token_env,
+        exec_server_url: chosen.as_ref().map(|remote| remote.url.clone()),
+        exec_server_auth_token_env: chosen.as_ref().and_then(|remote| remote.token_env.clone()),
+        exec_server_auth_token_file: chosen.as_ref().and_then(|remote| remote.token_file.clone()),
+        environment: chosen.and_then(|remote| remote.id),
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),

@@ -36,6 +36,10 @@ pub(crate) struct ConfigToml {
     pub features: FeaturesToml,
     pub exec_server_url: Option<String>,
     pub exec_server_auth_token_env: Option<String>,
+    /// `environment`: the named environment threads run in (`local`: this machine).
+    pub environment: Option<String>,
+    /// `[environments.<id>]`: exec-servers by name.
+    pub environments: BTreeMap<String, super::EnvironmentToml>,
     pub model_auto_compact_token_limit: Option<u64>,
     pub compact_prompt: Option<String>,
     pub tool_output_token_limit: Option<usize>,

@@ -35,6 +35,8 @@ pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "bypass_hook_trust",
     "compact_prompt",
     "developer_instructions",
+    "environment",
+    "environments",
     "exec_server_auth_token_env",
     "exec_server_url",
     "features",

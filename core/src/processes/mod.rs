@@ -49,6 +49,23 @@ pub enum ProcessError {
     /// The exec-server refused or failed the request.
     #[error("{0}")]
     Request(#[from] keel_exec_server::ExecServerError),
+    /// The connection went after the start request was sent: the server may have started
+    /// the command, and nothing tells whether it ran.
+    #[error(
+        "the connection to the exec-server was lost while the command was being started: it may \
+         have started (and run) there; its outcome is unknown and it is not run again"
+    )]
+    LostWhileStarting,
+}
+
+impl ProcessError {
+    /// What the model reads when `command` could not be started (or may have been).
+    pub(crate) fn start_failure(&self, command: &str) -> String {
+        match self {
+            Self::LostWhileStarting => format!("`{command}`: {self}"),
+            other => format!("failed to start `{command}`: {other}"),
+        }
+    }
 }
 
 /// Where processes run.
@@ -62,6 +79,8 @@ pub(crate) enum ExecTarget {
         url: String,
         /// `exec_server_auth_token_env`: where the bearer token is, when the server wants one.
         token_env: Option<String>,
+        /// An environment's `auth_token_file`: the token in a file (before `token_env`).
+        token_file: Option<PathBuf>,
     },
 }
 
@@ -80,6 +99,31 @@ pub fn exec_server_bearer_token(
         _ => Err(ProcessError::Connect(format!(
             "exec_server_auth_token_env names `{name}`, but that environment variable is unset \
              or empty"
+        ))),
+    }
+}
+
+/// The bearer token for a remote exec-server: the contents of `token_file` when one is
+/// named (an environment's `auth_token_file`, surrounding whitespace ignored), else what
+/// [`exec_server_bearer_token`] reads from `token_env`.
+pub fn exec_server_bearer_token_from(
+    token_env: Option<&str>,
+    token_file: Option<&std::path::Path>,
+) -> Result<Option<keel_exec_server::BearerToken>, ProcessError> {
+    let Some(file) = token_file else {
+        return exec_server_bearer_token(token_env);
+    };
+    match std::fs::read_to_string(file) {
+        Ok(token) if !token.trim().is_empty() => {
+            Ok(Some(keel_exec_server::BearerToken::new(token.trim())))
+        }
+        Ok(_) => Err(ProcessError::Connect(format!(
+            "the exec-server token file {} is empty",
+            file.display()
+        ))),
+        Err(err) => Err(ProcessError::Connect(format!(
+            "cannot read the exec-server token file {}: {err}",
+            file.display()
         ))),
     }
 }
@@ -148,9 +192,16 @@ impl ProcessLayer {
                 };
                 ExecServerClient::in_process(config, options).await
             }
-            ExecTarget::Remote { url, token_env } => {
+            ExecTarget::Remote {
+                url,
+                token_env,
+                token_file,
+            } => {
                 let options = ExecServerClientOptions {
-                    bearer_token: exec_server_bearer_token(token_env.as_deref())?,
+                    bearer_token: exec_server_bearer_token_from(
+                        token_env.as_deref(),
+                        token_file.as_deref(),
+                    )?,
                     ..options
                 };
                 ExecServerClient::connect_websocket(url, options).await
@@ -211,7 +262,13 @@ impl ProcessLayer {
                 tty: spec.tty,
                 arg0: spec.arg0,
             })
-            .await?;
+            .await
+            .map_err(|err| match err {
+                keel_exec_server::ExecServerError::ConnectionClosed => {
+                    ProcessError::LostWhileStarting
+                }
+                other => ProcessError::Request(other),
+            })?;
         let state = connected.states.claim(&response.session_id);
         Ok(ProcessHandle::new(
             connected.clone(),

@@ -330,8 +330,8 @@ impl BuiltinCall<'_> {
             Err(err) => ExecOutcome {
                 exit_code: -1,
                 stdout: String::new(),
-                stderr: format!("failed to start `{}`: {err}", argv.join(" ")),
-                aggregated: format!("failed to start `{}`: {err}", argv.join(" ")),
+                stderr: err.start_failure(&argv.join(" ")),
+                aggregated: err.start_failure(&argv.join(" ")),
                 duration: Duration::ZERO,
                 timed_out: false,
             },

@@ -209,7 +209,7 @@ impl BuiltinCall<'_> {
         let handle = match self.session.processes().spawn(spec).await {
             Ok(handle) => handle,
             Err(err) => {
-                let message = format!("failed to start `{}`: {err}", args.cmd);
+                let message = err.start_failure(&args.cmd);
                 let process = UnifiedProcessInfo {
                     call_id: &call.call_id,
                     command: &call.argv,
