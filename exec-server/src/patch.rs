@@ -163,6 +163,19 @@ pub fn apply(params: &PatchParams) -> PatchApplyResponse {
         Ok(action) => action,
         Err(message) => return PatchApplyResponse::Failed { message },
     };
+    if let Some(expected) = &params.expected_before {
+        for write in action.writes() {
+            let approved = expected.get(&write.path);
+            if approved.is_none_or(|before| before != &write.before) {
+                return PatchApplyResponse::Failed {
+                    message: format!(
+                        "`{}` changed after the patch was checked; nothing was written",
+                        write.path.display()
+                    ),
+                };
+            }
+        }
+    }
     let policy = policy_of(params);
     if let Some(policy) = &policy
         && let Err(message) = real_targets(policy, &action)

@@ -123,71 +123,30 @@ impl PostgresCluster {
                 String::from_utf8_lossy(&initdb.stderr)
             )));
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map_err(|err| failed(format!("finding a free port: {err}")))?
-            .port();
-        let mut server = unprivileged(
-            Command::new(bin.join("postgres"))
-                .arg("-D")
-                .arg(&data)
-                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
-                .arg(dir.path())
-                .args([
-                    "-c",
-                    "fsync=off",
-                    "-c",
-                    "synchronous_commit=off",
-                    "-c",
-                    "full_page_writes=off",
-                    "-c",
-                    "max_connections=200",
-                ])
-                .env("LC_ALL", "C")
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped()),
-        )
-        .spawn()
-        .map_err(|err| failed(format!("starting postgres: {err}")))?;
-        let stderr = server
-            .stderr
-            .take()
-            .ok_or_else(|| failed("postgres has no stderr"))?;
-        let (ready_tx, ready_rx) = mpsc::channel();
-        // Reads the server's log for as long as it runs (a full pipe would stall it).
-        std::thread::spawn(move || {
-            let mut log = Vec::new();
-            for line in BufReader::new(stderr)
-                .lines()
-                .map_while(std::io::Result::ok)
-            {
-                if line.contains("ready to accept connections") {
-                    let _ = ready_tx.send(Ok(()));
-                } else {
-                    log.push(line);
-                    if log.len() > 50 {
-                        log.remove(0);
-                    }
+        // A free port is found by binding and letting go, so another process may take it
+        // before the server binds it: then the server exits at once and a new port is tried.
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .map_err(|err| failed(format!("finding a free port: {err}")))?
+                .port();
+            match start_server(&bin, &data, dir.path(), port)? {
+                Started::Ready(server) => {
+                    return Ok(Some(Self {
+                        server,
+                        bin,
+                        port,
+                        password,
+                        _dir: dir,
+                    }));
                 }
+                Started::PortTaken(log) => last = log,
             }
-            let _ = ready_tx.send(Err(log.join("\n")));
-        });
-        let cluster = Self {
-            server,
-            bin,
-            port,
-            password,
-            _dir: dir,
-        };
-        match ready_rx.recv_timeout(START_TIMEOUT) {
-            Ok(Ok(())) => Ok(Some(cluster)),
-            Ok(Err(log)) => Err(failed(format!("postgres exited at start-up:\n{log}"))),
-            Err(_) => Err(failed(format!(
-                "postgres was not ready within {START_TIMEOUT:?}"
-            ))),
         }
+        Err(failed(format!(
+            "postgres could not bind a free port three times:\n{last}"
+        )))
     }
 
     /// The cluster's URL, without the password (give it through `PGPASSWORD`).
@@ -222,6 +181,82 @@ impl PostgresCluster {
             )));
         }
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    }
+}
+
+/// How a start-up attempt ended.
+enum Started {
+    Ready(Child),
+    /// The port was taken before the server could bind it; its log.
+    PortTaken(String),
+}
+
+/// Starts `postgres` on `data` at `port` and waits until it accepts connections.
+fn start_server(bin: &Path, data: &Path, dir: &Path, port: u16) -> Result<Started> {
+    let mut server = unprivileged(
+        Command::new(bin.join("postgres"))
+            .arg("-D")
+            .arg(data)
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
+            .arg(dir)
+            .args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+            ])
+            .env("LC_ALL", "C")
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .spawn()
+    .map_err(|err| failed(format!("starting postgres: {err}")))?;
+    let stderr = server
+        .stderr
+        .take()
+        .ok_or_else(|| failed("postgres has no stderr"))?;
+    let (ready_tx, ready_rx) = mpsc::channel();
+    // Reads the server's log for as long as it runs (a full pipe would stall it).
+    std::thread::spawn(move || {
+        let mut log = Vec::new();
+        for line in BufReader::new(stderr)
+            .lines()
+            .map_while(std::io::Result::ok)
+        {
+            if line.contains("ready to accept connections") {
+                let _ = ready_tx.send(Ok(()));
+            } else {
+                log.push(line);
+                if log.len() > 50 {
+                    log.remove(0);
+                }
+            }
+        }
+        let _ = ready_tx.send(Err(log.join("\n")));
+    });
+    match ready_rx.recv_timeout(START_TIMEOUT) {
+        Ok(Ok(())) => Ok(Started::Ready(server)),
+        Ok(Err(log)) => {
+            let _ = server.wait();
+            if log.contains("could not bind") || log.contains("already in use") {
+                Ok(Started::PortTaken(log))
+            } else {
+                Err(failed(format!("postgres exited at start-up:\n{log}")))
+            }
+        }
+        Err(_) => {
+            let _ = server.kill();
+            let _ = server.wait();
+            Err(failed(format!(
+                "postgres was not ready within {START_TIMEOUT:?}"
+            )))
+        }
     }
 }
 

@@ -34,6 +34,29 @@ pub struct JobRecord {
     pub status: String,
 }
 
+impl JobRecord {
+    /// A stored job (for stores outside this crate).
+    pub fn new(
+        id: String,
+        headers: Vec<String>,
+        total: u64,
+        instruction: String,
+        output_csv_path: PathBuf,
+        output_schema: Option<serde_json::Value>,
+        status: String,
+    ) -> Self {
+        Self {
+            id,
+            headers,
+            total,
+            instruction,
+            output_csv_path,
+            output_schema,
+            status,
+        }
+    }
+}
+
 /// What a new job is made of (its rows are added with [`JobStore::add_rows`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -150,6 +173,18 @@ pub struct JobCounts {
 }
 
 impl JobCounts {
+    /// Counts by status; `total` is their sum.
+    pub fn new(pending: u64, running: u64, completed: u64, failed: u64, cancelled: u64) -> Self {
+        Self {
+            total: pending + running + completed + failed + cancelled,
+            pending,
+            running,
+            completed,
+            failed,
+            cancelled,
+        }
+    }
+
     /// Whether every row has ended (completed, failed or cancelled).
     pub fn finished(&self) -> bool {
         self.pending == 0 && self.running == 0
@@ -170,12 +205,31 @@ pub struct RunningItem {
     pub lease_left_ms: i64,
 }
 
+impl RunningItem {
+    /// A held row (for stores outside this crate).
+    pub fn new(item_id: String, holder: String, attempt: u32, lease_left_ms: i64) -> Self {
+        Self {
+            item_id,
+            holder,
+            attempt,
+            lease_left_ms,
+        }
+    }
+}
+
 /// A recorded report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReportOutcome {
     /// When it was recorded (RFC 3339, seconds).
     pub reported_at: String,
+}
+
+impl ReportOutcome {
+    /// A report recorded at `reported_at` (RFC 3339).
+    pub fn new(reported_at: String) -> Self {
+        Self { reported_at }
+    }
 }
 
 /// How a row that did not report ended.
@@ -222,6 +276,37 @@ pub struct ExportRow {
     pub reported_at: String,
     /// When the row ended, or empty.
     pub completed_at: String,
+}
+
+impl ExportRow {
+    /// A row of results as the store holds it (for stores outside this crate): the input's
+    /// fields, then the outcome columns in the results CSV's order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        fields: Vec<String>,
+        item_id: String,
+        row_index: u64,
+        source_id: String,
+        status: String,
+        attempt_count: u32,
+        last_error: String,
+        result_json: String,
+        reported_at: String,
+        completed_at: String,
+    ) -> Self {
+        Self {
+            fields,
+            item_id,
+            row_index,
+            source_id,
+            status,
+            attempt_count,
+            last_error,
+            result_json,
+            reported_at,
+            completed_at,
+        }
+    }
 }
 
 /// Timestamps as Codex writes them in results (`2026-11-23T22:24:21+00:00`).
@@ -311,14 +396,16 @@ pub trait JobStore: Send + Sync {
         result: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<ReportOutcome, JobError>>;
 
-    /// Ends a row `holder` holds that did not report, with why. A row that reported
-    /// meanwhile keeps its result, and a row another worker has claimed since is left to it.
+    /// Ends a row that did not report, with why, if `holder`'s claim number `attempt` is
+    /// still the row's latest: a row that reported meanwhile keeps its result, and a row
+    /// claimed again since (by anyone, this holder included) is left to that claim.
     /// Returns whether the row has a result.
     fn finish_unreported<'a>(
         &'a self,
         job_id: &'a str,
         item_id: &'a str,
         holder: &'a str,
+        attempt: u32,
         end: ItemEnd,
         error: &'a str,
     ) -> BoxFuture<'a, Result<bool, JobError>>;
@@ -340,7 +427,7 @@ pub trait JobStore: Send + Sync {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<RunningItem>, JobError>>;
 
-    /// Sets the job's status (`running`, `completed`, `cancelled`).
+    /// Ends a running job (`completed`, `cancelled`); a job that has ended keeps its status.
     fn set_job_status<'a>(
         &'a self,
         job_id: &'a str,

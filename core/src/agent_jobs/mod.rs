@@ -67,7 +67,24 @@ pub async fn open_store(
 
 /// Whether `spec` names a PostgreSQL store rather than a file.
 fn is_postgres(spec: &str) -> bool {
-    spec.starts_with("postgres://") || spec.starts_with("postgresql://") || spec.contains('=')
+    const LIBPQ_KEYS: [&str; 11] = [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "service",
+        "sslmode",
+        "connect_timeout",
+        "application_name",
+    ];
+    spec.starts_with("postgres://")
+        || spec.starts_with("postgresql://")
+        || spec
+            .split_once('=')
+            .is_some_and(|(key, _)| LIBPQ_KEYS.contains(&key.trim()))
 }
 
 #[cfg(feature = "agent-jobs-postgres")]

@@ -142,14 +142,16 @@ const JOB_COLUMNS: &str =
 
 /// Brings a file to the current schema, one migration at a time.
 fn migrate(conn: &mut Connection) -> Result<(), JobError> {
-    conn.execute_batch(SCHEMA_V0)?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    // Under the write lock from the start, and the version read inside it: processes
+    // opening an old file together migrate it once.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA_V0)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     for (done, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-        let tx = conn.transaction()?;
         tx.execute_batch(migration)?;
         tx.pragma_update(None, "user_version", done + 1)?;
-        tx.commit()?;
     }
+    tx.commit()?;
     Ok(())
 }
 
@@ -480,6 +482,7 @@ impl JobStore for SqliteJobStore {
         job_id: &'a str,
         item_id: &'a str,
         holder: &'a str,
+        attempt: u32,
         end: ItemEnd,
         error: &'a str,
     ) -> BoxFuture<'a, Result<bool, JobError>> {
@@ -495,8 +498,8 @@ impl JobStore for SqliteJobStore {
                  SET status = ?4, last_error = ?5, completed_at = ?6, lease_holder = NULL,
                      lease_expires_ms = NULL
                  WHERE job_id = ?1 AND item_id = ?2 AND lease_holder = ?3
-                     AND result_json IS NULL",
-                params![job_id, item_id, holder, end.as_str(), error, now()],
+                     AND attempt_count = ?7 AND result_json IS NULL",
+                params![job_id, item_id, holder, end.as_str(), error, now(), attempt],
             )?;
             let reported = conn
                 .query_row(
@@ -578,7 +581,8 @@ impl JobStore for SqliteJobStore {
         let (job_id, status) = (job_id.to_string(), status.to_string());
         Box::pin(self.call(move |conn| {
             conn.execute(
-                "UPDATE agent_jobs SET status = ?2, finished_at = ?3 WHERE id = ?1",
+                "UPDATE agent_jobs SET status = ?2, finished_at = ?3
+                 WHERE id = ?1 AND status = 'running'",
                 params![job_id, status, now()],
             )?;
             Ok(())

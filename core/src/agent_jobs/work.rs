@@ -189,7 +189,13 @@ pub(crate) async fn work_job(
             if halted || run.halt.is_cancelled() {
                 break;
             }
-            counts = store.counts(job_id).await?;
+            match store.counts(job_id).await {
+                Ok(now) => counts = now,
+                Err(err) => {
+                    failure = Some(err);
+                    break;
+                }
+            }
             progress(&counts);
             if counts.finished() {
                 break;
@@ -216,9 +222,18 @@ pub(crate) async fn work_job(
                 }
                 // Counting scans the job's rows: once a second is enough for progress.
                 if counted.elapsed() >= PROGRESS_EVERY {
-                    counts = store.counts(job_id).await?;
+                    match store.counts(job_id).await {
+                        Ok(now) => {
+                            counts = now;
+                            progress(&counts);
+                        }
+                        // Stop claiming; the running workers end before this returns.
+                        Err(err) => {
+                            failure.get_or_insert(err);
+                            run.halt.cancel();
+                        }
+                    }
                     counted = std::time::Instant::now();
-                    progress(&counts);
                 }
             }
             () = tokio::time::sleep(IDLE_POLL), if poll => {}

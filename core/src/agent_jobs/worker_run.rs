@@ -165,7 +165,7 @@ pub(crate) async fn run_row(host: &dyn WorkerHost, run: &RowRun, item: ClaimedIt
     };
     match run
         .store
-        .finish_unreported(&job.id, &item.item_id, &run.holder, end, &why)
+        .finish_unreported(&job.id, &item.item_id, &run.holder, item.attempt, end, &why)
         .await
     {
         Ok(true) => WorkerEnd::Completed,

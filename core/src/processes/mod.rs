@@ -68,6 +68,16 @@ impl ProcessError {
     }
 }
 
+/// How long a patch request may go unanswered before the server is reported as silent.
+const PATCH_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn no_patch_answer() -> ProcessError {
+    ProcessError::Connect(format!(
+        "the exec-server did not answer the patch request within {} s",
+        PATCH_TIMEOUT.as_secs()
+    ))
+}
+
 /// Where processes run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ExecTarget {
@@ -238,7 +248,10 @@ impl ProcessLayer {
         params: PatchParams,
     ) -> Result<PatchPlanResponse, ProcessError> {
         let connected = self.connected_with(PATCH_EXTENSION).await?;
-        Ok(connected.client.plan_patch(params).await?)
+        tokio::time::timeout(PATCH_TIMEOUT, connected.client.plan_patch(params))
+            .await
+            .map_err(|_| no_patch_answer())?
+            .map_err(ProcessError::from)
     }
 
     /// Applies a patch where the turn's commands run, all or nothing, under its sandbox.
@@ -247,7 +260,10 @@ impl ProcessLayer {
         params: PatchParams,
     ) -> Result<PatchApplyResponse, ProcessError> {
         let connected = self.connected_with(PATCH_EXTENSION).await?;
-        Ok(connected.client.apply_patch(params).await?)
+        tokio::time::timeout(PATCH_TIMEOUT, connected.client.apply_patch(params))
+            .await
+            .map_err(|_| no_patch_answer())?
+            .map_err(ProcessError::from)
     }
 
     /// Starts a process; its output is collected from its first byte.

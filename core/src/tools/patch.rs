@@ -290,6 +290,7 @@ impl BuiltinCall<'_> {
             sandbox_policy: Some(self.context.sandbox_policy.clone()),
             tmpdir: self.context.shell_env.get("TMPDIR").map(PathBuf::from),
             allow_git_writes: self.context.sandbox_allow_git_writes,
+            expected_before: None,
         };
         let plan = self
             .session
@@ -307,16 +308,26 @@ impl BuiltinCall<'_> {
                 writes,
                 writable_roots,
                 read_only_subpaths,
-            } => Ok(PlannedPatch {
-                changes,
-                writes,
-                resolved: writable_roots.map(|writable_roots| ResolvedPolicy {
-                    writable_roots,
-                    read_only_subpaths,
-                    network: false,
-                }),
-                apply: ApplyBy::Remote(params),
-            }),
+            } => {
+                // What is written must be what was approved.
+                let expected_before = writes
+                    .iter()
+                    .map(|write| (write.path.clone(), write.before.clone()))
+                    .collect();
+                Ok(PlannedPatch {
+                    changes,
+                    writes,
+                    resolved: writable_roots.map(|writable_roots| ResolvedPolicy {
+                        writable_roots,
+                        read_only_subpaths,
+                        network: false,
+                    }),
+                    apply: ApplyBy::Remote(PatchParams {
+                        expected_before: Some(expected_before),
+                        ..params
+                    }),
+                })
+            }
         }
     }
 }

@@ -292,13 +292,24 @@ impl Processor {
                 let result = handler.snapshot(params).await;
                 self.reply(id, result).await;
             }
+            // Patches read and write files: they run beside the connection's other requests.
             ExecServerRequest::PatchPlan(params) => {
-                let result = handler.plan_patch(params).await;
-                self.reply(id, result).await;
+                let (handler, responses) = (handler.clone(), self.responses.clone());
+                self.waits.spawn(async move {
+                    let message = response_message(id, handler.plan_patch(params).await);
+                    if responses.send(message).await.is_err() {
+                        tracing::debug!("patch/plan answered after the connection closed");
+                    }
+                });
             }
             ExecServerRequest::PatchApply(params) => {
-                let result = handler.apply_patch(params).await;
-                self.reply(id, result).await;
+                let (handler, responses) = (handler.clone(), self.responses.clone());
+                self.waits.spawn(async move {
+                    let message = response_message(id, handler.apply_patch(params).await);
+                    if responses.send(message).await.is_err() {
+                        tracing::debug!("patch/apply answered after the connection closed");
+                    }
+                });
             }
             ExecServerRequest::Wait(params) => {
                 let handler = handler.clone();

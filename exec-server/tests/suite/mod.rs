@@ -3,5 +3,6 @@ mod client;
 mod escapes;
 mod harness;
 mod lifecycle;
+mod patches;
 mod processes;
 mod protocol;

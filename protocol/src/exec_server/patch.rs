@@ -28,6 +28,10 @@ pub struct PatchParams {
     /// Whether a root's `.git` is writable (read-only by default).
     #[serde(default)]
     pub allow_git_writes: bool,
+    /// For `patch/apply`: each file's contents as the approved plan saw them (`null`: it did
+    /// not exist); a file that changed since fails the patch. Absent: not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_before: Option<BTreeMap<PathBuf, Option<String>>>,
 }
 
 /// One file a patch writes.

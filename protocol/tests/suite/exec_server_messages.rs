@@ -101,6 +101,7 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
                 sandbox_policy: Some(keel_protocol::SandboxPolicy::ReadOnly),
                 tmpdir: None,
                 allow_git_writes: false,
+                expected_before: None,
             }),
             "patch/plan",
             json!({
@@ -117,6 +118,10 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
                 sandbox_policy: None,
                 tmpdir: Some(PathBuf::from("/tmp/t")),
                 allow_git_writes: true,
+                expected_before: Some(BTreeMap::from([
+                    (PathBuf::from("/work/a.txt"), Some("old\n".to_string())),
+                    (PathBuf::from("/work/new.txt"), None),
+                ])),
             }),
             "patch/apply",
             json!({
@@ -124,6 +129,7 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
                 "cwd": "/work",
                 "tmpdir": "/tmp/t",
                 "allowGitWrites": true,
+                "expectedBefore": {"/work/a.txt": "old\n", "/work/new.txt": null},
             }),
         ),
     ]

@@ -54,6 +54,14 @@ fn keel(home: &std::path::Path, ws: &std::path::Path, store: &Store, args: &[&st
         .env_remove("PGPASSWORD")
         .env_remove("PGPASSFILE")
         .env_remove("KEEL_AGENT_JOB_STORE")
+        // Nothing of the developer's own PostgreSQL settings reaches the test.
+        .env_remove("PGSSLMODE")
+        .env_remove("PGSERVICE")
+        .env_remove("PGSERVICEFILE")
+        .env_remove("PGHOST")
+        .env_remove("PGPORT")
+        .env_remove("PGUSER")
+        .env_remove("PGDATABASE")
         .stdin(Stdio::null())
         .kill_on_drop(true);
     for (name, value) in &store.env {
@@ -148,7 +156,9 @@ async fn three_workers_one_killed(store: Store) -> anyhow::Result<String> {
             home.path(),
             ws.path(),
             &store,
-            &["work", &job, "--concurrency", "2", "--lease-seconds", "3"],
+            // Renewed every 3.3 s: a busy machine may be late with a renewal or two without
+            // a live row being taken over; the killed worker's row waits out the 10 s.
+            &["work", &job, "--concurrency", "2", "--lease-seconds", "10"],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

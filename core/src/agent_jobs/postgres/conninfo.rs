@@ -103,8 +103,8 @@ fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, JobError> {
     }
 }
 
-/// Decodes `%XX` escapes.
-fn percent_decode(text: &str) -> Result<String, JobError> {
+/// Decodes `%XX` escapes; a problem names `what` (never the text: it may be a password).
+fn percent_decode(text: &str, what: &str) -> Result<String, JobError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -113,7 +113,7 @@ fn percent_decode(text: &str) -> Result<String, JobError> {
             let hex = text
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| bad(format!("bad %-escape in `{text}`")))?;
+                .ok_or_else(|| bad(format!("bad %-escape in the URL's {what}")))?;
             out.push(hex);
             i += 3;
         } else {
@@ -121,7 +121,7 @@ fn percent_decode(text: &str) -> Result<String, JobError> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| bad(format!("`{text}` is not UTF-8 once decoded")))
+    String::from_utf8(out).map_err(|_| bad(format!("the URL's {what} is not UTF-8 once decoded")))
 }
 
 /// Splits a `postgres://` or `postgresql://` URL into settings.
@@ -130,23 +130,28 @@ fn parse_url(url: &str) -> Result<Vec<(String, String)>, JobError> {
         .strip_prefix("postgresql://")
         .or_else(|| url.strip_prefix("postgres://"))
         .ok_or_else(|| bad("a store URL starts with postgres:// or postgresql://"))?;
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut pairs = Vec::new();
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((userinfo, hostport)) => (Some(userinfo), hostport),
-        None => (None, authority),
+    // The user part ends at the last `@`, so a password with an unescaped `/`, `?` or `@`
+    // stays in it (and out of the host, path and messages).
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((userinfo, rest)) => (Some(userinfo), rest),
+        None => (None, rest),
     };
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (hostport, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut pairs = Vec::new();
     if let Some(userinfo) = userinfo {
         let (user, password) = match userinfo.split_once(':') {
             Some((user, password)) => (user, Some(password)),
             None => (userinfo, None),
         };
         if !user.is_empty() {
-            pairs.push(("user".to_string(), percent_decode(user)?));
+            pairs.push(("user".to_string(), percent_decode(user, "user")?));
         }
         if let Some(password) = password {
-            pairs.push(("password".to_string(), percent_decode(password)?));
+            pairs.push((
+                "password".to_string(),
+                percent_decode(password, "password")?,
+            ));
         }
     }
     if !hostport.is_empty() {
@@ -162,18 +167,21 @@ fn parse_url(url: &str) -> Result<Vec<(String, String)>, JobError> {
             }
         };
         if !host.is_empty() {
-            pairs.push(("host".to_string(), percent_decode(host)?));
+            pairs.push(("host".to_string(), percent_decode(host, "host")?));
         }
         if let Some(port) = port.filter(|p| !p.is_empty()) {
             pairs.push(("port".to_string(), port.to_string()));
         }
     }
     if !path.is_empty() {
-        pairs.push(("dbname".to_string(), percent_decode(path)?));
+        pairs.push(("dbname".to_string(), percent_decode(path, "database name")?));
     }
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        pairs.push((percent_decode(key)?, percent_decode(value)?));
+        pairs.push((
+            percent_decode(key, "query")?,
+            percent_decode(value, "query")?,
+        ));
     }
     Ok(pairs)
 }

@@ -37,6 +37,19 @@ fn a_url_gives_every_part_and_is_shown_without_its_password() {
 }
 
 #[test]
+fn a_password_never_shows_in_a_message_even_when_malformed() {
+    let err = resolve("postgres://u:s3cr%ZZet@h/db", &[], None).unwrap_err();
+    assert!(!err.to_string().contains("s3cr"), "{err}");
+    assert!(err.to_string().contains("password"), "{err}");
+    // An unescaped `/` or `@` stays in the password instead of spilling into host or path.
+    let info = resolve("postgres://u:pa/ss@wd@db.example:5433/jobs", &[], None).unwrap();
+    assert_eq!(info.get("password"), Some("pa/ss@wd"));
+    assert_eq!(info.get("host"), Some("db.example"));
+    assert_eq!(info.get("port"), Some("5433"));
+    assert_eq!(info.get("dbname"), Some("jobs"));
+}
+
+#[test]
 fn key_value_strings_follow_libpq_quoting() {
     let info = resolve(
         r"host=127.0.0.1 port = 5433 dbname='my jobs' user=o\'brien",

@@ -438,6 +438,7 @@ impl JobStore for PostgresJobStore {
         job_id: &'a str,
         item_id: &'a str,
         holder: &'a str,
+        attempt: u32,
         end: ItemEnd,
         error: &'a str,
     ) -> BoxFuture<'a, Result<bool, JobError>> {
@@ -447,8 +448,16 @@ impl JobStore for PostgresJobStore {
                  SET status = $4, last_error = $5, completed_at = $6, lease_holder = NULL,
                      lease_expires_at = NULL
                  WHERE job_id = $1 AND item_id = $2 AND lease_holder = $3
-                     AND result_json IS NULL",
-                &[&job_id, &item_id, &holder, &end.as_str(), &error, &now()],
+                     AND attempt_count = $7 AND result_json IS NULL",
+                &[
+                    &job_id,
+                    &item_id,
+                    &holder,
+                    &end.as_str(),
+                    &error,
+                    &now(),
+                    &i32::try_from(attempt).unwrap_or(i32::MAX),
+                ],
             )
             .await?;
             let rows = self
@@ -536,7 +545,8 @@ impl JobStore for PostgresJobStore {
     ) -> BoxFuture<'a, Result<(), JobError>> {
         Box::pin(async move {
             self.execute(
-                "UPDATE agent_jobs SET status = $2, finished_at = $3 WHERE id = $1",
+                "UPDATE agent_jobs SET status = $2, finished_at = $3
+                 WHERE id = $1 AND status = 'running'",
                 &[&job_id, &status, &now()],
             )
             .await?;
