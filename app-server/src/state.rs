@@ -42,6 +42,8 @@ pub(crate) struct AppState {
     /// The index behind `thread/list` and `thread/search`, opened on first use (`None` when
     /// it cannot be: listings then read the rollouts).
     thread_index: tokio::sync::OnceCell<Option<Arc<keel_core::ThreadIndex>>>,
+    /// Environments clients added (`environment/add`).
+    pub(crate) environments: crate::utilities::AddedEnvironments,
 }
 
 impl AppState {
@@ -53,6 +55,7 @@ impl AppState {
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             thread_index: tokio::sync::OnceCell::new(),
+            environments: Default::default(),
         }
     }
 

@@ -652,6 +652,7 @@ impl ManagerShared {
                 url: url.clone(),
                 token_env: config.exec_server_auth_token_env.clone(),
                 token_file: config.exec_server_auth_token_file.clone(),
+                token: config.exec_server_auth_token.clone(),
             },
             None => ExecTarget::InProcess,
         };

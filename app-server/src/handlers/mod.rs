@@ -87,6 +87,12 @@ pub(crate) async fn dispatch(
     match request {
         ClientRequest::Initialize(_) => Err(AppServerError::AlreadyInitialized),
         ClientRequest::ThreadStart(p) => threads::start(state, p, outgoing).await,
+        ClientRequest::EnvironmentAdd(p) => {
+            Reply::now(&utilities::environment_add(state, p).await?)
+        }
+        ClientRequest::EnvironmentStatus(p) => {
+            Reply::now(&utilities::environment_status(state, p).await?)
+        }
         ClientRequest::ThreadResume(p) => threads::resume(state, p, outgoing).await,
         ClientRequest::ThreadFork(p) => threads::fork(state, p, outgoing).await,
         ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),

@@ -94,7 +94,13 @@ pub(crate) async fn start(
 ) -> Result<Reply> {
     let mut overrides = params.overrides;
     AppState::apply_permissions("thread/start", &mut overrides)?;
-    let mut config = state.resolve_config(&overrides)?;
+    let permissions = overrides.permissions.clone();
+    let mut config = match &params.environments {
+        Some(environments) => {
+            crate::utilities::resolve_thread_config(state, environments, overrides)?
+        }
+        None => state.resolve_config(&overrides)?,
+    };
     config.dynamic_tools = params.dynamic_tools.unwrap_or_default();
     let ephemeral = params.ephemeral.unwrap_or(false);
     let new = if ephemeral {
@@ -108,7 +114,7 @@ pub(crate) async fn start(
     let thread = state
         .load(new, &config, ephemeral, None, Vec::new(), outgoing.clone())
         .await;
-    thread.set_permission_profile(overrides.permissions);
+    thread.set_permission_profile(permissions);
     started_reply(start_response(&thread, false), outgoing)
 }
 

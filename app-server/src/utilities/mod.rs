@@ -6,6 +6,7 @@ mod asked_dirs;
 mod client_setup;
 mod command_exec;
 mod config_write;
+mod environments;
 mod file_search;
 mod fs;
 mod hooks;
@@ -16,6 +17,10 @@ mod skills;
 pub(crate) use client_setup::*;
 pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
 pub(crate) use config_write::{config_batch_write, config_value_write};
+pub(crate) use environments::AddedEnvironments;
+pub(crate) use environments::{
+    add as environment_add, resolve_thread_config, status as environment_status,
+};
 pub(crate) use file_search::FileSearches;
 pub(crate) use fs::*;
 pub(crate) use hooks::hooks_list;

@@ -177,7 +177,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 64);
+    assert_eq!(implemented.len(), 66);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -21,6 +21,7 @@ pub async fn start(
     Ok(client
         .request::<client_request::ThreadStart>(ThreadStartParams {
             dynamic_tools: None,
+            environments: None,
             overrides,
             ephemeral: ephemeral.then_some(true),
         })

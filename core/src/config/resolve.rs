@@ -134,6 +134,9 @@ pub struct Config {
     /// The named environment the thread's commands run in (`environment`); `None` for this
     /// machine or an unnamed `exec_server_url`.
     pub environment: Option<String>,
+    /// A bearer token given directly (a client's `environment/add`), used before the file
+    /// and the variable; never read from a config file. Its `Debug` does not show it.
+    pub exec_server_auth_token: Option<keel_exec_server::BearerToken>,
     /// Compact the history once a response reports this many tokens
     /// (`model_auto_compact_token_limit`); by default 90% of the model's context window when
     /// known.
@@ -627,6 +630,7 @@ fn resolve(
         exec_server_auth_token_env: chosen.as_ref().and_then(|remote| remote.token_env.clone()),
         exec_server_auth_token_file: chosen.as_ref().and_then(|remote| remote.token_file.clone()),
         environment: chosen.and_then(|remote| remote.id),
+        exec_server_auth_token: None,
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),

@@ -91,6 +91,8 @@ pub(crate) enum ExecTarget {
         token_env: Option<String>,
         /// An environment's `auth_token_file`: the token in a file (before `token_env`).
         token_file: Option<PathBuf>,
+        /// A token given directly (before the file and the variable).
+        token: Option<keel_exec_server::BearerToken>,
     },
 }
 
@@ -206,12 +208,16 @@ impl ProcessLayer {
                 url,
                 token_env,
                 token_file,
+                token,
             } => {
+                let bearer_token = match token {
+                    Some(token) => Some(token.clone()),
+                    None => {
+                        exec_server_bearer_token_from(token_env.as_deref(), token_file.as_deref())?
+                    }
+                };
                 let options = ExecServerClientOptions {
-                    bearer_token: exec_server_bearer_token_from(
-                        token_env.as_deref(),
-                        token_file.as_deref(),
-                    )?,
+                    bearer_token,
                     ..options
                 };
                 ExecServerClient::connect_websocket(url, options).await

@@ -9,6 +9,7 @@ mod approvals;
 mod command_exec;
 mod common;
 mod config_write;
+mod environments;
 mod experimental_features;
 mod file_search;
 mod fs;
@@ -30,6 +31,7 @@ pub use approvals::*;
 pub use command_exec::*;
 pub use common::*;
 pub use config_write::*;
+pub use environments::*;
 pub use experimental_features::*;
 pub use file_search::*;
 pub use fs::*;
@@ -53,6 +55,10 @@ crate::request_table! {
         Initialize("initialize", InitializeParams) -> InitializeResponse,
         /// Starts a thread.
         ThreadStart("thread/start", ThreadStartParams) -> ThreadStartResponse,
+        /// Adds an exec-server as a named environment (Codex 0.169, experimental).
+        EnvironmentAdd("environment/add", EnvironmentAddParams) -> EnvironmentAddResponse,
+        /// Says whether an environment can be used (Codex 0.169, experimental).
+        EnvironmentStatus("environment/status", EnvironmentStatusParams) -> EnvironmentStatusResponse,
         /// Loads a recorded thread.
         ThreadResume("thread/resume", ThreadResumeParams) -> ThreadResumeResponse,
         /// Copies a thread under a new id.

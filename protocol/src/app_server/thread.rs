@@ -221,6 +221,10 @@ pub struct ThreadStartParams {
     /// back to it as `item/tool/call` requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamic_tools: Option<Vec<crate::DynamicToolSpec>>,
+    /// Where the thread runs (Codex 0.169, experimental): the first is the environment its
+    /// commands run and patches are written in; absent: the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environments: Option<Vec<super::TurnEnvironmentParams>>,
 }
 
 /// Result of `thread/start`, `thread/resume` and `thread/fork`.

@@ -6,6 +6,7 @@ mod command_exec_sandbox;
 pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
+mod environments;
 mod file_search;
 mod goals;
 mod items_list;

@@ -1,0 +1,157 @@
+//! Codex 0.169's experimental environments on keel app-server: `environment/add` registers a
+//! token-protected exec-server, `environment/status` follows its connection, and a thread
+//! started with `environments` runs its commands there and reports it. Reserved and empty ids,
+//! a token over plain `ws://` to another host, and unknown environments are refused (-32600).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use keel_test_support::{ProcessBuilder, Script, Turn, assistant_message, exec_command_call};
+use serde_json::{Value, json};
+
+use super::common::World;
+
+/// The error of request `method` with `params`, which must fail.
+async fn refused(
+    server: &mut keel_test_support::AppServerProcess,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<(i64, String)> {
+    let id = server.send_request(method, params).await?;
+    let response = server.read_response(id).await?;
+    Ok((
+        response["error"]["code"].as_i64().unwrap_or_default(),
+        response["error"]["message"]
+            .as_str()
+            .with_context(|| format!("{method} did not fail: {response}"))?
+            .to_string(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
+    let secrets = tempfile::tempdir()?;
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, "added-env-token")?;
+    let mut exec_server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .args(["--ws-auth", "capability-token", "--ws-token-file"])
+        .arg(token_file.to_string_lossy().as_ref())
+        .env("KEEL_LOG", "keel_exec_server=debug")
+        .spawn()?;
+    let url = format!("ws://{}", exec_server.websocket_address().await?);
+    let script = Script::new([
+        Turn::new([exec_command_call(
+            "c1",
+            json!({"cmd": "echo added-env-marker", "login": false}),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let world = World::new(script, &[]).await?;
+    let mut app = world.server().await?;
+
+    let added = app
+        .request(
+            "environment/add",
+            json!({"environmentId": "box", "execServerUrl": url, "authBearerToken": "added-env-token"}),
+        )
+        .await?;
+    assert_eq!(added, json!({}));
+    // The connection is checked in the background: wait for its outcome.
+    let status = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let status = app
+                .request("environment/status", json!({"environmentId": "box"}))
+                .await?;
+            if status["status"] != "pending" {
+                return anyhow::Ok(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .context("the environment stayed pending")??;
+    assert_eq!(status, json!({"status": "ready"}));
+
+    let ws = world.ws().display().to_string();
+    let started = app
+        .request(
+            "thread/start",
+            json!({"cwd": ws, "environments": [{"environmentId": "box", "cwd": ws}]}),
+        )
+        .await?;
+    let thread = &started["thread"];
+    assert_eq!(
+        thread["environments"][0]["environmentId"], "box",
+        "{started}"
+    );
+    let thread_id = thread["id"].as_str().context("thread id")?.to_string();
+    let turn = app.start_turn(&thread_id, "run it there").await?;
+    let completed = app.read_turn_completed(&turn).await?;
+    assert_eq!(completed["turn"]["status"], "completed", "{completed}");
+    exec_server
+        .wait_for_stderr_line("the thread's command", |line| {
+            line.contains("started") && line.contains("added-env-marker")
+        })
+        .await?;
+
+    // What is refused, and how.
+    let (code, message) = refused(
+        &mut app,
+        "environment/add",
+        json!({"environmentId": "local", "execServerUrl": url}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("reserved"), "{message}");
+    let (code, message) = refused(
+        &mut app,
+        "environment/add",
+        json!({"environmentId": " ", "execServerUrl": url}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("cannot be empty"), "{message}");
+    let (code, message) = refused(
+        &mut app,
+        "environment/add",
+        json!({"environmentId": "far", "execServerUrl": "ws://192.0.2.7:4500", "authBearerToken": "t"}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("wss://"), "{message}");
+    let unknown = app
+        .request("environment/status", json!({"environmentId": "nowhere"}))
+        .await?;
+    assert_eq!(
+        unknown,
+        json!({"status": "unknown", "error": "unknown environment id `nowhere`"})
+    );
+    let local = app
+        .request("environment/status", json!({"environmentId": "local"}))
+        .await?;
+    assert_eq!(local, json!({"status": "ready"}));
+    let (code, message) = refused(
+        &mut app,
+        "thread/start",
+        json!({"cwd": ws, "environments": [{"environmentId": "nowhere", "cwd": ws}]}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(
+        message.contains("unknown turn environment id `nowhere`"),
+        "{message}"
+    );
+    let (code, message) = refused(
+        &mut app,
+        "thread/start",
+        json!({"cwd": ws, "environments": [{"environmentId": "box", "cwd": "relative"}]}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(
+        message.contains("invalid cwd for environment `box`"),
+        "{message}"
+    );
+    Ok(())
+}
