@@ -50,6 +50,29 @@ fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &s
     Ok(())
 }
 
+/// Refuses a turn that names an environment other than its thread's: commands must never run
+/// somewhere other than where the client asked, and Keel does not move a thread.
+fn check_same_environment(
+    thread: &crate::threads::LoadedThread,
+    environments: Option<&[keel_protocol::app_server::TurnEnvironmentParams]>,
+) -> Result<()> {
+    let Some(environments) = environments else {
+        return Ok(());
+    };
+    let current = thread.meta().environment_id;
+    match environments.first() {
+        Some(primary) if primary.environment_id == current => Ok(()),
+        Some(primary) => Err(AppServerError::InvalidRequest(format!(
+            "this thread runs in environment `{current}`; Keel does not move a thread to \
+             another environment (start a thread in `{}`)",
+            primary.environment_id
+        ))),
+        None => Err(AppServerError::InvalidRequest(format!(
+            "a turn without an environment is not supported; this thread runs in `{current}`"
+        ))),
+    }
+}
+
 pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<Reply> {
     let thread = loaded(state, &params.thread_id).await?;
     if params.input.is_empty() {
@@ -59,6 +82,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     check_local_images(&params.input, "turn/start")?;
+    check_same_environment(&thread, params.environments.as_deref())?;
     // Checked before the turn is claimed or any setting changes.
     let mode = params
         .collaboration_mode

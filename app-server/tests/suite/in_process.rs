@@ -58,6 +58,7 @@ async fn in_process_client_runs_a_turn() -> anyhow::Result<()> {
             effort: None,
             output_schema: None,
             collaboration_mode: None,
+            environments: None,
         })
         .await?;
     loop {
@@ -128,6 +129,7 @@ async fn dropping_the_client_stops_its_threads_and_their_commands() -> anyhow::R
             effort: None,
             output_schema: None,
             collaboration_mode: None,
+            environments: None,
         })
         .await?;
     if tokio::time::timeout(std::time::Duration::from_secs(20), opened_rx)
@@ -176,6 +178,7 @@ async fn a_consumer_that_stops_reading_still_gets_every_completion() -> anyhow::
             effort: None,
             output_schema: None,
             collaboration_mode: None,
+            environments: None,
         })
         .await?;
     // Not reading events: requests still work, and say when the turn is over.

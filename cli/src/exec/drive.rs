@@ -101,6 +101,7 @@ pub async fn drive(
                     effort: None,
                     output_schema: request.output_schema,
                     collaboration_mode: None,
+                    environments: None,
                 })
                 .await?
                 .turn

@@ -95,6 +95,10 @@ pub struct TurnStartParams {
     /// experimental).
     #[serde(default)]
     pub collaboration_mode: Option<super::CollaborationMode>,
+    /// The environment the turn runs in (Codex 0.169, experimental). Keel keeps a thread in
+    /// the environment it started in: naming another one is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environments: Option<Vec<super::TurnEnvironmentParams>>,
 }
 
 /// Result of `turn/start`.

@@ -95,6 +95,20 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
         })
         .await?;
 
+    // A turn may name the thread's own environment, not move it elsewhere.
+    let (code, message) = refused(
+        &mut app,
+        "turn/start",
+        json!({
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": "now run it here"}],
+            "environments": [{"environmentId": "local", "cwd": ws}],
+        }),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("does not move a thread"), "{message}");
+
     // What is refused, and how.
     let (code, message) = refused(
         &mut app,
