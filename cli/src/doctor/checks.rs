@@ -257,11 +257,18 @@ async fn remote_environment(config: &Config) -> Option<Check> {
     };
     let url = url_shown.as_str();
     let url_to_connect = config.exec_server_url.as_deref()?;
-    let token =
-        match keel_core::exec_server_bearer_token(config.exec_server_auth_token_env.as_deref()) {
+    // The token as a thread would send it: written in the configuration, in a file, or in a
+    // variable.
+    let token = match &config.exec_server_auth_token {
+        Some(token) => Some(token.clone()),
+        None => match keel_core::exec_server_bearer_token_from(
+            config.exec_server_auth_token_env.as_deref(),
+            config.exec_server_auth_token_file.as_deref(),
+        ) {
             Ok(token) => token,
             Err(err) => return Some(Check::new(name, Status::Fail, format!("{url}: {err}"))),
-        };
+        },
+    };
     let options = ExecServerClientOptions {
         client_name: "keel doctor".to_string(),
         bearer_token: token,

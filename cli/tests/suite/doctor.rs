@@ -261,7 +261,7 @@ async fn a_remote_exec_server_is_checked_for_its_token_patches_and_sandbox_helpe
         &mock.uri(),
         [
             ("sandbox_mode", toml::Value::from("workspace-write")),
-            ("exec_server_url", url.into()),
+            ("exec_server_url", url.clone().into()),
             (
                 "exec_server_auth_token_env",
                 "KEEL_DOCTOR_EXEC_TOKEN".into(),
@@ -293,6 +293,31 @@ async fn a_remote_exec_server_is_checked_for_its_token_patches_and_sandbox_helpe
         remote["detail"]
             .as_str()
             .is_some_and(|d| d.contains("cannot connect")),
+        "{report:#}"
+    );
+
+    // The same server as a named environment whose token is in a file.
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("sandbox_mode", toml::Value::from("workspace-write")),
+            ("environment", "box".into()),
+            ("environments.box.url", url.clone().into()),
+            (
+                "environments.box.auth_token_file",
+                token_file.to_string_lossy().into_owned().into(),
+            ),
+        ],
+    )?;
+    let (code, report) = doctor(home.path(), ws.path(), &[]).await?;
+    let remote = check(&report, "exec-server");
+    assert_eq!(remote["status"], "ok", "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        remote["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("environment `box`")),
         "{report:#}"
     );
 

@@ -23,6 +23,10 @@ pub struct EnvironmentToml {
     /// A file holding its bearer token (relative paths: to the Keel home).
     #[serde(default)]
     pub auth_token_file: Option<PathBuf>,
+    /// The bearer token itself, as Codex's `environments.toml` writes it (a file or a
+    /// variable keeps it out of the configuration).
+    #[serde(default)]
+    pub auth_bearer_token: Option<String>,
 }
 
 /// The exec-server a thread uses.
@@ -33,6 +37,8 @@ pub(crate) struct ChosenRemote {
     pub url: String,
     pub token_env: Option<String>,
     pub token_file: Option<PathBuf>,
+    /// The token written in the configuration.
+    pub token: Option<String>,
 }
 
 /// Why a URL is not an exec-server URL, if it is not.
@@ -72,10 +78,16 @@ pub(crate) fn choose(
         if let Some(problem) = ws_url_problem(&env.url) {
             return Err((format!("environments.{id}.url"), problem));
         }
-        if env.auth_token_env.is_some() && env.auth_token_file.is_some() {
+        let sources = [
+            env.auth_token_env.is_some(),
+            env.auth_token_file.is_some(),
+            env.auth_bearer_token.is_some(),
+        ];
+        if sources.iter().filter(|given| **given).count() > 1 {
             return Err((
                 format!("environments.{id}"),
-                "give `auth_token_env` or `auth_token_file`, not both".to_string(),
+                "give one of `auth_token_env`, `auth_token_file` and `auth_bearer_token`"
+                    .to_string(),
             ));
         }
     }
@@ -103,6 +115,7 @@ pub(crate) fn choose(
                     .auth_token_file
                     .as_ref()
                     .map(|file| keel_home.join(file)),
+                token: env.auth_bearer_token.clone(),
             }))
         }
         None => Ok(exec_server_url.map(|url| ChosenRemote {
@@ -110,6 +123,7 @@ pub(crate) fn choose(
             url,
             token_env: exec_server_auth_token_env,
             token_file: None,
+            token: None,
         })),
     }
 }
@@ -125,6 +139,7 @@ mod tests {
                 url: "wss://build.internal:4500".to_string(),
                 auth_token_env: None,
                 auth_token_file: Some(PathBuf::from("tokens/build")),
+                auth_bearer_token: None,
             },
         )])
     }

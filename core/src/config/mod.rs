@@ -19,6 +19,7 @@
 
 mod edit;
 mod environments;
+mod environments_file;
 mod error;
 mod features;
 mod mcp_servers;
@@ -40,6 +41,7 @@ pub use edit::{
     ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
 };
 pub use environments::{EnvironmentToml, LOCAL_ENVIRONMENT};
+pub use environments_file::ENVIRONMENTS_FILE_NAME;
 pub use error::{ConfigError, ConfigOrigin, Result};
 pub use features::{FeatureInfo, KEEL_FEATURES};
 pub use mcp_servers::{

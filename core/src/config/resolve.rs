@@ -235,6 +235,7 @@ impl Config {
             apply_cli_override(&mut table, key, value.clone());
         }
         let (mut file, warnings) = deserialize(table, &path, &cli_overrides)?;
+        super::environments_file::merge(&mut file, keel_home)?;
         validate_base_urls(&file, &path, &cli_overrides)?;
         let mcp_servers = resolve_mcp_servers(std::mem::take(&mut file.mcp_servers), |keys| {
             origin_of(keys, &path, &cli_overrides)
@@ -629,8 +630,11 @@ fn resolve(
         exec_server_url: chosen.as_ref().map(|remote| remote.url.clone()),
         exec_server_auth_token_env: chosen.as_ref().and_then(|remote| remote.token_env.clone()),
         exec_server_auth_token_file: chosen.as_ref().and_then(|remote| remote.token_file.clone()),
+        exec_server_auth_token: chosen
+            .as_ref()
+            .and_then(|remote| remote.token.as_deref())
+            .map(keel_exec_server::BearerToken::new),
         environment: chosen.and_then(|remote| remote.id),
-        exec_server_auth_token: None,
         model_auto_compact_token_limit,
         compact_prompt,
         tool_output_token_limit: tool_output_token_limit.unwrap_or(DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
