@@ -40,6 +40,7 @@ pub(crate) async fn update(
 ) -> Result<EmptyResponse> {
     const METHOD: &str = "thread/settings/update";
     let thread = loaded(state, &params.thread_id).await?;
+    super::turns::check_same_environment(&thread, params.environments.as_deref())?;
     if let Some(cwd) = &params.cwd
         && !(cwd.is_absolute() && cwd.is_dir())
     {

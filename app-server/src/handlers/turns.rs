@@ -52,7 +52,7 @@ fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &s
 
 /// Refuses a turn that names an environment other than its thread's: commands must never run
 /// somewhere other than where the client asked, and Keel does not move a thread.
-fn check_same_environment(
+pub(super) fn check_same_environment(
     thread: &crate::threads::LoadedThread,
     environments: Option<&[keel_protocol::app_server::TurnEnvironmentParams]>,
 ) -> Result<()> {

@@ -48,6 +48,10 @@ pub struct ThreadSettingsUpdateParams {
     /// The collaboration mode (`default` or `plan`); its model and effort apply.
     #[serde(default)]
     pub collaboration_mode: Option<CollaborationMode>,
+    /// The environment later turns run in (Codex 0.169, experimental). Keel keeps a thread
+    /// in the environment it started in: naming another one is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environments: Option<Vec<super::TurnEnvironmentParams>>,
 }
 
 /// A collaboration mode and the settings it carries.

@@ -108,6 +108,21 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
     .await?;
     assert_eq!(code, -32600);
     assert!(message.contains("does not move a thread"), "{message}");
+    let (code, message) = refused(
+        &mut app,
+        "thread/settings/update",
+        json!({"threadId": thread_id, "environments": [{"environmentId": "local", "cwd": ws}]}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("does not move a thread"), "{message}");
+    let same = app
+        .request(
+            "thread/settings/update",
+            json!({"threadId": thread_id, "environments": [{"environmentId": "box", "cwd": ws}]}),
+        )
+        .await?;
+    assert_eq!(same, json!({}));
 
     // What is refused, and how.
     let (code, message) = refused(
