@@ -10,7 +10,11 @@
 //!   `.ci/run`) and `tmux`;
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
 //!   installed from npm by `.ci/run`) and `node`;
-//! - the tests that run Python programs need `python3` on `PATH`.
+//! - the tests that run Python programs need `python3` on `PATH`;
+//! - the shared agent-job store tests need PostgreSQL's server binaries
+//!   (`/usr/lib/postgresql/<version>/bin`, or `KEEL_POSTGRES_BIN`);
+//! - the remote-environment tests that give an exec-server a workspace of its own need mount
+//!   namespaces (`unshare --mount`, i.e. root).
 //!
 //! It also packs the `keel` binary's relative relocations (`-z pack-relative-relocs`, DT_RELR)
 //! when `KEEL_PACK_RELOCATIONS=1` is set for a Linux glibc build: about 1.5 MB smaller and
@@ -52,6 +56,28 @@ fn main() {
     };
     if on_path("python3") || in_ci {
         println!("cargo::rustc-cfg=keel_python3");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_postgres)");
+    println!("cargo::rerun-if-env-changed=KEEL_POSTGRES_BIN");
+    let has_postgres = match std::env::var_os("KEEL_POSTGRES_BIN") {
+        Some(dir) => std::path::Path::new(&dir).join("initdb").is_file(),
+        None => std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
+            versions
+                .flatten()
+                .any(|version| version.path().join("bin/initdb").is_file())
+        }),
+    };
+    if has_postgres || in_ci {
+        println!("cargo::rustc-cfg=keel_postgres");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_mount_namespaces)");
+    let mount_namespaces = std::process::Command::new("unshare")
+        .args(["--mount", "true"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if mount_namespaces || in_ci {
+        println!("cargo::rustc-cfg=keel_mount_namespaces");
     }
     println!("cargo::rerun-if-env-changed=KEEL_PACK_RELOCATIONS");
     let target_is = |key: &str, value: &str| std::env::var(key).is_ok_and(|v| v == value);

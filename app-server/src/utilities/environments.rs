@@ -43,22 +43,6 @@ fn invalid(message: String) -> AppServerError {
     AppServerError::InvalidRequest(message)
 }
 
-/// Whether `url` is `wss://` or names a loopback host: the only places a token may go.
-fn token_may_go_to(url: &axum::http::Uri) -> bool {
-    if url.scheme_str() == Some("wss") {
-        return true;
-    }
-    match url.host() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
-    }
-}
-
 /// `environment/add`: registers the exec-server and connects to it in the background (its
 /// status says how that went). Adding an id again replaces it for threads started later.
 pub(crate) async fn add(
@@ -93,7 +77,7 @@ pub(crate) async fn add(
         .as_deref()
         .filter(|token| !token.trim().is_empty())
         .map(BearerToken::new);
-    if token.is_some() && !token_may_go_to(&url) {
+    if token.is_some() && !keel_exec_server::token_may_go_to(&params.exec_server_url) {
         return Err(invalid(
             "environment/add: a bearer token is sent only over wss:// or to a loopback host".into(),
         ));

@@ -322,8 +322,6 @@ impl ExecServerClient {
     }
 }
 
-/// The upgrade request for `url`, with the bearer token when there is one. A token is only
-/// sent to a loopback host: over plain `ws://` anyone on the path could read it.
 /// TLS for `wss://`: rustls with the ring provider, certificates checked against the
 /// system's roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others), as for the model's HTTPS.
 fn tls_connector() -> Result<tokio_tungstenite::Connector> {
@@ -342,6 +340,23 @@ fn tls_connector() -> Result<tokio_tungstenite::Connector> {
     )))
 }
 
+/// Whether a bearer token may be sent to `url`: over `wss://`, or to a loopback host (over
+/// plain `ws://` to another host anyone on the path could read it).
+pub fn token_may_go_to(url: &str) -> bool {
+    let Ok(uri) = url.parse::<tokio_tungstenite::tungstenite::http::Uri>() else {
+        return false;
+    };
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback || uri.scheme_str() == Some("wss")
+}
+
+/// The upgrade request for `url`, with the bearer token when there is one (only where
+/// [`token_may_go_to`] allows it).
 fn websocket_request(
     url: &str,
     token: Option<&BearerToken>,
@@ -355,14 +370,7 @@ fn websocket_request(
     let Some(token) = token else {
         return Ok(request);
     };
-    let host = request.uri().host().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    let encrypted = request.uri().scheme_str() == Some("wss");
-    if !loopback && !encrypted {
+    if !token_may_go_to(url) {
         return Err(ExecServerError::TokenOverPlaintext(url.to_string()));
     }
     let value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).map_err(|_| {
