@@ -669,7 +669,9 @@ impl ManagerShared {
             lineage,
             status.clone(),
         );
-        let keeps_checkpoints = config.checkpoints && recorder.is_some();
+        // Checkpoints copy this host's files: a remote environment's are not here.
+        let keeps_checkpoints =
+            config.checkpoints && recorder.is_some() && config.exec_server_url.is_none();
         let mut session = Session::new(
             id,
             context,

@@ -104,7 +104,14 @@ pub(crate) fn local_image_data_url(cwd: &Path, path: &Path) -> Result<String, Im
         });
     }
     let bytes = std::fs::read(&path).map_err(unreadable)?;
-    let mime = sniff(&bytes).ok_or_else(|| ImageError::NotAnImage { path: path.clone() })?;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    image_data_url(&path, &bytes)
+}
+
+/// `bytes`, read from `path`, as a `data:` URL, checked to be an image.
+pub(crate) fn image_data_url(path: &Path, bytes: &[u8]) -> Result<String, ImageError> {
+    let mime = sniff(bytes).ok_or_else(|| ImageError::NotAnImage {
+        path: path.to_path_buf(),
+    })?;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
     Ok(format!("data:{mime};base64,{encoded}"))
 }

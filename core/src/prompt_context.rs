@@ -102,28 +102,43 @@ fn environment_context(context: &TurnContext) -> String {
 }
 
 /// Reads `AGENTS.md` files from the repository root (the nearest ancestor with `.git`) down to
-/// `cwd`, joined root first, capped at `max_bytes`. `None` when there are none.
+/// `cwd` on this host, joined root first, capped at `max_bytes`. `None` when there are none.
 pub(crate) fn read_project_docs(cwd: &Path, max_bytes: usize) -> Option<String> {
     if max_bytes == 0 {
         return None;
     }
+    let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+    let texts = project_doc_dirs(cwd, repo_root)
+        .into_iter()
+        .filter_map(|dir| std::fs::read_to_string(dir.join("AGENTS.md")).ok());
+    join_project_docs(texts, max_bytes)
+}
+
+/// The folders whose `AGENTS.md` count, root first: from `repo_root` down to `cwd`, or only
+/// `cwd` outside a repository.
+pub(crate) fn project_doc_dirs(cwd: &Path, repo_root: Option<&Path>) -> Vec<PathBuf> {
+    let Some(root) = repo_root else {
+        return vec![cwd.to_path_buf()];
+    };
     let mut dirs: Vec<PathBuf> = Vec::new();
     for dir in cwd.ancestors() {
         dirs.push(dir.to_path_buf());
-        if dir.join(".git").exists() {
+        if dir == root {
             break;
         }
     }
-    // Without a repository, only the cwd itself is searched.
-    if !dirs.last().is_some_and(|d| d.join(".git").exists()) {
-        dirs.truncate(1);
-    }
     dirs.reverse();
+    dirs
+}
+
+/// The docs joined by blank lines, cut at `max_bytes` on a character boundary; `None` when
+/// there are none.
+pub(crate) fn join_project_docs(
+    texts: impl IntoIterator<Item = String>,
+    max_bytes: usize,
+) -> Option<String> {
     let mut docs = String::new();
-    for dir in dirs {
-        let Ok(text) = std::fs::read_to_string(dir.join("AGENTS.md")) else {
-            continue;
-        };
+    for text in texts {
         if !docs.is_empty() {
             docs.push_str("\n\n");
         }

@@ -27,6 +27,8 @@ pub(crate) struct TurnContext {
     pub developer_instructions: Option<String>,
     /// `AGENTS.md` project docs, already read.
     pub user_instructions: Option<String>,
+    /// The most of them read (`project_doc_max_bytes`), for a remote environment's.
+    pub project_doc_max_bytes: usize,
     /// The skills installed for this working directory.
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
     /// Where they are looked for (read again at each turn, to notice changes).

@@ -93,7 +93,13 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             .clone()
             .unwrap_or_else(|| BASE_INSTRUCTIONS.to_string()),
         developer_instructions: config.developer_instructions.clone(),
-        user_instructions: read_project_docs(&config.cwd, config.project_doc_max_bytes),
+        // A remote environment's are read on its host, by the first turn.
+        user_instructions: config
+            .exec_server_url
+            .is_none()
+            .then(|| read_project_docs(&config.cwd, config.project_doc_max_bytes))
+            .flatten(),
+        project_doc_max_bytes: config.project_doc_max_bytes,
         hooks: Arc::new(crate::hooks::load_hooks(
             &config.keel_home,
             &config.cwd,

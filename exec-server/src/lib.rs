@@ -77,6 +77,7 @@ mod codec;
 mod config;
 mod error;
 mod event;
+pub mod files;
 mod handler;
 mod json_lines;
 pub mod listener_auth;

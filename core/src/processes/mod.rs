@@ -23,6 +23,7 @@ use keel_protocol::exec_server::{
 };
 use tokio::sync::Mutex;
 
+mod files;
 pub(crate) use handle::ProcessHandle;
 pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
 pub(crate) use router::ProcessStates;

@@ -5,6 +5,7 @@
 //! interrupts, approvals and extra input are handled while it runs.
 
 mod compact;
+mod environment_docs;
 mod goal_turns;
 mod hook_points;
 mod host;
@@ -106,6 +107,9 @@ pub(crate) struct Session {
     rollout_failed: std::sync::atomic::AtomicBool,
     /// Whether hooks held back for lack of trust were reported (once per conversation).
     pub(super) hook_warnings_sent: std::sync::atomic::AtomicBool,
+    /// Whether a remote environment's `AGENTS.md` were read (a local thread's are read at
+    /// its start).
+    pub(super) environment_docs_read: std::sync::atomic::AtomicBool,
     /// Whether the `SessionStart` hooks ran (before the first prompt).
     pub(super) session_started: std::sync::atomic::AtomicBool,
     /// The thread's goal, shared with the conversation's handle.
@@ -161,6 +165,7 @@ impl Session {
             rollout_failed: std::sync::atomic::AtomicBool::new(false),
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
             session_started: std::sync::atomic::AtomicBool::new(false),
+            environment_docs_read: std::sync::atomic::AtomicBool::new(false),
             goals: Arc::new(crate::goals::Goals::new(id.to_string())),
             checkpoints: None,
         }

@@ -95,6 +95,9 @@ pub(crate) async fn run_turn(
                 Err(stop) => Err(stop),
                 Ok(_) => {
                     let context =
+                        super::environment_docs::with_environment_docs(&session, &ids, context)
+                            .await;
+                    let context =
                         super::hook_points::refresh_skills(&session, &ids, context.clone()).await;
                     let context = super::hook_points::refresh_hook_choices(&session, context);
                     super::hook_points::warn_held_back_once(&session, &ids, &context).await;

@@ -9,9 +9,10 @@ use std::time::Duration;
 use keel_protocol::exec_server::exec_server_request as method;
 use keel_protocol::exec_server::{
     CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
-    ExecParams, ExecResponse, InitializeParams, PatchApplyResponse, PatchParams, PatchPlanResponse,
-    ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse, TerminateParams,
-    TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
+    ExecParams, ExecResponse, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+    InitializeParams, PatchApplyResponse, PatchParams, PatchPlanResponse, ResizeParams,
+    ResizeResponse, SnapshotParams, SnapshotResponse, TerminateParams, TerminateResponse,
+    WaitParams, WaitResponse, WriteParams, WriteResponse,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{broadcast, mpsc};
@@ -252,6 +253,22 @@ impl ExecServerClient {
         match &self.backend {
             Backend::Remote(remote) => remote.request::<method::PatchApply>(params).await,
             Backend::InProcess(handler) => handler.apply_patch(params).await,
+        }
+    }
+
+    /// `fs/read`: a file of the server's host (`fs.v1`).
+    pub async fn read_file(&self, params: FileReadParams) -> Result<FileReadResponse> {
+        match &self.backend {
+            Backend::Remote(remote) => remote.request::<method::FileRead>(params).await,
+            Backend::InProcess(handler) => handler.read_file(params).await,
+        }
+    }
+
+    /// `fs/stat`: whether a path of the server's host exists, and what it is (`fs.v1`).
+    pub async fn stat_file(&self, params: FileStatParams) -> Result<FileStatResponse> {
+        match &self.backend {
+            Backend::Remote(remote) => remote.request::<method::FileStat>(params).await,
+            Backend::InProcess(handler) => handler.stat_file(params).await,
         }
     }
 

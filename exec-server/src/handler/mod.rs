@@ -15,10 +15,10 @@ use std::time::Duration;
 use keel_protocol::ExecSessionId;
 use keel_protocol::exec_server::{
     CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
-    ExecParams, ExecResponse, InitializeParams, InitializeResponse, PatchApplyResponse,
-    PatchParams, PatchPlanResponse, ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse,
-    TerminateMode, TerminateParams, TerminateResponse, WaitParams, WaitResponse, WriteParams,
-    WriteResponse,
+    ExecParams, ExecResponse, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+    InitializeParams, InitializeResponse, PatchApplyResponse, PatchParams, PatchPlanResponse,
+    ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse, TerminateMode, TerminateParams,
+    TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, oneshot};
@@ -188,6 +188,25 @@ impl ExecServerHandler {
         tokio::task::spawn_blocking(move || crate::patch::apply(&params))
             .await
             .map_err(|err| ExecServerError::Protocol(format!("patch/apply failed: {err}")))
+    }
+
+    /// Handles `fs/read`: a file of this host, for a turn that works here.
+    pub async fn read_file(&self, params: FileReadParams) -> Result<FileReadResponse> {
+        drop(self.ready("fs/read")?);
+        require_absolute("fs/read", &params.path)?;
+        tracing::debug!(path = %params.path.display(), "fs/read");
+        tokio::task::spawn_blocking(move || crate::files::read(&params))
+            .await
+            .map_err(|err| ExecServerError::Protocol(format!("fs/read failed: {err}")))
+    }
+
+    /// Handles `fs/stat`: whether a path of this host exists, and what it is.
+    pub async fn stat_file(&self, params: FileStatParams) -> Result<FileStatResponse> {
+        drop(self.ready("fs/stat")?);
+        require_absolute("fs/stat", &params.path)?;
+        tokio::task::spawn_blocking(move || crate::files::stat(&params))
+            .await
+            .map_err(|err| ExecServerError::Protocol(format!("fs/stat failed: {err}")))
     }
 
     /// Handles `command/exec`: starts the process and returns its session id.
@@ -376,5 +395,17 @@ fn finished(inner: &Weak<Inner>, id: &ExecSessionId) {
         if !lingering {
             state.sessions.remove(&old);
         }
+    }
+}
+
+/// A path the server resolves must be absolute: relative to what would be ambiguous.
+fn require_absolute(method: &str, path: &std::path::Path) -> Result<()> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(ExecServerError::InvalidParams(format!(
+            "`{method}`: `path` must be absolute, got `{}`",
+            path.display()
+        )))
     }
 }

@@ -311,6 +311,24 @@ impl Processor {
                     }
                 });
             }
+            ExecServerRequest::FileRead(params) => {
+                let (handler, responses) = (handler.clone(), self.responses.clone());
+                self.waits.spawn(async move {
+                    let message = response_message(id, handler.read_file(params).await);
+                    if responses.send(message).await.is_err() {
+                        tracing::debug!("fs/read answered after the connection closed");
+                    }
+                });
+            }
+            ExecServerRequest::FileStat(params) => {
+                let (handler, responses) = (handler.clone(), self.responses.clone());
+                self.waits.spawn(async move {
+                    let message = response_message(id, handler.stat_file(params).await);
+                    if responses.send(message).await.is_err() {
+                        tracing::debug!("fs/stat answered after the connection closed");
+                    }
+                });
+            }
             ExecServerRequest::Wait(params) => {
                 let handler = handler.clone();
                 let responses = self.responses.clone();

@@ -1,6 +1,7 @@
 mod backpressure;
 mod client;
 mod escapes;
+mod files;
 mod harness;
 mod lifecycle;
 mod patches;

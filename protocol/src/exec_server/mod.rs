@@ -3,11 +3,13 @@
 //! the wire, JSON-RPC without the `jsonrpc` member.
 
 mod exec;
+mod fs;
 mod handshake;
 mod notifications;
 mod patch;
 
 pub use exec::*;
+pub use fs::*;
 pub use handshake::*;
 pub use notifications::*;
 pub use patch::*;
@@ -16,8 +18,8 @@ pub use patch::*;
 pub const EXEC_SERVER_PROTOCOL_VERSION: &str = "exec-server.v0";
 
 /// The extensions of `exec-server.v0` a Keel server announces in `initialize`: the planned
-/// methods, `command/exec/terminate.mode` for terminate's `mode` parameter, and
-/// [`PATCH_EXTENSION`].
+/// methods, `command/exec/terminate.mode` for terminate's `mode` parameter,
+/// [`PATCH_EXTENSION`] and [`FS_EXTENSION`].
 pub const EXEC_SERVER_EXTENSIONS: &[&str] = &[
     "command/exec/resize",
     "command/exec/closeStdin",
@@ -25,6 +27,7 @@ pub const EXEC_SERVER_EXTENSIONS: &[&str] = &[
     "command/exec/snapshot",
     "command/exec/terminate.mode",
     PATCH_EXTENSION,
+    FS_EXTENSION,
 ];
 
 /// The extension that offers `patch/plan` and `patch/apply` (version 1): a client applies a
@@ -54,6 +57,10 @@ crate::request_table! {
         PatchPlan("patch/plan", PatchParams) -> PatchPlanResponse,
         /// Applies a patch on the server's host, all or nothing (`patch.v1`).
         PatchApply("patch/apply", PatchParams) -> PatchApplyResponse,
+        /// Reads a file on the server's host (`fs.v1`).
+        FileRead("fs/read", FileReadParams) -> FileReadResponse,
+        /// Tells whether a path exists on the server's host, and what it is (`fs.v1`).
+        FileStat("fs/stat", FileStatParams) -> FileStatResponse,
     }
 }
 

@@ -3,23 +3,30 @@
 //! engine decided, like its commands. The exec-server here runs as a separate process that
 //! needs a token, in a mount namespace whose workspace is a tmpfs of its own: what it writes
 //! is not on the engine's disk, so the test tells "written remotely" from "written locally".
+//! The files a turn reads for itself (`AGENTS.md`, an image for `view_image`) are read there
+//! too (the `fs.v1` extension).
 
-use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call};
-use serde_json::json;
+use base64::Engine;
+use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call, function_call};
+use serde_json::{Value, json};
 
 use super::run_with_config;
 
-/// A server in a mount namespace of its own whose `workspace` is an empty tmpfs.
+/// A server in a mount namespace of its own whose `workspace` is a tmpfs, where `setup` (a
+/// shell command run in it) leaves the server's own files.
 fn namespaced_exec_server(
     workspace: &std::path::Path,
     token_file: &std::path::Path,
+    setup: &str,
 ) -> ProcessBuilder {
-    let script = format!(
-        "mount -t tmpfs keel-remote-root '{}' && exec '{}' exec-server --listen ws://127.0.0.1:0 \
-         --ws-auth capability-token --ws-token-file '{}'",
+    let (ws, keel, token) = (
         workspace.display(),
         env!("CARGO_BIN_EXE_keel"),
-        token_file.display()
+        token_file.display(),
+    );
+    let script = format!(
+        "mount -t tmpfs keel-remote-root '{ws}' && cd '{ws}' && {setup} && exec '{keel}' \
+         exec-server --listen ws://127.0.0.1:0 --ws-auth capability-token --ws-token-file '{token}'"
     );
     ProcessBuilder::new("unshare")
         .args(["--mount", "--propagation", "private", "sh", "-c", &script])
@@ -38,7 +45,7 @@ async fn patches_are_written_on_the_exec_servers_host_under_its_sandbox() -> any
     std::fs::write(&token_file, "remote-files-token")?;
     // Outside every writable root (the sandbox below leaves /tmp out).
     let outside = tempfile::tempdir()?;
-    let mut server = namespaced_exec_server(ws.path(), &token_file).spawn()?;
+    let mut server = namespaced_exec_server(ws.path(), &token_file, "true").spawn()?;
     let url = format!("ws://{}", server.websocket_address().await?);
 
     let add = "*** Begin Patch\n*** Add File: hello.txt\n+written remotely\n*** End Patch\n";
@@ -93,6 +100,88 @@ async fn patches_are_written_on_the_exec_servers_host_under_its_sandbox() -> any
     server
         .wait_for_stderr_line("the command ran on the server", |line| {
             line.contains("started") && line.contains("cat hello.txt")
+        })
+        .await?;
+    Ok(())
+}
+
+/// The `input_image` URLs of a request.
+fn images_in(input: &[Value]) -> Vec<String> {
+    input
+        .iter()
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .filter(|part| part["type"] == "input_image")
+        .filter_map(|part| part["image_url"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mount_namespaces),
+    ignore = "needs mount namespaces (unshare --mount, as root; .ci/run runs as root)"
+)]
+async fn agents_md_and_images_are_read_on_the_exec_servers_host() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    // What the engine's host has at the same path; the remote environment has other files.
+    std::fs::write(ws.path().join("AGENTS.md"), "local-docs-marker\n")?;
+    std::fs::write(ws.path().join("local.png"), b"\x89PNG\r\n\x1a\nlocal")?;
+    let secrets = tempfile::tempdir()?;
+    let token_file = secrets.path().join("token");
+    std::fs::write(&token_file, "remote-reads-token")?;
+    // A PNG signature and a marker, written by the server's own namespace.
+    let setup = "printf 'remote-docs-marker\\n' > AGENTS.md && printf '\\211PNG\\r\\n\\032\\nremote' > remote.png";
+    let mut server = namespaced_exec_server(ws.path(), &token_file, setup).spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+
+    let run = run_with_config(
+        ws.path(),
+        vec![
+            Turn::new([function_call(
+                "v1",
+                "view_image",
+                r#"{"path":"remote.png"}"#,
+            )]),
+            Turn::new([function_call("v2", "view_image", r#"{"path":"local.png"}"#)]),
+        ],
+        &[("KEEL_TEST_EXEC_TOKEN", "remote-reads-token")],
+        &[
+            ("exec_server_url", toml::Value::from(url)),
+            ("exec_server_auth_token_env", "KEEL_TEST_EXEC_TOKEN".into()),
+        ],
+    )
+    .await?;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    let requests = run.mock.requests();
+    let first = serde_json::to_string(&requests[0].body)?;
+    assert!(first.contains("remote-docs-marker"), "{first}");
+    assert!(!first.contains("local-docs-marker"), "{first}");
+
+    assert!(
+        run.output("v1").contains("attached image remote.png"),
+        "{}",
+        run.output("v1")
+    );
+    let remote_png = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nremote")
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|request| images_in(request.input()).contains(&remote_png)),
+        "the remote image never reached the model"
+    );
+    // The engine's own file at that path is not the environment's.
+    let missing = run.output("v2");
+    assert!(
+        missing.contains("no such file in the remote environment"),
+        "{missing}"
+    );
+
+    server
+        .wait_for_stderr_line("the server answered the file reads", |line| {
+            line.contains("fs/read")
         })
         .await?;
     Ok(())

@@ -1,0 +1,99 @@
+//! Files a turn reads for itself (its `AGENTS.md`, an image the model asks to see), read
+//! where its commands run: on this host, or on the exec-server's through `fs.v1`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use keel_protocol::exec_server::{
+    FS_EXTENSION, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+};
+
+use super::{ExecTarget, ProcessError, ProcessLayer};
+
+/// How long a file request may go unanswered before the server is reported as silent.
+const FILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn no_file_answer() -> ProcessError {
+    ProcessError::Connect(format!(
+        "the exec-server did not answer the file request within {} s",
+        FILE_TIMEOUT.as_secs()
+    ))
+}
+
+impl ProcessLayer {
+    /// Reads `path` (absolute) where the turn's commands run, taking at most `max_bytes`.
+    pub(crate) async fn read_file(
+        &self,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Result<FileReadResponse, ProcessError> {
+        let params = FileReadParams {
+            path: path.to_path_buf(),
+            max_bytes: Some(max_bytes),
+        };
+        if self.target == ExecTarget::InProcess {
+            return tokio::task::spawn_blocking(move || keel_exec_server::files::read(&params))
+                .await
+                .map_err(|err| ProcessError::Connect(format!("reading a file failed: {err}")));
+        }
+        let connected = self.connected_with(FS_EXTENSION).await?;
+        tokio::time::timeout(FILE_TIMEOUT, connected.client.read_file(params))
+            .await
+            .map_err(|_| no_file_answer())?
+            .map_err(ProcessError::from)
+    }
+
+    /// Whether `path` (absolute) exists where the turn's commands run, and what it is.
+    pub(crate) async fn stat_file(&self, path: &Path) -> Result<FileStatResponse, ProcessError> {
+        let params = FileStatParams {
+            path: path.to_path_buf(),
+        };
+        if self.target == ExecTarget::InProcess {
+            return Ok(keel_exec_server::files::stat(&params));
+        }
+        let connected = self.connected_with(FS_EXTENSION).await?;
+        tokio::time::timeout(FILE_TIMEOUT, connected.client.stat_file(params))
+            .await
+            .map_err(|_| no_file_answer())?
+            .map_err(ProcessError::from)
+    }
+
+    /// The `AGENTS.md` files from the repository root down to `cwd` where the turn's
+    /// commands run, joined and capped as [`crate::prompt_context::join_project_docs`] does.
+    pub(crate) async fn read_project_docs(
+        &self,
+        cwd: &Path,
+        max_bytes: usize,
+    ) -> Result<Option<String>, ProcessError> {
+        if max_bytes == 0 {
+            return Ok(None);
+        }
+        let mut repo_root = None;
+        for dir in cwd.ancestors() {
+            if matches!(
+                self.stat_file(&dir.join(".git")).await?,
+                FileStatResponse::Found { .. }
+            ) {
+                repo_root = Some(dir.to_path_buf());
+                break;
+            }
+        }
+        let mut texts = Vec::new();
+        for dir in crate::prompt_context::project_doc_dirs(cwd, repo_root.as_deref()) {
+            let file = dir.join("AGENTS.md");
+            match self.read_file(&file, max_bytes as u64).await? {
+                FileReadResponse::Read { data_base64 } => {
+                    texts.push(String::from_utf8_lossy(&data_base64.0).into_owned());
+                }
+                FileReadResponse::Missing => {}
+                FileReadResponse::TooLarge { size } => {
+                    tracing::warn!(file = %file.display(), size, "AGENTS.md over the limit; skipped");
+                }
+                FileReadResponse::Unreadable { message } => {
+                    tracing::warn!(file = %file.display(), %message, "AGENTS.md unreadable; skipped");
+                }
+            }
+        }
+        Ok(crate::prompt_context::join_project_docs(texts, max_bytes))
+    }
+}

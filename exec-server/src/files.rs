@@ -1,0 +1,72 @@
+//! Reads for the `fs.v1` extension, shared by the server and by an engine reading its own
+//! host's files, so a local and a remote environment answer alike.
+
+use std::io::Read;
+
+use keel_protocol::exec_server::{
+    FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+};
+
+/// The largest file `fs/read` returns: its base64 fits one 16 MiB message.
+pub const MAX_READ_BYTES: u64 = 12 * 1024 * 1024;
+
+/// `fs/read` on this host: the file's bytes, `missing`, `tooLarge` or `unreadable`.
+/// The caller checks that the path is absolute.
+pub fn read(params: &FileReadParams) -> FileReadResponse {
+    let limit = params
+        .max_bytes
+        .map_or(MAX_READ_BYTES, |max| max.min(MAX_READ_BYTES));
+    let file = match std::fs::File::open(&params.path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return FileReadResponse::Missing;
+        }
+        Err(err) => return unreadable(&err),
+    };
+    let size = match file.metadata() {
+        Ok(meta) if meta.is_dir() => {
+            return FileReadResponse::Unreadable {
+                message: "is a directory".to_string(),
+            };
+        }
+        Ok(meta) => meta.len(),
+        Err(err) => return unreadable(&err),
+    };
+    if size > limit {
+        return FileReadResponse::TooLarge { size };
+    }
+    // The size may change under us: read one byte past the limit to notice growth.
+    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    if let Err(err) = file.take(limit + 1).read_to_end(&mut data) {
+        return unreadable(&err);
+    }
+    if data.len() as u64 > limit {
+        return FileReadResponse::TooLarge {
+            size: data.len() as u64,
+        };
+    }
+    FileReadResponse::Read {
+        data_base64: data.into(),
+    }
+}
+
+/// `fs/stat` on this host, following symlinks. The caller checks that the path is absolute.
+pub fn stat(params: &FileStatParams) -> FileStatResponse {
+    match std::fs::metadata(&params.path) {
+        Ok(meta) => FileStatResponse::Found {
+            is_file: meta.is_file(),
+            is_directory: meta.is_dir(),
+            size: meta.len(),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => FileStatResponse::Missing,
+        Err(err) => FileStatResponse::Unreadable {
+            message: err.to_string(),
+        },
+    }
+}
+
+fn unreadable(err: &std::io::Error) -> FileReadResponse {
+    FileReadResponse::Unreadable {
+        message: err.to_string(),
+    }
+}
