@@ -14,7 +14,9 @@
 //! - the shared agent-job store tests need PostgreSQL's server binaries
 //!   (`/usr/lib/postgresql/<version>/bin`, or `KEEL_POSTGRES_BIN`);
 //! - the remote-environment tests that give an exec-server a workspace of its own need mount
-//!   namespaces (`unshare --mount`, i.e. root).
+//!   namespaces (`unshare --mount`, i.e. root);
+//! - the remote-environment test across a network link needs network namespaces (`unshare
+//!   --net`, i.e. root, and `ip` from iproute2).
 //!
 //! It also packs the `keel` binary's relative relocations (`-z pack-relative-relocs`, DT_RELR)
 //! when `KEEL_PACK_RELOCATIONS=1` is set for a Linux glibc build: about 1.5 MB smaller and
@@ -78,6 +80,16 @@ fn main() {
         .is_ok_and(|status| status.success());
     if mount_namespaces || in_ci {
         println!("cargo::rustc-cfg=keel_mount_namespaces");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_network_namespaces)");
+    let network_namespaces = on_path("ip")
+        && std::process::Command::new("unshare")
+            .args(["--net", "true"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+    if network_namespaces || in_ci {
+        println!("cargo::rustc-cfg=keel_network_namespaces");
     }
     println!("cargo::rerun-if-env-changed=KEEL_PACK_RELOCATIONS");
     let target_is = |key: &str, value: &str| std::env::var(key).is_ok_and(|v| v == value);

@@ -44,7 +44,8 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
                 "command/exec/wait",
                 "command/exec/snapshot",
                 "command/exec/terminate.mode",
-                "patch.v1"
+                "patch.v1",
+                "fs.v1"
             ]
         })
     );

@@ -132,6 +132,21 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
                 "expectedBefore": {"/work/a.txt": "old\n", "/work/new.txt": null},
             }),
         ),
+        (
+            ExecServerRequest::FileRead(FileReadParams {
+                path: PathBuf::from("/work/AGENTS.md"),
+                max_bytes: Some(65536),
+            }),
+            "fs/read",
+            json!({"path": "/work/AGENTS.md", "maxBytes": 65536}),
+        ),
+        (
+            ExecServerRequest::FileStat(FileStatParams {
+                path: PathBuf::from("/work/.git"),
+            }),
+            "fs/stat",
+            json!({"path": "/work/.git"}),
+        ),
     ]
 }
 

@@ -3,6 +3,7 @@
 
 mod remote;
 mod remote_files;
+mod remote_netns;
 mod snapshots;
 mod tools;
 
