@@ -11,6 +11,7 @@ use keel_protocol::{
 };
 use tokio::sync::{Mutex, mpsc, watch};
 
+use crate::environment_link::EnvironmentLink;
 use crate::error::{CoreError, Result};
 use crate::unified_exec::{BackgroundTerminal, UnifiedExecSessions};
 
@@ -27,6 +28,42 @@ pub struct Conversation {
     terminals: Arc<UnifiedExecSessions>,
     /// The thread's goal, shared with its engine.
     goals: Arc<crate::goals::Goals>,
+    /// The connection to its remote environment.
+    environment: watch::Receiver<EnvironmentLink>,
+    /// Where its next turn moves it.
+    environment_switch: Arc<EnvironmentSwitch>,
+}
+
+/// An environment a conversation moves to at its next turn.
+#[derive(Default)]
+pub(crate) struct EnvironmentSwitch {
+    next: std::sync::Mutex<Option<(crate::processes::ExecTarget, PathBuf)>>,
+}
+
+impl EnvironmentSwitch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(crate::processes::ExecTarget, PathBuf)>> {
+        self.next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The move asked for since the last turn began, if any (with the working directory
+    /// there), taken.
+    pub(crate) fn take(&self) -> Option<(crate::processes::ExecTarget, PathBuf)> {
+        self.lock().take()
+    }
+}
+
+/// What a conversation's handle shares with its engine.
+pub(crate) struct SharedWithEngine {
+    /// The processes the model left running.
+    pub terminals: Arc<UnifiedExecSessions>,
+    /// The thread's goal.
+    pub goals: Arc<crate::goals::Goals>,
+    /// The connection to its remote environment.
+    pub environment: watch::Receiver<EnvironmentLink>,
+    /// Where its next turn moves it.
+    pub environment_switch: Arc<EnvironmentSwitch>,
 }
 
 impl Conversation {
@@ -36,9 +73,14 @@ impl Conversation {
         rx_event: mpsc::Receiver<Event>,
         rollout_path: Option<PathBuf>,
         status: Arc<watch::Sender<CollabAgentState>>,
-        terminals: Arc<UnifiedExecSessions>,
-        goals: Arc<crate::goals::Goals>,
+        shared: SharedWithEngine,
     ) -> Self {
+        let SharedWithEngine {
+            terminals,
+            goals,
+            environment,
+            environment_switch,
+        } = shared;
         Self {
             id,
             tx_sub,
@@ -48,7 +90,23 @@ impl Conversation {
             status,
             terminals,
             goals,
+            environment,
+            environment_switch,
         }
+    }
+
+    /// Moves the conversation to the environment `config` names (its `exec_server_url` and
+    /// token, or this host), working in `cwd` there, from its next turn on. What still runs
+    /// in the old environment (background terminals) is stopped when the move happens.
+    pub fn move_to_environment(&self, config: &crate::config::Config, cwd: PathBuf) {
+        *self.environment_switch.lock() =
+            Some((crate::processes::ExecTarget::for_config(config), cwd));
+    }
+
+    /// The connection to the exec-server its commands run on, as it changes (it stays
+    /// `NotConnected` for a conversation whose commands run on this host).
+    pub fn watch_environment_link(&self) -> watch::Receiver<EnvironmentLink> {
+        self.environment.clone()
     }
 
     /// The thread's goal, if it has one.

@@ -647,15 +647,11 @@ impl ManagerShared {
         };
         let (tx_sub, rx_sub) = mpsc::channel(SUBMISSION_CAPACITY);
         let (tx_event, rx_event) = mpsc::channel(EVENT_CAPACITY);
-        let exec_target = match &config.exec_server_url {
-            Some(url) => ExecTarget::Remote {
-                url: url.clone(),
-                token_env: config.exec_server_auth_token_env.clone(),
-                token_file: config.exec_server_auth_token_file.clone(),
-                token: config.exec_server_auth_token.clone(),
-            },
-            None => ExecTarget::InProcess,
-        };
+        let exec_target = ExecTarget::for_config(&config);
+        let environment_switch = Arc::new(crate::conversation::EnvironmentSwitch::default());
+        let environment_link = Arc::new(tokio::sync::watch::Sender::new(
+            crate::EnvironmentLink::NotConnected,
+        ));
         let status = Arc::new(tokio::sync::watch::Sender::new(
             keel_protocol::CollabAgentState::new(keel_protocol::CollabAgentStatus::PendingInit),
         ));
@@ -680,6 +676,8 @@ impl ManagerShared {
             tx_event,
             crate::session::SessionLinks {
                 exec_target,
+                environment_link: environment_link.clone(),
+                environment_switch: environment_switch.clone(),
                 agents,
                 mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
                 tools,
@@ -712,8 +710,12 @@ impl ManagerShared {
             rx_event,
             rollout_path,
             status,
-            terminals,
-            goals,
+            crate::conversation::SharedWithEngine {
+                terminals,
+                goals,
+                environment: environment_link.subscribe(),
+                environment_switch,
+            },
         ));
         write(&self.conversations).insert(id, conversation.clone());
         let new = NewConversation {

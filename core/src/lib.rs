@@ -49,6 +49,7 @@ mod client;
 pub mod config;
 mod conversation;
 mod conversation_manager;
+mod environment_link;
 mod error;
 mod error_advice;
 #[cfg(feature = "file-search")]
@@ -92,6 +93,7 @@ pub use config::{
 };
 pub use conversation::{Conversation, NewConversation};
 pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversation};
+pub use environment_link::EnvironmentLink;
 pub use error::{CoreError, Result};
 pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;

@@ -40,7 +40,6 @@ pub(crate) async fn update(
 ) -> Result<EmptyResponse> {
     const METHOD: &str = "thread/settings/update";
     let thread = loaded(state, &params.thread_id).await?;
-    super::turns::check_same_environment(&thread, params.environments.as_deref())?;
     if let Some(cwd) = &params.cwd
         && !(cwd.is_absolute() && cwd.is_dir())
     {
@@ -72,9 +71,15 @@ pub(crate) async fn update(
         .as_ref()
         .map(|mode| mode.mode.clone());
     let mode_settings = params.collaboration_mode.map(|mode| mode.settings);
+    let moved_to = super::turns::choose_environment(
+        state,
+        &thread,
+        params.environments.as_deref(),
+        params.cwd.as_deref(),
+    )?;
     let change = SettingsChange {
         collaboration_mode: mode_name,
-        cwd: params.cwd,
+        cwd: params.cwd.or(moved_to),
         approval_policy: params.approval_policy,
         sandbox,
         permission_profile,

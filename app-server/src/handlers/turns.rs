@@ -50,27 +50,44 @@ fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &s
     Ok(())
 }
 
-/// Refuses a turn that names an environment other than its thread's: commands must never run
-/// somewhere other than where the client asked, and Keel does not move a thread.
-pub(super) fn check_same_environment(
+/// Moves the thread to the environment a turn or a settings change names first, from its next
+/// turn on (Codex 0.169's `environments`), working in `cwd` there when given, else in the
+/// environment's own `cwd`; naming the thread's own environment changes nothing. Returns the
+/// working directory of a move. An unknown environment, or none at all (`[]`), is refused.
+pub(super) fn choose_environment(
+    state: &AppState,
     thread: &crate::threads::LoadedThread,
     environments: Option<&[keel_protocol::app_server::TurnEnvironmentParams]>,
-) -> Result<()> {
+    cwd: Option<&std::path::Path>,
+) -> Result<Option<std::path::PathBuf>> {
     let Some(environments) = environments else {
-        return Ok(());
+        return Ok(None);
     };
     let current = thread.meta().environment_id;
-    match environments.first() {
-        Some(primary) if primary.environment_id == current => Ok(()),
-        Some(primary) => Err(AppServerError::InvalidRequest(format!(
-            "this thread runs in environment `{current}`; Keel does not move a thread to \
-             another environment (start a thread in `{}`)",
-            primary.environment_id
-        ))),
-        None => Err(AppServerError::InvalidRequest(format!(
+    let Some(primary) = environments.first() else {
+        return Err(AppServerError::InvalidRequest(format!(
             "a turn without an environment is not supported; this thread runs in `{current}`"
-        ))),
+        )));
+    };
+    if primary.environment_id == current {
+        return Ok(None);
     }
+    let config = crate::utilities::resolve_thread_config(
+        state,
+        environments,
+        keel_protocol::app_server::ThreadOverrides::default(),
+    )?;
+    let cwd = cwd.map_or_else(|| primary.cwd.clone(), std::path::Path::to_path_buf);
+    thread
+        .conversation
+        .move_to_environment(&config, cwd.clone());
+    let id = primary.environment_id.clone();
+    tracing::info!(thread = %thread.id, from = %current, to = %id, "thread moves to another environment");
+    thread.update_meta(|meta| {
+        meta.environment_id = id;
+        meta.cwd = cwd.clone();
+    });
+    Ok(Some(cwd))
 }
 
 pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<Reply> {
@@ -82,7 +99,6 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     check_local_images(&params.input, "turn/start")?;
-    check_same_environment(&thread, params.environments.as_deref())?;
     // Checked before the turn is claimed or any setting changes.
     let mode = params
         .collaboration_mode
@@ -112,12 +128,18 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         thread: thread.clone(),
         turn_id: Some(turn_id.clone()),
     };
+    let moved_to = choose_environment(
+        state,
+        &thread,
+        params.environments.as_deref(),
+        params.cwd.as_deref(),
+    )?;
     let change = SettingsChange {
         collaboration_mode: params
             .collaboration_mode
             .as_ref()
             .map(|mode| mode.mode.clone()),
-        cwd: params.cwd.clone(),
+        cwd: params.cwd.clone().or(moved_to),
         approval_policy: params.approval_policy,
         sandbox,
         permission_profile,

@@ -138,6 +138,11 @@ impl LoadedThread {
     pub(crate) fn start_pump(self: &Arc<Self>) {
         let pump = tokio::spawn(pump_events(self.clone()));
         *lock(&self.pump) = Some(pump);
+        // Ends with the engine (its sender goes with it); holds the thread only weakly.
+        tokio::spawn(report_environment_link(
+            Arc::downgrade(self),
+            self.conversation.watch_environment_link(),
+        ));
     }
 
     /// Returns once the conversation has ended and its last event was delivered.
@@ -435,6 +440,34 @@ impl LoadedThread {
 }
 
 /// Reads the conversation's events until it shuts down.
+/// `thread/environment/connected` and `disconnected` as the engine's connection to the
+/// thread's exec-server is made and lost.
+async fn report_environment_link(
+    thread: std::sync::Weak<LoadedThread>,
+    mut link: tokio::sync::watch::Receiver<keel_core::EnvironmentLink>,
+) {
+    while link.changed().await.is_ok() {
+        let state = link.borrow_and_update().clone();
+        let Some(thread) = thread.upgrade() else {
+            return;
+        };
+        let params = keel_protocol::app_server::EnvironmentConnectionNotification {
+            thread_id: thread.id.to_string(),
+            environment_id: thread.meta().environment_id,
+        };
+        let notification = match state {
+            keel_core::EnvironmentLink::Connected => {
+                ServerNotification::ThreadEnvironmentConnected(params)
+            }
+            keel_core::EnvironmentLink::Disconnected { .. } => {
+                ServerNotification::ThreadEnvironmentDisconnected(params)
+            }
+            _ => continue,
+        };
+        thread.broadcast(notification).await;
+    }
+}
+
 async fn pump_events(thread: Arc<LoadedThread>) {
     while let Ok(event) = thread.conversation.next_event().await {
         // A consumer that must get everything slows the engine down instead of losing

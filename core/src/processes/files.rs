@@ -8,7 +8,7 @@ use keel_protocol::exec_server::{
     FS_EXTENSION, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
 };
 
-use super::{ExecTarget, ProcessError, ProcessLayer};
+use super::{ProcessError, ProcessLayer};
 
 /// How long a file request may go unanswered before the server is reported as silent.
 const FILE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -31,7 +31,7 @@ impl ProcessLayer {
             path: path.to_path_buf(),
             max_bytes: Some(max_bytes),
         };
-        if self.target == ExecTarget::InProcess {
+        if self.is_local() {
             return tokio::task::spawn_blocking(move || keel_exec_server::files::read(&params))
                 .await
                 .map_err(|err| ProcessError::Connect(format!("reading a file failed: {err}")));
@@ -48,7 +48,7 @@ impl ProcessLayer {
         let params = FileStatParams {
             path: path.to_path_buf(),
         };
-        if self.target == ExecTarget::InProcess {
+        if self.is_local() {
             return Ok(keel_exec_server::files::stat(&params));
         }
         let connected = self.connected_with(FS_EXTENSION).await?;

@@ -97,6 +97,21 @@ pub(crate) enum ExecTarget {
     },
 }
 
+impl ExecTarget {
+    /// Where `config` says commands run: its `exec_server_url` with its token, or here.
+    pub(crate) fn for_config(config: &crate::config::Config) -> Self {
+        match &config.exec_server_url {
+            Some(url) => Self::Remote {
+                url: url.clone(),
+                token_env: config.exec_server_auth_token_env.clone(),
+                token_file: config.exec_server_auth_token_file.clone(),
+                token: config.exec_server_auth_token.clone(),
+            },
+            None => Self::InProcess,
+        }
+    }
+}
+
 /// The bearer token for a remote exec-server, read from the environment variable
 /// `exec_server_auth_token_env` names; `None` when no variable is named.
 pub fn exec_server_bearer_token(
@@ -163,22 +178,50 @@ struct Connected {
 ///
 /// Dropping it closes the connection, which kills every process it started.
 pub(crate) struct ProcessLayer {
-    target: ExecTarget,
+    /// Where; changed between turns when the conversation moves to another environment.
+    target: std::sync::Mutex<ExecTarget>,
     /// The live connection; replaced by a new one on the next use once it is lost.
     connected: Mutex<Option<Arc<Connected>>>,
+    /// Where a remote connection's state is reported.
+    link: Arc<tokio::sync::watch::Sender<crate::EnvironmentLink>>,
+    /// Counts connections, so the end of a replaced one is not reported over its successor.
+    generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ProcessLayer {
-    pub(crate) fn new(target: ExecTarget) -> Self {
+    pub(crate) fn new(
+        target: ExecTarget,
+        link: Arc<tokio::sync::watch::Sender<crate::EnvironmentLink>>,
+    ) -> Self {
         Self {
-            target,
+            target: std::sync::Mutex::new(target),
             connected: Mutex::new(None),
+            link,
+            generation: Arc::default(),
         }
     }
 
     /// Whether processes run on this host (so files this process writes are theirs to read).
     pub(crate) fn is_local(&self) -> bool {
-        self.target == ExecTarget::InProcess
+        *self.target() == ExecTarget::InProcess
+    }
+
+    fn target(&self) -> std::sync::MutexGuard<'_, ExecTarget> {
+        self.target
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Moves the processes to `target`: the connection to the old place closes, and what ran
+    /// there through it is stopped.
+    pub(crate) async fn retarget(&self, target: ExecTarget) {
+        let mut slot = self.connected.lock().await;
+        *self.target() = target;
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if slot.take().is_some() {
+            self.link.send_replace(crate::EnvironmentLink::NotConnected);
+        }
     }
 
     /// The connection, made on first use. A remote connection that was lost (the server
@@ -197,7 +240,8 @@ impl ProcessLayer {
             event_capacity: EVENT_CAPACITY,
             ..ExecServerClientOptions::default()
         };
-        let client = match &self.target {
+        let target = self.target().clone();
+        let client = match &target {
             ExecTarget::InProcess => {
                 let config = ExecServerConfig {
                     output_drain_timeout: DRAIN_AFTER_EXIT,
@@ -233,7 +277,36 @@ impl ProcessLayer {
             _router: router,
         });
         *slot = Some(connected.clone());
+        if !self.is_local() {
+            self.report_link(&connected.client);
+        }
         Ok(connected)
+    }
+
+    /// Reports the new connection, and its end when the server or the network closes it (not
+    /// when the conversation ends: the watcher holds the report channel only weakly).
+    fn report_link(&self, client: &ExecServerClient) {
+        use std::sync::atomic::Ordering;
+        let mine = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.link.send_replace(crate::EnvironmentLink::Connected);
+        let mut events = client.subscribe();
+        let link = Arc::downgrade(&self.link);
+        let generation = self.generation.clone();
+        tokio::spawn(async move {
+            while !matches!(
+                events.recv().await,
+                Err(tokio::sync::broadcast::error::RecvError::Closed)
+            ) {}
+            if let Some(link) = link
+                .upgrade()
+                .filter(|_| generation.load(Ordering::Acquire) == mine)
+            {
+                tracing::warn!("the connection to the exec-server closed");
+                link.send_replace(crate::EnvironmentLink::Disconnected {
+                    reason: "the connection to the exec-server closed".to_string(),
+                });
+            }
+        });
     }
 
     /// The connection, or why there is none. A remote server that answers without

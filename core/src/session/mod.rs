@@ -5,7 +5,7 @@
 //! interrupts, approvals and extra input are handled while it runs.
 
 mod compact;
-mod environment_docs;
+mod environment;
 mod goal_turns;
 mod hook_points;
 mod host;
@@ -68,6 +68,10 @@ struct SessionState {
 /// tree, and its MCP servers.
 pub(crate) struct SessionLinks {
     pub exec_target: ExecTarget,
+    /// Where the connection to a remote environment is reported.
+    pub environment_link: Arc<tokio::sync::watch::Sender<crate::EnvironmentLink>>,
+    /// Where the conversation's embedder asked it to move.
+    pub environment_switch: Arc<crate::conversation::EnvironmentSwitch>,
     pub agents: AgentControl,
     pub mcp: McpServers,
     /// The embedder's own tools, offered after the built-ins.
@@ -110,6 +114,8 @@ pub(crate) struct Session {
     /// Whether a remote environment's `AGENTS.md` were read (a local thread's are read at
     /// its start).
     pub(super) environment_docs_read: std::sync::atomic::AtomicBool,
+    /// Where the embedder asked the conversation to move, applied as a turn begins.
+    pub(super) environment_switch: Arc<crate::conversation::EnvironmentSwitch>,
     /// Whether the `SessionStart` hooks ran (before the first prompt).
     pub(super) session_started: std::sync::atomic::AtomicBool,
     /// The thread's goal, shared with the conversation's handle.
@@ -129,6 +135,8 @@ impl Session {
     ) -> Self {
         let SessionLinks {
             exec_target,
+            environment_link,
+            environment_switch,
             agents,
             mcp,
             tools,
@@ -153,7 +161,7 @@ impl Session {
             user_inputs: Mutex::new(HashMap::new()),
             dynamic_calls: Mutex::new(HashMap::new()),
             rollout,
-            processes: ProcessLayer::new(exec_target),
+            processes: ProcessLayer::new(exec_target, environment_link),
             unified_exec: Arc::new(UnifiedExecSessions::default()),
             shell_snapshots: ShellSnapshots::new(snapshot_dir),
             agents,
@@ -166,6 +174,7 @@ impl Session {
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
             session_started: std::sync::atomic::AtomicBool::new(false),
             environment_docs_read: std::sync::atomic::AtomicBool::new(false),
+            environment_switch,
             goals: Arc::new(crate::goals::Goals::new(id.to_string())),
             checkpoints: None,
         }

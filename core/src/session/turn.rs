@@ -70,6 +70,7 @@ pub(crate) async fn run_turn(
         sub_id,
         output_schema,
     };
+    super::environment::apply_environment_move(&session).await;
     if let Some(checkpoints) = &checkpoints {
         let root = session.turn_context().cwd.clone();
         checkpoint(checkpoints.clone(), ids.turn_id.to_string(), Some(root)).await;
@@ -95,8 +96,7 @@ pub(crate) async fn run_turn(
                 Err(stop) => Err(stop),
                 Ok(_) => {
                     let context =
-                        super::environment_docs::with_environment_docs(&session, &ids, context)
-                            .await;
+                        super::environment::with_environment_docs(&session, &ids, context).await;
                     let context =
                         super::hook_points::refresh_skills(&session, &ids, context.clone()).await;
                     let context = super::hook_points::refresh_hook_choices(&session, context);

@@ -78,3 +78,15 @@ pub struct TurnEnvironmentParams {
     #[serde(default)]
     pub runtime_workspace_roots: Option<Vec<PathBuf>>,
 }
+
+/// `thread/environment/connected` and `thread/environment/disconnected`: the connection to
+/// the exec-server a thread's commands run on was made, or lost (the next command connects
+/// again). Not sent for threads whose commands run on the server's own host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentConnectionNotification {
+    /// The thread.
+    pub thread_id: String,
+    /// Its environment (`remote` for an unnamed `exec_server_url`).
+    pub environment_id: String,
+}

@@ -275,6 +275,10 @@ crate::notification_table! {
         McpServerStatusUpdated("mcpServer/startupStatus/updated", McpServerStatusUpdatedNotification),
         /// A thread's settings for its next turns changed (Codex 0.169).
         ThreadSettingsUpdated("thread/settings/updated", ThreadSettingsUpdatedNotification),
+        /// A thread's remote environment connected (Codex 0.169).
+        ThreadEnvironmentConnected("thread/environment/connected", EnvironmentConnectionNotification),
+        /// A thread's remote environment's connection was lost (Codex 0.169).
+        ThreadEnvironmentDisconnected("thread/environment/disconnected", EnvironmentConnectionNotification),
     }
 }
 

@@ -293,6 +293,7 @@ impl super::ServerNotification {
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,
+            N::ThreadEnvironmentConnected(n) | N::ThreadEnvironmentDisconnected(n) => &n.thread_id,
             N::ThreadTokenUsageUpdated(n) => &n.thread_id,
             N::TurnStarted(n) | N::TurnCompleted(n) => &n.thread_id,
             N::TurnDiffUpdated(n) => &n.thread_id,

@@ -2,6 +2,9 @@
 //! token-protected exec-server, `environment/status` follows its connection, and a thread
 //! started with `environments` runs its commands there and reports it. Reserved and empty ids,
 //! a token over plain `ws://` to another host, and unknown environments are refused (-32600).
+//! The thread's subscribers hear when its connection to the environment is made and lost
+//! (`thread/environment/connected` / `disconnected`), and a turn that names another
+//! environment moves the thread there.
 
 use std::time::Duration;
 
@@ -46,6 +49,11 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
             json!({"cmd": "echo added-env-marker", "login": false}),
         )]),
         Turn::new([assistant_message("done")]),
+        Turn::new([exec_command_call(
+            "c2",
+            json!({"cmd": "echo moved-here-marker", "login": false}),
+        )]),
+        Turn::new([assistant_message("done here")]),
     ]);
     let world = World::new(script, &[]).await?;
     let mut app = world.server().await?;
@@ -94,28 +102,17 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
             line.contains("started") && line.contains("added-env-marker")
         })
         .await?;
+    // The thread's connection to the environment is announced.
+    let connected = app
+        .read_notification("thread/environment/connected")
+        .await?;
+    assert_eq!(
+        connected["params"],
+        json!({"threadId": thread_id, "environmentId": "box"})
+    );
 
-    // A turn may name the thread's own environment, not move it elsewhere.
-    let (code, message) = refused(
-        &mut app,
-        "turn/start",
-        json!({
-            "threadId": thread_id,
-            "input": [{"type": "text", "text": "now run it here"}],
-            "environments": [{"environmentId": "local", "cwd": ws}],
-        }),
-    )
-    .await?;
-    assert_eq!(code, -32600);
-    assert!(message.contains("does not move a thread"), "{message}");
-    let (code, message) = refused(
-        &mut app,
-        "thread/settings/update",
-        json!({"threadId": thread_id, "environments": [{"environmentId": "local", "cwd": ws}]}),
-    )
-    .await?;
-    assert_eq!(code, -32600);
-    assert!(message.contains("does not move a thread"), "{message}");
+    // Naming the thread's own environment changes nothing; naming none, or an unknown one,
+    // is refused.
     let same = app
         .request(
             "thread/settings/update",
@@ -123,6 +120,72 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(same, json!({}));
+    let (code, message) = refused(
+        &mut app,
+        "thread/settings/update",
+        json!({"threadId": thread_id, "environments": []}),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(message.contains("without an environment"), "{message}");
+    let (code, message) = refused(
+        &mut app,
+        "turn/start",
+        json!({
+            "threadId": thread_id,
+            "input": [{"type": "text", "text": "run it nowhere"}],
+            "environments": [{"environmentId": "nowhere", "cwd": ws}],
+        }),
+    )
+    .await?;
+    assert_eq!(code, -32600);
+    assert!(
+        message.contains("unknown turn environment id `nowhere`"),
+        "{message}"
+    );
+
+    // The exec-server goes away: the thread's subscribers are told.
+    exec_server.kill().await?;
+    let disconnected = app
+        .read_notification("thread/environment/disconnected")
+        .await?;
+    assert_eq!(
+        disconnected["params"],
+        json!({"threadId": thread_id, "environmentId": "box"})
+    );
+
+    // A turn that names another environment moves the thread there: with the remote server
+    // gone, its command can only have run on this host.
+    let moved = app
+        .request(
+            "turn/start",
+            json!({
+                "threadId": thread_id,
+                "input": [{"type": "text", "text": "now run it here"}],
+                "environments": [{"environmentId": "local", "cwd": ws}],
+            }),
+        )
+        .await?;
+    let moved_turn = moved["turn"]["id"].as_str().context("turn id")?.to_string();
+    let completed = app.read_turn_completed(&moved_turn).await?;
+    assert_eq!(completed["turn"]["status"], "completed", "{completed}");
+    let output = world
+        .mock
+        .requests()
+        .iter()
+        .find_map(|request| request.tool_output("c2").cloned())
+        .context("the moved turn's command has no output")?;
+    let output = output.as_str().unwrap_or_default();
+    assert!(output.contains("exited with code 0"), "{output}");
+    assert!(output.contains("moved-here-marker\n"), "{output}");
+    assert!(!output.contains("exec-server"), "{output}");
+    let read = app
+        .request("thread/read", json!({"threadId": thread_id}))
+        .await?;
+    assert_eq!(
+        read["thread"]["environments"][0]["environmentId"], "local",
+        "{read}"
+    );
 
     // What is refused, and how.
     let (code, message) = refused(
@@ -182,5 +245,6 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
         message.contains("invalid cwd for environment `box`"),
         "{message}"
     );
+
     Ok(())
 }
