@@ -40,8 +40,18 @@ pub(crate) async fn update(
 ) -> Result<EmptyResponse> {
     const METHOD: &str = "thread/settings/update";
     let thread = loaded(state, &params.thread_id).await?;
+    // A remote environment's directory is not on this host: only its form is checked here.
+    let in_environment = params
+        .environments
+        .as_ref()
+        .and_then(|list| list.first())
+        .map_or_else(
+            || thread.meta().environment_id,
+            |env| env.environment_id.clone(),
+        );
+    let here = in_environment == keel_core::config::LOCAL_ENVIRONMENT;
     if let Some(cwd) = &params.cwd
-        && !(cwd.is_absolute() && cwd.is_dir())
+        && !(cwd.is_absolute() && (cwd.is_dir() || !here))
     {
         return Err(AppServerError::InvalidParams {
             method: METHOD.into(),

@@ -120,6 +120,14 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
         )
         .await?;
     assert_eq!(same, json!({}));
+    // A directory of the remote host need not exist on this one.
+    let remote_cwd = app
+        .request(
+            "thread/settings/update",
+            json!({"threadId": thread_id, "cwd": "/srv/only-on-the-box"}),
+        )
+        .await?;
+    assert_eq!(remote_cwd, json!({}));
     let (code, message) = refused(
         &mut app,
         "thread/settings/update",
@@ -185,6 +193,18 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
     assert_eq!(
         read["thread"]["environments"][0]["environmentId"], "local",
         "{read}"
+    );
+    // Here, a working directory must exist.
+    let (code, message) = refused(
+        &mut app,
+        "thread/settings/update",
+        json!({"threadId": thread_id, "cwd": "/srv/only-on-the-box"}),
+    )
+    .await?;
+    assert_eq!(code, -32602);
+    assert!(
+        message.contains("not an absolute path to a directory"),
+        "{message}"
     );
 
     // What is refused, and how.
