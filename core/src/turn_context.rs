@@ -29,6 +29,8 @@ pub(crate) struct TurnContext {
     pub user_instructions: Option<String>,
     /// The most of them read (`project_doc_max_bytes`), for a remote environment's.
     pub project_doc_max_bytes: usize,
+    /// Whether the working directory's project is trusted (its skills and hooks are used).
+    pub project_trusted: bool,
     /// The skills installed for this working directory.
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
     /// Where they are looked for (read again at each turn, to notice changes).

@@ -71,11 +71,15 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
     };
+    let project_trusted = config.project_trusted(&config.cwd);
+    // A remote environment's project files are not on this host: its project skills are read
+    // there by each turn, and its project hooks are not loaded (they would run here).
+    let here = config.exec_server_url.is_none();
     let roots = skill_roots(
         &config.keel_home,
         user_home().as_deref(),
         &config.cwd,
-        config.project_trusted(&config.cwd),
+        project_trusted && here,
     );
     TurnContext {
         cwd: config.cwd.clone(),
@@ -100,10 +104,11 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             .then(|| read_project_docs(&config.cwd, config.project_doc_max_bytes))
             .flatten(),
         project_doc_max_bytes: config.project_doc_max_bytes,
+        project_trusted,
         hooks: Arc::new(crate::hooks::load_hooks(
             &config.keel_home,
             &config.cwd,
-            config.project_trusted(&config.cwd),
+            project_trusted && here,
         )),
         bypass_hook_trust: config.bypass_hook_trust,
         user_config_file: config.config_file(),

@@ -4,7 +4,8 @@
 use std::io::Read;
 
 use keel_protocol::exec_server::{
-    FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+    FileListEntry, FileListParams, FileListResponse, FileReadParams, FileReadResponse,
+    FileStatParams, FileStatResponse,
 };
 
 /// The largest file `fs/read` returns: its base64 fits one 16 MiB message.
@@ -63,6 +64,39 @@ pub fn stat(params: &FileStatParams) -> FileStatResponse {
             message: err.to_string(),
         },
     }
+}
+
+/// The most entries `fs/list` returns.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
+
+/// `fs/list` on this host: the directory's entries by name, links followed to tell what each
+/// is. The caller checks that the path is absolute.
+pub fn list(params: &FileListParams) -> FileListResponse {
+    let entries = match std::fs::read_dir(&params.path) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return FileListResponse::Missing;
+        }
+        Err(err) => {
+            return FileListResponse::Unreadable {
+                message: err.to_string(),
+            };
+        }
+    };
+    let mut listed: Vec<FileListEntry> = entries
+        .flatten()
+        .take(MAX_LIST_ENTRIES)
+        .map(|entry| {
+            let meta = std::fs::metadata(entry.path()).ok();
+            FileListEntry {
+                file_name: entry.file_name().to_string_lossy().into_owned(),
+                is_directory: meta.as_ref().is_some_and(std::fs::Metadata::is_dir),
+                is_file: meta.as_ref().is_some_and(std::fs::Metadata::is_file),
+            }
+        })
+        .collect();
+    listed.sort_by(|a, b| a.file_name.cmp(&b.file_name));
+    FileListResponse::Listed { entries: listed }
 }
 
 fn unreadable(err: &std::io::Error) -> FileReadResponse {

@@ -1,11 +1,12 @@
 //! Files a turn reads for itself (its `AGENTS.md`, an image the model asks to see), read
 //! where its commands run: on this host, or on the exec-server's through `fs.v1`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use keel_protocol::exec_server::{
-    FS_EXTENSION, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
+    FS_EXTENSION, FileListParams, FileListResponse, FileReadParams, FileReadResponse,
+    FileStatParams, FileStatResponse,
 };
 
 use super::{ProcessError, ProcessLayer};
@@ -58,6 +59,37 @@ impl ProcessLayer {
             .map_err(ProcessError::from)
     }
 
+    /// Lists directory `path` (absolute) where the turn's commands run.
+    pub(crate) async fn list_dir(&self, path: &Path) -> Result<FileListResponse, ProcessError> {
+        let params = FileListParams {
+            path: path.to_path_buf(),
+        };
+        if self.is_local() {
+            return tokio::task::spawn_blocking(move || keel_exec_server::files::list(&params))
+                .await
+                .map_err(|err| ProcessError::Connect(format!("listing a folder failed: {err}")));
+        }
+        let connected = self.connected_with(FS_EXTENSION).await?;
+        tokio::time::timeout(FILE_TIMEOUT, connected.client.list_dir(params))
+            .await
+            .map_err(|_| no_file_answer())?
+            .map_err(ProcessError::from)
+    }
+
+    /// The repository `cwd` is in where the turn's commands run: its nearest ancestor (or
+    /// itself) holding `.git`.
+    pub(crate) async fn repo_root(&self, cwd: &Path) -> Result<Option<PathBuf>, ProcessError> {
+        for dir in cwd.ancestors() {
+            if matches!(
+                self.stat_file(&dir.join(".git")).await?,
+                FileStatResponse::Found { .. }
+            ) {
+                return Ok(Some(dir.to_path_buf()));
+            }
+        }
+        Ok(None)
+    }
+
     /// The `AGENTS.md` files from the repository root down to `cwd` where the turn's
     /// commands run, joined and capped as [`crate::prompt_context::join_project_docs`] does.
     pub(crate) async fn read_project_docs(
@@ -68,16 +100,7 @@ impl ProcessLayer {
         if max_bytes == 0 {
             return Ok(None);
         }
-        let mut repo_root = None;
-        for dir in cwd.ancestors() {
-            if matches!(
-                self.stat_file(&dir.join(".git")).await?,
-                FileStatResponse::Found { .. }
-            ) {
-                repo_root = Some(dir.to_path_buf());
-                break;
-            }
-        }
+        let repo_root = self.repo_root(cwd).await?;
         let mut texts = Vec::new();
         for dir in crate::prompt_context::project_doc_dirs(cwd, repo_root.as_deref()) {
             let file = dir.join("AGENTS.md");

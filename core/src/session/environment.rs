@@ -30,6 +30,13 @@ pub(super) async fn apply_environment_move(session: &Session) {
     } else {
         None
     };
+    // This host's project skills from here on, or (remote) none until the turn reads them there.
+    updated.skill_roots = crate::skills::skill_roots(
+        &updated.keel_home(),
+        crate::skills::user_home().as_deref(),
+        &cwd,
+        updated.project_trusted && local,
+    );
     updated.cwd = cwd;
     session.set_turn_context(updated);
 }

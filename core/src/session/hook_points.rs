@@ -170,12 +170,33 @@ pub(super) async fn refresh_skills(
 ) -> Arc<TurnContext> {
     let switches = crate::skills::read_switches(&context.user_config_file)
         .unwrap_or_else(|| context.skill_switches.clone());
-    let fresh = crate::skills::load_skills(&context.skill_roots).with_switches(&switches);
-    if fresh == *context.skills {
+    let (roots, fresh) = if session.processes().is_local() {
+        let fresh = crate::skills::load_skills(&context.skill_roots);
+        (context.skill_roots.clone(), fresh)
+    } else {
+        let found = crate::skills::remote_skills(
+            session.processes(),
+            &context.keel_home(),
+            crate::skills::user_home().as_deref(),
+            &context.cwd,
+            context.project_trusted,
+        )
+        .await;
+        match found {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!("the remote environment's skills could not be read: {err}");
+                return context;
+            }
+        }
+    };
+    let fresh = fresh.with_switches(&switches);
+    if fresh == *context.skills && roots == context.skill_roots {
         return context;
     }
     let mut updated = (*context).clone();
     updated.skills = Arc::new(fresh);
+    updated.skill_roots = roots;
     session.set_turn_context(updated);
     session
         .send_event(

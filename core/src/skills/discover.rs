@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use super::{Skill, SkillInventory, SkillLoadError, SkillScope, front_matter};
 
 /// The file that makes a folder a skill.
-const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 /// How deep under a skills folder a `SKILL.md` may sit (`skills/<group>/<name>/SKILL.md`).
-const MAX_DEPTH: usize = 4;
+pub(crate) const MAX_DEPTH: usize = 4;
 /// Largest `SKILL.md` read; a bigger one is reported, not loaded.
-const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_SKILL_FILE_BYTES: u64 = 256 * 1024;
 
 /// A folder searched for skills, and the scope of what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,9 +31,22 @@ pub fn skill_roots(
     cwd: &Path,
     project_trusted: bool,
 ) -> Vec<SkillRoot> {
+    let repo_root = project_trusted
+        .then(|| cwd.ancestors().find(|dir| dir.join(".git").exists()))
+        .flatten();
+    skill_roots_in(keel_home, user_home, cwd, project_trusted, repo_root)
+}
+
+/// [`skill_roots`] with the repository root already found (where the thread's commands run).
+pub(crate) fn skill_roots_in(
+    keel_home: &Path,
+    user_home: Option<&Path>,
+    cwd: &Path,
+    project_trusted: bool,
+    repo_root: Option<&Path>,
+) -> Vec<SkillRoot> {
     let mut roots = Vec::new();
     if project_trusted {
-        let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
         for dir in cwd.ancestors() {
             for name in [".codex", ".agents"] {
                 roots.push(SkillRoot {
@@ -71,16 +84,92 @@ pub fn user_home() -> Option<std::path::PathBuf> {
         .map(std::path::PathBuf::from)
 }
 
+/// Where skill folders are read: this host, or what was read of a remote environment's.
+pub(crate) trait SkillFiles {
+    /// The entries of `dir`, each as its name and whether it is a directory (links
+    /// followed); `None` when it cannot be listed.
+    fn entries(&self, dir: &Path) -> Option<Vec<(String, bool)>>;
+    /// The text of a `SKILL.md` (at most [`MAX_SKILL_FILE_BYTES`]), or what is wrong.
+    fn read(&self, path: &Path) -> Result<String, String>;
+}
+
+/// This host's files.
+struct ThisHost;
+
+impl SkillFiles for ThisHost {
+    fn entries(&self, dir: &Path) -> Option<Vec<(String, bool)>> {
+        let entries = std::fs::read_dir(dir).ok()?;
+        Some(
+            entries
+                .flatten()
+                // Follows links, as users link skill folders in from elsewhere; the depth
+                // bound stops a link cycle.
+                .map(|entry| {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    (name, entry.path().is_dir())
+                })
+                .collect(),
+        )
+    }
+
+    fn read(&self, path: &Path) -> Result<String, String> {
+        let size = std::fs::metadata(path)
+            .map_err(|err| format!("cannot read: {err}"))?
+            .len();
+        if size > MAX_SKILL_FILE_BYTES {
+            return Err(too_large(size));
+        }
+        std::fs::read_to_string(path).map_err(|err| format!("cannot read: {err}"))
+    }
+}
+
+/// Why a `SKILL.md` of `size` bytes is not loaded.
+pub(crate) fn too_large(size: u64) -> String {
+    format!("the file is {size} bytes; at most {MAX_SKILL_FILE_BYTES} are read")
+}
+
+/// What was read of a remote environment's skill folders: each folder's entries and each
+/// `SKILL.md` found.
+#[derive(Debug, Default)]
+pub(crate) struct ReadSkillFiles {
+    pub dirs: BTreeMap<PathBuf, Vec<(String, bool)>>,
+    pub files: BTreeMap<PathBuf, Result<String, String>>,
+}
+
+impl SkillFiles for ReadSkillFiles {
+    fn entries(&self, dir: &Path) -> Option<Vec<(String, bool)>> {
+        self.dirs.get(dir).cloned()
+    }
+
+    fn read(&self, path: &Path) -> Result<String, String> {
+        self.files
+            .get(path)
+            .cloned()
+            .unwrap_or_else(|| Err("cannot read: it was not found".to_string()))
+    }
+}
+
 /// Loads every skill under `roots`; when two share a name, the one in the earlier root wins.
 pub fn load_skills(roots: &[SkillRoot]) -> SkillInventory {
+    load_skills_from(roots, &ThisHost)
+}
+
+/// [`load_skills`] with the project's folders (`Repo` roots) read through `repo`, the user's
+/// and the system's on this host.
+pub(crate) fn load_skills_from(roots: &[SkillRoot], repo: &dyn SkillFiles) -> SkillInventory {
     let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
     let mut errors = Vec::new();
     for root in roots {
-        let mut files = Vec::new();
-        find_skill_files(&root.dir, 0, &mut files);
-        files.sort();
-        for path in files {
-            match load_one(&path, root.scope) {
+        let files: &dyn SkillFiles = if root.scope == SkillScope::Repo {
+            repo
+        } else {
+            &ThisHost
+        };
+        let mut found = Vec::new();
+        find_skill_files(files, &root.dir, 0, &mut found);
+        found.sort();
+        for path in found {
+            match load_one(files, &path, root.scope) {
                 Ok(skill) => {
                     by_name.entry(skill.name.clone()).or_insert(skill);
                 }
@@ -91,38 +180,28 @@ pub fn load_skills(roots: &[SkillRoot]) -> SkillInventory {
     SkillInventory {
         skills: by_name.into_values().collect(),
         errors,
+        texts: BTreeMap::new(),
     }
 }
 
-fn find_skill_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+fn find_skill_files(files: &dyn SkillFiles, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Some(entries) = files.entries(dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
-        // Follows links, as users link skill folders in from elsewhere; the depth bound stops
-        // a link cycle.
-        if path.is_dir() {
-            if !hidden && depth < MAX_DEPTH {
-                find_skill_files(&path, depth + 1, out);
+    for (name, is_dir) in entries {
+        let path = dir.join(&name);
+        if is_dir {
+            if !name.starts_with('.') && depth < MAX_DEPTH {
+                find_skill_files(files, &path, depth + 1, out);
             }
-        } else if entry.file_name() == SKILL_FILE && depth > 0 {
+        } else if name == SKILL_FILE && depth > 0 {
             out.push(path);
         }
     }
 }
 
-fn load_one(path: &Path, scope: SkillScope) -> Result<Skill, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|err| format!("cannot read: {err}"))?
-        .len();
-    if size > MAX_SKILL_FILE_BYTES {
-        return Err(format!(
-            "the file is {size} bytes; at most {MAX_SKILL_FILE_BYTES} are read"
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|err| format!("cannot read: {err}"))?;
+fn load_one(files: &dyn SkillFiles, path: &Path, scope: SkillScope) -> Result<Skill, String> {
+    let text = files.read(path)?;
     let folder = path
         .parent()
         .and_then(Path::file_name)

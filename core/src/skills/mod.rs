@@ -12,6 +12,7 @@
 mod discover;
 mod front_matter;
 mod prompt;
+mod remote;
 mod switches;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
 pub use discover::{SkillRoot, load_skills, skill_roots, user_home};
 pub use keel_protocol::app_server::SkillScope;
 pub(crate) use prompt::{attached_skill_items, budget_chars, skills_section};
+pub(crate) use remote::remote_skills;
 pub(crate) use switches::SkillsToml;
 pub use switches::{SkillSwitch, read_switches, switched};
 
@@ -55,4 +57,7 @@ pub struct SkillInventory {
     pub skills: Vec<Skill>,
     /// Files that could not be loaded.
     pub errors: Vec<SkillLoadError>,
+    /// The `SKILL.md` texts read from a remote environment, by path (this host cannot read
+    /// them again when the user attaches a skill).
+    pub(crate) texts: std::collections::BTreeMap<PathBuf, String>,
 }

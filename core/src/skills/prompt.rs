@@ -197,7 +197,11 @@ fn attached_skills<'a>(inventory: &'a SkillInventory, text: &str) -> Vec<(&'a Sk
     named.sort_by_key(|skill| (scope_rank(skill.scope), skill.name.clone()));
     named
         .into_iter()
-        .filter_map(|skill| match read_file(skill) {
+        .filter_map(|skill| match inventory
+            .texts
+            .get(&skill.path)
+            .map_or_else(|| read_file(skill), |text| Ok(text.clone()))
+        {
             Ok(file) => Some((skill, file)),
             Err(err) => {
                 tracing::warn!(skill = %skill.name, path = %skill.path.display(), %err, "cannot read a named skill");
@@ -236,6 +240,7 @@ mod tests {
                 skill(dir.path(), "a", "Ay.")?,
             ],
             errors: Vec::new(),
+            ..SkillInventory::default()
         };
         let text = skills_section(&inventory, DEFAULT_BUDGET_CHARS).unwrap_or_default();
         assert!(text.starts_with("<skills_instructions>\n"), "{text}");
@@ -289,6 +294,7 @@ mod tests {
                 skill(dir.path(), "lint", "l")?,
             ],
             errors: Vec::new(),
+            ..SkillInventory::default()
         };
         let attached = attached_skills(&inventory, "($lint), then $deploy. Not x$deploy or $nope");
         let names: Vec<&str> = attached.iter().map(|(s, _)| s.name.as_str()).collect();

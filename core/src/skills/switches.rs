@@ -124,6 +124,7 @@ mod tests {
         let inventory = SkillInventory {
             skills: vec![skill("a"), skill("b"), skill("c")],
             errors: Vec::new(),
+            ..SkillInventory::default()
         };
         let switches = vec![
             SkillSwitch {

@@ -9,10 +9,10 @@ use std::time::Duration;
 use keel_protocol::exec_server::exec_server_request as method;
 use keel_protocol::exec_server::{
     CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
-    ExecParams, ExecResponse, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
-    InitializeParams, PatchApplyResponse, PatchParams, PatchPlanResponse, ResizeParams,
-    ResizeResponse, SnapshotParams, SnapshotResponse, TerminateParams, TerminateResponse,
-    WaitParams, WaitResponse, WriteParams, WriteResponse,
+    ExecParams, ExecResponse, FileListParams, FileListResponse, FileReadParams, FileReadResponse,
+    FileStatParams, FileStatResponse, InitializeParams, PatchApplyResponse, PatchParams,
+    PatchPlanResponse, ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse,
+    TerminateParams, TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{broadcast, mpsc};
@@ -261,6 +261,14 @@ impl ExecServerClient {
         match &self.backend {
             Backend::Remote(remote) => remote.request::<method::FileRead>(params).await,
             Backend::InProcess(handler) => handler.read_file(params).await,
+        }
+    }
+
+    /// `fs/list`: a directory of the server's host (`fs.v1`).
+    pub async fn list_dir(&self, params: FileListParams) -> Result<FileListResponse> {
+        match &self.backend {
+            Backend::Remote(remote) => remote.request::<method::FileList>(params).await,
+            Backend::InProcess(handler) => handler.list_dir(params).await,
         }
     }
 

@@ -15,10 +15,11 @@ use std::time::Duration;
 use keel_protocol::ExecSessionId;
 use keel_protocol::exec_server::{
     CloseStdinParams, CloseStdinResponse, EXEC_SERVER_EXTENSIONS, EXEC_SERVER_PROTOCOL_VERSION,
-    ExecParams, ExecResponse, FileReadParams, FileReadResponse, FileStatParams, FileStatResponse,
-    InitializeParams, InitializeResponse, PatchApplyResponse, PatchParams, PatchPlanResponse,
-    ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse, TerminateMode, TerminateParams,
-    TerminateResponse, WaitParams, WaitResponse, WriteParams, WriteResponse,
+    ExecParams, ExecResponse, FileListParams, FileListResponse, FileReadParams, FileReadResponse,
+    FileStatParams, FileStatResponse, InitializeParams, InitializeResponse, PatchApplyResponse,
+    PatchParams, PatchPlanResponse, ResizeParams, ResizeResponse, SnapshotParams, SnapshotResponse,
+    TerminateMode, TerminateParams, TerminateResponse, WaitParams, WaitResponse, WriteParams,
+    WriteResponse,
 };
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, oneshot};
@@ -198,6 +199,15 @@ impl ExecServerHandler {
         tokio::task::spawn_blocking(move || crate::files::read(&params))
             .await
             .map_err(|err| ExecServerError::Protocol(format!("fs/read failed: {err}")))
+    }
+
+    /// Handles `fs/list`: a directory of this host.
+    pub async fn list_dir(&self, params: FileListParams) -> Result<FileListResponse> {
+        drop(self.ready("fs/list")?);
+        require_absolute("fs/list", &params.path)?;
+        tokio::task::spawn_blocking(move || crate::files::list(&params))
+            .await
+            .map_err(|err| ExecServerError::Protocol(format!("fs/list failed: {err}")))
     }
 
     /// Handles `fs/stat`: whether a path of this host exists, and what it is.

@@ -320,6 +320,15 @@ impl Processor {
                     }
                 });
             }
+            ExecServerRequest::FileList(params) => {
+                let (handler, responses) = (handler.clone(), self.responses.clone());
+                self.waits.spawn(async move {
+                    let message = response_message(id, handler.list_dir(params).await);
+                    if responses.send(message).await.is_err() {
+                        tracing::debug!("fs/list answered after the connection closed");
+                    }
+                });
+            }
             ExecServerRequest::FileStat(params) => {
                 let (handler, responses) = (handler.clone(), self.responses.clone());
                 self.waits.spawn(async move {

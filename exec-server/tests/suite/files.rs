@@ -1,6 +1,6 @@
 //! The `fs.v1` extension over the wire: `fs/read` answers a file's bytes, or says it is
-//! missing, too large or unreadable; `fs/stat` says what a path is; a relative path is
-//! invalid params. `initialize` announces the extension.
+//! missing, too large or unreadable; `fs/stat` says what a path is; `fs/list` lists a
+//! directory (links followed); a relative path is invalid params. `initialize` announces the extension.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -67,6 +67,28 @@ async fn files_are_read_and_examined_on_the_server(transport: Transport) -> anyh
         .request(6, "fs/stat", json!({"path": path("nope")}))
         .await?;
     assert_eq!(gone["result"], json!({"status": "missing"}));
+
+    std::fs::create_dir(dir.path().join("sub"))?;
+    std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("link"))?;
+    let listed = peer
+        .request(8, "fs/list", json!({"path": path("")}))
+        .await?;
+    assert_eq!(
+        listed["result"],
+        json!({"status": "listed", "entries": [
+            {"fileName": "data.bin", "isDirectory": false, "isFile": true},
+            {"fileName": "link", "isDirectory": true, "isFile": false},
+            {"fileName": "sub", "isDirectory": true, "isFile": false},
+        ]})
+    );
+    let not_a_dir = peer
+        .request(9, "fs/list", json!({"path": path("data.bin")}))
+        .await?;
+    assert_eq!(not_a_dir["result"]["status"], "unreadable", "{not_a_dir}");
+    let no_dir = peer
+        .request(10, "fs/list", json!({"path": path("nope")}))
+        .await?;
+    assert_eq!(no_dir["result"], json!({"status": "missing"}));
 
     let relative = peer
         .request(7, "fs/read", json!({"path": "data.bin"}))

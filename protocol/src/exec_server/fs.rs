@@ -1,5 +1,5 @@
-//! The `fs.v1` extension: the files a turn reads for itself (its `AGENTS.md`, an image the
-//! model asks to see) read on the exec-server's host, so a remote environment's turn sees its
+//! The `fs.v1` extension: the files a turn reads for itself (its `AGENTS.md`, the project's
+//! skills, an image the model asks to see) read on the exec-server's host, so a remote environment's turn sees its
 //! own files. Read-only: writes go through `patch.v1`, which checks the sandbox.
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Base64Bytes;
 
-/// The extension that offers `fs/read` and `fs/stat` (version 1).
+/// The extension that offers `fs/read`, `fs/stat` and `fs/list` (version 1).
 pub const FS_EXTENSION: &str = "fs.v1";
 
 /// Params of `fs/read`.
@@ -75,6 +75,44 @@ pub enum FileStatResponse {
     /// Nothing exists at the path (or a symlink points nowhere).
     Missing,
     /// The path cannot be examined.
+    Unreadable {
+        /// The OS error.
+        message: String,
+    },
+}
+
+/// Params of `fs/list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileListParams {
+    /// The directory, absolute.
+    pub path: PathBuf,
+}
+
+/// One entry of a directory; symlinks are followed to tell what it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileListEntry {
+    /// Its name in the directory (not valid UTF-8: lossily converted).
+    pub file_name: String,
+    /// A directory, or a link to one.
+    pub is_directory: bool,
+    /// A regular file, or a link to one.
+    pub is_file: bool,
+}
+
+/// What `fs/list` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum FileListResponse {
+    /// The directory's entries, sorted by name.
+    Listed {
+        /// Each entry (at most 10,000; more are left out).
+        entries: Vec<FileListEntry>,
+    },
+    /// Nothing exists at the path.
+    Missing,
+    /// It exists but cannot be listed (not a directory, permissions, ...).
     Unreadable {
         /// The OS error.
         message: String,

@@ -61,6 +61,8 @@ crate::request_table! {
         FileRead("fs/read", FileReadParams) -> FileReadResponse,
         /// Tells whether a path exists on the server's host, and what it is (`fs.v1`).
         FileStat("fs/stat", FileStatParams) -> FileStatResponse,
+        /// Lists a directory on the server's host (`fs.v1`).
+        FileList("fs/list", FileListParams) -> FileListResponse,
     }
 }
 

@@ -147,6 +147,13 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
             "fs/stat",
             json!({"path": "/work/.git"}),
         ),
+        (
+            ExecServerRequest::FileList(FileListParams {
+                path: PathBuf::from("/work/.agents/skills"),
+            }),
+            "fs/list",
+            json!({"path": "/work/.agents/skills"}),
+        ),
     ]
 }
 

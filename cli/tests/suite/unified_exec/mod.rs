@@ -47,6 +47,17 @@ pub async fn run_with_config(
     env: &[(&str, &str)],
     config: &[(&str, toml::Value)],
 ) -> anyhow::Result<Run> {
+    run_prompt_with_config(ws, "run the commands", turns, env, config).await
+}
+
+/// [`run_with_config`] with the user's `prompt`.
+pub async fn run_prompt_with_config(
+    ws: &Path,
+    prompt: &str,
+    turns: Vec<Turn>,
+    env: &[(&str, &str)],
+    config: &[(&str, toml::Value)],
+) -> anyhow::Result<Run> {
     let mut turns = turns;
     turns.push(Turn::new([assistant_message("done")]));
     let mock = MockModelServer::start(Script::new(turns)).await?;
@@ -54,7 +65,7 @@ pub async fn run_with_config(
     write_config(home.path(), &mock.uri(), config.iter().cloned())?;
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"));
     command
-        .args(["exec", "run the commands"])
+        .args(["exec", prompt])
         .current_dir(ws)
         .env("KEEL_HOME", home.path())
         .env_remove("RUST_LOG")

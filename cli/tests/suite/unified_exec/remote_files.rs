@@ -10,7 +10,7 @@ use base64::Engine;
 use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call, function_call};
 use serde_json::{Value, json};
 
-use super::run_with_config;
+use super::{run_prompt_with_config, run_with_config};
 
 /// A server in a mount namespace of its own whose `workspace` is a tmpfs, where `setup` (a
 /// shell command run in it) leaves the server's own files.
@@ -120,21 +120,47 @@ fn images_in(input: &[Value]) -> Vec<String> {
     not(keel_mount_namespaces),
     ignore = "needs mount namespaces (unshare --mount, as root; .ci/run runs as root)"
 )]
-async fn agents_md_and_images_are_read_on_the_exec_servers_host() -> anyhow::Result<()> {
+async fn agents_md_skills_and_images_are_read_on_the_exec_servers_host() -> anyhow::Result<()> {
     let ws = tempfile::tempdir()?;
     // What the engine's host has at the same path; the remote environment has other files.
     std::fs::write(ws.path().join("AGENTS.md"), "local-docs-marker\n")?;
+    let local_skill = ws.path().join(".agents/skills/local-skill");
+    std::fs::create_dir_all(&local_skill)?;
+    std::fs::write(
+        local_skill.join("SKILL.md"),
+        "---\nname: local-skill\ndescription: local-skill-description\n---\nlocal body\n",
+    )?;
+    // A project hook on the engine's host at that path is not the environment's: it must not
+    // run (hooks run on the engine's host).
+    let hook_ran = tempfile::tempdir()?;
+    let marker = hook_ran.path().join("local-project-hook-ran");
+    std::fs::create_dir_all(ws.path().join(".codex"))?;
+    std::fs::write(
+        ws.path().join(".codex/hooks.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}})
+        .to_string(),
+    )?;
     std::fs::write(ws.path().join("local.png"), b"\x89PNG\r\n\x1a\nlocal")?;
     let secrets = tempfile::tempdir()?;
     let token_file = secrets.path().join("token");
     std::fs::write(&token_file, "remote-reads-token")?;
     // A PNG signature and a marker, written by the server's own namespace.
-    let setup = "printf 'remote-docs-marker\\n' > AGENTS.md && printf '\\211PNG\\r\\n\\032\\nremote' > remote.png";
+    let setup = "printf 'remote-docs-marker\\n' > AGENTS.md \
+        && printf '\\211PNG\\r\\n\\032\\nremote' > remote.png \
+        && mkdir -p .agents/skills/tools/remote-skill \
+        && printf -- '---\\nname: remote-skill\\ndescription: remote-skill-description\\n---\\nremote-skill-body\\n' \
+           > .agents/skills/tools/remote-skill/SKILL.md";
     let mut server = namespaced_exec_server(ws.path(), &token_file, setup).spawn()?;
     let url = format!("ws://{}", server.websocket_address().await?);
 
-    let run = run_with_config(
+    // The project is trusted, so its skills count.
+    let trusted = toml::Value::Table(toml::toml! { trust_level = "trusted" });
+    let mut projects = toml::Table::new();
+    projects.insert(ws.path().display().to_string(), trusted);
+    let run = run_prompt_with_config(
         ws.path(),
+        "use $remote-skill",
         vec![
             Turn::new([function_call(
                 "v1",
@@ -147,6 +173,8 @@ async fn agents_md_and_images_are_read_on_the_exec_servers_host() -> anyhow::Res
         &[
             ("exec_server_url", toml::Value::from(url)),
             ("exec_server_auth_token_env", "KEEL_TEST_EXEC_TOKEN".into()),
+            ("projects", toml::Value::Table(projects)),
+            ("bypass_hook_trust", true.into()),
         ],
     )
     .await?;
@@ -156,6 +184,11 @@ async fn agents_md_and_images_are_read_on_the_exec_servers_host() -> anyhow::Res
     let first = serde_json::to_string(&requests[0].body)?;
     assert!(first.contains("remote-docs-marker"), "{first}");
     assert!(!first.contains("local-docs-marker"), "{first}");
+    // The project's skills are the remote environment's, and a named one comes with its body.
+    assert!(first.contains("remote-skill-description"), "{first}");
+    assert!(first.contains("remote-skill-body"), "{first}");
+    assert!(!first.contains("local-skill"), "{first}");
+    assert!(!marker.exists(), "the engine's host's project hook ran");
 
     assert!(
         run.output("v1").contains("attached image remote.png"),
