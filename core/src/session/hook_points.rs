@@ -174,7 +174,7 @@ pub(super) async fn refresh_skills(
         let fresh = crate::skills::load_skills(&context.skill_roots);
         (context.skill_roots.clone(), fresh)
     } else {
-        let found = crate::skills::remote_skills(
+        let found = super::remote_skills::remote_skills(
             session.processes(),
             &context.keel_home(),
             crate::skills::user_home().as_deref(),

@@ -9,6 +9,7 @@ mod environment;
 mod goal_turns;
 mod hook_points;
 mod host;
+mod remote_skills;
 mod review;
 
 mod submission_loop;

@@ -12,15 +12,17 @@
 mod discover;
 mod front_matter;
 mod prompt;
-mod remote;
 mod switches;
 
 use std::path::PathBuf;
 
+pub(crate) use discover::{
+    MAX_DEPTH, MAX_SKILL_FILE_BYTES, ReadSkillFiles, SKILL_FILE, load_skills_from, skill_roots_in,
+    too_large,
+};
 pub use discover::{SkillRoot, load_skills, skill_roots, user_home};
 pub use keel_protocol::app_server::SkillScope;
 pub(crate) use prompt::{attached_skill_items, budget_chars, skills_section};
-pub(crate) use remote::remote_skills;
 pub(crate) use switches::SkillsToml;
 pub use switches::{SkillSwitch, read_switches, switched};
 

@@ -5,12 +5,11 @@ use std::path::Path;
 
 use keel_protocol::exec_server::{FileListResponse, FileReadResponse};
 
-use super::discover::{
-    MAX_DEPTH, MAX_SKILL_FILE_BYTES, ReadSkillFiles, SKILL_FILE, load_skills_from, skill_roots_in,
-    too_large,
-};
-use super::{SkillInventory, SkillRoot, SkillScope};
 use crate::processes::{ProcessError, ProcessLayer};
+use crate::skills::{
+    MAX_DEPTH, MAX_SKILL_FILE_BYTES, ReadSkillFiles, SKILL_FILE, SkillInventory, SkillRoot,
+    SkillScope, load_skills_from, skill_roots_in, too_large,
+};
 
 /// The skill folders and skills of a thread whose commands run through `processes`, working
 /// in `cwd` there: the project's read there, the user's and the system's on this host.
