@@ -18,6 +18,12 @@
 //! - the remote-environment test across a network link needs network namespaces (`unshare
 //!   --net`, i.e. root, and `ip` from iproute2).
 //!
+//! A release build of `keel` for x86_64 Linux (where Rust links with its own `lld`) lays out
+//! the functions listed in `link-order.txt` side by side (`--symbol-ordering-file`): the code a
+//! run executes then sits in a few contiguous megabytes instead of pulling most of the binary
+//! into memory (docs/benchmarks.md; `scripts/link-order.py` regenerates the list;
+//! `KEEL_LINK_ORDER=0` turns it off, e.g. for another linker).
+//!
 //! It also packs the `keel` binary's relative relocations (`-z pack-relative-relocs`, DT_RELR)
 //! when `KEEL_PACK_RELOCATIONS=1` is set for a Linux glibc build: about 1.5 MB smaller and
 //! 1 MiB less resident (docs/benchmarks.md), but the binary then needs glibc 2.36 or later
@@ -90,6 +96,26 @@ fn main() {
             .is_ok_and(|status| status.success());
     if network_namespaces || in_ci {
         println!("cargo::rustc-cfg=keel_network_namespaces");
+    }
+    println!("cargo::rerun-if-env-changed=KEEL_LINK_ORDER");
+    println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    println!("cargo::rerun-if-changed=link-order.txt");
+    let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join("link-order.txt");
+    if std::env::var("PROFILE").is_ok_and(|p| p == "release")
+        && std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu")
+        && !std::env::var("KEEL_LINK_ORDER").is_ok_and(|v| v == "0")
+        // A linker chosen by hand may not take the option (GNU ld does not).
+        && !std::env::var("CARGO_ENCODED_RUSTFLAGS")
+            .is_ok_and(|flags| flags.contains("linker") || flags.contains("fuse-ld"))
+        && order.is_file()
+    {
+        println!(
+            "cargo::rustc-link-arg-bin=keel=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        // Names the file lists that this build does not define are skipped quietly.
+        println!("cargo::rustc-link-arg-bin=keel=-Wl,--no-warn-symbol-ordering");
     }
     println!("cargo::rerun-if-env-changed=KEEL_PACK_RELOCATIONS");
     let target_is = |key: &str, value: &str| std::env::var(key).is_ok_and(|v| v == value);
