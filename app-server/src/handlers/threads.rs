@@ -35,25 +35,35 @@ fn not_found(id: ConversationId) -> AppServerError {
 }
 
 /// Sends `thread/started` to the connection after the response.
-fn started_reply(response: ThreadStartResponse, outgoing: &Arc<Outgoing>) -> Result<Reply> {
-    let (reply, _turns) = started_reply_keeping_turns(response, outgoing)?;
+fn started_reply(
+    response: ThreadStartResponse,
+    outgoing: &Arc<Outgoing>,
+    thread: &Arc<LoadedThread>,
+) -> Result<Reply> {
+    let (reply, _turns) = started_reply_keeping_turns(response, outgoing, thread)?;
     Ok(reply)
 }
 
 /// The answer to a start, resume or fork (serialised now, turns included), followed by
 /// `thread/started` for the same thread without its turns (the answer carries them; a long
-/// thread's turns are not sent twice). Returns the turns, for the loaded thread to keep.
+/// thread's turns are not sent twice); the thread's own events follow. Returns the turns, for
+/// the loaded thread to keep.
 fn started_reply_keeping_turns(
     mut response: ThreadStartResponse,
     outgoing: &Arc<Outgoing>,
+    thread: &Arc<LoadedThread>,
 ) -> Result<(Reply, Vec<keel_protocol::app_server::Turn>)> {
     let outgoing = outgoing.clone();
+    let thread = thread.clone();
     let mut reply = Reply::now(&response)?;
     let turns = std::mem::take(&mut response.thread.turns);
     let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
         thread: response.thread,
     });
-    reply.after = Some(Box::pin(async move { outgoing.notify(notification).await }));
+    reply.after = Some(Box::pin(async move {
+        outgoing.notify(notification).await;
+        thread.answered();
+    }));
     Ok((reply, turns))
 }
 
@@ -74,7 +84,7 @@ async fn load_and_answer(
     thread.set_permission_profile(permission_profile);
     let mut response = start_response(&thread, false);
     response.thread.turns = turns;
-    let (reply, turns) = started_reply_keeping_turns(response, outgoing)?;
+    let (reply, turns) = started_reply_keeping_turns(response, outgoing, &thread)?;
     thread.set_turns(turns);
     Ok(reply)
 }
@@ -115,7 +125,7 @@ pub(crate) async fn start(
         .load(new, &config, ephemeral, None, Vec::new(), outgoing.clone())
         .await;
     thread.set_permission_profile(permissions);
-    started_reply(start_response(&thread, false), outgoing)
+    started_reply(start_response(&thread, false), outgoing, &thread)
 }
 
 /// The rollout file of a recorded thread (live sessions first, then the archive).
@@ -142,7 +152,7 @@ pub(crate) async fn resume(
         thread.adopt_tool_client(outgoing);
         thread.subscribe(outgoing.clone());
         let (mut reply, _turns) =
-            started_reply_keeping_turns(start_response(&thread, true), outgoing)?;
+            started_reply_keeping_turns(start_response(&thread, true), outgoing, &thread)?;
         let started = reply.after.take();
         let outgoing = outgoing.clone();
         // Approvals still waiting go to the resuming client too, after the answer.
@@ -256,7 +266,7 @@ pub(crate) async fn fork(
     thread.set_forked_from(id.to_string());
     let mut response = start_response(&thread, false);
     response.thread.turns = turns;
-    let (reply, turns) = started_reply_keeping_turns(response, outgoing)?;
+    let (reply, turns) = started_reply_keeping_turns(response, outgoing, &thread)?;
     thread.set_turns(turns);
     Ok(reply)
 }

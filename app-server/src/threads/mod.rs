@@ -70,6 +70,9 @@ pub(crate) struct LoadedThread {
     turn_ended: tokio::sync::Notify,
     /// Cancelled once the conversation has ended and every event was delivered.
     finished: tokio_util::sync::CancellationToken,
+    /// Cancelled once the client that loaded the thread has its answer: the pump holds the
+    /// thread's first events until then, so none reaches a client before the thread does.
+    answered: tokio_util::sync::CancellationToken,
     /// Where a finished turn marks the thread unread.
     read_states: Arc<ReadStates>,
     /// Whether the thread was started with tools of the client's own (`dynamicTools`).
@@ -88,7 +91,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LoadedThread {
-    /// Wraps a conversation and starts pumping its events.
+    /// Wraps a conversation and starts reading its events; they reach subscribers once the
+    /// loading client has its answer ([`Self::answered`]).
     pub(crate) fn start(
         conversation: Arc<Conversation>,
         settings: ThreadSettings,
@@ -97,7 +101,7 @@ impl LoadedThread {
         read_states: Arc<ReadStates>,
     ) -> Arc<Self> {
         let thread = Self::new(conversation, settings, meta, turns, read_states);
-        thread.start_pump();
+        thread.start_pump_after_answer();
         thread
     }
 
@@ -127,6 +131,7 @@ impl LoadedThread {
             pump: Mutex::new(None),
             turn_ended: tokio::sync::Notify::new(),
             finished: tokio_util::sync::CancellationToken::new(),
+            answered: tokio_util::sync::CancellationToken::new(),
             has_own_tools: std::sync::atomic::AtomicBool::new(false),
             tool_client: Mutex::new(None),
             tool_calls: Mutex::new(HashMap::new()),
@@ -136,6 +141,13 @@ impl LoadedThread {
 
     /// Starts delivering the conversation's events to subscribers.
     pub(crate) fn start_pump(self: &Arc<Self>) {
+        self.answered();
+        self.start_pump_after_answer();
+    }
+
+    /// Starts reading the conversation's events, delivering them once [`Self::answered`]
+    /// is called (or after [`ANSWER_WAIT`], so a lost answer never stalls the engine).
+    pub(crate) fn start_pump_after_answer(self: &Arc<Self>) {
         let pump = tokio::spawn(pump_events(self.clone()));
         *lock(&self.pump) = Some(pump);
         // Ends with the engine (its sender goes with it); holds the thread only weakly.
@@ -143,6 +155,11 @@ impl LoadedThread {
             Arc::downgrade(self),
             self.conversation.watch_environment_link(),
         ));
+    }
+
+    /// The client that loaded the thread has its answer: events may flow.
+    pub(crate) fn answered(&self) {
+        self.answered.cancel();
     }
 
     /// Returns once the conversation has ended and its last event was delivered.
@@ -468,7 +485,16 @@ async fn report_environment_link(
     }
 }
 
+/// The longest the pump holds a new thread's events for its client's answer.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 async fn pump_events(thread: Arc<LoadedThread>) {
+    if tokio::time::timeout(ANSWER_WAIT, thread.answered.cancelled())
+        .await
+        .is_err()
+    {
+        tracing::debug!(thread = %thread.id, "no answer sent within {ANSWER_WAIT:?}; delivering events");
+    }
     while let Ok(event) = thread.conversation.next_event().await {
         // A consumer that must get everything slows the engine down instead of losing
         // events: this pump stops reading, and the engine waits on its bounded channel.

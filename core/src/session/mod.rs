@@ -117,6 +117,8 @@ pub(crate) struct Session {
     pub(super) environment_docs_read: std::sync::atomic::AtomicBool,
     /// Where the embedder asked the conversation to move, applied as a turn begins.
     pub(super) environment_switch: Arc<crate::conversation::EnvironmentSwitch>,
+    /// Whether the MCP servers' start-up reports have reached the event stream.
+    mcp_reported: tokio::sync::watch::Sender<bool>,
     /// Whether the `SessionStart` hooks ran (before the first prompt).
     pub(super) session_started: std::sync::atomic::AtomicBool,
     /// The thread's goal, shared with the conversation's handle.
@@ -143,6 +145,8 @@ impl Session {
             tools,
         } = links;
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
+        // Nothing to report without servers (and nothing starts them).
+        let mcp_reported = tokio::sync::watch::Sender::new(mcp.is_empty());
         Self {
             id,
             tx_event,
@@ -175,6 +179,7 @@ impl Session {
             hook_warnings_sent: std::sync::atomic::AtomicBool::new(false),
             session_started: std::sync::atomic::AtomicBool::new(false),
             environment_docs_read: std::sync::atomic::AtomicBool::new(false),
+            mcp_reported,
             environment_switch,
             goals: Arc::new(crate::goals::Goals::new(id.to_string())),
             checkpoints: None,
@@ -195,17 +200,41 @@ impl Session {
     /// `mcp_startup_update`/`mcp_startup_complete` events by whoever waits first).
     pub(crate) async fn mcp_catalog(&self) -> Arc<McpToolCatalog> {
         if let Some(catalog) = self.mcp.catalog_if_ready() {
+            self.mcp_reported().await;
             return catalog;
         }
         let no_submission = SubmissionId::new("");
         let (report, mut reports) = mpsc::unbounded_channel();
         let forward = async {
+            let mut forwarded = false;
             while let Some(msg) = reports.recv().await {
                 self.send_event(&no_submission, msg).await;
+                forwarded = true;
             }
+            forwarded
         };
-        let (catalog, ()) = tokio::join!(self.mcp.catalog(report), forward);
+        let (catalog, forwarded) = tokio::join!(self.mcp.catalog(report), forward);
+        if forwarded {
+            // This caller started the servers and has now passed on their start-up reports.
+            self.mcp_reported.send_replace(true);
+        } else {
+            self.mcp_reported().await;
+        }
         catalog
+    }
+
+    /// Waits until the caller that started the MCP servers has passed on their start-up
+    /// reports, so no turn ends before a client hears that a server failed. Bounded: a
+    /// reporter that went away must not hold turns up.
+    async fn mcp_reported(&self) {
+        let mut reported = self.mcp_reported.subscribe();
+        let wait = reported.wait_for(|done| *done);
+        if tokio::time::timeout(std::time::Duration::from_secs(5), wait)
+            .await
+            .is_err()
+        {
+            tracing::debug!("MCP start-up reports not passed on within 5 s; going on");
+        }
     }
 
     /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
