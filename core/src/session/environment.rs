@@ -37,6 +37,13 @@ pub(super) async fn apply_environment_move(session: &Session) {
         &cwd,
         updated.project_trusted && local,
     );
+    // The project's hooks run on this host: only a local project's count (the embedding
+    // program's stay).
+    let embedded = updated.hooks.embedded.clone();
+    updated.hooks = std::sync::Arc::new(
+        crate::hooks::load_hooks(&updated.keel_home(), &cwd, updated.project_trusted && local)
+            .with_embedded(&embedded),
+    );
     updated.cwd = cwd;
     session.set_turn_context(updated);
 }

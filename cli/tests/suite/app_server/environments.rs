@@ -82,10 +82,24 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
     assert_eq!(status, json!({"status": "ready"}));
 
     let ws = world.ws().display().to_string();
+    // A trusted project hook on this host: it runs only while the thread works here.
+    let marks = tempfile::tempdir()?;
+    let marker = marks.path().join("project-hook-ran");
+    std::fs::create_dir_all(world.ws_file(".codex"))?;
+    std::fs::write(
+        world.ws_file(".codex/hooks.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}})
+        .to_string(),
+    )?;
     let started = app
         .request(
             "thread/start",
-            json!({"cwd": ws, "environments": [{"environmentId": "box", "cwd": ws}]}),
+            json!({
+                "cwd": ws,
+                "environments": [{"environmentId": "box", "cwd": ws}],
+                "config": {"bypass_hook_trust": true, "projects": {&ws: {"trust_level": "trusted"}}},
+            }),
         )
         .await?;
     let thread = &started["thread"];
@@ -102,6 +116,10 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
             line.contains("started") && line.contains("added-env-marker")
         })
         .await?;
+    assert!(
+        !marker.exists(),
+        "a local project hook ran for a remote thread"
+    );
     // The thread's connection to the environment is announced.
     let connected = app
         .read_notification("thread/environment/connected")
@@ -183,6 +201,10 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
         .iter()
         .find_map(|request| request.tool_output("c2").cloned())
         .context("the moved turn's command has no output")?;
+    assert!(
+        marker.exists(),
+        "the project's hook did not run once the thread moved here"
+    );
     let output = output.as_str().unwrap_or_default();
     assert!(output.contains("exited with code 0"), "{output}");
     assert!(output.contains("moved-here-marker\n"), "{output}");
