@@ -29,6 +29,23 @@
 //! 1 MiB less resident (docs/benchmarks.md), but the binary then needs glibc 2.36 or later
 //! and GNU ld 2.38 or later, so it is a choice for whoever builds, not the default.
 
+/// Whether the compiler building this links x86_64 Linux with its own lld by default (1.90+).
+fn rustc_links_with_lld() -> bool {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let Ok(output) = std::process::Command::new(rustc).arg("-vV").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let Some(release) = text.lines().find_map(|line| line.strip_prefix("release: ")) else {
+        return false;
+    };
+    let mut parts = release
+        .split(['.', '-'])
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (1, 90)
+}
+
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(keel_zsh)");
     println!("cargo::rustc-check-cfg=cfg(keel_mcp_everything)");
@@ -99,15 +116,19 @@ fn main() {
     }
     println!("cargo::rerun-if-env-changed=KEEL_LINK_ORDER");
     println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    println!("cargo::rerun-if-env-changed=RUSTC_LINKER");
     println!("cargo::rerun-if-changed=link-order.txt");
     let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join("link-order.txt");
     if std::env::var("PROFILE").is_ok_and(|p| p == "release")
         && std::env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu")
         && !std::env::var("KEEL_LINK_ORDER").is_ok_and(|v| v == "0")
-        // A linker chosen by hand may not take the option (GNU ld does not).
+        // A linker chosen by hand may not take the option (GNU ld does not), and Rust links
+        // with its own lld by default only from 1.90 on.
+        && std::env::var_os("RUSTC_LINKER").is_none()
         && !std::env::var("CARGO_ENCODED_RUSTFLAGS")
             .is_ok_and(|flags| flags.contains("linker") || flags.contains("fuse-ld"))
+        && rustc_links_with_lld()
         && order.is_file()
     {
         println!(

@@ -34,22 +34,31 @@ pub struct Conversation {
     environment_switch: Arc<EnvironmentSwitch>,
 }
 
-/// An environment a conversation moves to at its next turn.
+/// A move to another environment, made as the conversation's next turn begins.
+pub(crate) struct EnvironmentMove {
+    /// Where its processes go.
+    pub target: crate::processes::ExecTarget,
+    /// The environment's name (`None`: unnamed), for sub-agents to follow.
+    pub environment: Option<String>,
+    /// Its working directory there.
+    pub cwd: PathBuf,
+}
+
+/// The environment a conversation moves to at its next turn.
 #[derive(Default)]
 pub(crate) struct EnvironmentSwitch {
-    next: std::sync::Mutex<Option<(crate::processes::ExecTarget, PathBuf)>>,
+    next: std::sync::Mutex<Option<EnvironmentMove>>,
 }
 
 impl EnvironmentSwitch {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(crate::processes::ExecTarget, PathBuf)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<EnvironmentMove>> {
         self.next
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The move asked for since the last turn began, if any (with the working directory
-    /// there), taken.
-    pub(crate) fn take(&self) -> Option<(crate::processes::ExecTarget, PathBuf)> {
+    /// The move asked for since the last turn began, if any, taken.
+    pub(crate) fn take(&self) -> Option<EnvironmentMove> {
         self.lock().take()
     }
 }
@@ -99,8 +108,11 @@ impl Conversation {
     /// token, or this host), working in `cwd` there, from its next turn on. What still runs
     /// in the old environment (background terminals) is stopped when the move happens.
     pub fn move_to_environment(&self, config: &crate::config::Config, cwd: PathBuf) {
-        *self.environment_switch.lock() =
-            Some((crate::processes::ExecTarget::for_config(config), cwd));
+        *self.environment_switch.lock() = Some(EnvironmentMove {
+            target: crate::processes::ExecTarget::for_config(config),
+            environment: config.environment.clone(),
+            cwd,
+        });
     }
 
     /// The connection to the exec-server its commands run on, as it changes (it stays

@@ -31,6 +31,11 @@ pub(crate) struct TurnContext {
     pub project_doc_max_bytes: usize,
     /// Whether the working directory's project is trusted (its skills and hooks are used).
     pub project_trusted: bool,
+    /// Where the conversation's processes run now, and the environment's name: sub-agents
+    /// start there too.
+    pub exec_target: crate::processes::ExecTarget,
+    /// The environment's name (`environment`), if it has one.
+    pub environment: Option<String>,
     /// The skills installed for this working directory.
     pub skills: std::sync::Arc<crate::skills::SkillInventory>,
     /// Where they are looked for (read again at each turn, to notice changes).

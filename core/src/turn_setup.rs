@@ -105,6 +105,8 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
             .flatten(),
         project_doc_max_bytes: config.project_doc_max_bytes,
         project_trusted,
+        exec_target: crate::processes::ExecTarget::for_config(config),
+        environment: config.environment.clone(),
         hooks: Arc::new(crate::hooks::load_hooks(
             &config.keel_home,
             &config.cwd,

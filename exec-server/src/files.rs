@@ -2,14 +2,16 @@
 //! host's files, so a local and a remote environment answer alike.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 
 use keel_protocol::exec_server::{
     FileListEntry, FileListParams, FileListResponse, FileReadParams, FileReadResponse,
     FileStatParams, FileStatResponse,
 };
 
-/// The largest file `fs/read` returns: its base64 fits one 16 MiB message.
-pub const MAX_READ_BYTES: u64 = 12 * 1024 * 1024;
+/// The largest file `fs/read` returns: its base64, with the message around it, fits one
+/// 16 MiB message.
+pub const MAX_READ_BYTES: u64 = 12 * 1024 * 1024 - 64 * 1024;
 
 /// `fs/read` on this host: the file's bytes, `missing`, `tooLarge` or `unreadable`.
 /// The caller checks that the path is absolute.
@@ -17,7 +19,13 @@ pub fn read(params: &FileReadParams) -> FileReadResponse {
     let limit = params
         .max_bytes
         .map_or(MAX_READ_BYTES, |max| max.min(MAX_READ_BYTES));
-    let file = match std::fs::File::open(&params.path) {
+    // Only regular files: opening a FIFO or a device could block or read a stream. Opened
+    // without blocking, then checked on the open file, so nothing swapped in between counts.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&params.path)
+    {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return FileReadResponse::Missing;
@@ -28,6 +36,11 @@ pub fn read(params: &FileReadParams) -> FileReadResponse {
         Ok(meta) if meta.is_dir() => {
             return FileReadResponse::Unreadable {
                 message: "is a directory".to_string(),
+            };
+        }
+        Ok(meta) if !meta.is_file() => {
+            return FileReadResponse::Unreadable {
+                message: "not a regular file".to_string(),
             };
         }
         Ok(meta) => meta.len(),
@@ -85,7 +98,6 @@ pub fn list(params: &FileListParams) -> FileListResponse {
     };
     let mut listed: Vec<FileListEntry> = entries
         .flatten()
-        .take(MAX_LIST_ENTRIES)
         .map(|entry| {
             let meta = std::fs::metadata(entry.path()).ok();
             FileListEntry {
@@ -96,6 +108,7 @@ pub fn list(params: &FileListParams) -> FileListResponse {
         })
         .collect();
     listed.sort_by(|a, b| a.file_name.cmp(&b.file_name));
+    listed.truncate(MAX_LIST_ENTRIES);
     FileListResponse::Listed { entries: listed }
 }
 

@@ -89,7 +89,7 @@ pub(crate) async fn update(
     )?;
     let change = SettingsChange {
         collaboration_mode: mode_name,
-        cwd: params.cwd.or(moved_to),
+        cwd: params.cwd.or(moved_to.clone()),
         approval_policy: params.approval_policy,
         sandbox,
         permission_profile,
@@ -101,7 +101,8 @@ pub(crate) async fn update(
             .or_else(|| mode_settings.and_then(|s| s.reasoning_effort)),
     };
     let (settings, changed) = thread.change_settings(&change);
-    if let Some(op) = changed.then(|| change.to_op()).flatten() {
+    let engine_change = super::turns::engine_change(&change, moved_to.is_some());
+    if let Some(op) = changed.then(|| engine_change.to_op()).flatten() {
         thread.conversation.submit(op).await?;
     }
     if let Some(op) = mode_op {

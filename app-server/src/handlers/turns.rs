@@ -50,6 +50,16 @@ fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &s
     Ok(())
 }
 
+/// The part of `change` the engine takes now: with a move, the working directory goes with
+/// the move (made as the next turn begins), never ahead of it into a running turn.
+pub(super) fn engine_change(change: &SettingsChange, moving: bool) -> SettingsChange {
+    let mut change = change.clone();
+    if moving {
+        change.cwd = None;
+    }
+    change
+}
+
 /// Moves the thread to the environment a turn or a settings change names first, from its next
 /// turn on (Codex 0.169's `environments`), working in `cwd` there when given, else in the
 /// environment's own `cwd`; naming the thread's own environment changes nothing. Returns the
@@ -139,7 +149,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
             .collaboration_mode
             .as_ref()
             .map(|mode| mode.mode.clone()),
-        cwd: params.cwd.clone().or(moved_to),
+        cwd: params.cwd.clone().or(moved_to.clone()),
         approval_policy: params.approval_policy,
         sandbox,
         permission_profile,
@@ -148,7 +158,9 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     };
     // Codex clients repeat their settings on every turn: only a change goes to the engine.
     let (settings, changed) = thread.change_settings(&change);
-    let overrides = changed.then(|| change.to_op()).flatten();
+    let overrides = changed
+        .then(|| engine_change(&change, moved_to.is_some()).to_op())
+        .flatten();
     if changed {
         thread.broadcast_settings(settings).await;
     }

@@ -456,7 +456,6 @@ impl LoadedThread {
     }
 }
 
-/// Reads the conversation's events until it shuts down.
 /// `thread/environment/connected` and `disconnected` as the engine's connection to the
 /// thread's exec-server is made and lost.
 async fn report_environment_link(
@@ -488,6 +487,7 @@ async fn report_environment_link(
 /// The longest the pump holds a new thread's events for its client's answer.
 const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Reads the conversation's events until it shuts down.
 async fn pump_events(thread: Arc<LoadedThread>) {
     if tokio::time::timeout(ANSWER_WAIT, thread.answered.cancelled())
         .await

@@ -123,10 +123,6 @@ impl AgentControl {
     }
 
     /// The configuration this conversation started with.
-    #[cfg_attr(
-        not(feature = "agent-jobs"),
-        expect(dead_code, reason = "used by agent jobs only")
-    )]
     pub(crate) fn config(&self) -> &Config {
         &self.config
     }
@@ -166,6 +162,9 @@ impl AgentControl {
         config.cwd = context.cwd.clone();
         config.approval_policy = context.approval_policy;
         config.sandbox_policy = context.sandbox_policy.clone();
+        // Where the conversation runs now (it may have moved since it started).
+        context.exec_target.apply_to(&mut config);
+        config.environment = context.environment.clone();
         let settings = context.client.settings();
         config.model = model.unwrap_or_else(|| settings.model.clone());
         config.model_reasoning_effort = effort.or(settings.reasoning_effort);

@@ -104,7 +104,11 @@ impl ProcessLayer {
         let mut texts = Vec::new();
         for dir in crate::prompt_context::project_doc_dirs(cwd, repo_root.as_deref()) {
             let file = dir.join("AGENTS.md");
-            match self.read_file(&file, max_bytes as u64).await? {
+            // Read whole (as far as one message allows) and cut when joined, as locally.
+            match self
+                .read_file(&file, keel_exec_server::files::MAX_READ_BYTES)
+                .await?
+            {
                 FileReadResponse::Read { data_base64 } => {
                     texts.push(String::from_utf8_lossy(&data_base64.0).into_owned());
                 }

@@ -98,6 +98,29 @@ pub(crate) enum ExecTarget {
 }
 
 impl ExecTarget {
+    /// Sets `config`'s exec-server and token to this target's.
+    pub(crate) fn apply_to(&self, config: &mut crate::config::Config) {
+        match self {
+            Self::InProcess => {
+                config.exec_server_url = None;
+                config.exec_server_auth_token_env = None;
+                config.exec_server_auth_token_file = None;
+                config.exec_server_auth_token = None;
+            }
+            Self::Remote {
+                url,
+                token_env,
+                token_file,
+                token,
+            } => {
+                config.exec_server_url = Some(url.clone());
+                config.exec_server_auth_token_env = token_env.clone();
+                config.exec_server_auth_token_file = token_file.clone();
+                config.exec_server_auth_token = token.clone();
+            }
+        }
+    }
+
     /// Where `config` says commands run: its `exec_server_url` with its token, or here.
     pub(crate) fn for_config(config: &crate::config::Config) -> Self {
         match &config.exec_server_url {

@@ -12,38 +12,47 @@ use crate::processes::ExecTarget;
 use crate::turn_context::{TurnContext, TurnIds};
 
 /// Moves the conversation where the embedder asked (`Conversation::move_to_environment`), if
-/// it asked since the last turn began: processes go to the new place, the old connection and
-/// what ran through it end, and the project docs are those of the new place.
-pub(super) async fn apply_environment_move(session: &Session) {
-    let Some((target, cwd)) = session.environment_switch.take() else {
+/// it asked since the last turn began: the live `exec_command` sessions of the old place are
+/// closed, processes go to the new place, and the project docs, skills and hooks are those of
+/// the new place (none of this host's for a remote one until the turn reads them there).
+pub(super) async fn apply_environment_move(session: &Arc<Session>, ids: &TurnIds) {
+    let Some(next) = session.environment_switch.take() else {
         return;
     };
-    let local = target == ExecTarget::InProcess;
-    tracing::info!(conversation = %session.id(), local, cwd = %cwd.display(), "moving to another environment");
-    session.processes().retarget(target).await;
+    let local = next.target == ExecTarget::InProcess;
+    tracing::info!(conversation = %session.id(), local, cwd = %next.cwd.display(), "moving to another environment");
+    crate::tools::close_all_sessions(session.as_ref(), ids).await;
+    session.processes().retarget(next.target.clone()).await;
     session
         .environment_docs_read
         .store(false, Ordering::Release);
     let mut updated = (*session.turn_context()).clone();
+    // Trusted as the thread's own configuration says (with what its client set at start).
+    updated.project_trusted = session.agents().config().project_trusted(&next.cwd);
+    let cwd = next.cwd;
+    let here = updated.project_trusted && local;
     updated.user_instructions = if local {
         crate::prompt_context::read_project_docs(&cwd, updated.project_doc_max_bytes)
     } else {
         None
     };
-    // This host's project skills from here on, or (remote) none until the turn reads them there.
     updated.skill_roots = crate::skills::skill_roots(
         &updated.keel_home(),
         crate::skills::user_home().as_deref(),
         &cwd,
-        updated.project_trusted && local,
+        here,
+    );
+    updated.skills = Arc::new(
+        crate::skills::load_skills(&updated.skill_roots).with_switches(&updated.skill_switches),
     );
     // The project's hooks run on this host: only a local project's count (the embedding
     // program's stay).
     let embedded = updated.hooks.embedded.clone();
-    updated.hooks = std::sync::Arc::new(
-        crate::hooks::load_hooks(&updated.keel_home(), &cwd, updated.project_trusted && local)
-            .with_embedded(&embedded),
+    updated.hooks = Arc::new(
+        crate::hooks::load_hooks(&updated.keel_home(), &cwd, here).with_embedded(&embedded),
     );
+    updated.exec_target = next.target;
+    updated.environment = next.environment;
     updated.cwd = cwd;
     session.set_turn_context(updated);
 }

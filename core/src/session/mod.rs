@@ -206,18 +206,17 @@ impl Session {
         let no_submission = SubmissionId::new("");
         let (report, mut reports) = mpsc::unbounded_channel();
         let forward = async {
-            let mut forwarded = false;
+            // Set once this caller, the one that started the servers, has passed on their
+            // reports, or stopped trying (a cancelled turn must not leave the others waiting).
+            let mut reported: Option<ReportedOnDrop<'_>> = None;
             while let Some(msg) = reports.recv().await {
+                reported.get_or_insert(ReportedOnDrop(&self.mcp_reported));
                 self.send_event(&no_submission, msg).await;
-                forwarded = true;
             }
-            forwarded
+            reported.is_some()
         };
         let (catalog, forwarded) = tokio::join!(self.mcp.catalog(report), forward);
-        if forwarded {
-            // This caller started the servers and has now passed on their start-up reports.
-            self.mcp_reported.send_replace(true);
-        } else {
+        if !forwarded {
             self.mcp_reported().await;
         }
         catalog
@@ -675,5 +674,14 @@ impl Session {
             }
             None => tracing::warn!(%call_id, "approval for an unknown or settled call id"),
         }
+    }
+}
+
+/// Marks the MCP start-up reports as passed on when dropped.
+struct ReportedOnDrop<'a>(&'a tokio::sync::watch::Sender<bool>);
+
+impl Drop for ReportedOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
     }
 }

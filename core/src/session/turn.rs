@@ -58,7 +58,12 @@ pub(crate) async fn run_turn(
     };
     // Only the turns that work for the user lead on to the goal's next turn.
     let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
-    super::environment::apply_environment_move(&session).await;
+    let ids = TurnIds {
+        turn_id: TurnId::new(sub_id.as_str()),
+        sub_id,
+        output_schema,
+    };
+    super::environment::apply_environment_move(&session, &ids).await;
     // The turns that may change files are checkpointed, so a revert can put them back; not
     // in a remote environment, whose files are not on this host.
     let checkpoints = session.checkpoints().filter(|_| {
@@ -68,11 +73,6 @@ pub(crate) async fn run_turn(
                 TurnTask::UserInput(_) | TurnTask::GoalContinuation | TurnTask::UserShell { .. }
             )
     });
-    let ids = TurnIds {
-        turn_id: TurnId::new(sub_id.as_str()),
-        sub_id,
-        output_schema,
-    };
     if let Some(checkpoints) = &checkpoints {
         let root = session.turn_context().cwd.clone();
         checkpoint(checkpoints.clone(), ids.turn_id.to_string(), Some(root)).await;

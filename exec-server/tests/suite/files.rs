@@ -90,12 +90,24 @@ async fn files_are_read_and_examined_on_the_server(transport: Transport) -> anyh
         .await?;
     assert_eq!(no_dir["result"], json!({"status": "missing"}));
 
-    let relative = peer
-        .request(7, "fs/read", json!({"path": "data.bin"}))
+    // A FIFO nobody writes to is refused at once, not waited on.
+    nix::unistd::mkfifo(&dir.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU)?;
+    let pipe = peer
+        .request(11, "fs/read", json!({"path": path("pipe")}))
         .await?;
-    assert_eq!(relative["error"]["code"], -32602, "{relative}");
-    let message = relative["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("must be absolute"), "{message}");
+    assert_eq!(
+        pipe["result"],
+        json!({"status": "unreadable", "message": "not a regular file"})
+    );
+
+    for (id, method) in [(7, "fs/read"), (12, "fs/stat"), (13, "fs/list")] {
+        let relative = peer
+            .request(id, method, json!({"path": "data.bin"}))
+            .await?;
+        assert_eq!(relative["error"]["code"], -32602, "{relative}");
+        let message = relative["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("must be absolute"), "{method}: {message}");
+    }
     Ok(())
 }
 

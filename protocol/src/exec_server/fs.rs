@@ -19,8 +19,8 @@ pub struct FileReadParams {
     /// The file, absolute.
     pub path: PathBuf,
     /// The largest file the client takes; a bigger one answers `tooLarge` without being
-    /// read. Absent, or over the server's own limit (12 MiB, whose base64 fits a 16 MiB
-    /// message): that limit.
+    /// read. Absent, or over the server's own limit (12 MiB less 64 KiB, whose base64 fits
+    /// a 16 MiB message): that limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
 }

@@ -290,3 +290,87 @@ async fn an_added_environment_runs_a_threads_commands() -> anyhow::Result<()> {
 
     Ok(())
 }
+
+/// The parent spawns a sub-agent and waits for it; the sub-agent runs one command.
+fn parent_and_child(request: &keel_test_support::CapturedRequest) -> Option<Turn> {
+    let text = crate::suite::agents::input_text(request);
+    if text.contains("CHILD-TASK") {
+        if request.tool_output("k1").is_none() {
+            return Some(Turn::new([exec_command_call(
+                "k1",
+                json!({"cmd": "echo child-ran-marker", "login": false}),
+            )]));
+        }
+        return Some(Turn::new([assistant_message("child done")]));
+    }
+    let spawned = request
+        .tool_output("s1")
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|v| v["agent_id"].as_str().map(str::to_string));
+    let Some(id) = spawned else {
+        return Some(Turn::new([keel_test_support::function_call(
+            "s1",
+            "spawn_agent",
+            json!({"message": "CHILD-TASK: run it"}).to_string(),
+        )]));
+    };
+    if request.tool_output("w1").is_none() {
+        return Some(Turn::new([keel_test_support::function_call(
+            "w1",
+            "wait_agent",
+            json!({"ids": [id], "timeout_ms": 60000}).to_string(),
+        )]));
+    }
+    Some(Turn::new([assistant_message("parent done")]))
+}
+
+/// A thread that moved to another environment takes its sub-agents with it: the sub-agent's
+/// command runs on the exec-server the parent moved to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_spawned_after_a_move_runs_where_its_parent_now_runs() -> anyhow::Result<()> {
+    let mut exec_server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+        .env("KEEL_LOG", "keel_exec_server=debug")
+        .spawn()?;
+    let url = format!("ws://{}", exec_server.websocket_address().await?);
+    let mock = keel_test_support::MockModelServer::builder()
+        .responder(parent_and_child)
+        .start()
+        .await?;
+    let world = World::with_mock(mock, &[])?;
+    let mut app = world.server().await?;
+    let added = app
+        .request(
+            "environment/add",
+            json!({"environmentId": "box", "execServerUrl": url}),
+        )
+        .await?;
+    assert_eq!(added, json!({}));
+    let ws = world.ws().display().to_string();
+    // Started here, moved to `box` by its first turn.
+    let started = app.request("thread/start", json!({"cwd": ws})).await?;
+    let thread_id = started["thread"]["id"]
+        .as_str()
+        .context("thread id")?
+        .to_string();
+    let turn = app
+        .request(
+            "turn/start",
+            json!({
+                "threadId": thread_id,
+                "input": [{"type": "text", "text": "delegate"}],
+                "environments": [{"environmentId": "box", "cwd": ws}],
+            }),
+        )
+        .await?;
+    let turn_id = turn["turn"]["id"].as_str().context("turn id")?.to_string();
+    let completed = app.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "completed", "{completed}");
+    exec_server
+        .wait_for_stderr_line("the sub-agent's command on the server", |line| {
+            line.contains("started") && line.contains("child-ran-marker")
+        })
+        .await?;
+    Ok(())
+}

@@ -98,8 +98,8 @@ impl Drop for RemoteHost {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
-    not(keel_network_namespaces),
-    ignore = "needs network namespaces (ip netns, as root; .ci/run runs as root)"
+    not(all(keel_network_namespaces, keel_python3)),
+    ignore = "needs network namespaces (ip netns, as root; .ci/run runs as root) and python3"
 )]
 async fn a_turn_runs_on_an_exec_server_across_a_network_link_over_tls() -> anyhow::Result<()> {
     let host = RemoteHost::create().map_err(anyhow::Error::msg)?;
