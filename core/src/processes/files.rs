@@ -89,38 +89,4 @@ impl ProcessLayer {
         }
         Ok(None)
     }
-
-    /// The `AGENTS.md` files from the repository root down to `cwd` where the turn's
-    /// commands run, joined and capped as [`crate::prompt_context::join_project_docs`] does.
-    pub(crate) async fn read_project_docs(
-        &self,
-        cwd: &Path,
-        max_bytes: usize,
-    ) -> Result<Option<String>, ProcessError> {
-        if max_bytes == 0 {
-            return Ok(None);
-        }
-        let repo_root = self.repo_root(cwd).await?;
-        let mut texts = Vec::new();
-        for dir in crate::prompt_context::project_doc_dirs(cwd, repo_root.as_deref()) {
-            let file = dir.join("AGENTS.md");
-            // Read whole (as far as one message allows) and cut when joined, as locally.
-            match self
-                .read_file(&file, keel_exec_server::files::MAX_READ_BYTES)
-                .await?
-            {
-                FileReadResponse::Read { data_base64 } => {
-                    texts.push(String::from_utf8_lossy(&data_base64.0).into_owned());
-                }
-                FileReadResponse::Missing => {}
-                FileReadResponse::TooLarge { size } => {
-                    tracing::warn!(file = %file.display(), size, "AGENTS.md over the limit; skipped");
-                }
-                FileReadResponse::Unreadable { message } => {
-                    tracing::warn!(file = %file.display(), %message, "AGENTS.md unreadable; skipped");
-                }
-            }
-        }
-        Ok(crate::prompt_context::join_project_docs(texts, max_bytes))
-    }
 }

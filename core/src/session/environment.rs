@@ -2,13 +2,15 @@
 //! and a remote environment's `AGENTS.md` is read on the exec-server's host before the first
 //! turn that needs it (a local thread reads its own when the thread starts).
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use keel_protocol::exec_server::FileReadResponse;
 use keel_protocol::{EventMsg, WarningEvent};
 
 use super::Session;
-use crate::processes::ExecTarget;
+use crate::processes::{ExecTarget, ProcessError, ProcessLayer};
 use crate::turn_context::{TurnContext, TurnIds};
 
 /// Moves the conversation where the embedder asked (`Conversation::move_to_environment`), if
@@ -67,10 +69,12 @@ pub(super) async fn with_environment_docs(
     if session.processes().is_local() || session.environment_docs_read.load(Ordering::Acquire) {
         return context;
     }
-    match session
-        .processes()
-        .read_project_docs(&context.cwd, context.project_doc_max_bytes)
-        .await
+    match read_project_docs(
+        session.processes(),
+        &context.cwd,
+        context.project_doc_max_bytes,
+    )
+    .await
     {
         Ok(docs) => {
             session.environment_docs_read.store(true, Ordering::Release);
@@ -94,4 +98,38 @@ pub(super) async fn with_environment_docs(
             context
         }
     }
+}
+
+/// The `AGENTS.md` files from the repository root down to `cwd` where the turn's
+/// commands run, joined and capped as `join_project_docs` does.
+async fn read_project_docs(
+    processes: &ProcessLayer,
+    cwd: &Path,
+    max_bytes: usize,
+) -> Result<Option<String>, ProcessError> {
+    if max_bytes == 0 {
+        return Ok(None);
+    }
+    let repo_root = processes.repo_root(cwd).await?;
+    let mut texts = Vec::new();
+    for dir in crate::prompt_context::project_doc_dirs(cwd, repo_root.as_deref()) {
+        let file = dir.join("AGENTS.md");
+        // Read whole (as far as one message allows) and cut when joined, as locally.
+        match processes
+            .read_file(&file, keel_exec_server::files::MAX_READ_BYTES)
+            .await?
+        {
+            FileReadResponse::Read { data_base64 } => {
+                texts.push(String::from_utf8_lossy(&data_base64.0).into_owned());
+            }
+            FileReadResponse::Missing => {}
+            FileReadResponse::TooLarge { size } => {
+                tracing::warn!(file = %file.display(), size, "AGENTS.md over the limit; skipped");
+            }
+            FileReadResponse::Unreadable { message } => {
+                tracing::warn!(file = %file.display(), %message, "AGENTS.md unreadable; skipped");
+            }
+        }
+    }
+    Ok(crate::prompt_context::join_project_docs(texts, max_bytes))
 }
