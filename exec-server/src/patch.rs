@@ -67,6 +67,30 @@ pub fn real_targets(
     Ok(real)
 }
 
+/// The files `action` writes, each with where it really lands: checked against `policy`
+/// (a write that leaves the writable roots through a link is refused), or taken as written
+/// when there is none.
+pub fn planned_writes(
+    policy: Option<&ResolvedPolicy>,
+    action: &ApplyPatchAction,
+) -> Result<Vec<PatchWrite>, String> {
+    let real = match policy {
+        None => action.writes().iter().map(|w| w.path.clone()).collect(),
+        Some(policy) => real_targets(policy, action)?,
+    };
+    Ok(action
+        .writes()
+        .iter()
+        .zip(real)
+        .map(|(write, real_path)| PatchWrite {
+            path: write.path.clone(),
+            real_path,
+            before: write.before.clone(),
+            after: write.after.clone(),
+        })
+        .collect())
+}
+
 /// Writes `action`, checking every link again as it writes (a link planted since the plan
 /// fails the patch). Blocking: run it off async threads.
 pub fn apply_under(
@@ -126,24 +150,10 @@ pub fn plan(params: &PatchParams) -> PatchPlanResponse {
         Err(message) => return PatchPlanResponse::Invalid { message },
     };
     let policy = policy_of(params);
-    let real = match &policy {
-        None => action.writes().iter().map(|w| w.path.clone()).collect(),
-        Some(policy) => match real_targets(policy, &action) {
-            Ok(real) => real,
-            Err(message) => return PatchPlanResponse::Refused { message },
-        },
+    let writes = match planned_writes(policy.as_ref(), &action) {
+        Ok(writes) => writes,
+        Err(message) => return PatchPlanResponse::Refused { message },
     };
-    let writes = action
-        .writes()
-        .iter()
-        .zip(real)
-        .map(|(write, real_path)| PatchWrite {
-            path: write.path.clone(),
-            real_path,
-            before: write.before.clone(),
-            after: write.after.clone(),
-        })
-        .collect();
     let (writable_roots, read_only_subpaths) = match policy {
         Some(policy) => (Some(policy.writable_roots), policy.read_only_subpaths),
         None => (None, Vec::new()),

@@ -21,7 +21,8 @@ fn data_url(bytes: &[u8]) -> String {
     )
 }
 
-fn images_in(input: &[Value]) -> Vec<String> {
+/// The `input_image` URLs of a request's input.
+pub(crate) fn images_in(input: &[Value]) -> Vec<String> {
     input
         .iter()
         .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())

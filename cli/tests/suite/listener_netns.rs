@@ -21,7 +21,8 @@ struct NamespacePair {
     server_ip: String,
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
+/// Runs `ip ARGS`, or says what failed.
+pub(crate) fn ip(args: &[&str]) -> Result<(), String> {
     let output = Command::new("ip")
         .args(args)
         .output()

@@ -11,7 +11,7 @@ use keel_protocol::{
 use futures::future::BoxFuture;
 
 use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
-use keel_exec_server::patch::{ApplyFailure, apply_under, real_targets, with_real_roots};
+use keel_exec_server::patch::{ApplyFailure, apply_under, planned_writes, with_real_roots};
 use keel_protocol::exec_server::{PatchApplyResponse, PatchParams, PatchPlanResponse, PatchWrite};
 
 use crate::apply_patch::{ApplyPatchAction, parse_patch, plan_patch};
@@ -257,22 +257,8 @@ impl BuiltinCall<'_> {
         // Where each write really lands: a link planted in the workspace never carries a
         // write out of the writable roots, whatever the approval policy.
         .map(with_real_roots);
-        let real_paths: Vec<PathBuf> = match resolved.as_ref() {
-            None => action.writes().iter().map(|w| w.path.clone()).collect(),
-            Some(policy) => real_targets(policy, &action)
-                .map_err(|refusal| format!("patch rejected: {refusal}"))?,
-        };
-        let writes = action
-            .writes()
-            .iter()
-            .zip(real_paths)
-            .map(|(write, real_path)| PatchWrite {
-                path: write.path.clone(),
-                real_path,
-                before: write.before.clone(),
-                after: write.after.clone(),
-            })
-            .collect();
+        let writes = planned_writes(resolved.as_ref(), &action)
+            .map_err(|refusal| format!("patch rejected: {refusal}"))?;
         Ok(PlannedPatch {
             changes: action.changes().clone(),
             writes,

@@ -8,9 +8,10 @@
 
 use base64::Engine;
 use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call, function_call};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{run_prompt_with_config, run_with_config};
+use crate::suite::images::images_in;
 
 /// A server in a mount namespace of its own whose `workspace` is a tmpfs, where `setup` (a
 /// shell command run in it) leaves the server's own files.
@@ -103,16 +104,6 @@ async fn patches_are_written_on_the_exec_servers_host_under_its_sandbox() -> any
         })
         .await?;
     Ok(())
-}
-
-/// The `input_image` URLs of a request.
-fn images_in(input: &[Value]) -> Vec<String> {
-    input
-        .iter()
-        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
-        .filter(|part| part["type"] == "input_image")
-        .filter_map(|part| part["image_url"].as_str().map(str::to_string))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,13 +5,13 @@
 //! sandbox; a wrong token is turned away before anything runs.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use keel_test_support::{ProcessBuilder, Turn, apply_patch_call, exec_command_call};
 use serde_json::json;
 
 use super::run_with_config;
+use crate::suite::listener_netns::ip;
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
@@ -22,22 +22,6 @@ struct RemoteHost {
     ip: String,
     /// The interface inside the namespace (its name shows where a command ran).
     inner: String,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|err| format!("ip: {err}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
 }
 
 impl RemoteHost {
