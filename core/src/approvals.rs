@@ -129,21 +129,25 @@ fn only_and_and(script: &str) -> bool {
 
 /// What to do with a patch before applying it. `sandbox` is the policy resolved for the
 /// conversation (`None`: no restriction); a patch may write where a sandboxed command could.
+/// A write into a protected folder is refused without asking, under every approval policy.
 pub(crate) fn decide_patch(
     policy: AskForApproval,
     sandbox: Option<&ResolvedPolicy>,
     paths: &[PathBuf],
 ) -> ExecDecision {
+    if let Some(resolved) = sandbox
+        && let Some((path, folder)) = paths
+            .iter()
+            .find_map(|path| protected_folder(resolved, path).map(|folder| (path, folder)))
+    {
+        return ExecDecision::Reject(protected_refusal(path, folder));
+    }
     let allowed = |path: &PathBuf| {
         sandbox.is_none_or(|resolved| {
             resolved
                 .writable_roots
                 .iter()
                 .any(|root| path.starts_with(root))
-                && !resolved
-                    .read_only_subpaths
-                    .iter()
-                    .any(|ro| path.starts_with(ro))
         })
     };
     let inside = paths.iter().all(allowed);
@@ -151,14 +155,43 @@ pub(crate) fn decide_patch(
         AskForApproval::UnlessTrusted => ExecDecision::Ask(None),
         _ if inside => ExecDecision::Run,
         AskForApproval::Never => ExecDecision::Reject(
-            "the patch writes outside the writable roots (or into a protected `.git`) and the \
-             approval policy is `never`"
+            "the patch writes outside the writable roots and the approval policy is `never`"
                 .to_string(),
         ),
         AskForApproval::OnFailure | AskForApproval::OnRequest => ExecDecision::Ask(Some(
-            "the patch writes outside the writable roots (or into a protected `.git`)".to_string(),
+            "the patch writes outside the writable roots".to_string(),
         )),
     }
+}
+
+/// The protected folder `path` lies in, if any.
+fn protected_folder<'a>(resolved: &'a ResolvedPolicy, path: &Path) -> Option<&'a Path> {
+    resolved
+        .read_only_subpaths
+        .iter()
+        .find(|folder| path.starts_with(folder))
+        .map(PathBuf::as_path)
+}
+
+/// What the model reads when a patch touches a protected folder: why, and what the user can do.
+fn protected_refusal(path: &Path, folder: &Path) -> String {
+    let name = folder
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let git_hint = if name == ".git" || !name.starts_with('.') {
+        " (or `[sandbox_workspace_write] allow_git_writes = true` for git)"
+    } else {
+        ""
+    };
+    format!(
+        "`{}` is inside the protected folder `{}`: the sandbox keeps `.git` (and the git \
+         directory it points to), `.codex`, `.agents` and `.aws` read-only to the model, since \
+         hooks, configuration and credentials there act outside the sandbox. Ask the user to \
+         make this change themselves, or to run with `danger-full-access`{git_hint}.",
+        path.display(),
+        folder.display()
+    )
 }
 
 #[cfg(test)]
@@ -244,10 +277,22 @@ mod tests {
             decide_patch(AskForApproval::OnRequest, sandbox, &outside),
             ExecDecision::Ask(_)
         ));
-        assert!(matches!(
-            decide_patch(AskForApproval::OnRequest, sandbox, &git),
-            ExecDecision::Ask(_)
-        ));
+        // Protected folders are refused without asking, present (`.git`) or not (`.codex`).
+        let codex = [ws.path().join(".codex/hooks.json")];
+        for policy in [
+            AskForApproval::OnRequest,
+            AskForApproval::Never,
+            AskForApproval::UnlessTrusted,
+            AskForApproval::OnFailure,
+        ] {
+            for paths in [&git, &codex] {
+                let decision = decide_patch(policy, sandbox, paths);
+                assert!(
+                    matches!(&decision, ExecDecision::Reject(reason) if reason.contains("protected folder")),
+                    "{policy:?} {paths:?}: {decision:?}"
+                );
+            }
+        }
         assert!(matches!(
             decide_patch(AskForApproval::Never, sandbox, &outside),
             ExecDecision::Reject(_)

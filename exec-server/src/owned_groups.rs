@@ -135,10 +135,13 @@ impl OwnedProcessGroup {
                 return;
             }
             if signal == Signal::SIGKILL {
-                match nix::sys::signal::kill(Pid::from_raw(self.pgid), Signal::SIGUSR1) {
-                    Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
-                    Err(err) => {
-                        tracing::warn!(pid = self.pgid, %err, "signalling the supervisor failed")
+                // SIGCONT after it: a stopped supervisor wakes up to the request.
+                for request in [Signal::SIGUSR1, Signal::SIGCONT] {
+                    match nix::sys::signal::kill(Pid::from_raw(self.pgid), request) {
+                        Ok(()) | Err(nix::errno::Errno::ESRCH) => {}
+                        Err(err) => {
+                            tracing::warn!(pid = self.pgid, %err, "signalling the supervisor failed")
+                        }
                     }
                 }
                 return;

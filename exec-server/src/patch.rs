@@ -16,7 +16,7 @@ pub fn with_real_roots(mut policy: ResolvedPolicy) -> ResolvedPolicy {
     let widen = |roots: &mut Vec<PathBuf>| {
         let real: Vec<PathBuf> = roots
             .iter()
-            .filter_map(|root| std::fs::canonicalize(root).ok())
+            .filter_map(|root| real_path(root))
             .filter(|real| !roots.contains(real))
             .collect();
         roots.extend(real);
@@ -24,6 +24,15 @@ pub fn with_real_roots(mut policy: ResolvedPolicy) -> ResolvedPolicy {
     widen(&mut policy.writable_roots);
     widen(&mut policy.read_only_subpaths);
     policy
+}
+
+/// Where `path` really is: resolved through every link, or, for a path that does not exist
+/// (a missing protected folder), its parent resolved.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| {
+        let parent = std::fs::canonicalize(path.parent()?).ok()?;
+        Some(parent.join(path.file_name()?))
+    })
 }
 
 /// Refuses a write that leads through a symlink to somewhere outside the writable roots (or

@@ -10,12 +10,24 @@ use keel_protocol::SandboxPolicy;
 
 use super::{LINUX_SANDBOX_ARG0, ResolvedPolicy, SandboxError};
 
+/// How a run is isolated beyond its policy (the helper's flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunOptions {
+    /// The user's own command (`!cmd`): it sees the user's processes and reaches local
+    /// sockets; the file system and IP network policy still hold.
+    pub(crate) user_command: bool,
+    /// Print what isolation the run got on stderr before the command starts.
+    pub(crate) report: bool,
+}
+
 const POLICY_FLAG: &str = "--sandbox-policy";
 const POLICY_CWD_FLAG: &str = "--sandbox-policy-cwd";
 const ALLOW_GIT_WRITES_FLAG: &str = "--allow-git-writes";
+const USER_COMMAND_FLAG: &str = "--user-command";
+const REPORT_FLAG: &str = "--report-isolation";
 
 /// Exit status of the helper when it could not confine itself; the command did not start.
-const SETUP_FAILED_EXIT: u8 = 121;
+pub(crate) const SETUP_FAILED_EXIT: u8 = 121;
 /// Start of the helper's stderr when it could not confine itself.
 const SETUP_FAILED_PREFIX: &str = "keel-linux-sandbox: sandbox setup failed: ";
 
@@ -61,6 +73,26 @@ impl SandboxCommand {
         })
     }
 
+    /// The same sandbox for a command the user typed (`!cmd`): its file system and IP network
+    /// policy hold, but it sees the user's processes and reaches local sockets (`docker`,
+    /// `ssh-add`), as the user's own terminal would.
+    pub fn for_user_command(self) -> Self {
+        self.with_flag(USER_COMMAND_FLAG)
+    }
+
+    /// The same sandbox, with the helper saying on stderr, before the command starts, what
+    /// isolation it got (`keel doctor`).
+    pub fn reporting_isolation(self) -> Self {
+        self.with_flag(REPORT_FLAG)
+    }
+
+    fn with_flag(mut self, flag: &str) -> Self {
+        // The arguments end with `--`; flags go before it.
+        let at = self.args.len().saturating_sub(1);
+        self.args.insert(at, flag.to_string());
+        self
+    }
+
     /// The full argv (the helper first) that runs `argv` under the sandbox.
     pub fn wrap(&self, argv: &[String]) -> Vec<String> {
         let mut full = Vec::with_capacity(1 + self.args.len() + argv.len());
@@ -98,15 +130,21 @@ pub fn invoked_as_sandbox_helper() -> bool {
 /// Call it before starting any thread: namespaces and Landlock apply to the calling thread.
 pub fn run_linux_sandbox_main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let (resolved, argv) = match parse_and_resolve(args) {
+    let (resolved, options, argv) = match parse_and_resolve(args) {
         Ok(parsed) => parsed,
         Err(err) => return setup_failed(&err),
     };
-    if let Some(resolved) = &resolved
-        && let Err(err) = confine(resolved)
-    {
-        return setup_failed(&err);
+    let Some(resolved) = resolved else {
+        return exec_unconfined(&argv);
+    };
+    match run_confined(&resolved, options, &argv) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => setup_failed(&err),
     }
+}
+
+/// `danger-full-access`: the command replaces the helper as it is.
+fn exec_unconfined(argv: &[OsString]) -> ExitCode {
     let Some((program, rest)) = argv.split_first() else {
         return setup_failed(&SandboxError::InvalidArguments("no command given".into()));
     };
@@ -123,29 +161,46 @@ pub fn run_linux_sandbox_main() -> ExitCode {
 }
 
 fn setup_failed(err: &SandboxError) -> ExitCode {
-    eprintln!("{SETUP_FAILED_PREFIX}{err}");
+    report_setup_failure(err);
     ExitCode::from(SETUP_FAILED_EXIT)
 }
 
+/// Says on stderr, in the form [`setup_failure`] recognises, why the command did not start.
+pub(crate) fn report_setup_failure(err: &SandboxError) {
+    eprintln!("{SETUP_FAILED_PREFIX}{err}");
+}
+
 #[cfg(target_os = "linux")]
-fn confine(resolved: &ResolvedPolicy) -> Result<(), SandboxError> {
-    super::linux::confine_current_process(resolved)
+fn run_confined(
+    resolved: &ResolvedPolicy,
+    options: RunOptions,
+    argv: &[OsString],
+) -> Result<u8, SandboxError> {
+    super::linux::run(resolved, options, argv)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn confine(_resolved: &ResolvedPolicy) -> Result<(), SandboxError> {
+fn run_confined(
+    _resolved: &ResolvedPolicy,
+    _options: RunOptions,
+    _argv: &[OsString],
+) -> Result<u8, SandboxError> {
     Err(SandboxError::UnsupportedPlatform)
 }
 
 /// Parses the helper's arguments and resolves the policy against this process's `$TMPDIR`
 /// (the command's); `None` means no confinement (`danger-full-access`).
-fn parse_and_resolve(
-    args: Vec<OsString>,
-) -> Result<(Option<ResolvedPolicy>, Vec<OsString>), SandboxError> {
+type Parsed = (Option<ResolvedPolicy>, RunOptions, Vec<OsString>);
+
+fn parse_and_resolve(args: Vec<OsString>) -> Result<Parsed, SandboxError> {
     let invalid = |message: String| SandboxError::InvalidArguments(message);
     let mut policy: Option<SandboxPolicy> = None;
     let mut policy_cwd: Option<PathBuf> = None;
     let mut allow_git_writes = false;
+    let mut options = RunOptions {
+        user_command: false,
+        report: false,
+    };
     let mut args = args.into_iter();
     loop {
         let Some(arg) = args.next() else {
@@ -172,6 +227,8 @@ fn parse_and_resolve(
                 policy_cwd = Some(PathBuf::from(cwd));
             }
             Some(ALLOW_GIT_WRITES_FLAG) => allow_git_writes = true,
+            Some(USER_COMMAND_FLAG) => options.user_command = true,
+            Some(REPORT_FLAG) => options.report = true,
             _ => {
                 return Err(invalid(format!(
                     "unexpected argument `{}`",
@@ -189,7 +246,7 @@ fn parse_and_resolve(
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
     let resolved = ResolvedPolicy::resolve(&policy, &cwd, tmpdir.as_deref(), allow_git_writes);
-    Ok((resolved, args.collect()))
+    Ok((resolved, options, args.collect()))
 }
 
 #[cfg(test)]
@@ -207,7 +264,15 @@ mod tests {
         )?;
         let argv = command.wrap(&["echo".to_string(), "--".to_string()]);
         assert_eq!(argv[0], "/bin/helper");
-        let (resolved, rest) = parse_and_resolve(argv[1..].iter().map(OsString::from).collect())?;
+        let (resolved, options, rest) =
+            parse_and_resolve(argv[1..].iter().map(OsString::from).collect())?;
+        assert_eq!(
+            options,
+            RunOptions {
+                user_command: false,
+                report: false
+            }
+        );
         assert_eq!(
             resolved,
             Some(ResolvedPolicy {

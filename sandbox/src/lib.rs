@@ -2,11 +2,12 @@
 //!
 //! The engine never restricts its own process. For a sandboxed command it spawns a helper
 //! program instead of the command: `keel-linux-sandbox --sandbox-policy JSON
-//! --sandbox-policy-cwd DIR [--allow-git-writes] -- CMD...`. The helper (single-threaded, so it
-//! may allocate freely) resolves the policy ([`ResolvedPolicy`]), confines itself with a
-//! read-only bind mount over `.git` (in a private mount namespace), Landlock for the
-//! filesystem and a seccomp filter for the network, then `exec`s the command, which inherits
-//! every restriction, as do its children. `docs/sandbox.md` explains the choices and limits.
+//! --sandbox-policy-cwd DIR [--allow-git-writes] [--user-command] -- CMD...`. The helper
+//! (single-threaded, so it may allocate freely) resolves the policy ([`ResolvedPolicy`]),
+//! enters a mount and a PID namespace, makes the protected folders read-only, and starts the
+//! command as the namespace's second process, confined by Landlock and a seccomp filter; every
+//! restriction is inherited by the command's children, and none outlives the run.
+//! `docs/sandbox.md` explains the choices and limits.
 //!
 //! The helper is found by [`find_sandbox_executable`]: a `keel-linux-sandbox` next to the
 //! running program, else the `keel` binary itself, which dispatches on `argv[0]`.
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use helper::setup_failure;
 pub use helper::{SandboxCommand, invoked_as_sandbox_helper, run_linux_sandbox_main};
-pub use policy::ResolvedPolicy;
+pub use policy::{PROTECTED_FOLDERS, ResolvedPolicy};
 
 /// The `argv[0]` under which a program runs as the sandbox helper.
 pub const LINUX_SANDBOX_ARG0: &str = "keel-linux-sandbox";
@@ -47,12 +48,21 @@ pub enum SandboxError {
     Seccomp(String),
     /// A namespace or mount step of the read-only `.git` protection failed.
     #[error(
-        "cannot make {path} read-only ({step}: {source}); set \
-         `[sandbox_workspace_write] allow_git_writes = true` to run without this protection"
+        "cannot make {path} read-only ({step}: {source}); protected folders need mount \
+         namespaces (see `keel doctor`); for `.git`, `[sandbox_workspace_write] \
+         allow_git_writes = true` runs without its protection"
     )]
     ReadOnlySubpath {
         /// The path that was to be protected.
         path: PathBuf,
+        /// The step that failed.
+        step: &'static str,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// A process step of the isolation (a fork) failed.
+    #[error("cannot start the sandboxed command ({step}: {source})")]
+    Namespace {
         /// The step that failed.
         step: &'static str,
         /// The system error.

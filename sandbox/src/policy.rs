@@ -1,5 +1,5 @@
 //! A [`SandboxPolicy`] made concrete for one command: which paths it may write, which stay
-//! read-only inside them, and whether it may use the network.
+//! read-only inside them (the protected folders), and whether it may use the network.
 
 use std::path::{Path, PathBuf};
 
@@ -8,12 +8,19 @@ use keel_protocol::SandboxPolicy;
 /// Device files every sandboxed command may write (they hold no data).
 pub(crate) const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
+/// Folders directly inside a writable root that model commands and patches may not change:
+/// git's (its hooks and config run outside the sandbox), Keel's and Codex's project config and
+/// hooks, skills, and AWS credentials.
+pub const PROTECTED_FOLDERS: &[&str] = &[".git", ".codex", ".agents", ".aws"];
+
 /// The policy for one command, with every root spelled out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPolicy {
     /// Directories the command may write anywhere beneath (an empty list: read-only).
     pub writable_roots: Vec<PathBuf>,
-    /// Existing paths beneath writable roots that stay read-only (each root's `.git`).
+    /// Paths beneath writable roots that stay read-only: each root's protected folders
+    /// ([`PROTECTED_FOLDERS`]) and the git directory a `.git` pointer file names. A missing
+    /// one is listed too (it may not be created), except in the temporary roots.
     pub read_only_subpaths: Vec<PathBuf>,
     /// Whether the command may create network sockets.
     pub network: bool,
@@ -24,9 +31,10 @@ impl ResolvedPolicy {
     /// `$TMPDIR`; `None` for `danger-full-access`, which is not sandboxed at all.
     ///
     /// `workspace-write` may write under `cwd`, the configured roots (relative ones against
-    /// `cwd`), `$TMPDIR` and `/tmp` plus `/dev/shm` (each unless excluded); the `.git` (a
-    /// directory or a file) directly inside each root stays read-only unless
-    /// `allow_git_writes`.
+    /// `cwd`), `$TMPDIR` and `/tmp` plus `/dev/shm` (each unless excluded). The protected
+    /// folders directly inside each root stay read-only (`.git`, with the git directory its
+    /// pointer file names, unless `allow_git_writes`); in `$TMPDIR`, `/tmp` and `/dev/shm`
+    /// only those that exist.
     pub fn resolve(
         policy: &SandboxPolicy,
         cwd: &Path,
@@ -48,28 +56,43 @@ impl ResolvedPolicy {
             } => {
                 let mut roots = vec![cwd.to_path_buf()];
                 roots.extend(writable_roots.iter().map(|root| cwd.join(root)));
+                let mut temporary = Vec::new();
                 if !exclude_tmpdir_env_var && let Some(tmpdir) = tmpdir {
-                    roots.push(cwd.join(tmpdir));
+                    temporary.push(cwd.join(tmpdir));
                 }
                 if !exclude_slash_tmp {
-                    roots.push(PathBuf::from("/tmp"));
-                    roots.push(PathBuf::from("/dev/shm"));
+                    temporary.push(PathBuf::from("/tmp"));
+                    temporary.push(PathBuf::from("/dev/shm"));
                 }
                 let mut unique: Vec<PathBuf> = Vec::new();
-                for root in roots {
-                    if !unique.contains(&root) {
-                        unique.push(root);
+                for root in roots.iter().chain(&temporary) {
+                    if !unique.contains(root) {
+                        unique.push(root.clone());
                     }
                 }
-                let read_only_subpaths = if allow_git_writes {
-                    Vec::new()
-                } else {
-                    unique
-                        .iter()
-                        .map(|root| root.join(".git"))
-                        .filter(|git| git.symlink_metadata().is_ok())
-                        .collect()
-                };
+                let mut read_only_subpaths: Vec<PathBuf> = Vec::new();
+                for root in &unique {
+                    // A temporary root is no project: only what already exists is protected,
+                    // so no run leaves empty folders in /tmp.
+                    let is_temporary = temporary.contains(root) && !roots.contains(root);
+                    for name in PROTECTED_FOLDERS {
+                        if *name == ".git" && allow_git_writes {
+                            continue;
+                        }
+                        let path = root.join(name);
+                        let exists = path.symlink_metadata().is_ok();
+                        if exists || !is_temporary {
+                            push_unique(&mut read_only_subpaths, path.clone());
+                        }
+                        if *name == ".git" {
+                            for git_dir in git_dirs_named_by(&path) {
+                                if unique.iter().any(|root| git_dir.starts_with(root)) {
+                                    push_unique(&mut read_only_subpaths, git_dir);
+                                }
+                            }
+                        }
+                    }
+                }
                 Some(Self {
                     writable_roots: unique,
                     read_only_subpaths,
@@ -78,6 +101,65 @@ impl ResolvedPolicy {
             }
         }
     }
+}
+
+fn push_unique(paths: &mut Vec<PathBuf>, path: PathBuf) {
+    if !paths.contains(&path) {
+        paths.push(path);
+    }
+}
+
+/// The git directories a `.git` pointer file (`gitdir: PATH`, written by `git worktree` and
+/// `git init --separate-git-dir`) leads to: the one it names and, for a worktree, the common
+/// directory that holds the hooks and config. Nothing for a `.git` folder or no `.git`.
+fn git_dirs_named_by(dot_git: &Path) -> Vec<PathBuf> {
+    let Ok(metadata) = dot_git.symlink_metadata() else {
+        return Vec::new();
+    };
+    if !metadata.is_file() {
+        return Vec::new();
+    }
+    let Some(base) = dot_git.parent() else {
+        return Vec::new();
+    };
+    let Some(git_dir) = read_pointer(dot_git, "gitdir:").map(|target| base.join(target)) else {
+        return Vec::new();
+    };
+    let mut dirs = vec![normalize(&git_dir)];
+    if let Some(common) = read_pointer(&git_dir.join("commondir"), "") {
+        dirs.push(normalize(&git_dir.join(common)));
+    }
+    dirs
+}
+
+/// The first line of a small pointer file after `prefix`, trimmed; `None` when it does not
+/// start so (or cannot be read).
+fn read_pointer(file: &Path, prefix: &str) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(4096)
+        .read_to_string(&mut text)
+        .ok()?;
+    let line = text.lines().next()?.strip_prefix(prefix)?.trim();
+    (!line.is_empty()).then(|| PathBuf::from(line))
+}
+
+/// `path` with `.` and `..` taken out lexically (git writes `commondir` as `../..`).
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -113,10 +195,20 @@ mod tests {
             exclude_slash_tmp: false,
         };
         let resolved = ResolvedPolicy::resolve(&policy, ws.path(), Some(Path::new("/tmp")), false);
-        // A `.git` in /tmp itself (some machines have one) is protected like the workspace's.
-        let mut read_only_subpaths = vec![ws.path().join(".git")];
-        if Path::new("/tmp/.git").exists() {
-            read_only_subpaths.push(PathBuf::from("/tmp/.git"));
+        // Every protected folder of the workspace and of `extra`, present or not; in the
+        // temporary roots only those that exist (some machines have a `/tmp/.git`).
+        let mut read_only_subpaths: Vec<PathBuf> =
+            [ws.path().to_path_buf(), ws.path().join("extra")]
+                .iter()
+                .flat_map(|root| PROTECTED_FOLDERS.iter().map(|name| root.join(name)))
+                .collect();
+        for root in ["/tmp", "/dev/shm"] {
+            for name in PROTECTED_FOLDERS {
+                let path = Path::new(root).join(name);
+                if path.symlink_metadata().is_ok() {
+                    read_only_subpaths.push(path);
+                }
+            }
         }
         assert_eq!(
             resolved,
@@ -131,8 +223,49 @@ mod tests {
                 network: true,
             })
         );
-        let allowed = ResolvedPolicy::resolve(&policy, ws.path(), None, true);
-        assert_eq!(allowed.map(|p| p.read_only_subpaths), Some(Vec::new()));
+        let allowed = ResolvedPolicy::resolve(&policy, ws.path(), None, true)
+            .map(|p| p.read_only_subpaths)
+            .unwrap_or_default();
+        assert!(
+            !allowed.iter().any(|path| path.ends_with(".git")),
+            "{allowed:?}"
+        );
+        assert!(allowed.contains(&ws.path().join(".codex")), "{allowed:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_git_pointer_file_protects_the_git_directory_it_names() -> std::io::Result<()> {
+        let ws = tempfile::tempdir()?;
+        let work = ws.path().join("work");
+        let real = ws.path().join("store/repo.git");
+        std::fs::create_dir_all(&work)?;
+        std::fs::create_dir_all(real.join("worktrees/w"))?;
+        std::fs::write(work.join(".git"), "gitdir: ../store/repo.git/worktrees/w\n")?;
+        std::fs::write(real.join("worktrees/w/commondir"), "../..\n")?;
+        let policy = SandboxPolicy::WorkspaceWrite {
+            writable_roots: vec![ws.path().to_path_buf()],
+            network_access: false,
+            exclude_tmpdir_env_var: true,
+            exclude_slash_tmp: true,
+        };
+        let resolved = ResolvedPolicy::resolve(&policy, &work, None, false)
+            .map(|p| p.read_only_subpaths)
+            .unwrap_or_default();
+        assert!(resolved.contains(&work.join(".git")), "{resolved:?}");
+        assert!(resolved.contains(&real.join("worktrees/w")), "{resolved:?}");
+        assert!(resolved.contains(&real), "{resolved:?}");
+        // Outside every writable root, Landlock keeps it read-only already.
+        let narrow = SandboxPolicy::WorkspaceWrite {
+            writable_roots: Vec::new(),
+            network_access: false,
+            exclude_tmpdir_env_var: true,
+            exclude_slash_tmp: true,
+        };
+        let resolved = ResolvedPolicy::resolve(&narrow, &work, None, false)
+            .map(|p| p.read_only_subpaths)
+            .unwrap_or_default();
+        assert!(!resolved.contains(&real), "{resolved:?}");
         Ok(())
     }
 

@@ -36,6 +36,7 @@ mod responses_parts;
 mod revert_cli;
 mod review_cli;
 mod sandbox;
+mod sandbox_boundary;
 pub(crate) mod session_commands;
 mod skills;
 mod teardown;

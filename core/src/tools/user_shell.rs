@@ -1,6 +1,11 @@
 //! The user's own command in a thread (the TUI's `!cmd`): run in the thread's working
-//! directory under the thread's sandbox, shown as a command item, and noted in the history
-//! so the model knows what the user ran and saw.
+//! directory under the thread's file system and network policy, shown as a command item, and
+//! noted in the history so the model knows what the user ran and saw.
+//!
+//! Unlike a model's command it is not isolated from the user's own processes and local
+//! sockets: `!docker ps`, `!ssh-add -l` and `!ps` work as in the user's terminal (Codex runs
+//! it with no sandbox at all). What it may write stays what the thread allows, since a client
+//! is held to the sandbox its server was given.
 
 use std::time::Duration;
 
@@ -41,7 +46,10 @@ impl BuiltinCall<'_> {
             source: ExecCommandSource::UserShell,
         };
         let outcome = match self.sandbox_command() {
-            Ok(sandbox) => self.execute(&call, sandbox.as_ref()).await?,
+            Ok(sandbox) => {
+                let sandbox = sandbox.map(crate::sandbox::SandboxCommand::for_user_command);
+                self.execute(&call, sandbox.as_ref()).await?
+            }
             Err(err) => {
                 let reason = format!(
                     "not run: the thread's sandbox cannot confine commands here ({err}); \

@@ -126,40 +126,59 @@ async fn shell_call_carrying_apply_patch_is_applied_in_process() -> anyhow::Resu
     Ok(())
 }
 
+/// Patches into a protected folder are refused without asking, under `never` and
+/// `on-request` alike: `.git` (present), `.codex` and `.agents` (missing: not created either).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn patches_obey_the_sandbox_roots_and_keep_git_read_only() -> anyhow::Result<()> {
-    let into_git =
-        "*** Begin Patch\n*** Add File: .git/hooks/post-commit\n+#!/bin/sh\n*** End Patch";
-    let inside = "*** Begin Patch\n*** Add File: ok.txt\n+fine\n*** End Patch";
-    let script = Script::new([
-        Turn::new([apply_patch_call("g1", into_git)]),
-        Turn::new([apply_patch_call("i1", inside)]),
-        Turn::new([assistant_message("done")]),
-    ]);
-    let env = TestEnv::new(
-        script,
-        &[
-            ("sandbox_mode", "workspace-write".into()),
-            ("approval_policy", "never".into()),
-        ],
-    )
-    .await?;
-    std::fs::create_dir_all(env.ws().join(".git/hooks"))?;
-    let new = env.start().await?;
-    say(&new.conversation, "patch").await?;
-    until_turn_end(&new.conversation).await?;
-    assert!(!env.ws().join(".git/hooks/post-commit").exists());
-    assert_eq!(std::fs::read_to_string(env.ws().join("ok.txt"))?, "fine\n");
-    let output = env.mock.requests()[1]
-        .tool_output("g1")
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        output
-            .as_str()
-            .unwrap_or_default()
-            .contains("protected `.git`"),
-        "{output}"
-    );
+async fn patches_obey_the_sandbox_roots_and_keep_protected_folders_read_only() -> anyhow::Result<()>
+{
+    for approval in ["never", "on-request"] {
+        let into_git =
+            "*** Begin Patch\n*** Add File: .git/hooks/post-commit\n+#!/bin/sh\n*** End Patch";
+        let into_codex =
+            "*** Begin Patch\n*** Add File: .codex/hooks.json\n+{\"hooks\": {}}\n*** End Patch";
+        let into_agents =
+            "*** Begin Patch\n*** Add File: .agents/skills/x/SKILL.md\n+hi\n*** End Patch";
+        let inside = "*** Begin Patch\n*** Add File: ok.txt\n+fine\n*** End Patch";
+        let script = Script::new([
+            Turn::new([apply_patch_call("g1", into_git)]),
+            Turn::new([apply_patch_call("c1", into_codex)]),
+            Turn::new([apply_patch_call("a1", into_agents)]),
+            Turn::new([apply_patch_call("i1", inside)]),
+            Turn::new([assistant_message("done")]),
+        ]);
+        let env = TestEnv::new(
+            script,
+            &[
+                ("sandbox_mode", "workspace-write".into()),
+                ("approval_policy", approval.into()),
+            ],
+        )
+        .await?;
+        std::fs::create_dir_all(env.ws().join(".git/hooks"))?;
+        let new = env.start().await?;
+        say(&new.conversation, "patch").await?;
+        // Nobody is asked: an approval request would hold the turn, and show here.
+        let events = until_turn_end(&new.conversation).await?;
+        let asked: Vec<String> = kinds(&events)
+            .into_iter()
+            .filter(|kind| kind.contains("approval"))
+            .collect();
+        assert_eq!(asked, Vec::<String>::new(), "{approval}");
+        assert!(!env.ws().join(".git/hooks/post-commit").exists());
+        assert!(!env.ws().join(".codex").exists(), "{approval}");
+        assert!(!env.ws().join(".agents").exists(), "{approval}");
+        assert_eq!(std::fs::read_to_string(env.ws().join("ok.txt"))?, "fine\n");
+        for (call, turn) in [("g1", 1), ("c1", 2), ("a1", 3)] {
+            let output = env.mock.requests()[turn]
+                .tool_output(call)
+                .cloned()
+                .unwrap_or_default();
+            let text = output.as_str().unwrap_or_default();
+            assert!(
+                text.contains("protected folder") && text.contains("danger-full-access"),
+                "{approval} {call}: {output}"
+            );
+        }
+    }
     Ok(())
 }

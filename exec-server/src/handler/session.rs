@@ -65,7 +65,15 @@ pub(crate) struct Session {
     /// Set when draining gave up on a pipe held open by a background grandchild: the process
     /// group may still have members, which connection shutdown must kill.
     group_lingers: AtomicBool,
+    /// Woken when the process is to be killed: the supervising task makes sure it dies even
+    /// if a process supervisor does not answer.
+    kill_requested: tokio::sync::Notify,
 }
+
+/// How long a process supervisor asked to kill its tree may take before the server kills the
+/// supervisor itself (whose death ends the command's PID namespace). Longer than the
+/// supervisor's own clean-up limit, so that normally it finishes its work.
+const SUPERVISOR_KILL_GRACE: Duration = Duration::from_secs(6);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -159,6 +167,7 @@ impl Session {
             phase: watch::Sender::new(Phase::Running),
             retained: Mutex::new(retained),
             group_lingers: AtomicBool::new(false),
+            kill_requested: tokio::sync::Notify::new(),
         });
         let supervisor = std::sync::Arc::clone(&session).supervise(child, sources, context);
         (session, supervisor)
@@ -178,6 +187,26 @@ impl Session {
     /// Sends `signal` to the whole process group; a group that is already gone is not an error.
     pub(crate) fn signal_group(&self, signal: Signal) {
         self.group.signal(signal);
+        if signal == Signal::SIGKILL {
+            // Stored as a permit when the supervising task is not waiting yet.
+            self.kill_requested.notify_one();
+        }
+    }
+
+    /// Waits for a process that was told to die; kills it outright if it is still there after
+    /// [`SUPERVISOR_KILL_GRACE`] (a supervisor that was stopped, or is stuck). Safe against
+    /// pid reuse: the child is not reaped before this kill.
+    async fn wait_or_kill(&self, child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+        match tokio::time::timeout(SUPERVISOR_KILL_GRACE, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                tracing::warn!(session = %self.id, "the process did not end when told to; killing it");
+                if let Err(err) = child.start_kill() {
+                    tracing::warn!(session = %self.id, %err, "killing the process failed");
+                }
+                child.wait().await
+            }
+        }
     }
 
     /// Queues bytes for a PTY's input.
@@ -333,8 +362,9 @@ impl Session {
             status = child.wait() => status,
             () = cancel.cancelled() => {
                 self.signal_group(Signal::SIGKILL);
-                child.wait().await
+                self.wait_or_kill(&mut child).await
             }
+            () = self.kill_requested.notified() => self.wait_or_kill(&mut child).await,
         };
         self.group.leader_reaped();
         let exit_code = match status {

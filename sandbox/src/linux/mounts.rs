@@ -1,86 +1,101 @@
-//! Read-only `.git`: Landlock rules only ever grant access to whole subtrees, so a writable
-//! root cannot have a read-only hole in it. Instead the helper enters a private mount
-//! namespace (a user namespace too when it lacks `CAP_SYS_ADMIN`) and bind-mounts each
-//! protected path read-only over itself. Writes there fail with `EROFS`; the mount cannot be
-//! removed or renamed, since Landlock later denies every mount operation.
+//! Read-only protected folders: Landlock rules only ever grant access to whole subtrees, so a
+//! writable root cannot have a read-only hole in it. Instead, inside the helper's private
+//! mount namespace, each protected path that exists is bind-mounted read-only over itself and
+//! each missing one gets a read-only placeholder ([`super::placeholders`]). Writes there fail
+//! with `EROFS`; the mounts cannot be removed or renamed, since Landlock later denies every
+//! mount operation.
 
 use std::path::{Path, PathBuf};
 
-use nix::mount::{MsFlags, mount};
-use nix::sched::{CloneFlags, unshare};
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use nix::sys::statvfs::{FsFlags, statvfs};
-use nix::unistd::{getgid, getuid};
 
+use super::placeholders::Placeholder;
 use crate::SandboxError;
 
-pub(super) fn bind_read_only(paths: &[PathBuf]) -> Result<(), SandboxError> {
-    let Some(first) = paths.first() else {
-        return Ok(());
-    };
-    let fail = |path: &Path, step: &'static str| {
-        let path = path.to_path_buf();
-        move |err: nix::Error| SandboxError::ReadOnlySubpath {
-            path,
-            step,
-            source: std::io::Error::from(err),
-        }
-    };
-    if unshare(CloneFlags::CLONE_NEWNS).is_err() {
-        enter_user_namespace().map_err(|(step, err)| fail(first, step)(err))?;
-    }
-    // Without this, mounts below would propagate back to the parent namespace when `/` is a
-    // shared mount (the systemd default).
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(fail(first, "make mounts private"))?;
+/// Makes every path of `paths` read-only: a file or a folder with something in it by a bind
+/// mount, a missing or empty folder by a placeholder, returned so the caller removes it after
+/// the run.
+pub(super) fn protect(paths: &[PathBuf]) -> Result<Vec<Placeholder>, SandboxError> {
+    let mut placeholders = Vec::new();
     for path in paths {
-        mount(
-            Some(path.as_path()),
-            path.as_path(),
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        )
-        .map_err(fail(path, "bind mount"))?;
-        // A remount must repeat the flags a user namespace locked, or it is refused.
-        let kept = statvfs(path.as_path())
-            .map(|stat| locked_flags(stat.flags()))
-            .map_err(fail(path, "statvfs"))?;
-        mount(
-            None::<&str>,
-            path.as_path(),
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
-            None::<&str>,
-        )
-        .map_err(fail(path, "remount read-only"))?;
+        let empty_or_missing = match path.symlink_metadata() {
+            Err(_) => true,
+            Ok(metadata) => {
+                metadata.is_dir()
+                    && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+            }
+        };
+        if !empty_or_missing {
+            bind_read_only(path)?;
+        } else if let Some(placeholder) = Placeholder::create(path)? {
+            mount_empty_read_only(path)?;
+            placeholders.push(placeholder);
+        }
     }
-    Ok(())
+    Ok(placeholders)
 }
 
-/// Enters a new user and mount namespace, mapping this process's uid and gid to themselves so
-/// file ownership looks the same inside.
-fn enter_user_namespace() -> Result<(), (&'static str, nix::Error)> {
-    let (uid, gid) = (getuid(), getgid());
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-        .map_err(|err| ("unshare user and mount namespaces", err))?;
-    let write = |file: &'static str, text: String| {
-        std::fs::write(file, text).map_err(|err| {
-            (
-                file,
-                nix::Error::from_raw(err.raw_os_error().unwrap_or(nix::libc::EPERM)),
-            )
-        })
-    };
-    write("/proc/self/setgroups", "deny".to_string())?;
-    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-    write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-    Ok(())
+fn fail(path: &Path, step: &'static str) -> impl FnOnce(nix::Error) -> SandboxError {
+    let path = path.to_path_buf();
+    move |err| SandboxError::ReadOnlySubpath {
+        path,
+        step,
+        source: std::io::Error::from(err),
+    }
+}
+
+fn bind_read_only(path: &Path) -> Result<(), SandboxError> {
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(fail(path, "bind mount"))?;
+    // A remount must repeat the flags a user namespace locked, or it is refused.
+    let kept = statvfs(path)
+        .map(|stat| locked_flags(stat.flags()))
+        .map_err(fail(path, "statvfs"))?;
+    mount(
+        None::<&str>,
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
+        None::<&str>,
+    )
+    .map_err(fail(path, "remount read-only"))
+}
+
+/// An empty read-only file system over a placeholder: the command sees an empty folder it
+/// cannot write, and never the placeholder itself (so it cannot hold its lock).
+fn mount_empty_read_only(path: &Path) -> Result<(), SandboxError> {
+    mount(
+        Some("tmpfs"),
+        path,
+        Some("tmpfs"),
+        MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=4k,mode=0555"),
+    )
+    .map_err(fail(path, "mount a read-only placeholder"))
+}
+
+/// Takes the placeholder's mount away in this namespace, so it can be removed.
+pub(super) fn unmount(path: &Path) {
+    let _ = umount2(path, MntFlags::MNT_DETACH);
+}
+
+/// Mounts a `/proc` of this PID namespace over `/proc`: the command's `ps` and
+/// `/proc/PID/cmdline` show only its own processes. Call from the namespace's first process.
+pub(super) fn mount_own_proc() -> nix::Result<()> {
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
 }
 
 fn locked_flags(flags: FsFlags) -> MsFlags {

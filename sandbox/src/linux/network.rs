@@ -1,5 +1,7 @@
 //! seccomp: no sockets but `AF_UNIX` ones, and no io_uring (which can create sockets without
-//! the `socket(2)` system call).
+//! the `socket(2)` system call). For a model's command, `AF_UNIX` sockets serve only the
+//! process's own socketpairs: `connect(2)`, `sendto(2)` to an address and `sendmmsg(2)` fail,
+//! so no local daemon is reachable (Keel's own control socket, Docker, ssh-agent).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +17,9 @@ use crate::SandboxError;
 #[cfg(target_arch = "x86_64")]
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
 
-pub(super) fn deny_sockets() -> Result<(), SandboxError> {
+/// Installs the filter; `reach_unix_sockets` keeps `connect` and `sendto` to an address
+/// working (the user's own `!cmd`).
+pub(super) fn deny_sockets(reach_unix_sockets: bool) -> Result<(), SandboxError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(seccomp)?;
     let not_unix = || -> Result<Vec<SeccompRule>, SandboxError> {
         let domain_is_not_unix =
@@ -28,6 +32,20 @@ pub(super) fn deny_sockets() -> Result<(), SandboxError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for syscall in with_x32([nix::libc::SYS_socket, nix::libc::SYS_socketpair]) {
         rules.insert(syscall, not_unix()?);
+    }
+    if !reach_unix_sockets {
+        for syscall in with_x32([nix::libc::SYS_connect, nix::libc::SYS_sendmmsg]) {
+            rules.insert(syscall, Vec::new());
+        }
+        // `send(2)` on a socketpair is `sendto` with no address: that keeps working.
+        let to_an_address = SeccompCondition::new(4, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)
+            .map_err(seccomp)?;
+        for syscall in with_x32([nix::libc::SYS_sendto]) {
+            rules.insert(
+                syscall,
+                vec![SeccompRule::new(vec![to_an_address.clone()]).map_err(seccomp)?],
+            );
+        }
     }
     for syscall in with_x32([
         nix::libc::SYS_io_uring_setup,
