@@ -116,6 +116,72 @@ pub(crate) async fn run_confined_with(
         .context("cannot start the sandbox helper")
 }
 
+/// What a sandboxed run gets beyond Landlock and seccomp, as the helper reported it
+/// (`--report-isolation`), for `keel doctor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IsolationReport {
+    /// The command had a PID namespace of its own.
+    pub(crate) pid_namespace: bool,
+    /// ... and a `/proc` showing only its processes.
+    pub(crate) own_proc: bool,
+    /// Protected folders could be mounted read-only.
+    pub(crate) protected_folders: bool,
+    /// The kernel enforced Landlock's signal and abstract-socket scopes.
+    pub(crate) landlock_scopes: bool,
+    /// Why a namespace was missing, if one was.
+    pub(crate) missing: Option<String>,
+}
+
+impl IsolationReport {
+    /// Parses the helper's report line.
+    fn parse(line: &str) -> Option<Self> {
+        let rest = line.split_once("isolation: ")?.1;
+        let (fields, missing) = match rest.split_once(" (") {
+            Some((fields, missing)) => (
+                fields,
+                Some(missing.strip_suffix(')').unwrap_or(missing).to_string()),
+            ),
+            None => (rest, None),
+        };
+        let flag = |name: &str| {
+            fields
+                .split_whitespace()
+                .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
+                == Some("yes")
+        };
+        Some(Self {
+            pid_namespace: flag("pid-namespace"),
+            own_proc: flag("own-proc"),
+            protected_folders: flag("protected-folders"),
+            landlock_scopes: flag("landlock-scopes"),
+            missing,
+        })
+    }
+}
+
+/// Runs `true` under `policy` as the engine would and returns how it ended with the helper's
+/// isolation report.
+pub(crate) async fn probe_isolation(
+    exe: &std::path::Path,
+    config: &Config,
+    policy: &SandboxPolicy,
+) -> anyhow::Result<(std::process::ExitStatus, Option<IsolationReport>, String)> {
+    let helper = SandboxCommand::new(exe, policy, &config.cwd, config.sandbox_allow_git_writes)?
+        .reporting_isolation();
+    let argv = helper.wrap(&["true".to_string()]);
+    let output = tokio::process::Command::new(exe)
+        .arg0(LINUX_SANDBOX_ARG0)
+        .args(&argv[1..])
+        .current_dir(&config.cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .context("cannot start the sandbox helper")?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report = stderr.lines().find_map(IsolationReport::parse);
+    Ok((output.status, report, stderr))
+}
+
 /// The command's status as this process's: its code, or `128 + signal` as a shell reports.
 fn exit_code(status: std::process::ExitStatus) -> ExitCode {
     use std::os::unix::process::ExitStatusExt;
@@ -135,6 +201,31 @@ mod tests {
     struct Cli {
         #[command(subcommand)]
         platform: Platform,
+    }
+
+    #[test]
+    fn isolation_reports_parse() {
+        let full = "keel-linux-sandbox: isolation: pid-namespace=yes own-proc=yes \
+                    protected-folders=yes landlock-scopes=no unix-sockets=own-only";
+        assert_eq!(
+            IsolationReport::parse(full),
+            Some(IsolationReport {
+                pid_namespace: true,
+                own_proc: true,
+                protected_folders: true,
+                landlock_scopes: false,
+                missing: None,
+            })
+        );
+        let none = "keel-linux-sandbox: isolation: pid-namespace=no own-proc=no \
+                    protected-folders=no landlock-scopes=yes unix-sockets=own-only (no mount \
+                    or PID namespace (unshare: EPERM))";
+        let parsed = IsolationReport::parse(none);
+        assert_eq!(
+            parsed.as_ref().and_then(|report| report.missing.as_deref()),
+            Some("no mount or PID namespace (unshare: EPERM)")
+        );
+        assert_eq!(IsolationReport::parse("something else"), None);
     }
 
     #[test]

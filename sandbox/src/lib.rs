@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use helper::setup_failure;
 pub use helper::{SandboxCommand, invoked_as_sandbox_helper, run_linux_sandbox_main};
-pub use policy::{PROTECTED_FOLDERS, ResolvedPolicy};
+pub use policy::{PROTECTED_FOLDERS, PROTECTED_IF_PRESENT, ResolvedPolicy};
 
 /// The `argv[0]` under which a program runs as the sandbox helper.
 pub const LINUX_SANDBOX_ARG0: &str = "keel-linux-sandbox";

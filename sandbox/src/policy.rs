@@ -13,6 +13,11 @@ pub(crate) const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/f
 /// hooks, skills, and AWS credentials.
 pub const PROTECTED_FOLDERS: &[&str] = &[".git", ".codex", ".agents", ".aws"];
 
+/// Folders protected like [`PROTECTED_FOLDERS`] when they exist: Keel's own default home
+/// (`~/.keel`, whose `config.toml` holds hook trust and the sandbox mode) when a workspace is
+/// the home directory.
+pub const PROTECTED_IF_PRESENT: &[&str] = &[".keel"];
+
 /// The policy for one command, with every root spelled out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPolicy {
@@ -90,6 +95,12 @@ impl ResolvedPolicy {
                                     push_unique(&mut read_only_subpaths, git_dir);
                                 }
                             }
+                        }
+                    }
+                    for name in PROTECTED_IF_PRESENT {
+                        let path = root.join(name);
+                        if path.symlink_metadata().is_ok() {
+                            push_unique(&mut read_only_subpaths, path);
                         }
                     }
                 }
@@ -203,7 +214,7 @@ mod tests {
                 .flat_map(|root| PROTECTED_FOLDERS.iter().map(|name| root.join(name)))
                 .collect();
         for root in ["/tmp", "/dev/shm"] {
-            for name in PROTECTED_FOLDERS {
+            for name in PROTECTED_FOLDERS.iter().chain(PROTECTED_IF_PRESENT) {
                 let path = Path::new(root).join(name);
                 if path.symlink_metadata().is_ok() {
                     read_only_subpaths.push(path);

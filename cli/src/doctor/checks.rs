@@ -371,29 +371,76 @@ async fn sandbox(config: &Config) -> Check {
             ),
         );
     };
-    match crate::sandbox::run_confined_with(
-        &helper,
-        config,
-        &config.sandbox_policy,
-        &["true".to_string()],
-    )
-    .await
-    {
-        Ok(status) if status.success() => Check::new(
-            name,
-            Status::Ok,
-            format!(
-                "`{}` (Landlock and seccomp): a command ran confined",
-                sandbox_name(&config.sandbox_policy)
-            ),
-        ),
-        Ok(status) => Check::new(
+    match crate::sandbox::probe_isolation(&helper, config, &config.sandbox_policy).await {
+        Ok((status, report, _)) if status.success() => {
+            let mode = sandbox_name(&config.sandbox_policy);
+            match report {
+                Some(report) => {
+                    let (status, detail) = describe_isolation(&report);
+                    Check::new(
+                        name,
+                        status,
+                        format!(
+                            "`{mode}` (Landlock and seccomp): a command ran confined; {detail}"
+                        ),
+                    )
+                }
+                None => Check::new(
+                    name,
+                    Status::Warn,
+                    format!(
+                        "`{mode}` (Landlock and seccomp): a command ran confined, but the helper \
+                         {} did not say what isolation it got (an older keel?)",
+                        helper.display()
+                    ),
+                ),
+            }
+        }
+        Ok((status, _, stderr)) => Check::new(
             name,
             Status::Fail,
-            format!("`true` failed under the sandbox ({status}); try `keel sandbox linux -- true`"),
+            format!(
+                "`true` failed under the sandbox ({status}): {}; try `keel sandbox linux -- true`",
+                stderr.trim()
+            ),
         ),
         Err(err) => Check::new(name, Status::Fail, format!("{err:#}")),
     }
+}
+
+/// What the isolation report means for a user: what is protected, and what is not here.
+fn describe_isolation(report: &crate::sandbox::IsolationReport) -> (Status, String) {
+    let mut missing = Vec::new();
+    if !report.pid_namespace {
+        missing.push(if report.landlock_scopes {
+            "no PID namespace: commands see every process of the user and their command lines \
+             (Landlock keeps them from signalling any), and leftovers are hunted by the \
+             supervisor through /proc"
+        } else {
+            "no PID namespace and no Landlock scopes (Linux 6.12+): commands see every process \
+             of the user and can signal them, the process supervisor included"
+        });
+    } else if !report.own_proc {
+        missing.push("no /proc of their own: commands can read other processes' command lines");
+    }
+    if !report.protected_folders {
+        missing.push(
+            "no mount namespace: .git, .codex, .agents and .aws are not protected when missing, \
+             and a workspace that has one cannot run sandboxed",
+        );
+    }
+    if missing.is_empty() {
+        return (
+            Status::Ok,
+            "own PID namespace and /proc, protected folders read-only".to_string(),
+        );
+    }
+    let why = report
+        .missing
+        .as_deref()
+        .map(|why| format!(" ({why})"))
+        .unwrap_or_default();
+    (Status::Warn, format!("{}{why}", missing.join("; ")))
 }
 
 /// Each configured MCP server: it starts and lists its tools.

@@ -90,6 +90,13 @@ async fn a_healthy_setup_passes_and_lists_what_it_found() -> anyhow::Result<()> 
             .is_some_and(|d| d.contains("lists `mock-model`"))
     );
     assert_eq!(check(&report, "sandbox")["status"], "ok", "{report:#}");
+    // What the helper reported it got, not what the code hopes for.
+    assert!(
+        check(&report, "sandbox")["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("own PID namespace and /proc, protected folders read-only")),
+        "{report:#}"
+    );
     assert_eq!(check(&report, "skills")["detail"], "1 found");
     let problems: Vec<String> = report["checks"]
         .as_array()

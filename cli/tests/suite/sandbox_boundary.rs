@@ -358,3 +358,68 @@ async fn a_command_cannot_kill_or_stop_its_supervisor_or_leave_processes_behind(
     }
     Ok(())
 }
+
+/// `keel sandbox linux --sandbox workspace-write -- bash -c SCRIPT` in `ws`, its stdin piped.
+fn sandboxed(ws: &Path, home: &Path, script: &str) -> anyhow::Result<tokio::process::Child> {
+    Ok(tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args([
+            "sandbox",
+            "linux",
+            "--sandbox",
+            "workspace-write",
+            "--",
+            "bash",
+            "-c",
+        ])
+        .arg(script)
+        .current_dir(ws)
+        .env("KEEL_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+/// Two runs share a workspace's placeholders: the one that ends first does not take them
+/// away from the one still running (which then could create the folder), and the last one
+/// out removes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_does_not_unprotect_one_still_running() -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    let mut long = sandboxed(
+        ws.path(),
+        home.path(),
+        "echo ready; read line; mkdir .agents && echo created=yes || echo created=no",
+    )?;
+    let stdout = long.stdout.take().context("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(STARTED_WITHIN, lines.next_line()).await??;
+    assert_eq!(ready.as_deref(), Some("ready"));
+    assert!(
+        ws.path().join(".agents").is_dir(),
+        "no placeholder while running"
+    );
+
+    let short = sandboxed(ws.path(), home.path(), "true")?;
+    let short = tokio::time::timeout(STARTED_WITHIN, short.wait_with_output()).await??;
+    assert!(short.status.success(), "{short:?}");
+    assert!(
+        ws.path().join(".agents").is_dir(),
+        "the short run removed a placeholder the long one still uses"
+    );
+
+    let mut stdin = long.stdin.take().context("no stdin")?;
+    stdin.write_all(b"go\n").await?;
+    drop(stdin);
+    let created = tokio::time::timeout(STARTED_WITHIN, lines.next_line()).await??;
+    assert_eq!(created.as_deref(), Some("created=no"));
+    let status = tokio::time::timeout(STARTED_WITHIN, long.wait()).await??;
+    assert!(status.success());
+    for name in [".git", ".codex", ".agents", ".aws"] {
+        assert!(!ws.path().join(name).exists(), "{name} was left behind");
+    }
+    Ok(())
+}

@@ -209,7 +209,57 @@ async fn a_stop_signal_stops_the_command_not_its_supervisor(
     Ok(())
 }
 
+/// The supervisors among the processes running `sleeper` (their `argv[0]` names them).
+fn supervisors_of(sleeper: &Sleeper) -> Vec<i32> {
+    let needle = sleeper.path.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline);
+            text.starts_with("keel-process-supervisor\0") && text.contains(&needle)
+        })
+        .collect()
+}
+
+/// A supervisor stopped by someone (`kill -STOP`) still honours a forced terminate: the server
+/// wakes it along with the request, so the session ends and nothing is left.
+async fn a_stopped_supervisor_still_honours_a_forced_terminate(
+    transport: Transport,
+) -> anyhow::Result<()> {
+    let sleeper = Sleeper::new(&format!("stopped-{transport:?}"))?;
+    let mut server = Server::start(transport, &[]).await?;
+    let client = server.client().await?;
+    let mut events = client.subscribe();
+    let tail = format!("{} 60", sleeper.path.display());
+    let session = client
+        .exec(pipes(&["sh", "-c", &sleeper.script(&tail)]))
+        .await?
+        .session_id;
+    sleeper.wait_for(4).await?;
+    let supervisors = supervisors_of(&sleeper);
+    assert_eq!(supervisors.len(), 1, "{supervisors:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisors[0]),
+        nix::sys::signal::Signal::SIGSTOP,
+    )?;
+    client
+        .terminate(TerminateParams {
+            session_id: session.clone(),
+            mode: Some(TerminateMode::Force),
+        })
+        .await?;
+    let collected = collect(&mut events, &session).await?;
+    assert_eq!(collected.exit_code, Some(137));
+    sleeper.wait_until_gone().await?;
+    Ok(())
+}
+
 both_transports!(
+    a_stopped_supervisor_still_honours_a_forced_terminate,
     leftovers_die_when_the_process_exits,
     terminate_takes_the_whole_tree,
     the_owner_going_away_takes_the_whole_tree,

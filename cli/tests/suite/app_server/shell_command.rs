@@ -1,6 +1,7 @@
 //! `thread/shellCommand` (the TUI's `!cmd`): the user's command runs in the thread's working
 //! directory under the thread's sandbox — tried as an attacker would, with a write outside
-//! the workspace — shows as a `userShell` command item, and the model sees it next turn.
+//! the workspace — yet reaches local daemons' sockets as the user's terminal does, shows as a
+//! `userShell` command item, and the model sees it next turn.
 
 use keel_test_support::{Script, Turn, assistant_message};
 use serde_json::{Value, json};
@@ -82,6 +83,26 @@ async fn a_users_command_runs_confined_and_the_model_sees_it() -> anyhow::Result
     .await?;
     anyhow::ensure!(item["status"] == "failed", "{item}");
     anyhow::ensure!(!target.exists(), "the user's command escaped the sandbox");
+
+    // Unlike a model's command, the user's reaches local daemons (`!docker ps`, `!ssh-add
+    // -l`): here a unix socket the test listens on.
+    if cfg!(keel_python3) {
+        let sockets = tempfile::tempdir()?;
+        let path = sockets.path().join("daemon.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path)?;
+        let accepted = std::thread::spawn(move || listener.accept().map(|_| ()));
+        let probe = format!(
+            "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); \
+             print(\"DAEMON-REACHED\")'",
+            path.display().to_string()
+        );
+        let (_, item) = shell_turn(&mut server, &thread_id, json!({ "command": probe })).await?;
+        let output = item["aggregatedOutput"].as_str().unwrap_or_default();
+        anyhow::ensure!(output.contains("DAEMON-REACHED"), "{item}");
+        accepted
+            .join()
+            .map_err(|_| anyhow::anyhow!("the listener thread panicked"))??;
+    }
 
     // A command that runs too long is stopped.
     let (_, item) = shell_turn(
