@@ -324,18 +324,16 @@ async fn a_command_cannot_kill_or_stop_its_supervisor_or_leave_processes_behind(
         )
         .await?;
         for call in ["e1", "s1"] {
-            let output = results(&run.output(call));
-            assert_eq!(
-                result(&output, "kill"),
-                Some("1"),
-                "{mode} {call}: {output:?}"
+            // Had either signal reached the supervisor, the run would have ended there (killed)
+            // or hung (stopped): the command went on and ended normally. (The kernel refuses
+            // both with EPERM where Landlock scopes signals, and drops them silently else.)
+            let raw = run.output(call);
+            let output = results(&raw);
+            assert_eq!(result(&output, "started"), Some("yes"), "{mode} {call}: {raw}");
+            assert!(
+                raw.contains("Process exited with code 0") || raw.contains("\"exit_code\":0"),
+                "{mode} {call}: {raw}"
             );
-            assert_eq!(
-                result(&output, "stop"),
-                Some("1"),
-                "{mode} {call}: {output:?}"
-            );
-            assert_eq!(result(&output, "started"), Some("yes"), "{mode} {call}");
         }
         sleeper.wait_until_gone(GONE_WITHIN).await?;
         let hoppers = tokio::time::timeout(GONE_WITHIN, async {
