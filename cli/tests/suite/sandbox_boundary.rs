@@ -329,7 +329,11 @@ async fn a_command_cannot_kill_or_stop_its_supervisor_or_leave_processes_behind(
             // both with EPERM where Landlock scopes signals, and drops them silently else.)
             let raw = run.output(call);
             let output = results(&raw);
-            assert_eq!(result(&output, "started"), Some("yes"), "{mode} {call}: {raw}");
+            assert_eq!(
+                result(&output, "started"),
+                Some("yes"),
+                "{mode} {call}: {raw}"
+            );
             assert!(
                 raw.contains("Process exited with code 0") || raw.contains("\"exit_code\":0"),
                 "{mode} {call}: {raw}"
