@@ -271,7 +271,10 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
                     format!("`{method}` is not supported: Keel has no {feature}"),
                 )
             } else {
-                JsonRpcErrorObject::new(METHOD_NOT_FOUND, format!("unknown method `{method}`"))
+                JsonRpcErrorObject::new(
+                    METHOD_NOT_FOUND,
+                    format!("unknown method `{}`", keel_protocol::echo_bounded(&method)),
+                )
             };
             tracing::debug!(%method, code = error.code, "request refused: {}", error.message);
             context.outgoing.respond(id, Err(error)).await;

@@ -29,6 +29,7 @@ use rustix::fs::Mode;
 
 use super::pinned_dir::{PinError, PinnedDir, set_mode};
 use super::plan::{ApplyPatchAction, PlannedWrite};
+use super::regular_file::{MAX_PATCHED_FILE_BYTES, read_regular_text};
 
 /// What a successful apply changed, with paths as the patch wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -386,9 +387,8 @@ fn verify(
                 path: write.path.clone(),
                 reason,
             })?;
-            let current = match fs::read_to_string(&resolved.real) {
-                Ok(contents) => Some(contents),
-                Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+            let current = match read_regular_text(&resolved.real, MAX_PATCHED_FILE_BYTES) {
+                Ok(contents) => contents,
                 Err(source) => {
                     return Err(ApplyError::Io {
                         step: "read",

@@ -28,6 +28,8 @@
 //! - [`FileChange::Update`](keel_protocol::FileChange::Update) carries a header-less unified
 //!   diff (hunks starting `@@ -a,b +c,d @@`, three lines of context); a move is keyed by
 //!   its source path with `move_path` set to the absolute destination.
+//! - Only regular files are read (a FIFO, a device or a socket is refused, without blocking),
+//!   up to [`MAX_PATCHED_FILE_BYTES`].
 //! - Updated files keep their line endings (`\r\n` stays) and permissions, and end with a
 //!   newline. A file may appear in only one operation of a patch.
 //!
@@ -39,6 +41,7 @@ mod links;
 mod parser;
 mod pinned_dir;
 mod plan;
+mod regular_file;
 mod seek;
 mod shell_detect;
 mod tool_spec;
@@ -51,6 +54,9 @@ pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
 pub use links::{ResolvedPath, SymlinkHop, resolve_links};
 pub use parser::{Hunk, Patch, UpdateChunk, parse_patch};
 pub use plan::{ApplyPatchAction, PlannedWrite, plan_patch};
+pub use regular_file::{
+    MAX_PATCHED_FILE_BYTES, not_a_regular_file, read_regular_file, read_regular_text,
+};
 pub use shell_detect::{ShellApplyPatch, maybe_parse_apply_patch_from_argv};
 pub use tool_spec::{APPLY_PATCH_TOOL_NAME, apply_patch_freeform_tool, apply_patch_function_tool};
 

@@ -16,6 +16,7 @@ use similar::TextDiff;
 use super::apply::AppliedSummary;
 use super::error::PlanError;
 use super::parser::{Hunk, Patch};
+use super::regular_file::{MAX_PATCHED_FILE_BYTES, read_regular_text};
 use super::update::apply_chunks;
 
 /// Lines of unchanged context around each hunk of the unified diffs in [`FileChange::Update`].
@@ -236,7 +237,8 @@ pub(crate) fn resolve(cwd: &Path, path: &Path) -> PathBuf {
     resolved
 }
 
-/// Reads a file that may be absent; a directory in its place is an error.
+/// Reads a file that may be absent; a directory, FIFO, device or socket in its place is an
+/// error, and so is a file over [`MAX_PATCHED_FILE_BYTES`].
 fn read_existing(path: &Path, action: &'static str) -> Result<Option<String>, PlanError> {
     match fs::metadata(path) {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -248,12 +250,12 @@ fn read_existing(path: &Path, action: &'static str) -> Result<Option<String>, Pl
             path: path.to_path_buf(),
             action,
         }),
-        Ok(_) => fs::read_to_string(path)
-            .map(Some)
-            .map_err(|source| PlanError::Read {
+        Ok(_) => {
+            read_regular_text(path, MAX_PATCHED_FILE_BYTES).map_err(|source| PlanError::Read {
                 path: path.to_path_buf(),
                 source,
-            }),
+            })
+        }
     }
 }
 

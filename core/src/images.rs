@@ -66,44 +66,38 @@ fn sniff(bytes: &[u8]) -> Option<&'static str> {
 /// Checks, before a run starts, that `path` is an image the model can be given (a readable
 /// PNG, JPEG, GIF or WebP file within the size limit); returns its MIME type.
 pub fn check_image_file(path: &Path) -> Result<&'static str, ImageError> {
-    use std::io::Read;
-    let unreadable = |err: std::io::Error| ImageError::Unreadable {
-        path: path.to_path_buf(),
-        cause: err.to_string(),
-    };
-    let size = std::fs::metadata(path).map_err(unreadable)?.len();
-    if size > MAX_IMAGE_BYTES {
-        return Err(ImageError::TooLarge {
-            path: path.to_path_buf(),
-            size,
-            max: MAX_IMAGE_BYTES,
-        });
-    }
-    let mut head = Vec::with_capacity(16);
-    std::fs::File::open(path)
-        .and_then(|file| file.take(16).read_to_end(&mut head))
-        .map_err(unreadable)?;
-    sniff(&head).ok_or_else(|| ImageError::NotAnImage {
+    let bytes = read_image(path)?;
+    sniff(&bytes).ok_or_else(|| ImageError::NotAnImage {
         path: path.to_path_buf(),
     })
+}
+
+/// The bytes of the image file at `path`: a regular file (a FIFO or a device would block or
+/// stream without end) within [`MAX_IMAGE_BYTES`].
+fn read_image(path: &Path) -> Result<Vec<u8>, ImageError> {
+    let unreadable = |cause: String| ImageError::Unreadable {
+        path: path.to_path_buf(),
+        cause,
+    };
+    match keel_apply_patch::read_regular_file(path, MAX_IMAGE_BYTES) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(unreadable("No such file or directory".to_string())),
+        Err(err) if err.kind() == std::io::ErrorKind::FileTooLarge => {
+            let size = std::fs::metadata(path).map_or(MAX_IMAGE_BYTES + 1, |meta| meta.len());
+            Err(ImageError::TooLarge {
+                path: path.to_path_buf(),
+                size,
+                max: MAX_IMAGE_BYTES,
+            })
+        }
+        Err(err) => Err(unreadable(err.to_string())),
+    }
 }
 
 /// `path` (relative to `cwd`) as a `data:` URL, checked to be an image within the limit.
 pub(crate) fn local_image_data_url(cwd: &Path, path: &Path) -> Result<String, ImageError> {
     let path = cwd.join(path);
-    let unreadable = |err: std::io::Error| ImageError::Unreadable {
-        path: path.clone(),
-        cause: err.to_string(),
-    };
-    let size = std::fs::metadata(&path).map_err(unreadable)?.len();
-    if size > MAX_IMAGE_BYTES {
-        return Err(ImageError::TooLarge {
-            path,
-            size,
-            max: MAX_IMAGE_BYTES,
-        });
-    }
-    let bytes = std::fs::read(&path).map_err(unreadable)?;
+    let bytes = read_image(&path)?;
     image_data_url(&path, &bytes)
 }
 

@@ -40,7 +40,8 @@ pub fn read(params: &FileReadParams) -> FileReadResponse {
         }
         Ok(meta) if !meta.is_file() => {
             return FileReadResponse::Unreadable {
-                message: "not a regular file".to_string(),
+                message: keel_apply_patch::not_a_regular_file(&meta)
+                    .unwrap_or_else(|| "not a regular file".to_string()),
             };
         }
         Ok(meta) => meta.len(),

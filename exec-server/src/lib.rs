@@ -101,5 +101,6 @@ pub use handler::{EVENT_CHANNEL_CAPACITY, ExecServerHandler};
 pub use json_lines::{JsonLine, JsonLinesCodec};
 pub use logging::{FALLBACK_LOG_ENV, LOG_ENV, init_stderr_logging};
 pub use owned_groups::OwnedProcessGroup;
+pub use server::raise_open_file_limit;
 pub use server::{ExecServerArgs, ListenUrl, run_main};
 pub use utf8_stream::Utf8ChunkDecoder;

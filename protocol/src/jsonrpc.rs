@@ -119,6 +119,19 @@ impl JsonRpcErrorObject {
     }
 }
 
+/// The most characters of a client's own text (a method name, a value) an error message
+/// repeats back: enough to recognise it, never a megabyte.
+pub const ECHO_LIMIT: usize = 96;
+
+/// `text` as an error message may quote it: whole when short, else its first
+/// [`ECHO_LIMIT`] characters and how long it was.
+pub fn echo_bounded(text: &str) -> String {
+    match text.char_indices().nth(ECHO_LIMIT) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+    }
+}
+
 impl fmt::Display for JsonRpcErrorObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (code {})", self.message, self.code)
@@ -270,5 +283,20 @@ impl<'de> Deserialize<'de> for JsonRpcMessage {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = RawMessage::deserialize(deserializer)?;
         Self::try_from(raw).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::*;
+
+    #[test]
+    fn long_text_is_cut_and_measured() {
+        assert_eq!(echo_bounded("command/nope"), "command/nope");
+        let long = "é".repeat(1000);
+        assert_eq!(
+            echo_bounded(&long),
+            format!("{}… (2000 bytes)", "é".repeat(ECHO_LIMIT))
+        );
     }
 }

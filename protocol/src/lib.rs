@@ -41,8 +41,8 @@ pub use ids::{
     CallId, ConversationId, ConversationIdParseError, ExecSessionId, SubmissionId, TurnId,
 };
 pub use jsonrpc::{
-    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JSONRPC_VERSION, JsonRpcError,
+    ECHO_LIMIT, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JSONRPC_VERSION, JsonRpcError,
     JsonRpcErrorObject, JsonRpcFraming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest,
-    JsonRpcResponse, METHOD_NOT_FOUND, PARSE_ERROR, RequestId, SERVER_OVERLOADED,
+    JsonRpcResponse, METHOD_NOT_FOUND, PARSE_ERROR, RequestId, SERVER_OVERLOADED, echo_bounded,
 };
 pub use rpc::{MethodTable, RpcNotification, RpcRequest};

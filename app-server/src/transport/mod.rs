@@ -1,6 +1,7 @@
 //! Transports: each turns a byte stream into [`Incoming`] messages for a connection and
 //! writes its outgoing messages, one JSON object per line (stdio) or text frame (websocket).
 
+mod handshake_guard;
 mod stdio;
 mod websocket;
 

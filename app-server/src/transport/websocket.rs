@@ -4,13 +4,13 @@
 //! required).
 
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -18,6 +18,7 @@ use futures::{SinkExt, StreamExt};
 use keel_exec_server::listener_auth::{ListenerGuard, Refusal};
 use tokio::sync::mpsc;
 
+use super::handshake_guard::{GuardedListener, HandshakeTicket};
 use super::{INCOMING_CAPACITY, next_for_client, parse};
 use crate::connection::{ConnectionLimits, serve};
 use crate::delivery::{DELIVERY_CAPACITY, DeliveryQueue};
@@ -48,10 +49,14 @@ pub(crate) async fn serve_websocket(
         .map_err(|err| AppServerError::Transport(err.to_string()))?;
     eprintln!("listening on ws://{bound}");
     eprintln!("  auth: {}", guard.describe());
-    axum::serve(listener, router(state, limits, guard))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|err| AppServerError::Transport(err.to_string()))
+    keel_exec_server::raise_open_file_limit();
+    axum::serve(
+        GuardedListener::new(listener),
+        router(state, limits, guard).into_make_service_with_connect_info::<HandshakeTicket>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+    .map_err(|err| AppServerError::Transport(err.to_string()))
 }
 
 /// Creates the unix socket at `path` (mode 0600, in a directory created 0700 when missing),
@@ -66,10 +71,14 @@ pub(crate) async fn serve_unix_socket(
     let listener = bind_private_socket(&path).await?;
     eprintln!("listening on unix://{}", path.display());
     eprintln!("  auth: {}", guard.describe());
-    let served = axum::serve(listener, router(state, limits, guard))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|err| AppServerError::Transport(err.to_string()));
+    keel_exec_server::raise_open_file_limit();
+    let served = axum::serve(
+        GuardedListener::new(listener),
+        router(state, limits, guard).into_make_service_with_connect_info::<HandshakeTicket>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+    .map_err(|err| AppServerError::Transport(err.to_string()));
     if let Err(err) = std::fs::remove_file(&path) {
         tracing::debug!("removing {}: {err}", path.display());
     }
@@ -90,20 +99,53 @@ async fn bind_private_socket(path: &Path) -> Result<tokio::net::UnixListener> {
             .create(parent)
             .map_err(|err| transport("cannot create the directory of", err))?;
     }
-    if path.exists() {
-        // A socket left by a server that died can be replaced; a live one cannot.
-        if tokio::net::UnixStream::connect(path).await.is_ok() {
+    match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(transport("cannot inspect", err)),
+        Ok(metadata) if !metadata.file_type().is_socket() => {
+            // Never delete what is not ours: a typo in --listen must not cost a file.
             return Err(AppServerError::Transport(format!(
-                "another server is already listening on {}",
+                "{} exists and is not a socket; remove it or listen on another path",
                 path.display()
             )));
         }
-        std::fs::remove_file(path).map_err(|err| transport("cannot remove the stale", err))?;
+        Ok(_) => {
+            // A socket left by a server that died can be replaced; a live one cannot.
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                return Err(AppServerError::Transport(format!(
+                    "another server is already listening on {}",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path).map_err(|err| transport("cannot remove the stale", err))?;
+        }
     }
-    let listener =
-        tokio::net::UnixListener::bind(path).map_err(|err| transport("cannot listen on", err))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|err| transport("cannot restrict", err))?;
+    bind_with_final_mode(path).map_err(|err| transport("cannot listen on", err))
+}
+
+/// Binds the socket where nobody else can reach it yet (a private directory beside `path`),
+/// makes it 0600, and only then moves it to `path`, so it never exists there with the
+/// umask's mode. The move does not replace anything that appeared at `path` meanwhile.
+fn bind_with_final_mode(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
+    let parent = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staging = tempfile::Builder::new()
+        .prefix(".keel-socket-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(parent)?;
+    let staged = staging.path().join("s");
+    let listener = tokio::net::UnixListener::bind(&staged)?;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+    nix::fcntl::renameat2(
+        nix::fcntl::AT_FDCWD,
+        &staged,
+        nix::fcntl::AT_FDCWD,
+        path,
+        nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+    )
+    .map_err(std::io::Error::from)?;
     Ok(listener)
 }
 
@@ -132,12 +174,14 @@ async fn health(State(shared): State<Shared>, headers: HeaderMap) -> Response {
 
 async fn upgrade(
     State(shared): State<Shared>,
+    ConnectInfo(ticket): ConnectInfo<HandshakeTicket>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
     if let Err(refusal) = shared.guard.check_upgrade(&headers) {
         return refused(refusal);
     }
+    ticket.passed();
     let max = shared.limits.max_line_bytes;
     ws.max_message_size(max)
         .max_frame_size(max)

@@ -19,15 +19,40 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AppServerError + '_ {
     }
 }
 
-/// `fs/readFile`.
+/// `fs/readFile`: a regular file (never a FIFO, which would block, or a device, which would
+/// stream without end) up to the exec-server's `fs/read` limit, so a local and a remote
+/// environment answer alike.
 pub(crate) async fn fs_read_file(params: FsPathParams) -> Result<FsReadFileResponse> {
+    use keel_exec_server::files::MAX_READ_BYTES;
+    use keel_protocol::exec_server::{FileReadParams, FileReadResponse};
     require_absolute("fs/readFile", "path", &params.path)?;
-    let data = tokio::fs::read(&params.path)
+    let read = FileReadParams {
+        path: params.path.clone(),
+        max_bytes: None,
+    };
+    let answer = tokio::task::spawn_blocking(move || keel_exec_server::files::read(&read))
         .await
-        .map_err(io_error(&params.path))?;
-    Ok(FsReadFileResponse {
-        data_base64: data.into(),
-    })
+        .map_err(|err| AppServerError::Internal(format!("fs/readFile failed: {err}")))?;
+    let error = |kind: std::io::ErrorKind, message: String| AppServerError::Io {
+        path: params.path.display().to_string(),
+        source: std::io::Error::new(kind, message),
+    };
+    match answer {
+        FileReadResponse::Read { data_base64 } => Ok(FsReadFileResponse { data_base64 }),
+        FileReadResponse::Missing => Err(error(
+            std::io::ErrorKind::NotFound,
+            "No such file or directory".to_string(),
+        )),
+        FileReadResponse::TooLarge { size } => Err(error(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "it is {size} bytes; fs/readFile returns files of at most {MAX_READ_BYTES} bytes"
+            ),
+        )),
+        FileReadResponse::Unreadable { message } => {
+            Err(error(std::io::ErrorKind::InvalidInput, message))
+        }
+    }
 }
 
 /// `fs/writeFile`.

@@ -20,6 +20,7 @@ mod hook_context_spill;
 mod hooks;
 mod images;
 mod listener_auth;
+mod listener_faults;
 mod listener_netns;
 mod local_server_streams;
 mod mcp_client;

@@ -6,6 +6,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use super::JobError;
+use super::export::RESULT_COLUMNS;
 
 /// One data row.
 pub(crate) struct CsvRow {
@@ -25,6 +26,31 @@ pub(crate) struct CsvRows {
     id_index: Option<usize>,
     next_index: u64,
     record: csv::StringRecord,
+}
+
+/// Refuses a header whose columns would be confused: a repeated name (workers would see only
+/// one of the values) or a results column's name (the export would carry it twice).
+fn check_header(path: &Path, headers: &[String]) -> Result<(), JobError> {
+    let bad = |column: &str, problem: String| JobError::BadHeader {
+        path: path.to_path_buf(),
+        column: column.to_string(),
+        problem,
+    };
+    for (position, column) in headers.iter().enumerate() {
+        if headers[..position].contains(column) {
+            return Err(bad(column, "is duplicated".to_string()));
+        }
+        if RESULT_COLUMNS.contains(&column.as_str()) {
+            return Err(bad(
+                column,
+                format!(
+                    "is the name of a results column ({}); rename the column",
+                    RESULT_COLUMNS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl CsvRows {
@@ -47,6 +73,7 @@ impl CsvRows {
         if headers.is_empty() || headers.iter().all(String::is_empty) {
             return Err(JobError::Empty(path.to_path_buf()));
         }
+        check_header(path, &headers)?;
         let id_index = match id_column {
             None => None,
             Some(column) => Some(headers.iter().position(|h| h == column).ok_or_else(|| {

@@ -26,6 +26,16 @@ pub enum JobError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A header column is repeated, or named like one of the results columns.
+    #[error("{path}: csv header {column} {problem}")]
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// The column.
+        column: String,
+        /// Why it cannot be used.
+        problem: String,
+    },
     /// The CSV has a header and no rows, or nothing at all.
     #[error("{0}: no rows to process")]
     Empty(PathBuf),

@@ -182,3 +182,34 @@ async fn patches_obey_the_sandbox_roots_and_keep_protected_folders_read_only() -
     }
     Ok(())
 }
+
+/// A patch updating a device (through a symlink) or a FIFO is refused at once with what the
+/// path is: the engine never reads `/dev/zero` without end or waits on a FIFO.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patches_on_devices_and_fifos_are_refused_without_reading_them() -> anyhow::Result<()> {
+    let update =
+        |path: &str| format!("*** Begin Patch\n*** Update File: {path}\n@@\n-a\n+b\n*** End Patch");
+    let script = Script::new([
+        Turn::new([apply_patch_call("z1", update("zero"))]),
+        Turn::new([apply_patch_call("f1", update("pipe"))]),
+        Turn::new([assistant_message("done")]),
+    ]);
+    let env = TestEnv::new(script, &[]).await?;
+    std::os::unix::fs::symlink("/dev/zero", env.ws().join("zero"))?;
+    nix::unistd::mkfifo(&env.ws().join("pipe"), nix::sys::stat::Mode::S_IRWXU)?;
+    let new = env.start().await?;
+    say(&new.conversation, "patch").await?;
+    until_turn_end(&new.conversation).await?;
+    for (call, turn, what) in [("z1", 1, "a character device"), ("f1", 2, "a FIFO")] {
+        let output = env.mock.requests()[turn]
+            .tool_output(call)
+            .cloned()
+            .unwrap_or_default();
+        let text = output.as_str().unwrap_or_default();
+        assert!(
+            text.contains(&format!("it is {what}, not a regular file")),
+            "{call}: {output}"
+        );
+    }
+    Ok(())
+}

@@ -4,9 +4,14 @@
 //!
 //! Servers only validate tokens; clients are handed theirs and never mint one.
 
+mod handshakes;
 mod host;
 mod jwt;
 mod token;
+
+pub use handshakes::{
+    HANDSHAKE_DEADLINE, HandshakeSlot, MAX_PENDING_HANDSHAKES, PendingHandshakes,
+};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -205,8 +210,16 @@ impl ListenerGuard {
         }
         if let Some(credential) = &credential {
             match credential {
-                Credential::Token(token) => token.validate()?,
-                Credential::Jwt(bearer) => bearer.validate()?,
+                Credential::Token(token) => {
+                    token.validate()?;
+                    if let CapabilityToken::File(path) = token {
+                        warn_if_others_can_read(path);
+                    }
+                }
+                Credential::Jwt(bearer) => {
+                    bearer.validate()?;
+                    warn_if_others_can_read(&bearer.secret_file);
+                }
             }
         }
         let loopback_only =
@@ -307,6 +320,24 @@ impl ListenerGuard {
                 ))
             }
         }
+    }
+}
+
+/// Says so at start when a token or secret file can be read by other users: they could
+/// connect as the token holder. Only a warning, as in Codex, so working setups still start.
+fn warn_if_others_can_read(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return;
+    };
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o044 != 0 {
+        tracing::warn!(
+            "{} is readable by other users (mode {mode:03o}): anyone who can read it can connect; \
+             make it private with `chmod 600 {}`",
+            path.display(),
+            path.display()
+        );
     }
 }
 

@@ -80,6 +80,7 @@ pub async fn run_main(args: ExecServerArgs) -> Result<()> {
                 .map_err(ExecServerError::io("reading the bound address"))?;
             eprintln!("listening on ws://{bound}");
             eprintln!("  auth: {}", guard.describe());
+            super::raise_open_file_limit();
             serve_websocket(listener, config, guard, shutdown.clone()).await;
             Ok(())
         }

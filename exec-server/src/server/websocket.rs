@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use super::processor::{Connection, serve_connection};
 use crate::config::ExecServerConfig;
-use crate::listener_auth::ListenerGuard;
+use crate::listener_auth::{HandshakeSlot, ListenerGuard, PendingHandshakes};
 use crate::transport::websocket::{read_frames, write_frames};
 use crate::transport::{INCOMING_CHANNEL_CAPACITY, OUTGOING_CHANNEL_CAPACITY};
 
@@ -26,6 +26,7 @@ pub(super) async fn serve_websocket(
     shutdown: CancellationToken,
 ) {
     let connections = TaskTracker::new();
+    let pending = PendingHandshakes::default();
     loop {
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -33,9 +34,11 @@ pub(super) async fn serve_websocket(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let slot = pending.admit();
                 connections.spawn(serve_socket(
                     stream,
                     peer,
+                    slot,
                     config.clone(),
                     guard.clone(),
                     shutdown.clone(),
@@ -52,6 +55,7 @@ pub(super) async fn serve_websocket(
 async fn serve_socket(
     stream: TcpStream,
     peer: SocketAddr,
+    slot: HandshakeSlot,
     config: ExecServerConfig,
     guard: ListenerGuard,
     shutdown: CancellationToken,
@@ -64,7 +68,15 @@ async fn serve_socket(
         reason = "the callback signature is tungstenite's"
     )]
     let check = |request: &Request, response: Response| check_upgrade(&guard, request, response);
-    let websocket = match tokio_tungstenite::accept_hdr_async(stream, check).await {
+    let handshake = tokio::select! {
+        handshake = tokio_tungstenite::accept_hdr_async(stream, check) => handshake,
+        () = slot.expired() => {
+            tracing::info!(%peer, "closing a connection that did not finish its handshake in time");
+            return;
+        }
+    };
+    drop(slot);
+    let websocket = match handshake {
         Ok(websocket) => websocket,
         Err(err) => {
             tracing::info!(%peer, %err, "websocket handshake refused or failed");

@@ -112,7 +112,11 @@ pub(crate) fn supervisor_args(
     args: &[String],
     arg0: Option<&str>,
 ) -> Vec<OsString> {
-    let mut out = Vec::with_capacity(args.len() + 4);
+    let mut out = Vec::with_capacity(args.len() + 6);
+    // The supervisor checks that its parent is still this process when it starts: an owner
+    // that died before then would otherwise leave it waiting with init as its parent.
+    out.push(OsString::from("--owner"));
+    out.push(OsString::from(std::process::id().to_string()));
     if let Some(arg0) = arg0 {
         out.push(OsString::from("--arg0"));
         out.push(OsString::from(arg0));
@@ -156,11 +160,21 @@ mod tests {
             &["-lc".to_string(), "echo hi".to_string()],
             Some("-bash"),
         );
+        let owner = std::process::id().to_string();
         assert_eq!(
             args,
-            ["--arg0", "-bash", "--", "/bin/bash", "-lc", "echo hi"]
-                .map(OsString::from)
-                .to_vec()
+            [
+                "--owner",
+                owner.as_str(),
+                "--arg0",
+                "-bash",
+                "--",
+                "/bin/bash",
+                "-lc",
+                "echo hi"
+            ]
+            .map(OsString::from)
+            .to_vec()
         );
     }
 }

@@ -31,29 +31,44 @@ const BAD_USAGE_EXIT: u8 = 125;
 /// applies to the calling thread only.
 pub fn run_process_supervisor_main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some((arg0, argv)) = parse(args) else {
-        eprintln!("usage: {PROCESS_SUPERVISOR_ARG0} [--arg0 NAME] -- PROGRAM [ARGS...]");
+    let Some(Parsed { owner, arg0, argv }) = parse(args) else {
+        eprintln!(
+            "usage: {PROCESS_SUPERVISOR_ARG0} [--owner PID] [--arg0 NAME] -- PROGRAM [ARGS...]"
+        );
         return ExitCode::from(BAD_USAGE_EXIT);
     };
-    match Supervisor::start(arg0, argv) {
+    match Supervisor::start(owner, arg0, argv) {
         Ok(supervisor) => ExitCode::from(supervisor.run()),
         Err(code) => ExitCode::from(code),
     }
 }
 
-/// `[--arg0 NAME] -- PROGRAM [ARGS...]`.
-fn parse(args: Vec<OsString>) -> Option<(Option<OsString>, Vec<OsString>)> {
+/// The supervisor's command line.
+#[derive(Debug, PartialEq, Eq)]
+struct Parsed {
+    /// The process that started the supervisor, which must still be its parent.
+    owner: Option<i32>,
+    /// The command's own `argv[0]`.
+    arg0: Option<OsString>,
+    /// The command.
+    argv: Vec<OsString>,
+}
+
+/// `[--owner PID] [--arg0 NAME] -- PROGRAM [ARGS...]`.
+fn parse(args: Vec<OsString>) -> Option<Parsed> {
     let mut args = args.into_iter();
     let mut arg0 = None;
+    let mut owner = None;
     loop {
         match args.next()?.to_str() {
             Some("--") => break,
             Some("--arg0") => arg0 = Some(args.next()?),
+            Some("--owner") => owner = Some(args.next()?.to_str()?.parse().ok()?),
             _ => return None,
         }
     }
     let argv: Vec<OsString> = args.collect();
-    (!argv.is_empty()).then_some((arg0, argv))
+    (!argv.is_empty()).then_some(Parsed { owner, arg0, argv })
 }
 
 /// The running supervisor.
@@ -86,8 +101,12 @@ pub(crate) fn handled_signals() -> SigSet {
 impl Supervisor {
     /// Becomes a subreaper, takes over the signals and starts the command; on failure, the
     /// exit status to end with (127: not found, 126: not executable, as a shell says).
-    fn start(arg0: Option<OsString>, argv: Vec<OsString>) -> Result<Self, u8> {
+    fn start(owner: Option<i32>, arg0: Option<OsString>, argv: Vec<OsString>) -> Result<Self, u8> {
         let parent = getppid();
+        if owner.is_some_and(|owner| owner != parent.as_raw()) {
+            // The owner died before this process could watch it: nothing may start.
+            return Err(128 + Signal::SIGKILL as u8);
+        }
         if let Err(err) = nix::sys::prctl::set_child_subreaper(true) {
             // Still useful: the process group is killed as before.
             eprintln!("{PROCESS_SUPERVISOR_ARG0}: cannot become a subreaper: {err}");
@@ -333,4 +352,30 @@ fn release_stdio() {
     let _ = nix::unistd::dup2_stdin(&null);
     let _ = nix::unistd::dup2_stdout(&null);
     let _ = nix::unistd::dup2_stderr(&null);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_owner_and_arg0_come_before_the_command() {
+        let args = ["--owner", "42", "--arg0", "-bash", "--", "/bin/bash", "-l"]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(
+            parse(args),
+            Some(Parsed {
+                owner: Some(42),
+                arg0: Some(OsString::from("-bash")),
+                argv: ["/bin/bash", "-l"].map(OsString::from).to_vec(),
+            })
+        );
+        assert_eq!(
+            parse(["--owner", "x", "--", "true"].map(OsString::from).to_vec()),
+            None
+        );
+        assert_eq!(parse(["--"].map(OsString::from).to_vec()), None);
+    }
 }

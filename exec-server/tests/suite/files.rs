@@ -97,7 +97,7 @@ async fn files_are_read_and_examined_on_the_server(transport: Transport) -> anyh
         .await?;
     assert_eq!(
         pipe["result"],
-        json!({"status": "unreadable", "message": "not a regular file"})
+        json!({"status": "unreadable", "message": "it is a FIFO, not a regular file"})
     );
 
     for (id, method) in [(7, "fs/read"), (12, "fs/stat"), (13, "fs/list")] {

@@ -113,6 +113,20 @@ async fn patches_are_planned_checked_and_applied_on_the_server(
     }
     assert!(!outside.path().join("pwned.txt").exists());
 
+    // A FIFO is refused at once, not waited on (the server's `fs/read` refuses it too).
+    nix::unistd::mkfifo(&ws.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU)?;
+    let fifo = "*** Begin Patch\n*** Update File: pipe\n@@\n-a\n+b\n*** End Patch";
+    let refused = peer
+        .request(17, "patch/plan", json!({"patch": fifo, "cwd": cwd}))
+        .await?;
+    assert_eq!(refused["result"]["status"], "invalid", "{refused}");
+    assert!(
+        refused["result"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("it is a FIFO, not a regular file")),
+        "{refused}"
+    );
+
     // A malformed patch and a relative cwd are answered, not fatal.
     let invalid = peer
         .request(

@@ -101,6 +101,16 @@ async fn handshake_order_is_enforced(transport: Transport) -> anyhow::Result<()>
         (code, message),
         (-32600, "unknown method `command/nope`".to_string())
     );
+    // A huge method name is not echoed back whole.
+    let huge = "m".repeat(4 * 1024 * 1024);
+    let (code, message) = error_of(&peer.request(19, &huge, json!({})).await?);
+    assert_eq!(code, -32600);
+    assert!(
+        message.len() < 300 && message.contains("(4194304 bytes)"),
+        "{} bytes: {}",
+        message.len(),
+        &message[..message.len().min(200)]
+    );
     let (code, message) = error_of(
         &peer
             .request(

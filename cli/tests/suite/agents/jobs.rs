@@ -435,3 +435,102 @@ async fn a_worker_cannot_start_jobs_or_agents() -> anyhow::Result<()> {
     assert_eq!(stats.first_requests().len(), 1, "the row ran once");
     Ok(())
 }
+
+/// A header that repeats a column, or names one like a results column, is refused by
+/// `keel agent-job start` with the column and the rule, and no job is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_or_reserved_csv_headers_are_refused_and_nothing_is_stored() -> anyhow::Result<()>
+{
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("dup.csv"), "id,name,name\n1,a,b\n")?;
+    std::fs::write(ws.path().join("reserved.csv"), "id,status\n1,open\n")?;
+    let store = home.path().join("jobs.sqlite3");
+    for (csv, expected) in [
+        ("dup.csv", "csv header name is duplicated"),
+        (
+            "reserved.csv",
+            "csv header status is the name of a results column",
+        ),
+    ] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args([
+                "agent-job",
+                "start",
+                "--csv",
+                csv,
+                "--instruction",
+                "Do {id}",
+            ])
+            .arg("--store")
+            .arg(&store)
+            .current_dir(ws.path())
+            .env("KEEL_HOME", home.path())
+            .env_remove("KEEL_AGENT_JOB_STORE")
+            .stdin(std::process::Stdio::null())
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(60), out).await??;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{csv}: {stderr}");
+        assert!(stderr.contains(expected), "{csv}: {stderr}");
+        assert!(out.stdout.is_empty(), "{csv}: printed a job id");
+    }
+    if store.exists() {
+        let db = rusqlite::Connection::open(&store)?;
+        let jobs: i64 = db.query_row("SELECT count(*) FROM agent_jobs", [], |row| row.get(0))?;
+        assert_eq!(jobs, 0);
+    }
+    Ok(())
+}
+
+/// A PostgreSQL address that accepts connections and never answers makes `keel agent-job`
+/// give up within its `connect_timeout` and say so; a closed port's error keeps its cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_never_answers_or_refuses_is_given_up_on_with_the_cause() -> anyhow::Result<()>
+{
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    // Accepts, then holds every connection open without a byte.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let silent_port = silent.local_addr()?.port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            open.push(stream);
+        }
+    });
+    let closed_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?.port()
+    };
+    for (store, expected) in [
+        (
+            format!(
+                "postgres://keel@127.0.0.1:{silent_port}/jobs?connect_timeout=2&sslmode=disable"
+            ),
+            "no connection within 2s",
+        ),
+        (
+            format!("postgres://keel@127.0.0.1:{closed_port}/jobs?sslmode=disable"),
+            "Connection refused",
+        ),
+    ] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args(["agent-job", "status", "some-job", "--store", &store])
+            .current_dir(ws.path())
+            .env("KEEL_HOME", home.path())
+            .env("PGPASSWORD", "unused")
+            .env_remove("PGCONNECT_TIMEOUT")
+            .stdin(std::process::Stdio::null())
+            .output();
+        // Well past the 2 s bound, well short of forever.
+        let out = tokio::time::timeout(Duration::from_secs(30), out)
+            .await
+            .map_err(|_| anyhow::anyhow!("keel agent-job status still waiting on {store}"))??;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{store}: {stderr}");
+        assert!(stderr.contains(expected), "{store}: {stderr}");
+    }
+    held.abort();
+    Ok(())
+}

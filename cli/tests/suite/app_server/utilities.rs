@@ -6,6 +6,35 @@ use serde_json::json;
 
 use super::common::*;
 
+/// `fs/readFile` on a device or a FIFO answers at once that it is not a regular file, instead
+/// of reading without end (`/dev/zero`) or waiting for a writer that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fs_read_file_refuses_devices_and_fifos() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let fifo = world.ws().join("pipe");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU)?;
+    let link = world.ws().join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &link)?;
+    for (path, what) in [
+        (std::path::PathBuf::from("/dev/zero"), "character device"),
+        (link, "character device"),
+        (fifo, "FIFO"),
+    ] {
+        let id = server
+            .send_request("fs/readFile", json!({"path": path}))
+            .await?;
+        let response = server.read_response(id).await?;
+        assert_eq!(response["error"]["code"], -32600, "{response}");
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(what) && message.contains("not a regular file"),
+            "{path:?}: {response}"
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fs_methods_work_on_absolute_paths_and_reject_relative_ones() -> anyhow::Result<()> {
     let world = World::new(Script::new([]), &[]).await?;

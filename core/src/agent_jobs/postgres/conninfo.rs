@@ -429,6 +429,24 @@ impl ConnInfo {
         }
     }
 
+    /// How long getting a connection may take, all steps together: `connect_timeout` (or
+    /// `PGCONNECT_TIMEOUT`) in whole seconds, at least 2 as in libpq, else
+    /// [`DEFAULT_CONNECT_TIMEOUT`].
+    pub(crate) fn connect_timeout(&self) -> Result<std::time::Duration, JobError> {
+        let Some(timeout) = self.get("connect_timeout") else {
+            return Ok(DEFAULT_CONNECT_TIMEOUT);
+        };
+        let secs: u64 = timeout
+            .parse()
+            .map_err(|_| bad(format!("connect_timeout `{timeout}` is not whole seconds")))?;
+        // libpq: 0 means wait without end; Keel keeps its default bound instead.
+        Ok(if secs == 0 {
+            DEFAULT_CONNECT_TIMEOUT
+        } else {
+            std::time::Duration::from_secs(secs.max(2))
+        })
+    }
+
     /// The driver's configuration.
     pub(crate) fn to_config(&self) -> Result<tokio_postgres::Config, JobError> {
         let mut config = tokio_postgres::Config::new();
@@ -452,17 +470,16 @@ impl ConnInfo {
         if let Some(password) = self.get("password") {
             config.password(password);
         }
-        if let Some(timeout) = self.get("connect_timeout") {
-            let secs: u64 = timeout
-                .parse()
-                .map_err(|_| bad(format!("connect_timeout `{timeout}` is not whole seconds")))?;
-            config.connect_timeout(std::time::Duration::from_secs(secs.max(2)));
-        }
+        config.connect_timeout(self.connect_timeout()?);
         config.application_name(self.get("application_name").unwrap_or("keel-agent-job"));
         config.ssl_mode(self.ssl_mode()?);
         Ok(config)
     }
 }
+
+/// The bound on getting a connection when neither `connect_timeout` nor `PGCONNECT_TIMEOUT`
+/// says otherwise.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[cfg(test)]
 #[path = "conninfo_tests.rs"]

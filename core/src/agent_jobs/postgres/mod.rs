@@ -27,6 +27,8 @@ pub struct PostgresJobStore {
     pool: Pool,
     /// The store as shown in messages (no password).
     shown: String,
+    /// The bound on getting a connection.
+    timeout: Duration,
 }
 
 fn millis(duration: Duration) -> i64 {
@@ -91,11 +93,23 @@ impl PostgresJobStore {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        // Every step of getting a connection is bounded: a server that accepts and never
+        // answers (or a TLS or authentication step that stalls) ends in an error naming the
+        // timeout, as `psql` does, instead of a wait without end.
+        let timeout = info.connect_timeout()?;
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .create_timeout(Some(timeout))
+            .wait_timeout(Some(timeout))
+            .recycle_timeout(Some(timeout))
             .build()
             .map_err(|err| JobError::BadStore(err.to_string()))?;
-        let store = Self { pool, shown };
+        let store = Self {
+            pool,
+            shown,
+            timeout,
+        };
         let mut client = store.client().await?;
         migrations::apply(&mut client)
             .await
@@ -122,6 +136,11 @@ impl PostgresJobStore {
                     JobError::Store(cause) => cause,
                     other => other.to_string(),
                 },
+                deadpool_postgres::PoolError::Timeout(_) => format!(
+                    "no connection within {}s (connect_timeout: TCP, TLS, startup and \
+                     authentication together)",
+                    self.timeout.as_secs()
+                ),
                 other => other.to_string(),
             };
             JobError::Shared {
@@ -199,6 +218,21 @@ impl PostgresJobStore {
     }
 }
 
+/// `err` and every cause under it, as "a: b: c".
+fn with_causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 impl From<tokio_postgres::Error> for JobError {
     fn from(err: tokio_postgres::Error) -> Self {
         // The server's own message (with its detail) says more than the driver's summary.
@@ -207,7 +241,8 @@ impl From<tokio_postgres::Error> for JobError {
                 Some(detail) => format!("{}: {detail}", db.message()),
                 None => db.message().to_string(),
             }),
-            None => Self::Store(err.to_string()),
+            // The driver's own text leaves out the cause ("Connection refused").
+            None => Self::Store(with_causes(&err)),
         }
     }
 }
