@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use keel_test_support::{
     MarkedSleeper, Turn, exec_command_call, processes_whose_cmdline_contains, shell_call,
+    write_stdin_call,
 };
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -423,5 +424,56 @@ async fn a_run_that_ends_does_not_unprotect_one_still_running() -> anyhow::Resul
     for name in [".git", ".codex", ".agents", ".aws"] {
         assert!(!ws.path().join(name).exists(), "{name} was left behind");
     }
+    Ok(())
+}
+
+/// A sandboxed command on a terminal still behaves as one: it is the terminal's foreground
+/// (an interactive shell has job control, a REPL reads its input), inside its namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_terminal_session_reads_its_input_and_has_job_control() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    let run = run_under(
+        ws.path(),
+        "workspace-write",
+        vec![
+            Turn::new([exec_command_call(
+                "t1",
+                json!({"cmd": "bash --norc -i", "tty": true, "yield_time_ms": 1000}),
+            )]),
+            Turn::new([write_stdin_call(
+                "t2",
+                1000,
+                "echo pid=$$ fg=$(ps -o tpgid= -p $$ | tr -d ' ') pg=$(ps -o pgid= -p $$ | tr -d ' ')\n",
+                2000,
+            )]),
+            Turn::new([write_stdin_call("t3", 1000, "exit\n", 5000)]),
+        ],
+    )
+    .await?;
+    let answer = run.output("t2");
+    // The echoed input holds `pid=$$`; the answer is the line where it was expanded (after
+    // the terminal's control sequences).
+    let line = answer
+        .lines()
+        .filter(|line| !line.contains("$$"))
+        .find_map(|line| {
+            line.find("pid=")
+                .map(|at| line[at..].trim_end().to_string())
+        })
+        .unwrap_or_default();
+    let fields = results(&format!("Output:\n{}", line.replace(' ', "\n")));
+    // The shell has a small pid of its namespace and leads the terminal's foreground group.
+    let pid: u32 = result(&fields, "pid")
+        .unwrap_or_default()
+        .parse()
+        .with_context(|| format!("no pid in {answer:?}"))?;
+    assert!(pid < 50, "{answer}");
+    assert_eq!(result(&fields, "fg"), result(&fields, "pg"), "{answer}");
+    assert!(!answer.contains("no job control"), "{answer}");
+    assert!(
+        run.output("t3").contains("Process exited with code 0"),
+        "{}",
+        run.output("t3")
+    );
     Ok(())
 }
