@@ -17,6 +17,7 @@
 //!
 //! [`InProcessAppServerClient`] offers the same API without a transport.
 
+mod ceiling;
 mod connection;
 mod delivery;
 mod error;

@@ -73,6 +73,11 @@ pub struct AppServerArgs {
     /// Who may connect over `ws://` or `unix://`.
     #[command(flatten)]
     pub auth: ListenerAuthArgs,
+
+    /// Hold every client request within this server's own sandbox, cwd and writable roots
+    /// (same as `[app_server] clients_within_sandbox = true`; see docs/security.md).
+    #[arg(long)]
+    pub clients_within_sandbox: bool,
 }
 
 impl AppServerArgs {
@@ -90,8 +95,14 @@ impl AppServerArgs {
 pub async fn run_main(
     args: AppServerArgs,
     keel_home: PathBuf,
-    cli_overrides: Vec<(String, toml::Value)>,
+    mut cli_overrides: Vec<(String, toml::Value)>,
 ) -> Result<()> {
+    if args.clients_within_sandbox {
+        cli_overrides.push((
+            "app_server.clients_within_sandbox".to_string(),
+            toml::Value::Boolean(true),
+        ));
+    }
     let cwd = std::env::current_dir().map_err(|err| {
         AppServerError::Transport(format!("cannot read the current directory: {err}"))
     })?;

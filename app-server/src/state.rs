@@ -113,11 +113,24 @@ impl AppState {
             .clone()
     }
 
-    /// Resolves the configuration for a thread with a client's overrides.
+    /// Resolves the configuration for a thread with a client's overrides; under the
+    /// operator's ceiling ([`crate::ceiling`]) the result may give no more than the server's
+    /// own configuration.
     pub(crate) fn resolve_config(&self, overrides: &ThreadOverrides) -> Result<Config> {
+        let asks_something = overrides.config.as_ref().is_some_and(|map| !map.is_empty())
+            || overrides.cwd.is_some()
+            || overrides.sandbox.is_some();
+        let server = if asks_something {
+            Some(self.resolve_config(&ThreadOverrides::default())?)
+        } else {
+            None
+        };
         let mut cli = self.config.cli_overrides.clone();
         if let Some(map) = &overrides.config {
             for (key, value) in map {
+                if let Some(server) = &server {
+                    crate::ceiling::check_config_key(server, "thread settings", key)?;
+                }
                 cli.push((key.clone(), json_to_toml(key, value)?));
             }
         }
@@ -131,12 +144,17 @@ impl AppState {
             developer_instructions: overrides.developer_instructions.clone(),
             ..ConfigOverrides::default()
         };
-        Ok(Config::load_with_env(
-            &self.config.keel_home,
-            cli,
-            typed,
-            &self.config_env(),
-        )?)
+        let config = Config::load_with_env(&self.config.keel_home, cli, typed, &self.config_env())?;
+        if let Some(server) = &server {
+            crate::ceiling::check_sandbox(
+                server,
+                "thread settings",
+                &config.sandbox_policy,
+                &config.cwd,
+                None,
+            )?;
+        }
+        Ok(config)
     }
 
     /// Turns `permissions` (a permission profile id) into the sandbox mode it stands for.

@@ -32,6 +32,25 @@ pub(crate) fn requested_sandbox(
     }
 }
 
+/// Under the operator's ceiling, the thread's sandbox and cwd after a change (what is asked,
+/// else what the thread has) may give no more than the server's own configuration.
+pub(crate) fn within_ceiling(
+    state: &AppState,
+    thread: &crate::threads::LoadedThread,
+    method: &str,
+    sandbox: Option<&SandboxPolicyV2>,
+    cwd: Option<&std::path::Path>,
+) -> Result<()> {
+    if sandbox.is_none() && cwd.is_none() {
+        return Ok(());
+    }
+    let server = state.resolve_config(&Default::default())?;
+    let current = thread.settings();
+    let policy: keel_protocol::SandboxPolicy = sandbox.cloned().unwrap_or(current.sandbox).into();
+    let cwd = cwd.map_or(current.cwd, std::path::Path::to_path_buf);
+    crate::ceiling::check_sandbox(&server, method, &policy, &cwd, None)
+}
+
 /// `thread/settings/update`: the engine takes the change before any later turn starts; the
 /// thread's clients get `thread/settings/updated`.
 pub(crate) async fn update(
@@ -67,6 +86,15 @@ pub(crate) async fn update(
         params.sandbox_policy,
         params.permissions.as_deref(),
     )?;
+    if here {
+        within_ceiling(
+            state,
+            &thread,
+            METHOD,
+            sandbox.as_ref(),
+            params.cwd.as_deref(),
+        )?;
+    }
     let mode_op = params
         .collaboration_mode
         .as_ref()

@@ -126,6 +126,13 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         params.sandbox_policy.clone(),
         params.permissions.as_deref(),
     )?;
+    super::settings::within_ceiling(
+        state,
+        &thread,
+        "turn/start",
+        sandbox.as_ref(),
+        params.cwd.as_deref(),
+    )?;
     let turn_id = uuid::Uuid::now_v7().to_string();
     thread.claim_turn(&turn_id).map_err(|running| {
         AppServerError::InvalidRequest(format!(

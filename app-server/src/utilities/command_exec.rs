@@ -439,6 +439,12 @@ fn sandboxed(
         Some(policy) => policy,
         None => server.sandbox_policy.clone(),
     };
+    let tmpdir = params
+        .env
+        .as_ref()
+        .and_then(|env| env.get("TMPDIR"))
+        .map(std::path::PathBuf::from);
+    crate::ceiling::check_sandbox(server, "command/exec", &policy, cwd, tmpdir.as_deref())?;
     if matches!(policy, SandboxPolicy::DangerFullAccess) {
         return Ok((params.command.clone(), None));
     }

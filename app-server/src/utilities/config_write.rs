@@ -55,6 +55,10 @@ fn write(
     file_path: Option<&Path>,
     expected_version: Option<&str>,
 ) -> Result<ConfigWriteResponse> {
+    let server = state.resolve_config(&Default::default())?;
+    for edit in edits {
+        crate::ceiling::check_config_key(&server, method, &edit.key_path)?;
+    }
     let keel_home = state.keel_home();
     let user_file = keel_home.join(config::CONFIG_FILE_NAME);
     if let Some(path) = file_path

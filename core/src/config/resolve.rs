@@ -111,6 +111,9 @@ pub struct Config {
     /// Whether sandboxed commands may write the `.git` of writable roots
     /// (`[sandbox_workspace_write] allow_git_writes`).
     pub sandbox_allow_git_writes: bool,
+    /// Whether the app-server holds every client request within this configuration's own
+    /// sandbox, cwd and writable roots (`[app_server] clients_within_sandbox`).
+    pub app_server_clients_within_sandbox: bool,
     /// The sandbox helper, when given explicitly; else it is looked up next to the running
     /// program when a command needs it.
     pub sandbox_executable: Option<PathBuf>,
@@ -492,6 +495,7 @@ fn resolve(
         tool_output_token_limit,
         agents,
         tools,
+        app_server,
         model_reasoning_summary,
         model_verbosity,
         model_supports_reasoning_summaries,
@@ -624,6 +628,7 @@ fn resolve(
         project_doc_max_bytes: project_doc_max_bytes.unwrap_or(DEFAULT_PROJECT_DOC_MAX_BYTES),
         model_context_window: profile.model_context_window.or(model_context_window),
         sandbox_allow_git_writes,
+        app_server_clients_within_sandbox: app_server.clients_within_sandbox.unwrap_or(false),
         sandbox_executable: overrides.sandbox_executable,
         unified_exec: features.unified_exec,
         shell_snapshot: features.shell_snapshot.unwrap_or(true),

@@ -45,6 +45,8 @@ pub(crate) struct ConfigToml {
     pub tool_output_token_limit: Option<usize>,
     pub agents: AgentsToml,
     pub tools: ToolsToml,
+    /// `[app_server]`: what the app-server lets its clients do.
+    pub app_server: AppServerToml,
     pub model_reasoning_summary: Option<ReasoningSummaryMode>,
     pub model_verbosity: Option<Verbosity>,
     pub model_supports_reasoning_summaries: Option<bool>,
@@ -92,6 +94,15 @@ pub(crate) struct ToolsToml {
 pub(crate) struct ToolSwitchToml {
     /// Whether the tool is offered.
     pub enabled: Option<bool>,
+}
+
+/// `[app_server]`: what `keel app-server` lets its clients do (a Keel key; Codex has none).
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct AppServerToml {
+    /// Hold every client request within the server's own sandbox (default off).
+    pub clients_within_sandbox: Option<bool>,
 }
 
 /// `[agents]`: limits on sub-agents. Other keys (Codex's agent roles) load silently.

@@ -30,6 +30,7 @@ impl fmt::Display for ConfigWarning {
 /// Top-level keys Keel reads (the fields of the raw file model).
 pub(crate) const TOP_LEVEL_KEYS: &[&str] = &[
     "agents",
+    "app_server",
     "approval_policy",
     "base_instructions",
     "bypass_hook_trust",

@@ -1,6 +1,7 @@
 //! `keel app-server` over stdio and websocket, against the mock model.
 
 mod approvals;
+mod client_ceiling;
 mod codex_0169;
 mod command_exec_sandbox;
 pub(crate) mod common;
