@@ -70,6 +70,7 @@ mod models;
 mod permissions_message;
 mod processes;
 mod prompt_context;
+mod repo_root;
 pub mod review;
 mod rollout;
 /// The command sandbox: the `keel-sandbox` crate, re-exported for embedders.

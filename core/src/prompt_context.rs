@@ -107,7 +107,7 @@ pub(crate) fn read_project_docs(cwd: &Path, max_bytes: usize) -> Option<String> 
     if max_bytes == 0 {
         return None;
     }
-    let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+    let repo_root = crate::repo_root::repo_root(cwd);
     let texts = project_doc_dirs(cwd, repo_root)
         .into_iter()
         .filter_map(|dir| std::fs::read_to_string(dir.join("AGENTS.md")).ok());
@@ -165,6 +165,7 @@ mod tests {
     fn project_docs_from_repo_root_down() -> std::io::Result<()> {
         let root = tempfile::tempdir()?;
         std::fs::create_dir(root.path().join(".git"))?;
+        std::fs::write(root.path().join(".git/HEAD"), "ref: refs/heads/main\n")?;
         let sub = root.path().join("crate");
         std::fs::create_dir(&sub)?;
         std::fs::write(root.path().join("AGENTS.md"), "root rules\n")?;

@@ -128,7 +128,7 @@ pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookIn
     let states = read_states(&user_text);
     let mut layers = vec![(HookSource::User, keel_home.to_path_buf())];
     if project_trusted {
-        let repo_root = cwd.ancestors().find(|dir| dir.join(".git").exists());
+        let repo_root = crate::repo_root::repo_root(cwd);
         let mut dirs: Vec<&Path> = Vec::new();
         for dir in cwd.ancestors() {
             dirs.push(dir);

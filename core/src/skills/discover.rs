@@ -32,7 +32,7 @@ pub fn skill_roots(
     project_trusted: bool,
 ) -> Vec<SkillRoot> {
     let repo_root = project_trusted
-        .then(|| cwd.ancestors().find(|dir| dir.join(".git").exists()))
+        .then(|| crate::repo_root::repo_root(cwd))
         .flatten();
     skill_roots_in(keel_home, user_home, cwd, project_trusted, repo_root)
 }
@@ -244,6 +244,7 @@ mod tests {
         let home = tempfile::tempdir()?;
         let repo = tempfile::tempdir()?;
         std::fs::create_dir(repo.path().join(".git"))?;
+        std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/main\n")?;
         let sub = repo.path().join("crates/app");
         std::fs::create_dir_all(&sub)?;
         write_skill(&home.path().join("skills"), "deploy", "user deploy")?;
