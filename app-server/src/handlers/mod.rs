@@ -120,25 +120,21 @@ pub(crate) async fn dispatch(
         ClientRequest::CommandExecTerminate(p) => Reply::now(&connection.execs.terminate(p).await?),
         ClientRequest::FsReadFile(p) => Reply::now(&utilities::fs_read_file(p).await?),
         ClientRequest::FsWriteFile(p) => {
-            let server = state.resolve_config(&Default::default())?;
-            crate::ceiling::check_write(&server, "fs/writeFile", &p.path)?;
+            crate::ceiling::check_client_write(state, "fs/writeFile", &p.path)?;
             Reply::now(&utilities::fs_write_file(p).await?)
         }
         ClientRequest::FsCreateDirectory(p) => {
-            let server = state.resolve_config(&Default::default())?;
-            crate::ceiling::check_write(&server, "fs/createDirectory", &p.path)?;
+            crate::ceiling::check_client_write(state, "fs/createDirectory", &p.path)?;
             Reply::now(&utilities::fs_create_directory(p).await?)
         }
         ClientRequest::FsGetMetadata(p) => Reply::now(&utilities::fs_get_metadata(p).await?),
         ClientRequest::FsReadDirectory(p) => Reply::now(&utilities::fs_read_directory(p).await?),
         ClientRequest::FsRemove(p) => {
-            let server = state.resolve_config(&Default::default())?;
-            crate::ceiling::check_write(&server, "fs/remove", &p.path)?;
+            crate::ceiling::check_client_write(state, "fs/remove", &p.path)?;
             Reply::now(&utilities::fs_remove(p).await?)
         }
         ClientRequest::FsCopy(p) => {
-            let server = state.resolve_config(&Default::default())?;
-            crate::ceiling::check_write(&server, "fs/copy", &p.destination_path)?;
+            crate::ceiling::check_client_write(state, "fs/copy", &p.destination_path)?;
             Reply::now(&utilities::fs_copy(p).await?)
         }
         ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),

@@ -211,16 +211,12 @@ async fn a_stop_signal_stops_the_command_not_its_supervisor(
 
 /// The supervisors among the processes running `sleeper` (their `argv[0]` names them).
 fn supervisors_of(sleeper: &Sleeper) -> Vec<i32> {
-    let needle = sleeper.path.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    sleeper
+        .live()
+        .into_iter()
         .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let text = String::from_utf8_lossy(&cmdline);
-            text.starts_with("keel-process-supervisor\0") && text.contains(&needle)
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.starts_with(b"keel-process-supervisor\0"))
         })
         .collect()
 }

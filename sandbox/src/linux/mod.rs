@@ -119,6 +119,19 @@ fn exec_confined(
     })
 }
 
+/// The status a shell reports for `status` of `child` (`128 + N` when killed by signal N);
+/// `None` for any other process or event.
+fn shell_status(status: nix::sys::wait::WaitStatus, child: nix::unistd::Pid) -> Option<u8> {
+    use nix::sys::wait::WaitStatus;
+    match status {
+        WaitStatus::Exited(pid, code) if pid == child => Some(u8::try_from(code).unwrap_or(1)),
+        WaitStatus::Signaled(pid, sig, _) if pid == child => {
+            Some(u8::try_from(128 + sig as i32).unwrap_or(1))
+        }
+        _ => None,
+    }
+}
+
 /// One line on stderr saying what isolation the command gets.
 fn report_isolation(report: &Report, sockets_reachable: bool) {
     let yes_no = |value: bool| if value { "yes" } else { "no" };

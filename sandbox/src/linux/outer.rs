@@ -6,7 +6,7 @@
 //! killed, however abruptly, leaves nothing behind.
 
 use nix::sys::signal::{SigHandler, Signal, signal};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::{ForkResult, Pid, fork, getppid};
 
 use super::mounts;
@@ -85,11 +85,12 @@ fn ignore(sig: Signal) {
 fn wait_for(child: Pid) -> u8 {
     loop {
         match waitpid(child, None) {
-            Ok(WaitStatus::Exited(_, code)) => return u8::try_from(code).unwrap_or(1),
-            Ok(WaitStatus::Signaled(_, sig, _)) => {
-                return u8::try_from(128 + sig as i32).unwrap_or(1);
+            Ok(status) => {
+                if let Some(code) = super::shell_status(status, child) {
+                    return code;
+                }
             }
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EINTR) => {}
             Err(_) => return 1,
         }
     }

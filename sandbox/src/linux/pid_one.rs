@@ -10,7 +10,7 @@
 use std::ffi::OsString;
 
 use nix::sys::signal::{SigHandler, Signal, signal};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::{ForkResult, Pid, fork, getpid, isatty, setpgid, tcsetpgrp};
 
 use super::{Report, RunOptions, exec_confined, mounts};
@@ -77,13 +77,12 @@ fn set_disposition(sig: Signal, handler: SigHandler) {
 fn reap_until(command: Pid) -> u8 {
     loop {
         match waitpid(Pid::from_raw(-1), None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == command => {
-                return u8::try_from(code).unwrap_or(1);
+            Ok(status) => {
+                if let Some(code) = super::shell_status(status, command) {
+                    return code;
+                }
             }
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == command => {
-                return u8::try_from(128 + sig as i32).unwrap_or(1);
-            }
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EINTR) => {}
             Err(_) => return 1,
         }
     }
