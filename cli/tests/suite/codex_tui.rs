@@ -122,7 +122,7 @@ impl TuiPane {
             .map_err(|_| anyhow::anyhow!("the screen kept showing {text:?}:\n{}", self.screen()))
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.tmux()
             .args(["capture-pane", "-p", "-t", &self.session])
             .output()

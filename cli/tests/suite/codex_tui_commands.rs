@@ -35,6 +35,32 @@ async fn thread_started(world: &World) -> anyhow::Result<()> {
     .map_err(|_| anyhow::anyhow!("the TUI's thread was never started"))
 }
 
+/// Types `command`, which needs the TUI's thread, and waits for `marker`. The TUI learns its
+/// thread from the server's answer, which on a busy machine it may read after the thread is
+/// already on disk: a command refused with "No active thread" is typed again.
+async fn on_thread(tui: &TuiPane, command: &str, marker: &str) -> anyhow::Result<()> {
+    const NO_THREAD: &str = "No active thread is available";
+    for _ in 0..5 {
+        let refusals = tui.screen().matches(NO_THREAD).count();
+        tui.type_line(command).await?;
+        let outcome = poll_until(|| {
+            let screen = tui.screen();
+            if screen.contains(marker) {
+                Some(true)
+            } else {
+                (screen.matches(NO_THREAD).count() > refusals).then_some(false)
+            }
+        })
+        .await;
+        match outcome {
+            Ok(true) => return Ok(()),
+            Ok(false) => continue,
+            Err(_) => break,
+        }
+    }
+    tui.wait_for(marker).await.map(drop)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
@@ -63,8 +89,7 @@ async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<(
     let tui = TuiPane::start(&codex, &[], &url, repo.path())?;
     tui.wait_for("Ask Codex to do anything").await?;
     thread_started(&world).await?;
-    tui.type_line("/review").await?;
-    tui.wait_for("Review uncommitted changes").await?;
+    on_thread(&tui, "/review", "Review uncommitted changes").await?;
     // The selection moves before Enter confirms it (keys typed at once can outrun the picker).
     tui.keys(&["Down"])?;
     tui.wait_for("› 2. Review uncommitted changes").await?;
@@ -115,8 +140,7 @@ async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Re
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
     thread_started(&world).await?;
-    tui.type_line("/goal tidy the workspace").await?;
-    tui.wait_for("KEEL-GOAL-REACHED").await?;
+    on_thread(&tui, "/goal tidy the workspace", "KEEL-GOAL-REACHED").await?;
     // Complete: the TUI stops showing a goal in progress, and Keel started no other turn.
     tui.wait_until_gone("Pursuing goal").await?;
     let requests = world.mock.requests();
