@@ -13,7 +13,6 @@ use keel_core::sandbox::ResolvedPolicy;
 use keel_protocol::SandboxPolicy;
 
 use crate::error::{AppServerError, Result};
-use crate::state::AppState;
 
 /// Configuration keys a client may not write or override under the ceiling: they widen the
 /// sandbox, or set `$TMPDIR` (a writable root) and the commands' environment.
@@ -151,14 +150,8 @@ pub(crate) fn check_sandbox(
     Ok(())
 }
 
-/// [`check_write`] against the server's configuration as it now stands.
-pub(crate) fn check_client_write(state: &AppState, method: &str, path: &Path) -> Result<()> {
-    let server = state.resolve_config(&Default::default())?;
-    check_write(&server, method, path)
-}
-
 /// Checks that a client may write `path` (`fs/*`): inside the server's writable roots.
-fn check_write(server: &Config, method: &str, path: &Path) -> Result<()> {
+pub(crate) fn check_write(server: &Config, method: &str, path: &Path) -> Result<()> {
     if !server.app_server_clients_within_sandbox {
         return Ok(());
     }

@@ -47,6 +47,13 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
+    /// Checks that a client may write `path` (`fs/*`) against the server's configuration as it
+    /// now stands ([`crate::ceiling`]).
+    pub(crate) fn check_client_write(&self, method: &str, path: &std::path::Path) -> Result<()> {
+        let server = self.resolve_config(&Default::default())?;
+        crate::ceiling::check_write(&server, method, path)
+    }
+
     pub(crate) fn new(config: ServerConfig) -> Self {
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),

@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -23,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::applied_summary::AppliedSummary;
 use super::error::ApplyError;
 use super::links::ResolvedPath;
 use rustix::fs::Mode;
@@ -30,40 +30,6 @@ use rustix::fs::Mode;
 use super::pinned_dir::{PinError, PinnedDir, set_mode};
 use super::plan::{ApplyPatchAction, PlannedWrite};
 use super::regular_file::{MAX_PATCHED_FILE_BYTES, read_regular_text};
-
-/// What a successful apply changed, with paths as the patch wrote them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AppliedSummary {
-    /// Files created (or overwritten) by `*** Add File:`.
-    pub added: Vec<PathBuf>,
-    /// Files edited; for a move, the destination path.
-    pub modified: Vec<PathBuf>,
-    /// Files removed.
-    pub deleted: Vec<PathBuf>,
-    /// Non-fatal problems, such as a leftover backup file that could not be removed.
-    pub warnings: Vec<String>,
-}
-
-impl fmt::Display for AppliedSummary {
-    /// Renders the tool output: `Success. Updated the following files:` then `A/M/D path`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Success. Updated the following files:")?;
-        let groups = [
-            ("A", &self.added),
-            ("M", &self.modified),
-            ("D", &self.deleted),
-        ];
-        for (letter, paths) in groups {
-            for path in paths {
-                writeln!(f, "{letter} {}", path.display())?;
-            }
-        }
-        for warning in &self.warnings {
-            writeln!(f, "warning: {warning}")?;
-        }
-        Ok(())
-    }
-}
 
 /// Writes every planned change, or none: on failure, changes already made are undone.
 pub fn apply(action: &ApplyPatchAction) -> Result<AppliedSummary, ApplyError> {

@@ -35,8 +35,10 @@
 //!
 //! Everything is synchronous `std::fs`; async callers should use `spawn_blocking`.
 
+mod applied_summary;
 mod apply;
 mod error;
+mod lexical;
 mod links;
 mod parser;
 mod pinned_dir;
@@ -49,7 +51,8 @@ mod update;
 
 use std::path::Path;
 
-pub use apply::{AppliedSummary, apply, apply_checked};
+pub use applied_summary::AppliedSummary;
+pub use apply::{apply, apply_checked};
 pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
 pub use links::{ResolvedPath, SymlinkHop, resolve_links};
 pub use parser::{Hunk, Patch, UpdateChunk, parse_patch};

@@ -57,7 +57,7 @@ pub fn resolve_links(path: &Path) -> io::Result<ResolvedPath> {
                             // Dangling: where it would create the file.
                             Err(_) => {
                                 let pointed = std::fs::read_link(&candidate)?;
-                                crate::plan::resolve(&real, &pointed)
+                                crate::lexical::resolve(&real, &pointed)
                             }
                         };
                         if link.is_none() {

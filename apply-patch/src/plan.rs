@@ -8,13 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use keel_protocol::FileChange;
 use similar::TextDiff;
 
-use super::apply::AppliedSummary;
+use super::applied_summary::AppliedSummary;
 use super::error::PlanError;
+use super::lexical::resolve;
 use super::parser::{Hunk, Patch};
 use super::regular_file::{MAX_PATCHED_FILE_BYTES, read_regular_text};
 use super::update::apply_chunks;
@@ -211,30 +212,6 @@ impl Planner<'_> {
             })
         }
     }
-}
-
-/// Joins `path` to `cwd` (unless absolute) and resolves `.` and `..` without touching disk.
-pub(crate) fn resolve(cwd: &Path, path: &Path) -> PathBuf {
-    let mut resolved = PathBuf::new();
-    for component in cwd.join(path).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                let can_pop = matches!(
-                    resolved.components().next_back(),
-                    Some(Component::Normal(_))
-                );
-                if can_pop {
-                    resolved.pop();
-                } else if !resolved.has_root() {
-                    // A relative cwd can leave leading `..` that must be kept.
-                    resolved.push("..");
-                }
-            }
-            other => resolved.push(other),
-        }
-    }
-    resolved
 }
 
 /// Reads a file that may be absent; a directory, FIFO, device or socket in its place is an

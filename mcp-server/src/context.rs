@@ -13,7 +13,8 @@ use keel_protocol::{ConversationId, Event, RequestId};
 use serde_json::Value;
 
 use crate::outgoing::OutgoingSender;
-use crate::streaming::StreamedConversation;
+use crate::streamed_conversation::StreamedConversation;
+use crate::sub_agent_calls::SubAgentCalls;
 
 /// Settings fixed for the server's lifetime.
 #[derive(Debug, Clone)]
@@ -124,7 +125,7 @@ pub(crate) struct ServerContext {
     /// Conversations driven by the streaming tools, which own their event loops.
     pub(crate) streams: tokio::sync::Mutex<HashMap<ConversationId, StreamedConversation>>,
     /// The `tools/call` each live sub-agent's events go out under.
-    pub(crate) sub_agents: crate::sub_agents::SubAgentCalls,
+    pub(crate) sub_agents: SubAgentCalls,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -142,7 +143,7 @@ impl ServerContext {
             calls: Mutex::new(HashMap::new()),
             busy_threads: Mutex::new(HashSet::new()),
             streams: tokio::sync::Mutex::new(HashMap::new()),
-            sub_agents: crate::sub_agents::SubAgentCalls::default(),
+            sub_agents: SubAgentCalls::default(),
         }
     }
 

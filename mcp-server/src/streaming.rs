@@ -33,48 +33,12 @@ use crate::context::{RunningCall, ServerContext, send_event};
 use crate::methods::mcp_server_notification;
 use crate::outgoing::OutgoingSender;
 use crate::results;
+use crate::streamed_conversation::{StreamEnd, StreamState, StreamedConversation, Subscriber};
 
 /// Events kept per conversation while nobody streams it; beyond this the oldest are dropped
 /// (and the count logged), so an abandoned conversation cannot grow without bound. Approval
 /// requests are held separately and never dropped.
 pub(crate) const BUFFER_CAPACITY: usize = 10_000;
-
-/// A conversation driven by the streaming tools. Dropping it stops its event loop.
-pub(crate) struct StreamedConversation {
-    conversation: Arc<Conversation>,
-    state: Arc<Mutex<StreamState>>,
-    _event_loop: AbortOnDropHandle<()>,
-}
-
-/// Why a stream call ended.
-#[derive(Debug)]
-enum StreamEnd {
-    Cancelled,
-    Replaced,
-    ConversationClosed,
-}
-
-struct Subscriber {
-    request_id: RequestId,
-    done: oneshot::Sender<StreamEnd>,
-}
-
-impl Subscriber {
-    fn end(self, why: StreamEnd) {
-        if self.done.send(why).is_err() {
-            tracing::debug!(request_id = %self.request_id, "stream call already gone");
-        }
-    }
-}
-
-struct StreamState {
-    subscriber: Option<Subscriber>,
-    buffer: VecDeque<Event>,
-    dropped: usize,
-    held_approvals: Vec<Event>,
-    /// Elicitations in flight for this conversation.
-    approvals: JoinSet<()>,
-}
 
 /// What the event loop needs besides the conversation.
 #[derive(Clone)]

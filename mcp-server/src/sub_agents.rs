@@ -2,30 +2,15 @@
 //! their parent's (with their own `threadId`, under the `tools/call` of the agent that
 //! spawned them), and their approval requests reach the client the same way.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use keel_core::SpawnedConversation;
 use keel_protocol::mcp::CodexEventMeta;
-use keel_protocol::{ConversationId, EventMsg, RequestId};
+use keel_protocol::{EventMsg, RequestId};
 use tokio::task::JoinSet;
 
 use crate::approval::{self, ApprovalRoute};
 use crate::context::ServerContext;
-
-/// The `tools/call` each live sub-agent's events are delivered under.
-#[derive(Default)]
-pub(crate) struct SubAgentCalls {
-    calls: Mutex<HashMap<ConversationId, RequestId>>,
-}
-
-impl SubAgentCalls {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ConversationId, RequestId>> {
-        self.calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
 
 /// Starts forwarding every conversation the engine's agents spawn.
 pub(crate) fn forward_spawned(context: &Arc<ServerContext>) {

@@ -8,28 +8,15 @@ use std::process::ExitCode;
 
 use keel_protocol::SandboxPolicy;
 
-use super::{LINUX_SANDBOX_ARG0, ResolvedPolicy, SandboxError};
-
-/// How a run is isolated beyond its policy (the helper's flags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RunOptions {
-    /// The user's own command (`!cmd`): it sees the user's processes and reaches local
-    /// sockets; the file system and IP network policy still hold.
-    pub(crate) user_command: bool,
-    /// Print what isolation the run got on stderr before the command starts.
-    pub(crate) report: bool,
-}
+use crate::run_options::RunOptions;
+use crate::setup_failure::{SETUP_FAILED_EXIT, report_setup_failure};
+use crate::{LINUX_SANDBOX_ARG0, ResolvedPolicy, SandboxError};
 
 const POLICY_FLAG: &str = "--sandbox-policy";
 const POLICY_CWD_FLAG: &str = "--sandbox-policy-cwd";
 const ALLOW_GIT_WRITES_FLAG: &str = "--allow-git-writes";
 const USER_COMMAND_FLAG: &str = "--user-command";
 const REPORT_FLAG: &str = "--report-isolation";
-
-/// Exit status of the helper when it could not confine itself; the command did not start.
-pub(crate) const SETUP_FAILED_EXIT: u8 = 121;
-/// Start of the helper's stderr when it could not confine itself.
-const SETUP_FAILED_PREFIX: &str = "keel-linux-sandbox: sandbox setup failed: ";
 
 /// How to start a command under the sandbox helper.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,17 +90,6 @@ impl SandboxCommand {
     }
 }
 
-/// The reason the helper gave when a sandboxed run ended because it could not confine
-/// itself (so the command never started); `None` for any other outcome.
-pub fn setup_failure(exit_code: i32, stderr: &str) -> Option<String> {
-    if exit_code != i32::from(SETUP_FAILED_EXIT) {
-        return None;
-    }
-    stderr
-        .strip_prefix(SETUP_FAILED_PREFIX)
-        .map(|reason| reason.trim().to_string())
-}
-
 /// Whether this process was started as the sandbox helper (`argv[0]` names it).
 pub fn invoked_as_sandbox_helper() -> bool {
     std::env::args_os()
@@ -165,18 +141,13 @@ fn setup_failed(err: &SandboxError) -> ExitCode {
     ExitCode::from(SETUP_FAILED_EXIT)
 }
 
-/// Says on stderr, in the form [`setup_failure`] recognises, why the command did not start.
-pub(crate) fn report_setup_failure(err: &SandboxError) {
-    eprintln!("{SETUP_FAILED_PREFIX}{err}");
-}
-
 #[cfg(target_os = "linux")]
 fn run_confined(
     resolved: &ResolvedPolicy,
     options: RunOptions,
     argv: &[OsString],
 ) -> Result<u8, SandboxError> {
-    super::linux::run(resolved, options, argv)
+    crate::linux::run(resolved, options, argv)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -283,13 +254,5 @@ mod tests {
         );
         assert_eq!(rest, vec![OsString::from("echo"), OsString::from("--")]);
         Ok(())
-    }
-
-    #[test]
-    fn setup_failures_are_recognised() {
-        let stderr = format!("{SETUP_FAILED_PREFIX}no landlock\n");
-        assert_eq!(setup_failure(121, &stderr), Some("no landlock".to_string()));
-        assert_eq!(setup_failure(1, &stderr), None);
-        assert_eq!(setup_failure(121, "other"), None);
     }
 }

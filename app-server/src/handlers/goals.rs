@@ -7,7 +7,7 @@ use keel_protocol::app_server::{
 };
 
 use super::Reply;
-use super::turns::loaded;
+use super::loaded::loaded;
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
 

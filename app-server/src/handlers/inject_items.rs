@@ -5,7 +5,7 @@ use keel_protocol::Op;
 use keel_protocol::app_server::{EmptyResponse, ThreadInjectItemsParams};
 
 use super::Reply;
-use super::turns::loaded;
+use super::loaded::loaded;
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
 

@@ -2,73 +2,27 @@
 
 mod goals;
 mod inject_items;
+mod loaded;
 mod read_state;
+mod reply;
 mod revert;
 mod review;
 mod settings;
+mod settings_change;
 mod shell_command;
 mod thread_list;
 mod threads;
 mod turns;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use keel_protocol::app_server::ClientRequest;
-use serde::Serialize;
 
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;
 use crate::utilities::{self, CommandExecs};
-
-/// Work to do after the response is written (so notifications follow their response).
-pub(crate) type After = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// A handler's result and what to do once it is sent.
-pub(crate) struct Reply {
-    /// Serialised once, straight from the typed result: a long thread's turns never become a
-    /// `serde_json::Value` tree.
-    pub result: Box<serde_json::value::RawValue>,
-    pub after: Option<After>,
-}
-
-impl Reply {
-    /// A plain result.
-    pub(crate) fn now<T: Serialize>(value: &T) -> Result<Self> {
-        Ok(Self {
-            result: to_value(value)?,
-            after: None,
-        })
-    }
-
-    /// A result followed by a notification to the same connection.
-    pub(crate) fn then_notify<T: Serialize>(
-        value: &T,
-        outgoing: &Arc<Outgoing>,
-        notification: keel_protocol::app_server::ServerNotification,
-    ) -> Result<Self> {
-        let outgoing = outgoing.clone();
-        Self::then(value, async move { outgoing.notify(notification).await })
-    }
-
-    /// A result followed by `after`.
-    pub(crate) fn then<T: Serialize>(
-        value: &T,
-        after: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<Self> {
-        Ok(Self {
-            result: to_value(value)?,
-            after: Some(Box::pin(after)),
-        })
-    }
-}
-
-fn to_value<T: Serialize>(value: &T) -> Result<Box<serde_json::value::RawValue>> {
-    serde_json::value::to_raw_value(value)
-        .map_err(|err| AppServerError::Internal(format!("cannot serialise the result: {err}")))
-}
+pub(crate) use reply::Reply;
 
 /// What a handler may use of its connection.
 pub(crate) struct ConnectionContext {
@@ -120,21 +74,21 @@ pub(crate) async fn dispatch(
         ClientRequest::CommandExecTerminate(p) => Reply::now(&connection.execs.terminate(p).await?),
         ClientRequest::FsReadFile(p) => Reply::now(&utilities::fs_read_file(p).await?),
         ClientRequest::FsWriteFile(p) => {
-            crate::ceiling::check_client_write(state, "fs/writeFile", &p.path)?;
+            state.check_client_write("fs/writeFile", &p.path)?;
             Reply::now(&utilities::fs_write_file(p).await?)
         }
         ClientRequest::FsCreateDirectory(p) => {
-            crate::ceiling::check_client_write(state, "fs/createDirectory", &p.path)?;
+            state.check_client_write("fs/createDirectory", &p.path)?;
             Reply::now(&utilities::fs_create_directory(p).await?)
         }
         ClientRequest::FsGetMetadata(p) => Reply::now(&utilities::fs_get_metadata(p).await?),
         ClientRequest::FsReadDirectory(p) => Reply::now(&utilities::fs_read_directory(p).await?),
         ClientRequest::FsRemove(p) => {
-            crate::ceiling::check_client_write(state, "fs/remove", &p.path)?;
+            state.check_client_write("fs/remove", &p.path)?;
             Reply::now(&utilities::fs_remove(p).await?)
         }
         ClientRequest::FsCopy(p) => {
-            crate::ceiling::check_client_write(state, "fs/copy", &p.destination_path)?;
+            state.check_client_write("fs/copy", &p.destination_path)?;
             Reply::now(&utilities::fs_copy(p).await?)
         }
         ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),

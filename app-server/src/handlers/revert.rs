@@ -9,7 +9,7 @@ use keel_protocol::app_server::{
 };
 
 use super::Reply;
-use super::turns::loaded;
+use super::loaded::loaded;
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;

@@ -5,51 +5,17 @@
 use keel_protocol::Op;
 use keel_protocol::app_server::{
     EmptyResponse, PERMISSION_PROFILES, PermissionProfileListParams, PermissionProfileListResponse,
-    PermissionProfileSummary, SandboxPolicyV2, ThreadBackgroundTerminal,
-    ThreadBackgroundTerminalsListParams, ThreadBackgroundTerminalsListResponse, ThreadIdParams,
-    ThreadSettingsUpdateParams,
+    PermissionProfileSummary, ThreadBackgroundTerminal, ThreadBackgroundTerminalsListParams,
+    ThreadBackgroundTerminalsListResponse, ThreadIdParams, ThreadSettingsUpdateParams,
 };
 
-use super::turns::loaded;
+use super::loaded::loaded;
+use super::settings_change::{
+    choose_environment, engine_change, requested_sandbox, within_ceiling,
+};
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
 use crate::threads::SettingsChange;
-
-/// The sandbox a request names, by policy or by permission profile (not both).
-pub(crate) fn requested_sandbox(
-    state: &AppState,
-    method: &str,
-    policy: Option<SandboxPolicyV2>,
-    profile: Option<&str>,
-) -> Result<(Option<SandboxPolicyV2>, Option<String>)> {
-    match (policy, profile) {
-        (Some(_), Some(_)) => Err(AppServerError::InvalidParams {
-            method: method.into(),
-            message: "give `sandboxPolicy` or `permissions`, not both".into(),
-        }),
-        (None, Some(id)) => Ok((Some(state.profile_sandbox(method, id)?), Some(id.into()))),
-        (policy, None) => Ok((policy, None)),
-    }
-}
-
-/// Under the operator's ceiling, the thread's sandbox and cwd after a change (what is asked,
-/// else what the thread has) may give no more than the server's own configuration.
-pub(crate) fn within_ceiling(
-    state: &AppState,
-    thread: &crate::threads::LoadedThread,
-    method: &str,
-    sandbox: Option<&SandboxPolicyV2>,
-    cwd: Option<&std::path::Path>,
-) -> Result<()> {
-    if sandbox.is_none() && cwd.is_none() {
-        return Ok(());
-    }
-    let server = state.resolve_config(&Default::default())?;
-    let current = thread.settings();
-    let policy: keel_protocol::SandboxPolicy = sandbox.cloned().unwrap_or(current.sandbox).into();
-    let cwd = cwd.map_or(current.cwd, std::path::Path::to_path_buf);
-    crate::ceiling::check_sandbox(&server, method, &policy, &cwd, None)
-}
 
 /// `thread/settings/update`: the engine takes the change before any later turn starts; the
 /// thread's clients get `thread/settings/updated`.
@@ -109,7 +75,7 @@ pub(crate) async fn update(
         .as_ref()
         .map(|mode| mode.mode.clone());
     let mode_settings = params.collaboration_mode.map(|mode| mode.settings);
-    let moved_to = super::turns::choose_environment(
+    let moved_to = choose_environment(
         state,
         &thread,
         params.environments.as_deref(),
@@ -129,7 +95,7 @@ pub(crate) async fn update(
             .or_else(|| mode_settings.and_then(|s| s.reasoning_effort)),
     };
     let (settings, changed) = thread.change_settings(&change);
-    let engine_change = super::turns::engine_change(&change, moved_to.is_some());
+    let engine_change = engine_change(&change, moved_to.is_some());
     if let Some(op) = changed.then(|| engine_change.to_op()).flatten() {
         thread.conversation.submit(op).await?;
     }

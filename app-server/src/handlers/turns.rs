@@ -1,7 +1,5 @@
 //! `turn/*` methods.
 
-use std::sync::Arc;
-
 use keel_protocol::app_server::{
     EmptyResponse, ThreadIdParams, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse,
     TurnStatus, TurnSteerParams, TurnSteerResponse,
@@ -9,19 +7,13 @@ use keel_protocol::app_server::{
 use keel_protocol::{InputItem, Op, Submission, SubmissionId};
 
 use super::Reply;
+pub(crate) use super::loaded::{Claim, loaded};
+use super::settings_change::{
+    choose_environment, engine_change, requested_sandbox, within_ceiling,
+};
 use crate::error::{AppServerError, Result};
-use crate::state::{AppState, parse_thread_id};
-use crate::threads::{LoadedThread, SettingsChange};
-
-/// The loaded thread a request names, or an error telling the client to load it first.
-pub(crate) async fn loaded(state: &AppState, thread_id: &str) -> Result<Arc<LoadedThread>> {
-    let id = parse_thread_id(thread_id)?;
-    state.loaded(id).await.ok_or_else(|| {
-        AppServerError::InvalidRequest(format!(
-            "thread {id} is not loaded; call thread/start or thread/resume first"
-        ))
-    })
-}
+use crate::state::AppState;
+use crate::threads::SettingsChange;
 
 /// `turn/start`: answers with the new turn, then hands the input to the engine so
 /// `turn/started` always follows the response.
@@ -50,56 +42,6 @@ fn check_local_images(input: &[keel_protocol::app_server::UserInput], method: &s
     Ok(())
 }
 
-/// The part of `change` the engine takes now: with a move, the working directory goes with
-/// the move (made as the next turn begins), never ahead of it into a running turn.
-pub(super) fn engine_change(change: &SettingsChange, moving: bool) -> SettingsChange {
-    let mut change = change.clone();
-    if moving {
-        change.cwd = None;
-    }
-    change
-}
-
-/// Moves the thread to the environment a turn or a settings change names first, from its next
-/// turn on (Codex 0.169's `environments`), working in `cwd` there when given, else in the
-/// environment's own `cwd`; naming the thread's own environment changes nothing. Returns the
-/// working directory of a move. An unknown environment, or none at all (`[]`), is refused.
-pub(super) fn choose_environment(
-    state: &AppState,
-    thread: &crate::threads::LoadedThread,
-    environments: Option<&[keel_protocol::app_server::TurnEnvironmentParams]>,
-    cwd: Option<&std::path::Path>,
-) -> Result<Option<std::path::PathBuf>> {
-    let Some(environments) = environments else {
-        return Ok(None);
-    };
-    let current = thread.meta().environment_id;
-    let Some(primary) = environments.first() else {
-        return Err(AppServerError::InvalidRequest(format!(
-            "a turn without an environment is not supported; this thread runs in `{current}`"
-        )));
-    };
-    if primary.environment_id == current {
-        return Ok(None);
-    }
-    let config = crate::utilities::resolve_thread_config(
-        state,
-        environments,
-        keel_protocol::app_server::ThreadOverrides::default(),
-    )?;
-    let cwd = cwd.map_or_else(|| primary.cwd.clone(), std::path::Path::to_path_buf);
-    thread
-        .conversation
-        .move_to_environment(&config, cwd.clone());
-    let id = primary.environment_id.clone();
-    tracing::info!(thread = %thread.id, from = %current, to = %id, "thread moves to another environment");
-    thread.update_meta(|meta| {
-        meta.environment_id = id;
-        meta.cwd = cwd.clone();
-    });
-    Ok(Some(cwd))
-}
-
 pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<Reply> {
     let thread = loaded(state, &params.thread_id).await?;
     if params.input.is_empty() {
@@ -120,13 +62,13 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
             message,
         })?;
     // Resolved before the turn is claimed: a bad profile must not leave the thread claimed.
-    let (sandbox, permission_profile) = super::settings::requested_sandbox(
+    let (sandbox, permission_profile) = requested_sandbox(
         state,
         "turn/start",
         params.sandbox_policy.clone(),
         params.permissions.as_deref(),
     )?;
-    super::settings::within_ceiling(
+    within_ceiling(
         state,
         &thread,
         "turn/start",
@@ -141,10 +83,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     })?;
     // Held until the input is queued, so the claim is released if the connection's task is
     // aborted first (it would otherwise block every later turn on the thread).
-    let claim = Claim {
-        thread: thread.clone(),
-        turn_id: Some(turn_id.clone()),
-    };
+    let claim = Claim::new(thread.clone(), turn_id.clone());
     let moved_to = choose_environment(
         state,
         &thread,
@@ -201,7 +140,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
                 .await
         };
         match submit.await {
-            Ok(_) => claim.turn_id = None,
+            Ok(_) => claim.submitted(),
             Err(err) => tracing::warn!("turn could not be submitted: {err}"),
         }
     })
@@ -217,10 +156,7 @@ pub(crate) async fn compact(state: &AppState, params: ThreadIdParams) -> Result<
             "turn {running} is still running; compact after it ends or interrupt it"
         ))
     })?;
-    let claim = Claim {
-        thread: thread.clone(),
-        turn_id: Some(turn_id.clone()),
-    };
+    let claim = Claim::new(thread.clone(), turn_id.clone());
     let conversation = thread.conversation.clone();
     Reply::then(&EmptyResponse::default(), async move {
         let mut claim = claim;
@@ -231,39 +167,10 @@ pub(crate) async fn compact(state: &AppState, params: ThreadIdParams) -> Result<
             })
             .await;
         match submitted {
-            Ok(_) => claim.turn_id = None,
+            Ok(_) => claim.submitted(),
             Err(err) => tracing::warn!("compaction could not be submitted: {err}"),
         }
     })
-}
-
-/// A `turn/start` claim not yet handed to the engine; dropping it gives the claim up.
-pub(crate) struct Claim {
-    thread: Arc<LoadedThread>,
-    turn_id: Option<String>,
-}
-
-impl Claim {
-    /// Holds the claim of `turn_id` on `thread`.
-    pub(crate) fn new(thread: Arc<LoadedThread>, turn_id: String) -> Self {
-        Self {
-            thread,
-            turn_id: Some(turn_id),
-        }
-    }
-
-    /// The engine has the turn: the claim is its to end.
-    pub(crate) fn submitted(&mut self) {
-        self.turn_id = None;
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if let Some(turn_id) = &self.turn_id {
-            self.thread.release_claim(turn_id);
-        }
-    }
 }
 
 /// `turn/steer`: adds input to the running turn.

@@ -11,22 +11,10 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::{CallId, Op, RequestId, ReviewDecision};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
+use super::pending_approval::PendingApproval;
 use super::{LoadedThread, lock};
 use crate::outgoing::{ClientAnswer, ConnectionId, Outgoing};
-
-/// An approval waiting on the clients.
-pub(super) struct PendingApproval {
-    /// What was asked, for clients that resume the thread while it waits.
-    request: ServerRequest,
-    /// Where each copy of the request went.
-    requests: Vec<(Arc<Outgoing>, RequestId)>,
-    /// Where the answers meet; the first one settles the approval.
-    answers: mpsc::UnboundedSender<ClientAnswer>,
-    /// Waits for the first answer.
-    task: JoinHandle<()>,
-}
 
 /// Sends `request` to `outgoing`, forwarding its answer (if it ever comes) to `answers`.
 async fn send_request(

@@ -7,6 +7,7 @@ mod elicitation;
 mod first_answer;
 mod history;
 mod items;
+mod pending_approval;
 mod settings;
 mod translate;
 mod user_input;
@@ -15,7 +16,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use approvals::PendingApproval;
 use keel_core::Conversation;
 use keel_protocol::app_server::{
     ServerNotification, Thread, ThreadActiveFlag, ThreadReadState,
@@ -26,6 +26,7 @@ use keel_protocol::{CallId, ConversationId, EventMsg};
 use tokio::task::JoinHandle;
 
 pub(crate) use history::{TurnsBuilder, turns_from_events};
+use pending_approval::PendingApproval;
 use settings::CurrentSettings;
 pub(crate) use settings::SettingsChange;
 use translate::{Output, Translator, TurnBoundary};

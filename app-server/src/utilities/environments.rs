@@ -2,7 +2,6 @@
 //! (`environment/status`), and the environment a thread starts in (`thread/start`'s
 //! `environments`: `local`, a name from the config's `[environments]`, or an added one).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,24 +13,12 @@ use keel_protocol::app_server::{
     EnvironmentStatusResponse, ThreadOverrides, TurnEnvironmentParams,
 };
 
+use super::added_environments::Added;
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
 
 /// How long connecting to an added environment may take when the client does not say.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One environment a client added.
-struct Added {
-    url: String,
-    token: Option<BearerToken>,
-    status: Mutex<(EnvironmentStatusKind, Option<String>)>,
-}
-
-/// The environments clients added to this server, by id.
-#[derive(Default)]
-pub(crate) struct AddedEnvironments {
-    by_id: Mutex<BTreeMap<String, Arc<Added>>>,
-}
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex

@@ -2,6 +2,7 @@
 //! `config/read`, `config/*Write`, `mcpServerStatus/list`, and the start-up questions of Codex 0.169 clients
 //! (`account/read`, `configRequirements/read`, `hooks/list`, `skills/list`, ...).
 
+mod added_environments;
 mod asked_dirs;
 mod client_setup;
 mod command_exec;
@@ -14,10 +15,10 @@ mod info;
 mod mcp_status;
 mod skills;
 
+pub(crate) use added_environments::AddedEnvironments;
 pub(crate) use client_setup::*;
 pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
 pub(crate) use config_write::{config_batch_write, config_value_write};
-pub(crate) use environments::AddedEnvironments;
 pub(crate) use environments::{
     add as environment_add, resolve_thread_config, status as environment_status,
 };

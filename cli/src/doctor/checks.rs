@@ -11,7 +11,7 @@ use keel_core::skills::{load_skills, skill_roots, user_home};
 use keel_core::{Config, ConfigOverrides, ConversationManager};
 use keel_protocol::SandboxPolicy;
 
-use super::{Check, Status};
+use super::check::{Check, Status};
 
 /// How long the provider may take to answer `GET /models`.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(15);

@@ -2,13 +2,14 @@
 //! sandbox, MCP server, hook or skill is explained before a task fails on it. Prints one line
 //! per check (or `--json`) and exits non-zero when something would stop a run.
 
+mod check;
 mod checks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use check::Status;
 use keel_core::{find_keel_home, parse_cli_override};
-use serde::Serialize;
 
 /// `keel doctor`'s flags.
 #[derive(Debug, clap::Args)]
@@ -29,51 +30,6 @@ pub struct DoctorArgs {
     /// Print the results as one JSON object.
     #[arg(long)]
     json: bool,
-}
-
-/// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Status {
-    /// Works.
-    Ok,
-    /// Works, but something deserves a look.
-    Warn,
-    /// Would stop a run.
-    Fail,
-    /// Not checked (nothing to check, or an earlier check failed).
-    Skip,
-}
-
-impl Status {
-    fn label(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Warn => "warn",
-            Self::Fail => "FAIL",
-            Self::Skip => "skip",
-        }
-    }
-}
-
-/// One line of the report.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Check {
-    /// What was checked (`config`, `provider`, `mcp:NAME`, ...).
-    pub name: String,
-    pub status: Status,
-    /// What was found, and what to do about a problem.
-    pub detail: String,
-}
-
-impl Check {
-    pub(crate) fn new(name: impl Into<String>, status: Status, detail: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            status,
-            detail: detail.into(),
-        }
-    }
 }
 
 /// Runs `keel doctor`: exit 0 when nothing fails, 1 otherwise (2 for a usage error).

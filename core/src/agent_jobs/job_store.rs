@@ -173,6 +173,20 @@ pub struct JobCounts {
 }
 
 impl JobCounts {
+    /// Adds `n` rows of `status`.
+    pub(crate) fn tally(&mut self, status: &str, n: u64) {
+        self.total += n;
+        match status {
+            "pending" => self.pending += n,
+            "running" => self.running += n,
+            "completed" => self.completed += n,
+            "failed" => self.failed += n,
+            _ => self.cancelled += n,
+        }
+    }
+}
+
+impl JobCounts {
     /// Counts by status; `total` is their sum.
     pub fn new(pending: u64, running: u64, completed: u64, failed: u64, cancelled: u64) -> Self {
         Self {

@@ -39,18 +39,6 @@ pub(crate) use work::work_job;
 pub use work::{ClaimLatency, WorkOptions, WorkSummary};
 pub(crate) use worker_run::{Heartbeat, RowRun, WorkerEnd, WorkerHost, holder_id, run_row};
 
-/// Adds `n` rows of `status` to `counts`.
-pub(crate) fn tally(counts: &mut JobCounts, status: &str, n: u64) {
-    counts.total += n;
-    match status {
-        "pending" => counts.pending += n,
-        "running" => counts.running += n,
-        "completed" => counts.completed += n,
-        "failed" => counts.failed += n,
-        _ => counts.cancelled += n,
-    }
-}
-
 /// Opens the store `spec` names: a `postgres://` / `postgresql://` URL or a libpq
 /// `key=value` string (with `host=`, `service=`, ...) for the shared store, a path for a
 /// SQLite file, or nothing for `<sqlite_home>/agent_jobs.sqlite3`.

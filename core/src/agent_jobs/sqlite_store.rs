@@ -541,7 +541,7 @@ impl JobStore for SqliteJobStore {
             let mut counts = JobCounts::default();
             for row in rows {
                 let (status, n) = row?;
-                super::tally(&mut counts, &status, u64::try_from(n).unwrap_or_default());
+                counts.tally(&status, u64::try_from(n).unwrap_or_default());
             }
             Ok(counts)
         }))

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use keel_protocol::TokenUsage;
 use serde_json::{Value, json};
 
+use super::settings::ClientSettings;
 use super::sse::Frame;
-use super::{ClientSettings, Prompt, ResponseEvent};
+use super::{Prompt, ResponseEvent};
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::{
-    ClientSettings, ModelProvider, ORIGINATOR, Prompt, ResponseStream, Source, chat_api,
-    rate_limits, responses_api, sse, truncate_in_place,
-};
+use super::response_stream::{ResponseStream, Source};
+use super::settings::{ClientSettings, ORIGINATOR};
+use super::{ModelProvider, Prompt, chat_api, rate_limits, responses_api, sse};
 use crate::config::WireApi;
 use crate::error::{CoreError, Result};
 
@@ -171,5 +170,17 @@ impl HttpSender {
             rate_limits,
             idle_timeout: None,
         })
+    }
+}
+
+/// Cuts a string to at most `max` bytes on a character boundary.
+pub(crate) fn truncate_in_place(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut cut = max;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
     }
 }

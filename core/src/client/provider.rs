@@ -4,7 +4,9 @@
 
 use futures::future::BoxFuture;
 
-use super::{ClientSettings, Prompt, ResponseStream};
+use super::Prompt;
+use super::response_stream::ResponseStream;
+use super::settings::ClientSettings;
 use crate::error::Result;
 
 /// A model backend. Retries are not its business: an error whose

@@ -4,8 +4,9 @@ use keel_protocol::TokenUsage;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::settings::ClientSettings;
 use super::sse::Frame;
-use super::{ClientSettings, Prompt, ResponseEvent};
+use super::{Prompt, ResponseEvent};
 use crate::config::ReasoningSummaryMode;
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;

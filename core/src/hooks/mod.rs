@@ -22,6 +22,7 @@ pub use event::HookEvent;
 pub use inventory::{Hook, HookInventory, HookSource, load_hooks};
 pub use trust::TrustStatus;
 
+pub(crate) use outcome::PermissionAnswer;
 use outcome::{HookOutcome, interpret};
 
 /// What every hook of a session is told besides the event's own fields.
@@ -138,15 +139,6 @@ pub(crate) fn run_summary(
         status: status.to_string(),
         entries,
     }
-}
-
-/// A `PermissionRequest` hook's answer for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PermissionAnswer {
-    /// Approve without asking.
-    Allow,
-    /// Refuse without asking, with this message.
-    Deny(String),
 }
 
 /// What the hooks of one event decided together.

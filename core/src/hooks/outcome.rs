@@ -26,7 +26,7 @@ pub(crate) struct HookOutcome {
     /// A message for the user, never shown to the model.
     pub warning: Option<String>,
     /// A `PermissionRequest` answer.
-    pub permission: Option<super::PermissionAnswer>,
+    pub permission: Option<PermissionAnswer>,
 }
 
 #[derive(Deserialize)]
@@ -110,7 +110,7 @@ pub(crate) fn interpret(event: HookEvent, run: &ProcessRun) -> HookOutcome {
                 ))
             } else if event == HookEvent::PermissionRequest {
                 HookOutcome {
-                    permission: Some(super::PermissionAnswer::Deny(reason.to_string())),
+                    permission: Some(PermissionAnswer::Deny(reason.to_string())),
                     ..HookOutcome::default()
                 }
             } else {
@@ -182,10 +182,10 @@ fn from_json(event: HookEvent, stdout: &str) -> HookOutcome {
         if let Some(decision) = &specific.decision {
             match (event, decision.behavior.as_str()) {
                 (HookEvent::PermissionRequest, "allow") => {
-                    outcome.permission = Some(super::PermissionAnswer::Allow);
+                    outcome.permission = Some(PermissionAnswer::Allow);
                 }
                 (HookEvent::PermissionRequest, "deny") => {
-                    outcome.permission = Some(super::PermissionAnswer::Deny(
+                    outcome.permission = Some(PermissionAnswer::Deny(
                         decision.message.clone().unwrap_or_default(),
                     ));
                 }
@@ -226,6 +226,15 @@ fn from_json(event: HookEvent, stdout: &str) -> HookOutcome {
         }
     }
     outcome
+}
+
+/// A `PermissionRequest` hook's answer for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PermissionAnswer {
+    /// Approve without asking.
+    Allow,
+    /// Refuse without asking, with this message.
+    Deny(String),
 }
 
 #[cfg(test)]

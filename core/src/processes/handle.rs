@@ -8,8 +8,9 @@ use keel_protocol::ExecSessionId;
 use keel_protocol::exec_server::{ExecOutputStream, TerminateMode, TerminateParams, WriteParams};
 use tokio::time::Instant;
 
+use super::connected::Connected;
+use super::error::ProcessError;
 use super::router::ProcessState;
-use super::{Connected, ProcessError};
 
 /// What arrived for a process since the last read.
 #[derive(Debug, Default)]

@@ -7,6 +7,8 @@
 //! into a per-process buffer, so nothing printed between two polls of a long-lived process is
 //! lost, and a process's owner reads it when it wants.
 
+mod connected;
+mod error;
 mod handle;
 mod output_buffer;
 mod router;
@@ -24,6 +26,8 @@ use keel_protocol::exec_server::{
 use tokio::sync::Mutex;
 
 mod files;
+use connected::Connected;
+pub use error::ProcessError;
 pub(crate) use handle::ProcessHandle;
 pub(crate) use output_buffer::{HeadTailBuffer, truncate_for_model};
 pub(crate) use router::ProcessStates;
@@ -40,34 +44,6 @@ const EVENT_CAPACITY: usize = 512;
 /// After a command exits, how long its output may stay silent before the rest is given
 /// up: a background child (`server &`) can hold the pipes open for as long as it runs.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
-
-/// Why a process could not be started or driven.
-#[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
-    /// Connecting to (or starting) the exec-server failed.
-    #[error("could not reach the exec-server: {0}")]
-    Connect(String),
-    /// The exec-server refused or failed the request.
-    #[error("{0}")]
-    Request(#[from] keel_exec_server::ExecServerError),
-    /// The connection went after the start request was sent: the server may have started
-    /// the command, and nothing tells whether it ran.
-    #[error(
-        "the connection to the exec-server was lost while the command was being started: it may \
-         have started (and run) there; its outcome is unknown and it is not run again"
-    )]
-    LostWhileStarting,
-}
-
-impl ProcessError {
-    /// What the model reads when `command` could not be started (or may have been).
-    pub(crate) fn start_failure(&self, command: &str) -> String {
-        match self {
-            Self::LostWhileStarting => format!("`{command}`: {self}"),
-            other => format!("failed to start `{command}`: {other}"),
-        }
-    }
-}
 
 /// How long a patch request may go unanswered before the server is reported as silent.
 const PATCH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -189,12 +165,6 @@ pub(crate) struct ProcessSpec {
     pub env: BTreeMap<String, String>,
     /// Run on a pseudo-terminal (input can be written) instead of pipes (stdin closed).
     pub tty: bool,
-}
-
-struct Connected {
-    client: ExecServerClient,
-    states: Arc<ProcessStates>,
-    _router: tokio_util::task::AbortOnDropHandle<()>,
 }
 
 /// One conversation's connection to the process service, made on first use.

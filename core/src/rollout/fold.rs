@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use keel_protocol::EventMsg;
 
-use super::{LoadedRollout, RolloutItem, SessionMeta, TranscriptEntry, drop_last_turns};
+use super::items::{LoadedRollout, RolloutItem, SessionMeta, TranscriptEntry};
+use super::rollback::drop_last_turns;
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 
@@ -48,7 +49,7 @@ impl RolloutFold {
                     EventMsg::ThreadGoalCleared => self.goal = None,
                     _ => {}
                 }
-                self.push_event(super::for_transcript(event), keep, step);
+                self.push_event(super::transcript_events::for_transcript(event), keep, step);
             }
             RolloutItem::ThreadName(found) => self.name = Some(found),
             RolloutItem::Rollback(num_turns) => {

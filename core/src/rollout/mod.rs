@@ -6,126 +6,50 @@
 mod archive;
 mod fold;
 mod index;
+mod items;
 mod list;
 mod reader;
 mod reader_thread;
 mod recorder;
+mod rollback;
 mod search;
 mod store;
+mod summary;
+mod transcript_events;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
 #[cfg(feature = "thread-index")]
 pub use index::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
-pub use list::{
-    ConversationSummary, ConversationsPage, find_rollout_path, list_conversations,
-    list_conversations_in, summarise,
-};
+pub use list::{find_rollout_path, list_conversations, list_conversations_in};
 pub use search::first_message_match;
+pub use summary::{ConversationSummary, ConversationsPage, summarise};
 
 /// Where live rollout files are kept, under the Keel home.
 pub const SESSIONS_DIR: &str = "sessions";
 /// Where archived rollout files are kept, under the Keel home.
 pub const ARCHIVED_SESSIONS_DIR: &str = "archived_sessions";
+pub(crate) use items::RolloutLine;
+pub use items::{CompactedItem, LoadedRollout, RolloutItem, SessionMeta, TranscriptEntry};
 pub use recorder::RolloutRecorder;
 pub(crate) use recorder::recorder_meta;
+pub(crate) use rollback::drop_last_turns;
 pub use store::{FileRolloutStore, InMemoryRolloutStore, RolloutSink, RolloutStore};
 pub(crate) use store::{fold_items, stored_source};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use keel_protocol::{ConversationId, EventMsg};
-use serde::{Deserialize, Serialize};
+use keel_protocol::EventMsg;
 
 use crate::error::{CoreError, Result};
-use crate::models::ResponseItem;
 use reader::{LineKind, RolloutLines, line_kind};
-
-/// The first line of every rollout file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionMeta {
-    /// The conversation's id.
-    pub id: ConversationId,
-    /// When it was created (RFC 3339).
-    pub timestamp: String,
-    /// Its working directory.
-    pub cwd: PathBuf,
-    /// The model it started with.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The program that wrote the file.
-    pub originator: String,
-    /// That program's version.
-    pub cli_version: String,
-    /// The conversation this one was forked from, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<ConversationId>,
-    /// The client's own tools it was started with (`dynamicTools`), offered again on resume.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dynamic_tools: Vec<keel_protocol::DynamicToolSpec>,
-}
-
-/// One line of a rollout file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", content = "payload", rename_all = "snake_case")]
-pub enum RolloutItem {
-    /// Identifies the conversation.
-    SessionMeta(SessionMeta),
-    /// An item of the model-facing history.
-    ResponseItem(ResponseItem),
-    /// An event kept to rebuild the transcript for display.
-    EventMsg(EventMsg),
-    /// The user named the conversation (the latest name wins).
-    ThreadName(String),
-    /// The latest `num_turns` turns were dropped from history and transcript.
-    Rollback(u32),
-    /// The history was compacted: what the model sees from here on starts from this.
-    Compacted(CompactedItem),
-}
-
-/// A compaction as recorded: the summary, and the history that replaced everything before.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompactedItem {
-    /// The summary the model wrote.
-    pub message: String,
-    /// The new history (the user's recent messages and the summary); absent in files that
-    /// only recorded the summary, where it is rebuilt from the summary alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replacement_history: Option<Vec<ResponseItem>>,
-}
-
-/// A rollout line with its timestamp.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct RolloutLine {
-    pub timestamp: String,
-    #[serde(flatten)]
-    pub item: RolloutItem,
-}
-
-/// A conversation read back from its rollout file.
-#[derive(Debug, Clone)]
-pub struct LoadedRollout {
-    /// The file's session meta.
-    pub meta: SessionMeta,
-    /// Model-facing history, in order.
-    pub history: Vec<ResponseItem>,
-    /// Recorded events, in order, for display.
-    pub events: Vec<EventMsg>,
-    /// The latest name the user gave the conversation.
-    pub name: Option<String>,
-    /// The token usage last recorded, so a resumed conversation keeps counting from it.
-    pub token_info: Option<keel_protocol::TokenUsageInfo>,
-    /// The thread's goal as last recorded.
-    pub goal: Option<keel_protocol::ThreadGoal>,
-    /// Where it was read from.
-    pub path: PathBuf,
-}
+use transcript_events::{HUGE_LINE_BYTES, for_transcript, huge_exec_command_end};
 
 /// Reads a rollout file. Lines that cannot be parsed (e.g. a torn last line after a crash)
 /// are skipped with a warning; a file without session meta is an error.
 ///
 /// Memory is bounded by what is kept, not by the file: the history starts at the last
 /// compaction (earlier history lines are not even parsed), and the transcript's command
-/// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`].
+/// outputs are cut to [`TRANSCRIPT_OUTPUT_TOKENS`](transcript_events::TRANSCRIPT_OUTPUT_TOKENS).
 pub async fn load_rollout(path: &Path) -> Result<LoadedRollout> {
     load_rollout_streaming(path, |_| true, (), |(), _| {})
         .await
@@ -153,10 +77,6 @@ pub(crate) async fn load_rollout_streaming<S: Send + 'static>(
         message: "reading stopped before the end".to_string(),
     })?
 }
-
-/// Tokens (about 4 bytes each) of each command output a loaded transcript keeps; the live
-/// history is not cut.
-const TRANSCRIPT_OUTPUT_TOKENS: usize = 256;
 
 fn load_rollout_blocking(
     path: &Path,
@@ -202,19 +122,6 @@ fn load_rollout_blocking(
         }
     }
     fold.finish(path.to_path_buf())
-}
-
-/// A step of a recorded transcript, as [`read_transcript`] hands them out.
-#[derive(Debug, Clone, PartialEq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "entries are handed out one at a time, never stored"
-)]
-pub enum TranscriptEntry {
-    /// A recorded event (command outputs cut as in [`load_rollout`]).
-    Event(EventMsg),
-    /// The latest `n` turns were dropped.
-    Rollback(u32),
 }
 
 /// Streams the transcript of a rollout file to `step`, on the rollout reader thread, without
@@ -277,115 +184,6 @@ fn read_transcript_blocking(path: &Path, step: &mut dyn FnMut(TranscriptEntry)) 
                 path.display()
             ),
         }
-    }
-}
-
-/// Event lines longer than this are read without their bulk where possible.
-const HUGE_LINE_BYTES: usize = 1024 * 1024;
-
-/// An `exec_command_end` line read without its output fields (which serde skips without
-/// copying them), the output replaced by a note; `None` for any other event.
-fn huge_exec_command_end(line: &[u8]) -> Option<keel_protocol::ExecCommandEndEvent> {
-    #[derive(Deserialize)]
-    struct Line {
-        payload: Header,
-    }
-    #[derive(Deserialize)]
-    struct Header {
-        #[serde(rename = "type")]
-        kind: String,
-        call_id: keel_protocol::CallId,
-        turn_id: keel_protocol::TurnId,
-        command: Vec<String>,
-        cwd: PathBuf,
-        #[serde(default)]
-        parsed_cmd: Vec<keel_protocol::ParsedCommand>,
-        #[serde(default)]
-        source: keel_protocol::ExecCommandSource,
-        #[serde(default)]
-        process_id: Option<String>,
-        exit_code: i32,
-        duration: std::time::Duration,
-        status: keel_protocol::ExecCommandStatus,
-    }
-    let header = serde_json::from_slice::<Line>(line).ok()?.payload;
-    if header.kind != "exec_command_end" {
-        return None;
-    }
-    Some(keel_protocol::ExecCommandEndEvent {
-        call_id: header.call_id,
-        turn_id: header.turn_id,
-        command: header.command,
-        cwd: header.cwd,
-        parsed_cmd: header.parsed_cmd,
-        source: header.source,
-        process_id: header.process_id,
-        stdout: String::new(),
-        stderr: String::new(),
-        aggregated_output: format!(
-            "[output not kept in the transcript: its record is {} bytes]",
-            line.len()
-        ),
-        exit_code: header.exit_code,
-        duration: header.duration,
-        formatted_output: String::new(),
-        status: header.status,
-    })
-}
-
-/// An event as the transcript keeps it: a command's output once (the aggregated stream, cut
-/// to head and tail), not three times.
-fn for_transcript(event: EventMsg) -> EventMsg {
-    let cut = |text: String| {
-        if text.len() > TRANSCRIPT_OUTPUT_TOKENS * 4 {
-            crate::unified_exec::head_and_tail(&text, TRANSCRIPT_OUTPUT_TOKENS)
-        } else {
-            text
-        }
-    };
-    match event {
-        EventMsg::ExecCommandEnd(mut end) => {
-            end.stdout = String::new();
-            end.stderr = String::new();
-            end.formatted_output = String::new();
-            end.aggregated_output = cut(std::mem::take(&mut end.aggregated_output));
-            EventMsg::ExecCommandEnd(end)
-        }
-        other => other,
-    }
-}
-
-/// Drops everything from the `num_turns`-th latest user input on, in history and transcript.
-pub(crate) fn drop_last_turns(
-    history: &mut Vec<ResponseItem>,
-    events: &mut Vec<EventMsg>,
-    num_turns: u32,
-) {
-    let cut = |positions: Vec<usize>| -> Option<usize> {
-        let n = num_turns as usize;
-        (n > 0 && n <= positions.len()).then(|| positions[positions.len() - n])
-    };
-    let user_items: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .filter(|(_, item)| matches!(item, ResponseItem::Message { role, .. } if role == "user"))
-        .map(|(i, _)| i)
-        .collect();
-    match cut(user_items) {
-        Some(at) => history.truncate(at),
-        None if num_turns > 0 => history.clear(),
-        None => {}
-    }
-    let user_events: Vec<usize> = events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| matches!(e, EventMsg::UserMessage(_)))
-        .map(|(i, _)| i)
-        .collect();
-    match cut(user_events) {
-        Some(at) => events.truncate(at),
-        None if num_turns > 0 => events.clear(),
-        None => {}
     }
 }
 

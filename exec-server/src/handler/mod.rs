@@ -6,7 +6,6 @@ mod output;
 mod retained;
 mod session;
 mod spawn;
-pub(crate) use spawn::block_supervisor_signals;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};

@@ -13,7 +13,7 @@ use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 use crate::error::{ExecServerError, Result};
 use crate::pipe::enlarge_pipe;
-use crate::supervisor::{PROCESS_SUPERVISOR_ARG0, handled_signals, supervisor_args};
+use crate::supervisor::{PROCESS_SUPERVISOR_ARG0, block_supervisor_signals, supervisor_args};
 
 /// Window size of a new PTY, before any `command/exec/resize`.
 const INITIAL_PTY_SIZE: PtySize = PtySize {
@@ -233,30 +233,6 @@ fn spawn_on_pty(
             writer,
         },
     })
-}
-
-/// Starts the supervisor with the signals it handles blocked, so a terminate that arrives
-/// before it is ready waits for it instead of killing it (which would leave no one to report
-/// or clean up).
-#[expect(
-    unsafe_code,
-    reason = "pre_exec is the only way to set the signal mask between fork and exec; the \
-              closure calls only sigprocmask, which is async-signal-safe"
-)]
-pub(crate) fn block_supervisor_signals(command: &mut Command) {
-    let blocked = handled_signals();
-    // SAFETY: runs in the forked child before exec; sigprocmask is async-signal-safe and the
-    // set was built before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            nix::sys::signal::sigprocmask(
-                nix::sys::signal::SigmaskHow::SIG_BLOCK,
-                Some(&blocked),
-                None,
-            )
-            .map_err(std::io::Error::from)
-        });
-    }
 }
 
 /// Makes the child a session leader (hence a process group leader) whose controlling

@@ -99,6 +99,7 @@ impl SignedBearer {
             return Err(ListenerAuthError::ShortSecret {
                 path: self.secret_file.clone(),
                 len: trimmed.len(),
+                min: MIN_SECRET_BYTES,
             });
         }
         Ok(trimmed.to_vec())

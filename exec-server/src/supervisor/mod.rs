@@ -23,13 +23,14 @@
 //! unsupervised ([`crate::ExecServerConfig::supervisor`] = `None`).
 
 mod run;
+mod signals;
 mod tree;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub(crate) use run::handled_signals;
 pub use run::run_process_supervisor_main;
+pub(crate) use signals::block_supervisor_signals;
 
 /// The `argv[0]` that makes a Keel binary act as the supervisor.
 pub const PROCESS_SUPERVISOR_ARG0: &str = "keel-process-supervisor";
@@ -101,7 +102,7 @@ pub fn supervised_command(
     command
         .arg0(PROCESS_SUPERVISOR_ARG0)
         .args(supervisor_args(program, args, None));
-    crate::handler::block_supervisor_signals(&mut command);
+    block_supervisor_signals(&mut command);
     command
 }
 

@@ -14,6 +14,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
 use super::PROCESS_SUPERVISOR_ARG0;
+use super::signals::handled_signals;
 use super::tree::descendants;
 
 /// How often the supervisor checks that its parent is still there.
@@ -78,24 +79,6 @@ struct Supervisor {
     me: i32,
     group: i32,
     command: Pid,
-}
-
-/// The signals the supervisor handles itself, read from a signalfd. The server starts the
-/// supervisor with them already blocked, so one sent before it is ready waits for it.
-pub(crate) fn handled_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    for signal in [
-        Signal::SIGCHLD,
-        Signal::SIGTERM,
-        Signal::SIGHUP,
-        Signal::SIGINT,
-        Signal::SIGQUIT,
-        Signal::SIGUSR1,
-        Signal::SIGUSR2,
-    ] {
-        set.add(signal);
-    }
-    set
 }
 
 impl Supervisor {

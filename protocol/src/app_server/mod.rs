@@ -6,6 +6,7 @@
 
 mod account;
 mod approvals;
+mod collaboration_mode;
 mod command_exec;
 mod common;
 mod config_write;
@@ -22,12 +23,14 @@ mod notifications;
 mod read_state;
 mod review;
 mod thread;
+mod thread_revert;
 mod thread_settings;
 mod turn;
 mod workspace_extras;
 
 pub use account::*;
 pub use approvals::*;
+pub use collaboration_mode::*;
 pub use command_exec::*;
 pub use common::*;
 pub use config_write::*;
@@ -44,6 +47,7 @@ pub use notifications::*;
 pub use read_state::*;
 pub use review::*;
 pub use thread::*;
+pub use thread_revert::*;
 pub use thread_settings::*;
 pub use turn::*;
 pub use workspace_extras::*;

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ApprovalsReviewer, SandboxPolicyV2};
+use super::{ApprovalsReviewer, CollaborationMode, SandboxPolicyV2};
 use crate::{AskForApproval, ReasoningEffort};
 
 /// The permission profiles Keel has built in: one per sandbox mode, by id.
@@ -52,28 +52,6 @@ pub struct ThreadSettingsUpdateParams {
     /// in the environment it started in: naming another one is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environments: Option<Vec<super::TurnEnvironmentParams>>,
-}
-
-/// A collaboration mode and the settings it carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct CollaborationMode {
-    /// The mode's id: `default`, or `plan` (explore read-only and propose a plan).
-    pub mode: String,
-    /// Its settings.
-    pub settings: CollaborationModeSettings,
-}
-
-/// The settings of a collaboration mode (snake_case members, as Codex spells them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct CollaborationModeSettings {
-    /// The model.
-    pub model: String,
-    /// The reasoning effort.
-    #[serde(default)]
-    pub reasoning_effort: Option<ReasoningEffort>,
-    /// Instructions the mode adds (the client's wording; Keel has its own for `plan`).
-    #[serde(default)]
-    pub developer_instructions: Option<String>,
 }
 
 /// The permission profile a thread runs under, when it was chosen by id.
@@ -317,55 +295,4 @@ pub struct ThreadInjectItemsParams {
     /// Responses API items: `message`, `function_call`, `function_call_output`,
     /// `custom_tool_call`, `custom_tool_call_output`.
     pub items: Vec<Value>,
-}
-
-/// Params of `thread/revert`: drop a turn and every later one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadRevertParams {
-    /// The thread.
-    pub thread_id: String,
-    /// The first turn to drop; it and every later turn go.
-    pub before_turn_id: String,
-    /// Keel's addition: also put the workspace's files back as they were before that turn.
-    /// All or nothing: a file changed since by someone else stops the revert.
-    #[serde(default)]
-    pub restore_files: bool,
-}
-
-/// Result of `thread/revert`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadRevertResponse {
-    /// The thread, with the turns it kept.
-    pub thread: super::Thread,
-    /// Paging cursors of Codex's paginated history (Keel's threads answer whole: `null`).
-    #[serde(default)]
-    pub items_backwards_cursor: Option<String>,
-    /// Paging cursors of Codex's paginated history (Keel's threads answer whole: `null`).
-    #[serde(default)]
-    pub turns_backwards_cursor: Option<String>,
-    /// Keel's addition: the files put back or removed, relative to the working directory
-    /// (with `restoreFiles`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub restored_files: Vec<std::path::PathBuf>,
-}
-
-impl CollaborationMode {
-    /// The engine's operation for this mode; an unknown mode is an error naming it.
-    pub fn to_op(&self) -> Result<crate::Op, String> {
-        let mode = match self.mode.as_str() {
-            "default" => crate::CollaborationModeKind::Default,
-            "plan" => crate::CollaborationModeKind::Plan,
-            other => {
-                return Err(format!(
-                    "unknown collaboration mode `{other}`; Keel has `default` and `plan`"
-                ));
-            }
-        };
-        Ok(crate::Op::SetCollaborationMode {
-            mode,
-            developer_instructions: self.settings.developer_instructions.clone(),
-        })
-    }
 }

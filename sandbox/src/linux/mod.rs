@@ -11,6 +11,7 @@
 //! kernel kills everything left in the namespace. Where namespaces are unavailable the
 //! command runs confined as before, in the helper's place (see `docs/sandbox.md`).
 
+mod confine;
 mod filesystem;
 mod mounts;
 mod namespaces;
@@ -18,22 +19,14 @@ mod network;
 mod outer;
 mod pid_one;
 mod placeholders;
+mod status;
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 
-use super::helper::RunOptions;
-use super::{LINUX_SANDBOX_ARG0, ResolvedPolicy, SandboxError};
-use filesystem::Scopes;
+use crate::run_options::RunOptions;
+use crate::{ResolvedPolicy, SandboxError};
+use confine::{Report, exec_confined};
 use namespaces::Entered;
-
-/// What the run got, for `--report-isolation` (`keel doctor`).
-#[derive(Debug, Clone, Default)]
-struct Report {
-    namespaces: Entered,
-    own_proc: bool,
-    scoped: bool,
-}
 
 /// Runs `argv` confined to `policy`; returns the command's exit status (or the helper's when
 /// the command could not start), or why the sandbox could not be set up.
@@ -82,76 +75,6 @@ pub(super) fn run(
             exec_confined(policy, options, argv, report)
         }
     })
-}
-
-/// Confines this process (Landlock, then seccomp) and replaces it with the command; returns
-/// only on failure: `Ok` with 127 (not found) or 126 (not executable), or the setup error.
-fn exec_confined(
-    policy: &ResolvedPolicy,
-    options: RunOptions,
-    argv: &[OsString],
-    mut report: Report,
-) -> Result<u8, SandboxError> {
-    let isolate = !options.user_command;
-    let scopes = Scopes {
-        signals: isolate,
-        abstract_sockets: isolate && !policy.network,
-    };
-    report.scoped = filesystem::restrict(policy, scopes)?;
-    if !policy.network {
-        network::deny_sockets(!isolate)?;
-    }
-    if options.report {
-        report_isolation(&report, options.user_command || policy.network);
-    }
-    let Some((program, rest)) = argv.split_first() else {
-        return Err(SandboxError::InvalidArguments("no command given".into()));
-    };
-    let err = std::process::Command::new(program).args(rest).exec();
-    eprintln!(
-        "{LINUX_SANDBOX_ARG0}: cannot run `{}`: {err}",
-        program.to_string_lossy()
-    );
-    Ok(if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    })
-}
-
-/// The status a shell reports for `status` of `child` (`128 + N` when killed by signal N);
-/// `None` for any other process or event.
-fn shell_status(status: nix::sys::wait::WaitStatus, child: nix::unistd::Pid) -> Option<u8> {
-    use nix::sys::wait::WaitStatus;
-    match status {
-        WaitStatus::Exited(pid, code) if pid == child => Some(u8::try_from(code).unwrap_or(1)),
-        WaitStatus::Signaled(pid, sig, _) if pid == child => {
-            Some(u8::try_from(128 + sig as i32).unwrap_or(1))
-        }
-        _ => None,
-    }
-}
-
-/// One line on stderr saying what isolation the command gets.
-fn report_isolation(report: &Report, sockets_reachable: bool) {
-    let yes_no = |value: bool| if value { "yes" } else { "no" };
-    let mut line = format!(
-        "{LINUX_SANDBOX_ARG0}: isolation: pid-namespace={} own-proc={} protected-folders={} \
-         landlock-scopes={} unix-sockets={}",
-        yes_no(report.namespaces.pid),
-        yes_no(report.own_proc),
-        yes_no(report.namespaces.mount),
-        yes_no(report.scoped),
-        if sockets_reachable {
-            "reachable"
-        } else {
-            "own-only"
-        },
-    );
-    if let Some(missing) = &report.namespaces.missing {
-        line.push_str(&format!(" ({missing})"));
-    }
-    eprintln!("{line}");
 }
 
 /// Checks that the kernel supports the Landlock ABI the policy needs, without restricting

@@ -45,8 +45,8 @@ pub(super) fn fork_and_wait(
         ForkResult::Child => match child(placeholders) {
             Ok(code) => std::process::exit(i32::from(code)),
             Err(err) => {
-                crate::helper::report_setup_failure(&err);
-                std::process::exit(i32::from(crate::helper::SETUP_FAILED_EXIT));
+                crate::setup_failure::report_setup_failure(&err);
+                std::process::exit(i32::from(crate::setup_failure::SETUP_FAILED_EXIT));
             }
         },
         ForkResult::Parent { child } => {
@@ -86,7 +86,7 @@ fn wait_for(child: Pid) -> u8 {
     loop {
         match waitpid(child, None) {
             Ok(status) => {
-                if let Some(code) = super::shell_status(status, child) {
+                if let Some(code) = super::status::shell_status(status, child) {
                     return code;
                 }
             }

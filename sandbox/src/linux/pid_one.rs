@@ -13,7 +13,9 @@ use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::sys::wait::waitpid;
 use nix::unistd::{ForkResult, Pid, fork, getpid, isatty, setpgid, tcsetpgrp};
 
-use super::{Report, RunOptions, exec_confined, mounts};
+use super::confine::{Report, exec_confined};
+use super::mounts;
+use crate::run_options::RunOptions;
 use crate::{ResolvedPolicy, SandboxError};
 
 /// Runs as the namespace's first process; returns only when the command could not start.
@@ -78,7 +80,7 @@ fn reap_until(command: Pid) -> u8 {
     loop {
         match waitpid(Pid::from_raw(-1), None) {
             Ok(status) => {
-                if let Some(code) = super::shell_status(status, command) {
+                if let Some(code) = super::status::shell_status(status, command) {
                     return code;
                 }
             }

@@ -93,7 +93,7 @@ impl CapturedRequest {
 
     /// The call ids of every tool output sent back, in order.
     pub fn tool_output_call_ids(&self) -> Vec<String> {
-        crate::mock::invariants::tool_items(self)
+        tool_items(self)
             .outputs
             .into_iter()
             .map(|(call_id, _)| call_id)
@@ -103,10 +103,68 @@ impl CapturedRequest {
     /// The output sent back for `call_id`: the `output` of a `function_call_output` /
     /// `custom_tool_call_output`, or the `content` of a Chat `tool` message.
     pub fn tool_output(&self, call_id: &str) -> Option<&Value> {
-        crate::mock::invariants::tool_items(self)
+        tool_items(self)
             .outputs
             .into_iter()
             .find(|(id, _)| id == call_id)
             .map(|(_, output)| output)
     }
+}
+
+/// The tool calls and outputs found in a request's conversation.
+pub(crate) struct ToolItems<'a> {
+    /// Call ids of the calls, in order.
+    pub(crate) calls: Vec<String>,
+    /// Call ids and output payloads of the outputs, in order.
+    pub(crate) outputs: Vec<(String, &'a Value)>,
+}
+
+/// Collects the tool calls and outputs of `request`'s input (Responses items or Chat messages).
+pub(crate) fn tool_items(request: &CapturedRequest) -> ToolItems<'_> {
+    let mut items = ToolItems {
+        calls: Vec::new(),
+        outputs: Vec::new(),
+    };
+    let id = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    for entry in request.input() {
+        match request.endpoint {
+            Endpoint::ChatCompletions => {
+                if let Some(calls) = entry.get("tool_calls").and_then(Value::as_array) {
+                    items
+                        .calls
+                        .extend(calls.iter().filter_map(|call| id(call, "id")));
+                }
+                if entry.get("role").and_then(Value::as_str) == Some("tool")
+                    && let Some(call_id) = id(entry, "tool_call_id")
+                {
+                    items
+                        .outputs
+                        .push((call_id, entry.get("content").unwrap_or(&Value::Null)));
+                }
+            }
+            Endpoint::Responses
+            | Endpoint::Models
+            | Endpoint::OllamaShow
+            | Endpoint::OllamaVersion
+            | Endpoint::Unknown => {
+                let kind = entry
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let Some(call_id) = id(entry, "call_id") else {
+                    continue;
+                };
+                match kind {
+                    "function_call" | "custom_tool_call" | "local_shell_call" => {
+                        items.calls.push(call_id);
+                    }
+                    "function_call_output" | "custom_tool_call_output" => items
+                        .outputs
+                        .push((call_id, entry.get("output").unwrap_or(&Value::Null))),
+                    _ => {}
+                }
+            }
+        }
+    }
+    items
 }

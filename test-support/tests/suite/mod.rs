@@ -7,6 +7,8 @@ mod concurrency;
 mod config;
 mod faults;
 mod harness;
+mod import_circles;
+mod import_graph;
 mod mock_binary;
 mod responses;
 mod script_json;

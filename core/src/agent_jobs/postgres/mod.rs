@@ -538,7 +538,7 @@ impl JobStore for PostgresJobStore {
             for row in rows {
                 let status: String = row.try_get(0)?;
                 let n: i64 = row.try_get(1)?;
-                super::tally(&mut counts, &status, u64::try_from(n).unwrap_or_default());
+                counts.tally(&status, u64::try_from(n).unwrap_or_default());
             }
             Ok(counts)
         })

@@ -288,7 +288,7 @@ pub(super) fn index_file(
         )?;
         return Ok(());
     }
-    let Some(summary) = crate::rollout::list::summarise_blocking(path) else {
+    let Some(summary) = crate::rollout::summary::summarise_blocking(path) else {
         return delete_thread(tx, &path_text).map(|_| ());
     };
     let position = freed.remove(&summary.id.to_string());

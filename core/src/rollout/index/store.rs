@@ -8,7 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 
 use super::scan::{self, SEPARATOR};
-use crate::rollout::list::ConversationSummary;
+use crate::rollout::summary::ConversationSummary;
 use crate::rollout::{ARCHIVED_SESSIONS_DIR, ConversationsPage, SESSIONS_DIR};
 
 /// The index file under the Keel home.
