@@ -41,6 +41,7 @@ mod sandbox_boundary;
 pub(crate) mod session_commands;
 mod skills;
 mod teardown;
+mod tool_specs;
 mod unified_exec;
 mod user_input;
 
