@@ -46,33 +46,33 @@ impl ToolHost for Session {
     }
 
     fn register_approval(&self, call_id: CallId) -> oneshot::Receiver<ReviewDecision> {
-        Session::register_approval(self, call_id)
+        self.approvals.register(call_id)
     }
 
     fn forget_approval(&self, call_id: &CallId) {
-        Session::forget_approval(self, call_id);
+        self.approvals.forget(call_id);
     }
 
     fn register_user_input(
         &self,
         call_id: CallId,
     ) -> oneshot::Receiver<keel_protocol::UserInputResponse> {
-        Session::register_user_input(self, call_id)
+        self.user_inputs.register(call_id)
     }
 
     fn forget_user_input(&self, call_id: &CallId) {
-        Session::forget_user_input(self, call_id);
+        self.user_inputs.forget(call_id);
     }
 
     fn register_dynamic_call(
         &self,
         call_id: CallId,
     ) -> oneshot::Receiver<keel_protocol::DynamicToolResponse> {
-        Session::register_dynamic_call(self, call_id)
+        self.dynamic_calls.register(call_id)
     }
 
     fn forget_dynamic_call(&self, call_id: &CallId) {
-        Session::forget_dynamic_call(self, call_id);
+        self.dynamic_calls.forget(call_id);
     }
 
     #[cfg(feature = "mcp")]
@@ -81,7 +81,8 @@ impl ToolHost for Session {
         server: &str,
         request_id: &serde_json::Value,
     ) -> oneshot::Receiver<rmcp::model::ElicitResult> {
-        Session::register_elicitation(self, server, request_id)
+        self.elicitations
+            .register(super::elicitation_key(server, request_id))
     }
 
     fn agents(&self) -> &AgentControl {

@@ -6,28 +6,33 @@
 
 mod compact;
 mod environment;
-mod goal_turns;
+mod goal_accounting;
 mod hook_points;
 mod host;
+mod input_items;
+mod ops;
+mod pending_answers;
 mod remote_skills;
 mod review;
-
+mod sampling;
 mod submission_loop;
-pub(crate) mod turn;
+mod task;
 mod user_shell;
+mod user_turn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use keel_protocol::{
     CallId, ConversationId, Event, EventMsg, ReviewDecision, SubmissionId, TokenUsage,
     TokenUsageInfo,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::turn_context::TurnContext;
+use pending_answers::PendingAnswers;
 pub(crate) use submission_loop::submission_loop;
 
 use crate::agents::AgentControl;
@@ -84,11 +89,12 @@ pub(crate) struct Session {
     id: ConversationId,
     tx_event: mpsc::Sender<Event>,
     state: Mutex<SessionState>,
-    approvals: Mutex<HashMap<CallId, oneshot::Sender<ReviewDecision>>>,
+    /// Commands and patches waiting for the client's decision.
+    pub(super) approvals: PendingAnswers<CallId, ReviewDecision>,
     /// `request_user_input` calls waiting for the user's answers.
-    user_inputs: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::UserInputResponse>>>,
+    pub(super) user_inputs: PendingAnswers<CallId, keel_protocol::UserInputResponse>,
     /// Calls of the client's own tools waiting for its answers.
-    dynamic_calls: Mutex<HashMap<CallId, oneshot::Sender<keel_protocol::DynamicToolResponse>>>,
+    pub(super) dynamic_calls: PendingAnswers<CallId, keel_protocol::DynamicToolResponse>,
     rollout: Option<Arc<dyn RolloutSink>>,
     /// Where the conversation's commands run; dropping it kills them all.
     processes: ProcessLayer,
@@ -103,7 +109,7 @@ pub(crate) struct Session {
     mcp: McpServers,
     /// Questions MCP servers asked the user, by server and request id, waiting for answers.
     #[cfg(feature = "mcp")]
-    elicitations: Mutex<HashMap<(String, String), oneshot::Sender<rmcp::model::ElicitResult>>>,
+    pub(super) elicitations: PendingAnswers<String, rmcp::model::ElicitResult>,
     /// The embedder's own tools.
     embedder_tools: Arc<[Arc<dyn DynTool>]>,
     /// The first failed rollout write, until the running turn reports it (once).
@@ -162,9 +168,9 @@ impl Session {
                 next_output_schema: None,
                 review_parent_history: None,
             }),
-            approvals: Mutex::new(HashMap::new()),
-            user_inputs: Mutex::new(HashMap::new()),
-            dynamic_calls: Mutex::new(HashMap::new()),
+            approvals: PendingAnswers::new("approval"),
+            user_inputs: PendingAnswers::new("answers"),
+            dynamic_calls: PendingAnswers::new("tool output"),
             rollout,
             processes: ProcessLayer::new(exec_target, environment_link),
             unified_exec: Arc::new(UnifiedExecSessions::default()),
@@ -172,7 +178,7 @@ impl Session {
             agents,
             mcp,
             #[cfg(feature = "mcp")]
-            elicitations: Mutex::new(HashMap::new()),
+            elicitations: PendingAnswers::new("elicitation answer"),
             embedder_tools: tools,
             rollout_failure: Mutex::new(None),
             rollout_failed: std::sync::atomic::AtomicBool::new(false),
@@ -233,45 +239,6 @@ impl Session {
             .is_err()
         {
             tracing::debug!("MCP start-up reports not passed on within 5 s; going on");
-        }
-    }
-
-    /// Registers a question an MCP server asked; the user's answer arrives on the receiver.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn register_elicitation(
-        &self,
-        server: &str,
-        request_id: &serde_json::Value,
-    ) -> oneshot::Receiver<rmcp::model::ElicitResult> {
-        let (tx, rx) = oneshot::channel();
-        self.elicitations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert((server.to_string(), request_id.to_string()), tx);
-        rx
-    }
-
-    /// Delivers the user's answer to an MCP server's question; unknown ones are logged.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn resolve_elicitation(
-        &self,
-        server: &str,
-        request_id: &serde_json::Value,
-        result: rmcp::model::ElicitResult,
-    ) {
-        let sender = self
-            .elicitations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&(server.to_string(), request_id.to_string()));
-        match sender.map(|tx| tx.send(result)) {
-            Some(Ok(())) => {}
-            Some(Err(_)) => {
-                tracing::debug!(server, %request_id, "answer arrived after the call ended")
-            }
-            None => {
-                tracing::warn!(server, %request_id, "answer to an unknown or settled elicitation")
-            }
         }
     }
 
@@ -563,118 +530,6 @@ impl Session {
     pub(crate) fn token_info(&self) -> Option<TokenUsageInfo> {
         self.state().token_info.clone()
     }
-
-    /// Registers a pending `request_user_input` and returns where its answers arrive.
-    pub(crate) fn register_user_input(
-        &self,
-        call_id: CallId,
-    ) -> oneshot::Receiver<keel_protocol::UserInputResponse> {
-        let (tx, rx) = oneshot::channel();
-        self.user_inputs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(call_id, tx);
-        rx
-    }
-
-    /// Forgets a `request_user_input` that ended without answers (an interrupt).
-    pub(crate) fn forget_user_input(&self, call_id: &CallId) {
-        self.user_inputs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-    }
-
-    /// Delivers the user's answers; unknown call ids are logged and ignored.
-    pub(crate) fn resolve_user_input(
-        &self,
-        call_id: &CallId,
-        response: keel_protocol::UserInputResponse,
-    ) {
-        let sender = self
-            .user_inputs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-        match sender.map(|tx| tx.send(response)) {
-            Some(Ok(())) => {}
-            Some(Err(_)) => tracing::debug!(%call_id, "answers arrived after their turn ended"),
-            None => tracing::warn!(%call_id, "answers for an unknown or settled request"),
-        }
-    }
-
-    /// Registers a pending call of a client's tool and returns where its answer arrives.
-    pub(crate) fn register_dynamic_call(
-        &self,
-        call_id: CallId,
-    ) -> oneshot::Receiver<keel_protocol::DynamicToolResponse> {
-        let (tx, rx) = oneshot::channel();
-        self.dynamic_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(call_id, tx);
-        rx
-    }
-
-    /// Forgets a client's tool call that ended without an answer (an interrupt).
-    pub(crate) fn forget_dynamic_call(&self, call_id: &CallId) {
-        self.dynamic_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-    }
-
-    /// Delivers the client's answer to its tool call; unknown call ids are logged and ignored.
-    pub(crate) fn resolve_dynamic_call(
-        &self,
-        call_id: &CallId,
-        response: keel_protocol::DynamicToolResponse,
-    ) {
-        let sender = self
-            .dynamic_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-        match sender.map(|tx| tx.send(response)) {
-            Some(Ok(())) => {}
-            Some(Err(_)) => tracing::debug!(%call_id, "tool output arrived after its turn ended"),
-            None => tracing::warn!(%call_id, "tool output for an unknown or settled call"),
-        }
-    }
-
-    /// Registers a pending approval and returns the receiver its answer arrives on.
-    pub(crate) fn register_approval(&self, call_id: CallId) -> oneshot::Receiver<ReviewDecision> {
-        let (tx, rx) = oneshot::channel();
-        self.approvals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(call_id, tx);
-        rx
-    }
-
-    pub(crate) fn forget_approval(&self, call_id: &CallId) {
-        self.approvals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-    }
-
-    /// Delivers a client's decision; unknown call ids are logged and ignored.
-    pub(crate) fn resolve_approval(&self, call_id: &CallId, decision: ReviewDecision) {
-        let sender = self
-            .approvals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(call_id);
-        match sender {
-            Some(tx) => {
-                if tx.send(decision).is_err() {
-                    tracing::debug!(%call_id, "approval arrived after its turn ended");
-                }
-            }
-            None => tracing::warn!(%call_id, "approval for an unknown or settled call id"),
-        }
-    }
 }
 
 /// Marks the MCP start-up reports as passed on when dropped.
@@ -684,4 +539,10 @@ impl Drop for ReportedOnDrop<'_> {
     fn drop(&mut self) {
         self.0.send_replace(true);
     }
+}
+
+/// The key of an MCP server's question: the server and its request id.
+#[cfg(feature = "mcp")]
+pub(super) fn elicitation_key(server: &str, request_id: &serde_json::Value) -> String {
+    format!("{server}/{request_id}")
 }

@@ -36,7 +36,7 @@ pub(super) async fn run_review(
     session
         .record_items(&[ResponseItem::user_text(resolved.prompt)])
         .await;
-    let outcome = super::turn::turn_loop(session, ids, cancel).await;
+    let outcome = super::sampling::turn_loop(session, ids, cancel).await;
     session.end_review();
     match outcome {
         Ok(answer) => {
