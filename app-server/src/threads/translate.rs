@@ -646,7 +646,18 @@ impl Translator {
                     ThreadIdNotification { thread_id },
                 )));
             }
-            _ => {}
+            // Events with nothing to tell a client (NOT_TRANSLATED says why for each), and any
+            // event newer than this translator (`EventMsg` is non-exhaustive), which is named
+            // in the log rather than dropped unseen.
+            other => {
+                let tag = serde_json::to_value(other)
+                    .ok()
+                    .and_then(|value| value["type"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                if !NOT_TRANSLATED.iter().any(|(name, _)| *name == tag) {
+                    tracing::warn!(thread = %thread_id, "engine event `{tag}` not translated");
+                }
+            }
         }
         out
     }
@@ -820,6 +831,32 @@ fn end_unfinished(item: &mut ThreadItem) -> bool {
         _ => false,
     }
 }
+
+/// The engine events an app-server client hears nothing of, by wire tag, with the reason; every
+/// other event in the engine's schema is translated (a test checks the two lists cover it).
+pub(crate) const NOT_TRANSLATED: &[(&str, &str)] = &[
+    (
+        "session_configured",
+        "thread/start and thread/resume answer with the thread's settings",
+    ),
+    (
+        "background_event",
+        "Codex's app-server protocol has no notification for the engine's background notes",
+    ),
+    (
+        "thread_rolled_back",
+        "thread/rollback answers with the thread as it now stands",
+    ),
+    (
+        "agent_job_progress",
+        "Codex's app-server protocol has no job progress notification; the job's tool call \
+         item ends with its summary",
+    ),
+    (
+        "mcp_startup_complete",
+        "each server's mcpServer/startupStatus/updated has already gone out",
+    ),
+];
 
 #[cfg(test)]
 #[path = "translate_tests.rs"]

@@ -368,3 +368,56 @@ fn a_command_left_running_completes_in_the_turn_that_started_it() {
     rolled.drop_last_turns(1);
     assert!(rolled.turns.is_empty() && rolled.lingering.is_empty());
 }
+
+/// Every event in the engine's schema (`docs/schema/EventMsg.json`) is either matched by the
+/// translator or named, with its reason, in `NOT_TRANSLATED`: a new engine event cannot be
+/// dropped silently.
+#[test]
+fn every_engine_event_is_translated_or_named_as_not_translated() -> anyhow::Result<()> {
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/schema/EventMsg.json"
+    ))?)?;
+    let tags: Vec<String> = schema["oneOf"]
+        .as_array()
+        .ok_or_else(|| anyhow::anyhow!("EventMsg.json has no oneOf"))?
+        .iter()
+        .filter_map(|variant| variant["properties"]["type"]["const"].as_str())
+        .map(str::to_string)
+        .collect();
+    assert!(tags.len() > 40, "only {} tags read", tags.len());
+    let source = include_str!("translate.rs");
+    let mut missing = Vec::new();
+    for tag in &tags {
+        let variant: String = tag
+            .split('_')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_uppercase().chain(chars).collect::<String>())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let ignored = super::NOT_TRANSLATED.iter().any(|(name, _)| name == tag);
+        let matched = source.contains(&format!("EventMsg::{variant}("))
+            || source.contains(&format!("EventMsg::{variant} "))
+            || source.contains(&format!("EventMsg::{variant}\n"));
+        // Exactly one of the two: a listed event the translator matches is a stale entry.
+        if matched == ignored {
+            missing.push(tag.clone());
+        }
+    }
+    for (name, _) in super::NOT_TRANSLATED {
+        assert!(
+            tags.iter().any(|tag| tag == name),
+            "`{name}` is not an engine event"
+        );
+    }
+    assert_eq!(
+        missing,
+        Vec::<String>::new(),
+        "each event must be translated or listed (once) in NOT_TRANSLATED"
+    );
+    Ok(())
+}

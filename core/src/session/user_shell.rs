@@ -29,5 +29,7 @@ pub(super) async fn run(
         call_id: CallId::new(format!("user-shell-{}", ids.turn_id)),
         diff: Arc::new(Mutex::new(TurnDiffTracker::default())),
     };
-    context.builtin().user_shell(command, timeout).await
+    crate::tools::BuiltinCall::of(&context)
+        .user_shell(command, timeout)
+        .await
 }

@@ -63,7 +63,7 @@ impl DynTool for CollabTool {
         input: ToolInput,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
-            let call = ctx.builtin();
+            let call = super::BuiltinCall::of(&ctx);
             let call_id = ctx.call_id().to_string();
             let arguments = input.text();
             Ok(match self.kind {

@@ -10,7 +10,9 @@ use keel_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{ToolError, ToolHost, TurnDiffTracker};
+use super::host::ToolHost;
+use super::tool_error::ToolError;
+use super::turn_diff::TurnDiffTracker;
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
 /// Marks a remembered tool approval, so it never matches a shell command's argv.
@@ -211,16 +213,5 @@ impl ToolContext {
         self.diff
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The built-in tools' view of the call.
-    pub(crate) fn builtin(&self) -> super::BuiltinCall<'_> {
-        super::BuiltinCall {
-            session: &self.host,
-            context: &self.turn,
-            ids: &self.ids,
-            cancel: &self.cancel,
-            tool: self,
-        }
     }
 }

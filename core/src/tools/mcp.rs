@@ -66,8 +66,7 @@ impl DynTool for McpTool {
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
             let call_id = ctx.call_id().to_string();
-            Ok(ctx
-                .builtin()
+            Ok(super::BuiltinCall::of(&ctx)
                 .mcp_tool(&call_id, &self.entry, input.text())
                 .await?)
         })

@@ -12,6 +12,8 @@ mod agent_job_runner;
 mod agent_jobs;
 mod agent_spec;
 mod agents;
+mod builtin;
+mod builtin_names;
 mod context;
 mod dynamic;
 mod goals;
@@ -26,6 +28,7 @@ mod shell;
 mod spec;
 mod tool;
 mod tool_command;
+mod tool_error;
 mod turn_diff;
 mod unified_exec;
 mod user_input;
@@ -34,8 +37,8 @@ mod view_image;
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
+pub(crate) use builtin::{BuiltinCall, builtin_tool};
+pub(crate) use builtin_names::is_builtin_name;
 pub use context::ToolContext;
 pub(crate) use dynamic::dynamic_tools;
 pub(crate) use host::ToolHost;
@@ -43,42 +46,15 @@ pub(crate) use observed::ObservedTool;
 pub use registry::ToolRegistrationError;
 pub(crate) use registry::{ToolRegistry, ToolRegistryBuilder, valid_tool_name};
 pub(crate) use tool::function_spec;
-pub use tool::{DynTool, Tool, ToolApproval, ToolError, ToolInput};
+pub use tool::{DynTool, Tool, ToolApproval, ToolInput};
 pub use tool_command::CommandOutput;
+pub use tool_error::ToolError;
 pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 
 use crate::config::WireApi;
-use crate::error::CoreError;
 use crate::mcp::McpToolCatalog;
-use crate::turn_context::{TurnContext, TurnIds, TurnStop};
-
-/// The names of Keel's own tools (and the aliases models use for them): a call to one that
-/// this agent was not offered is told so, and an embedder's tool may not take one.
-const BUILTIN_NAMES: &[&str] = &[
-    "shell",
-    "container.exec",
-    "exec_command",
-    "write_stdin",
-    "apply_patch",
-    "update_plan",
-    "view_image",
-    "request_user_input",
-    "spawn_agent",
-    "send_input",
-    "wait_agent",
-    "wait",
-    "close_agent",
-    "resume_agent",
-    "spawn_agents_on_csv",
-    "report_agent_job_result",
-    "web_search",
-];
-
-/// Whether `name` is one of Keel's own tools.
-pub(crate) fn is_builtin_name(name: &str) -> bool {
-    BUILTIN_NAMES.contains(&name)
-}
+use crate::turn_context::TurnContext;
 
 /// The tools of one request: the built-ins this turn offers (`exec_command`/`write_stdin`,
 /// or `shell` when unified exec is off; a `shell` call is run either way), then the MCP tools,
@@ -176,63 +152,3 @@ pub(crate) fn registry_for(
     }
     builder.build()
 }
-
-/// The built-in tools' view of a call: the conversation, the turn's settings and ids, and
-/// the call's own context.
-pub(crate) struct BuiltinCall<'a> {
-    pub session: &'a Arc<dyn ToolHost>,
-    pub context: &'a TurnContext,
-    pub ids: &'a TurnIds,
-    pub cancel: &'a CancellationToken,
-    pub tool: &'a ToolContext,
-}
-
-impl From<TurnStop> for ToolError {
-    fn from(stop: TurnStop) -> Self {
-        match stop {
-            TurnStop::Interrupted => Self::Interrupted,
-            TurnStop::Failed(CoreError::ToolFatal(why)) => Self::Fatal(why),
-            TurnStop::Failed(err) => Self::Respond(err.to_string()),
-        }
-    }
-}
-
-/// Declares a built-in tool: a unit struct implementing [`DynTool`], whose calls run
-/// `$body` (a `Result<String, TurnStop>`) with the call's [`BuiltinCall`] view, id and
-/// arguments in scope. Built-ins decide about approval per call.
-macro_rules! builtin_tool {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $spec:expr,
-     |$call:ident, $call_id:ident, $arguments:ident| $body:expr) => {
-        $(#[$doc])*
-        pub(crate) struct $ty;
-
-        impl $crate::tools::DynTool for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn spec(&self) -> serde_json::Value {
-                $spec
-            }
-
-            fn approval(&self) -> $crate::tools::ToolApproval {
-                $crate::tools::ToolApproval::PerCall
-            }
-
-            fn handle(
-                &self,
-                ctx: $crate::tools::ToolContext,
-                input: $crate::tools::ToolInput,
-            ) -> futures::future::BoxFuture<'_, Result<String, $crate::tools::ToolError>> {
-                Box::pin(async move {
-                    let $call = ctx.builtin();
-                    let $call_id = ctx.call_id().to_string();
-                    let $arguments = input.text();
-                    let result: Result<String, $crate::turn_context::TurnStop> = $body;
-                    result.map_err($crate::tools::ToolError::from)
-                })
-            }
-        }
-    };
-}
-pub(crate) use builtin_tool;

@@ -54,7 +54,7 @@ impl DynTool for ApplyPatchTool {
         input: ToolInput,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
-            let call = ctx.builtin();
+            let call = super::BuiltinCall::of(&ctx);
             let call_id = ctx.call_id().to_string();
             let cwd = call.context.cwd.clone();
             let patch = match &input {

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ToolContext;
+use super::tool_error::ToolError;
 
 /// How a call reaches a tool: the JSON arguments of a function tool, or the free text of a
 /// freeform tool (as `apply_patch` is for GPT-5 models).
@@ -52,25 +53,6 @@ pub enum ToolApproval {
     /// The tool decides per call and asks through [`ToolContext::request_approval`] (as
     /// `shell` does: a read-only command in the sandbox runs at once, others are asked).
     PerCall,
-}
-
-/// Why a tool call gave no output.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolError {
-    /// The model reads this text as the call's output and the turn goes on: bad arguments, a
-    /// failed lookup, a refusal. Most failures belong here.
-    #[error("{0}")]
-    Respond(String),
-    /// The turn was interrupted while the tool ran (the user stopped it, or answered an
-    /// approval with abort): the turn stops.
-    #[error("interrupted")]
-    Interrupted,
-    /// Neither the tool nor the turn can go on (state they depend on could no longer be
-    /// written, say): the turn stops with this error, which the client sees, and the model
-    /// is not asked again.
-    #[error("{0}")]
-    Fatal(String),
 }
 
 /// A tool as the engine holds it: a name, the definition offered to the model, who approves

@@ -74,7 +74,7 @@ impl ToolContext {
             process_id: None,
             source: keel_protocol::ExecCommandSource::Agent,
         };
-        match self.builtin().run_for_tool(&call).await? {
+        match super::BuiltinCall::of(self).run_for_tool(&call).await? {
             Ok(outcome) => Ok(outcome.into()),
             Err(refusal) => Err(ToolError::Respond(refusal)),
         }

@@ -39,46 +39,15 @@ fn crate_roots() -> Result<Vec<(PathBuf, PathBuf)>> {
     Ok(roots)
 }
 
-/// Circles known when the test was written, each being opened by its own piece of work
-/// (issue 46: built-ins as ordinary tools). A circle found here must lie
-/// within one of these; one that no longer exists must be struck off, so the list only shrinks.
-const STILL_TO_OPEN: &[(&str, &[&str])] = &[
-    (
-        "core",
-        &[
-            "src/tools/agents.rs",
-            "src/tools/context.rs",
-            "src/tools/mcp.rs",
-            "src/tools/mod.rs",
-            "src/tools/patch.rs",
-            "src/tools/registry.rs",
-            "src/tools/tool.rs",
-        ],
-    ),
-];
-
 #[test]
 fn no_crate_has_a_file_level_import_circle() -> Result<()> {
     let mut report = String::new();
     let mut crates = 0;
-    let mut still_there = vec![false; STILL_TO_OPEN.len()];
     for (dir, root) in crate_roots()? {
         crates += 1;
         let graph = read_crate(&dir, &root)?;
         let name = dir.file_name().unwrap_or_default().to_string_lossy();
         for circle in circles(&graph) {
-            let known = STILL_TO_OPEN.iter().position(|(krate, files)| {
-                *krate == name
-                    && circle.iter().all(|&file| {
-                        files
-                            .iter()
-                            .any(|known| graph.files[file] == Path::new(known))
-                    })
-            });
-            if let Some(known) = known {
-                still_there[known] = true;
-                continue;
-            }
             report.push_str(&format!(
                 "\n{name} ({}): {} files\n",
                 root.display(),
@@ -98,12 +67,6 @@ fn no_crate_has_a_file_level_import_circle() -> Result<()> {
         }
     }
     assert!(crates >= 10, "found only {crates} crate roots");
-    for (index, (krate, files)) in STILL_TO_OPEN.iter().enumerate() {
-        assert!(
-            still_there[index],
-            "the known circle in {krate} among {files:?} is gone: strike it off STILL_TO_OPEN"
-        );
-    }
     assert!(report.is_empty(), "file-level import circles:{report}");
     Ok(())
 }

@@ -1,0 +1,84 @@
+//! Keel's own tools' view of a call ([`BuiltinCall`]) and the macro that declares one.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::context::ToolContext;
+use super::host::ToolHost;
+use super::tool_error::ToolError;
+use crate::error::CoreError;
+use crate::turn_context::{TurnContext, TurnIds, TurnStop};
+
+/// The built-in tools' view of a call: the conversation, the turn's settings and ids, and
+/// the call's own context.
+pub(crate) struct BuiltinCall<'a> {
+    pub session: &'a Arc<dyn ToolHost>,
+    pub context: &'a TurnContext,
+    pub ids: &'a TurnIds,
+    pub cancel: &'a CancellationToken,
+    pub tool: &'a ToolContext,
+}
+
+impl From<TurnStop> for ToolError {
+    fn from(stop: TurnStop) -> Self {
+        match stop {
+            TurnStop::Interrupted => Self::Interrupted,
+            TurnStop::Failed(CoreError::ToolFatal(why)) => Self::Fatal(why),
+            TurnStop::Failed(err) => Self::Respond(err.to_string()),
+        }
+    }
+}
+
+/// Declares a built-in tool: a unit struct implementing [`DynTool`], whose calls run
+/// `$body` (a `Result<String, TurnStop>`) with the call's [`BuiltinCall`] view, id and
+/// arguments in scope. Built-ins decide about approval per call.
+macro_rules! builtin_tool {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $spec:expr,
+     |$call:ident, $call_id:ident, $arguments:ident| $body:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $ty;
+
+        impl $crate::tools::DynTool for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn spec(&self) -> serde_json::Value {
+                $spec
+            }
+
+            fn approval(&self) -> $crate::tools::ToolApproval {
+                $crate::tools::ToolApproval::PerCall
+            }
+
+            fn handle(
+                &self,
+                ctx: $crate::tools::ToolContext,
+                input: $crate::tools::ToolInput,
+            ) -> futures::future::BoxFuture<'_, Result<String, $crate::tools::ToolError>> {
+                Box::pin(async move {
+                    let $call = $crate::tools::BuiltinCall::of(&ctx);
+                    let $call_id = ctx.call_id().to_string();
+                    let $arguments = input.text();
+                    let result: Result<String, $crate::turn_context::TurnStop> = $body;
+                    result.map_err($crate::tools::ToolError::from)
+                })
+            }
+        }
+    };
+}
+pub(crate) use builtin_tool;
+
+impl<'a> BuiltinCall<'a> {
+    /// The built-in view of `ctx`'s call.
+    pub(crate) fn of(ctx: &'a ToolContext) -> Self {
+        Self {
+            session: &ctx.host,
+            context: &ctx.turn,
+            ids: &ctx.ids,
+            cancel: &ctx.cancel,
+            tool: ctx,
+        }
+    }
+}
