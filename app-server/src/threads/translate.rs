@@ -4,20 +4,21 @@
 //! from `item/started` to `item/completed`; tool items use the tool call id.
 
 use keel_protocol::app_server::{
-    CommandExecutionStatus, ContextCompactedNotification, ErrorNotification,
-    FileChangeRequestApprovalParams, FileUpdateChange, ItemCompletedNotification,
-    ItemDeltaNotification, ItemNotification, McpToolCallStatus, PatchApplyStatus,
-    ServerNotification, ServerRequest, ThreadIdNotification, ThreadItem,
-    ThreadTokenUsageUpdatedNotification, Turn, TurnDiffUpdatedNotification, TurnError,
-    TurnNotification, TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification, TurnStatus,
-    UserInput,
+    CommandExecutionStatus, ErrorNotification, ItemCompletedNotification, ItemNotification,
+    McpToolCallStatus, PatchApplyStatus, ServerNotification, ServerRequest, ThreadIdNotification,
+    ThreadItem, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
 };
-use keel_protocol::{CallId, Event, EventMsg, StepStatus};
+use keel_protocol::{CallId, Event, EventMsg};
 
 mod client_tools;
 mod commands;
 mod mcp;
+mod messages;
+mod notices;
+mod patches;
+mod progress;
 mod reasoning;
+mod review;
 
 impl Output {
     fn notify(notification: ServerNotification) -> Self {
@@ -316,78 +317,7 @@ impl Translator {
         let thread_id = self.thread_id.clone();
         let mut out = Vec::new();
         match &event.msg {
-            EventMsg::TaskStarted(started) => {
-                let id = started.turn_id.to_string();
-                self.turn = Some(TurnInProgress {
-                    id: id.clone(),
-                    started_at: started.started_at,
-                    ..TurnInProgress::default()
-                });
-                out.push(Output::notify(ServerNotification::TurnStarted(
-                    TurnNotification {
-                        thread_id,
-                        turn: Turn {
-                            id,
-                            items: Vec::new(),
-                            status: TurnStatus::InProgress,
-                            error: None,
-                            started_at: started.started_at,
-                            completed_at: None,
-                            duration_ms: None,
-                        },
-                    },
-                )));
-            }
-            EventMsg::UserMessage(message) => {
-                let id = self.item_id("user");
-                let mut content = vec![UserInput::Text {
-                    text: message.message.clone(),
-                    text_elements: Vec::new(),
-                }];
-                content.extend(
-                    message
-                        .images
-                        .iter()
-                        .map(|url| UserInput::Image { url: url.clone() }),
-                );
-                let item = ThreadItem::UserMessage { id, content };
-                out.extend(self.start_and_complete(item));
-            }
-            EventMsg::AgentMessageDelta(delta) => {
-                let (turn_id, item_id, started) = self.ensure_agent_item();
-                if let Some(item) = started {
-                    out.push(Output::notify(ServerNotification::ItemStarted(
-                        self.started_notification(&turn_id, item),
-                    )));
-                }
-                out.push(Output::notify(ServerNotification::AgentMessageDelta(
-                    ItemDeltaNotification {
-                        thread_id,
-                        turn_id,
-                        item_id,
-                        delta: delta.delta.clone(),
-                    },
-                )));
-            }
-            EventMsg::AgentMessage(message) => {
-                let (turn_id, item_id, started) = self.ensure_agent_item();
-                if let Some(item) = started {
-                    out.push(Output::notify(ServerNotification::ItemStarted(
-                        self.started_notification(&turn_id, item),
-                    )));
-                }
-                let item = ThreadItem::AgentMessage {
-                    id: item_id,
-                    text: message.message.clone(),
-                };
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.upsert(item.clone());
-                    turn.agent_item = None;
-                }
-                out.push(Output::notify(ServerNotification::ItemCompleted(
-                    self.completed_notification(&turn_id, item),
-                )));
-            }
+            EventMsg::TaskStarted(started) => out.push(self.turn_started(started)),
             EventMsg::AgentReasoningSectionBreak(_)
             | EventMsg::AgentReasoningDelta(_)
             | EventMsg::AgentReasoning(_) => out.extend(self.reasoning(&event.msg)),
@@ -396,15 +326,6 @@ impl Translator {
             | EventMsg::ExecCommandOutputDelta(_)
             | EventMsg::TerminalInteraction(_)
             | EventMsg::ExecCommandEnd(_) => out.extend(self.commands(&event.msg)),
-            EventMsg::RateLimits(limits) => {
-                out.push(Output::notify(
-                    ServerNotification::AccountRateLimitsUpdated(
-                        keel_protocol::app_server::AccountRateLimitsUpdatedNotification {
-                            rate_limits: limits.clone(),
-                        },
-                    ),
-                ));
-            }
             EventMsg::RequestUserInput(request) => {
                 out.push(Output::UserInput {
                     call_id: request.call_id.clone(),
@@ -429,193 +350,6 @@ impl Translator {
             | EventMsg::ToolCallBegin(_)
             | EventMsg::ToolCallEnd(_) => {
                 out.extend(self.client_tool(&event.msg));
-            }
-            EventMsg::CollabToolCallBegin(call) => {
-                out.extend(self.start_once(super::items::collab_item(call)));
-            }
-            EventMsg::CollabToolCallEnd(call) => {
-                out.extend(self.complete(super::items::collab_item(call)));
-            }
-            EventMsg::ThreadGoalUpdated(updated) => {
-                out.push(Output::notify(ServerNotification::ThreadGoalUpdated(
-                    keel_protocol::app_server::ThreadGoalUpdatedNotification {
-                        thread_id,
-                        turn_id: updated.turn_id.clone(),
-                        goal: updated.goal.clone(),
-                    },
-                )));
-            }
-            EventMsg::ThreadGoalCleared => {
-                out.push(Output::notify(ServerNotification::ThreadGoalCleared(
-                    ThreadIdNotification { thread_id },
-                )));
-            }
-            EventMsg::EnteredReviewMode(request) => {
-                let id = self.item_id("review");
-                let review = request
-                    .user_facing_hint
-                    .clone()
-                    .unwrap_or_else(|| "a review".to_string());
-                out.extend(self.start_and_complete(ThreadItem::EnteredReviewMode { id, review }));
-            }
-            EventMsg::ExitedReviewMode(exited) => {
-                let id = self.item_id("review");
-                let (review, review_output) = match &exited.review_output {
-                    Some(output) => (
-                        keel_core::review::render_review(output),
-                        serde_json::to_value(output).ok(),
-                    ),
-                    None => (keel_core::review::REVIEW_FAILED_TEXT.to_string(), None),
-                };
-                out.extend(self.start_and_complete(ThreadItem::ExitedReviewMode {
-                    id,
-                    review,
-                    review_output,
-                }));
-            }
-            EventMsg::ContextCompactionStarted(compaction) => {
-                out.extend(self.start_once(ThreadItem::ContextCompaction {
-                    id: compaction.id.clone(),
-                }));
-            }
-            EventMsg::ContextCompacted(compaction) => {
-                out.extend(self.complete(ThreadItem::ContextCompaction {
-                    id: compaction.id.clone(),
-                }));
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::notify(ServerNotification::ThreadCompacted(
-                    ContextCompactedNotification {
-                        thread_id: thread_id.clone(),
-                        turn_id,
-                    },
-                )));
-            }
-            EventMsg::ApplyPatchApprovalRequest(request) => {
-                let item = ThreadItem::FileChange {
-                    id: request.call_id.to_string(),
-                    changes: FileUpdateChange::from_changes(&request.changes),
-                    status: PatchApplyStatus::InProgress,
-                };
-                out.extend(self.start_once(item));
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::Approval {
-                    call_id: request.call_id.clone(),
-                    is_patch: true,
-                    request: ServerRequest::FileChangeRequestApproval(
-                        FileChangeRequestApprovalParams {
-                            thread_id,
-                            turn_id,
-                            item_id: request.call_id.to_string(),
-                            reason: request.reason.clone(),
-                            grant_root: request.grant_root.clone(),
-                            started_at_ms: now_ms(),
-                        },
-                    ),
-                });
-            }
-            EventMsg::PatchApplyBegin(begin) => {
-                let item = ThreadItem::FileChange {
-                    id: begin.call_id.to_string(),
-                    changes: FileUpdateChange::from_changes(&begin.changes),
-                    status: PatchApplyStatus::InProgress,
-                };
-                out.extend(self.start_once(item));
-            }
-            EventMsg::PatchApplyEnd(end) => {
-                // Live, the begin event said what changes; read back from a rollout (which
-                // keeps only the end), the end event says it.
-                let changes = match self.turn.as_ref().and_then(|t| t.get(end.call_id.as_str())) {
-                    Some(ThreadItem::FileChange { changes, .. }) if !changes.is_empty() => {
-                        changes.clone()
-                    }
-                    _ => FileUpdateChange::from_changes(&end.changes),
-                };
-                let item = ThreadItem::FileChange {
-                    id: end.call_id.to_string(),
-                    changes,
-                    status: if end.success {
-                        PatchApplyStatus::Completed
-                    } else {
-                        PatchApplyStatus::Failed
-                    },
-                };
-                out.extend(self.complete(item));
-            }
-            EventMsg::PlanUpdate(plan) => {
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::notify(ServerNotification::TurnPlanUpdated(
-                    TurnPlanUpdatedNotification {
-                        thread_id,
-                        turn_id,
-                        explanation: plan.explanation.clone(),
-                        plan: plan
-                            .plan
-                            .iter()
-                            .map(|item| TurnPlanStep {
-                                step: item.step.clone(),
-                                status: match item.status {
-                                    StepStatus::Pending => TurnPlanStepStatus::Pending,
-                                    StepStatus::InProgress => TurnPlanStepStatus::InProgress,
-                                    StepStatus::Completed => TurnPlanStepStatus::Completed,
-                                },
-                            })
-                            .collect(),
-                    },
-                )));
-            }
-            EventMsg::TurnDiff(diff) => {
-                let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                out.push(Output::notify(ServerNotification::TurnDiffUpdated(
-                    TurnDiffUpdatedNotification {
-                        thread_id,
-                        turn_id,
-                        diff: diff.unified_diff.clone(),
-                    },
-                )));
-            }
-            EventMsg::TokenCount(count) => {
-                if let Some(info) = &count.info {
-                    let turn_id = self.active_turn_id().unwrap_or_default().to_string();
-                    out.push(Output::notify(ServerNotification::ThreadTokenUsageUpdated(
-                        ThreadTokenUsageUpdatedNotification {
-                            thread_id,
-                            turn_id,
-                            token_usage: info.clone().into(),
-                        },
-                    )));
-                }
-            }
-            EventMsg::StreamError(notice) => out.push(self.error(&notice.message, None, true)),
-            EventMsg::SkillsChanged(_) => {
-                out.push(Output::notify(ServerNotification::SkillsChanged(
-                    keel_protocol::app_server::SkillsChangedNotification {},
-                )));
-            }
-            EventMsg::HookStarted(event) => {
-                out.push(Output::notify(ServerNotification::HookStarted(
-                    keel_protocol::app_server::HookRunNotification {
-                        thread_id,
-                        turn_id: event.turn_id.clone(),
-                        run: event.run.clone(),
-                    },
-                )));
-            }
-            EventMsg::HookCompleted(event) => {
-                out.push(Output::notify(ServerNotification::HookCompleted(
-                    keel_protocol::app_server::HookRunNotification {
-                        thread_id,
-                        turn_id: event.turn_id.clone(),
-                        run: event.run.clone(),
-                    },
-                )));
-            }
-            EventMsg::Warning(warning) => {
-                out.push(Output::notify(ServerNotification::Warning(
-                    keel_protocol::app_server::WarningNotification {
-                        message: warning.message.clone(),
-                        thread_id: Some(thread_id),
-                    },
-                )));
             }
             EventMsg::Error(error) if self.boundary(event).is_none() => {
                 // An error about another submission (e.g. a refused rollback) leaves the
@@ -646,6 +380,29 @@ impl Translator {
                     ThreadIdNotification { thread_id },
                 )));
             }
+            EventMsg::UserMessage(_)
+            | EventMsg::AgentMessageDelta(_)
+            | EventMsg::AgentMessage(_) => out.extend(self.messages(&event.msg)),
+            EventMsg::ApplyPatchApprovalRequest(_)
+            | EventMsg::PatchApplyBegin(_)
+            | EventMsg::PatchApplyEnd(_) => out.extend(self.patches(&event.msg)),
+            EventMsg::PlanUpdate(_)
+            | EventMsg::TurnDiff(_)
+            | EventMsg::TokenCount(_)
+            | EventMsg::RateLimits(_)
+            | EventMsg::ContextCompactionStarted(_)
+            | EventMsg::ContextCompacted(_)
+            | EventMsg::ThreadGoalUpdated(_)
+            | EventMsg::ThreadGoalCleared => out.extend(self.progress(&event.msg)),
+            EventMsg::EnteredReviewMode(_)
+            | EventMsg::ExitedReviewMode(_)
+            | EventMsg::CollabToolCallBegin(_)
+            | EventMsg::CollabToolCallEnd(_) => out.extend(self.review(&event.msg)),
+            EventMsg::StreamError(_)
+            | EventMsg::SkillsChanged(_)
+            | EventMsg::HookStarted(_)
+            | EventMsg::HookCompleted(_)
+            | EventMsg::Warning(_) => out.extend(self.notices(&event.msg)),
             // Events with nothing to tell a client (NOT_TRANSLATED says why for each), and any
             // event newer than this translator (`EventMsg` is non-exhaustive), which is named
             // in the log rather than dropped unseen.
@@ -660,6 +417,28 @@ impl Translator {
             }
         }
         out
+    }
+
+    /// `turn/started`, and the new turn's state.
+    fn turn_started(&mut self, started: &keel_protocol::TaskStartedEvent) -> Output {
+        let id = started.turn_id.to_string();
+        self.turn = Some(TurnInProgress {
+            id: id.clone(),
+            started_at: started.started_at,
+            ..TurnInProgress::default()
+        });
+        Output::notify(ServerNotification::TurnStarted(TurnNotification {
+            thread_id: self.thread_id.clone(),
+            turn: Turn {
+                id,
+                items: Vec::new(),
+                status: TurnStatus::InProgress,
+                error: None,
+                started_at: started.started_at,
+                completed_at: None,
+                duration_ms: None,
+            },
+        }))
     }
 
     /// An `error` notification for the running turn.

@@ -1,0 +1,47 @@
+//! Reviews and sub-agents: entering and leaving review mode as items, and a collaboration
+//! tool call as a `collabAgentToolCall` item.
+
+use keel_protocol::EventMsg;
+use keel_protocol::app_server::ThreadItem;
+
+use super::{Output, Translator};
+
+impl Translator {
+    /// Maps one of its events; other events give nothing.
+    pub(super) fn review(&mut self, msg: &EventMsg) -> Vec<Output> {
+        let mut out = Vec::new();
+        match msg {
+            EventMsg::CollabToolCallBegin(call) => {
+                out.extend(self.start_once(crate::threads::items::collab_item(call)));
+            }
+            EventMsg::CollabToolCallEnd(call) => {
+                out.extend(self.complete(crate::threads::items::collab_item(call)));
+            }
+            EventMsg::EnteredReviewMode(request) => {
+                let id = self.item_id("review");
+                let review = request
+                    .user_facing_hint
+                    .clone()
+                    .unwrap_or_else(|| "a review".to_string());
+                out.extend(self.start_and_complete(ThreadItem::EnteredReviewMode { id, review }));
+            }
+            EventMsg::ExitedReviewMode(exited) => {
+                let id = self.item_id("review");
+                let (review, review_output) = match &exited.review_output {
+                    Some(output) => (
+                        keel_core::review::render_review(output),
+                        serde_json::to_value(output).ok(),
+                    ),
+                    None => (keel_core::review::REVIEW_FAILED_TEXT.to_string(), None),
+                };
+                out.extend(self.start_and_complete(ThreadItem::ExitedReviewMode {
+                    id,
+                    review,
+                    review_output,
+                }));
+            }
+            _ => {}
+        }
+        out
+    }
+}
