@@ -29,7 +29,5 @@ pub(super) async fn run(
         call_id: CallId::new(format!("user-shell-{}", ids.turn_id)),
         diff: Arc::new(Mutex::new(TurnDiffTracker::default())),
     };
-    crate::tools::BuiltinCall::of(&context)
-        .user_shell(command, timeout)
-        .await
+    crate::tools::run_user_shell(&context, command, timeout).await
 }

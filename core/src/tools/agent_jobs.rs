@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::BuiltinCall;
+use super::ToolContext;
 use super::agent_job_runner::{JobArgs, run_job};
 use crate::turn_context::TurnStop;
 
@@ -13,7 +13,7 @@ super::builtin_tool!(
     SpawnAgentsOnCsvTool,
     "spawn_agents_on_csv",
     super::agent_spec::spawn_agents_on_csv_tool(),
-    |call, _call_id, arguments| call.spawn_agents_on_csv(arguments).await
+    |call, _call_id, arguments| spawn_agents_on_csv(call, arguments).await
 );
 
 super::builtin_tool!(
@@ -21,7 +21,7 @@ super::builtin_tool!(
     ReportAgentJobResultTool,
     "report_agent_job_result",
     super::agent_spec::report_agent_job_result_tool(),
-    |call, _call_id, arguments| Ok(call.report_agent_job_result(arguments).await)
+    |call, _call_id, arguments| Ok(report_agent_job_result(call, arguments).await)
 );
 
 #[derive(Debug, Deserialize)]
@@ -34,48 +34,46 @@ struct ReportArgs {
     stop: Option<bool>,
 }
 
-impl BuiltinCall<'_> {
-    /// `spawn_agents_on_csv`: runs the job and answers with its summary.
-    pub(super) async fn spawn_agents_on_csv(&self, arguments: &str) -> Result<String, TurnStop> {
-        let args: JobArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => {
-                return Ok(json!({
-                    "error": format!("bad spawn_agents_on_csv arguments: {err}")
-                })
-                .to_string());
-            }
-        };
-        run_job(self.session, self.context, self.ids, self.cancel, args).await
-    }
-
-    /// `report_agent_job_result`: records a worker's result for its row.
-    pub(super) async fn report_agent_job_result(&self, arguments: &str) -> String {
-        let Some(worker) = self.session.agents().worker() else {
-            return json!({"error": "only agent-job workers can report results"}).to_string();
-        };
-        let args: ReportArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => {
-                return json!({
-                    "error": format!("bad report_agent_job_result arguments: {err}")
-                })
-                .to_string();
-            }
-        };
-        let stop = args.stop.unwrap_or(false);
-        match worker
-            .report(&args.job_id, &args.item_id, args.result, stop)
-            .await
-        {
-            Ok(outcome) => json!({
-                "status": "recorded",
-                "item_id": args.item_id,
-                "reported_at": outcome.reported_at,
-                "job_stop_requested": stop,
+/// `spawn_agents_on_csv`: runs the job and answers with its summary.
+async fn spawn_agents_on_csv(ctx: &ToolContext, arguments: &str) -> Result<String, TurnStop> {
+    let args: JobArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => {
+            return Ok(json!({
+                "error": format!("bad spawn_agents_on_csv arguments: {err}")
             })
-            .to_string(),
-            Err(err) => json!({ "error": err.to_string() }).to_string(),
+            .to_string());
         }
+    };
+    run_job(&ctx.host, &ctx.turn, &ctx.ids, &ctx.cancel, args).await
+}
+
+/// `report_agent_job_result`: records a worker's result for its row.
+async fn report_agent_job_result(ctx: &ToolContext, arguments: &str) -> String {
+    let Some(worker) = ctx.host.agents().worker() else {
+        return json!({"error": "only agent-job workers can report results"}).to_string();
+    };
+    let args: ReportArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => {
+            return json!({
+                "error": format!("bad report_agent_job_result arguments: {err}")
+            })
+            .to_string();
+        }
+    };
+    let stop = args.stop.unwrap_or(false);
+    match worker
+        .report(&args.job_id, &args.item_id, args.result, stop)
+        .await
+    {
+        Ok(outcome) => json!({
+            "status": "recorded",
+            "item_id": args.item_id,
+            "reported_at": outcome.reported_at,
+            "job_stop_requested": stop,
+        })
+        .to_string(),
+        Err(err) => json!({ "error": err.to_string() }).to_string(),
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
 use crate::agents::{AgentControl, AgentError, wait_any_final};
 use crate::turn_context::TurnStop;
 
@@ -63,15 +63,14 @@ impl DynTool for CollabTool {
         input: ToolInput,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
-            let call = super::BuiltinCall::of(&ctx);
             let call_id = ctx.call_id().to_string();
             let arguments = input.text();
             Ok(match self.kind {
-                CollabAgentTool::SpawnAgent => call.spawn_agent(&call_id, arguments).await,
-                CollabAgentTool::SendInput => call.send_input(&call_id, arguments).await,
-                CollabAgentTool::Wait => call.wait_agent(&call_id, arguments).await?,
-                CollabAgentTool::CloseAgent => call.close_agent(&call_id, arguments).await,
-                CollabAgentTool::ResumeAgent => call.resume_agent(&call_id, arguments).await,
+                CollabAgentTool::SpawnAgent => spawn_agent(&ctx, &call_id, arguments).await,
+                CollabAgentTool::SendInput => send_input(&ctx, &call_id, arguments).await,
+                CollabAgentTool::Wait => wait_agent(&ctx, &call_id, arguments).await?,
+                CollabAgentTool::CloseAgent => close_agent(&ctx, &call_id, arguments).await,
+                CollabAgentTool::ResumeAgent => resume_agent(&ctx, &call_id, arguments).await,
             })
         })
     }
@@ -198,281 +197,276 @@ struct CallDetails {
     reasoning_effort: Option<ReasoningEffort>,
 }
 
-impl BuiltinCall<'_> {
-    async fn collab_event(
-        &self,
-        call_id: &str,
-        tool: CollabAgentTool,
-        receivers: &[ConversationId],
-        details: &CallDetails,
-        status: CollabAgentToolCallStatus,
-    ) {
-        let ids: Vec<String> = receivers.iter().map(ToString::to_string).collect();
-        let agents_states: BTreeMap<String, CollabAgentState> = if ids.is_empty() {
-            BTreeMap::new()
-        } else {
-            self.session.agents().states(&ids)
-        };
-        let event = CollabToolCallEvent {
-            call_id: call_id.to_string(),
-            tool,
-            sender_thread_id: self.session.id(),
-            receiver_thread_ids: receivers.to_vec(),
-            prompt: details.prompt.clone(),
-            model: details.model.clone(),
-            reasoning_effort: details.reasoning_effort,
-            agents_states,
-            status,
-        };
-        let msg = if status == CollabAgentToolCallStatus::InProgress {
-            EventMsg::CollabToolCallBegin(event)
-        } else {
-            EventMsg::CollabToolCallEnd(event)
-        };
-        self.session.send_event(&self.ids.sub_id, msg).await;
-    }
+async fn collab_event(
+    ctx: &ToolContext,
+    call_id: &str,
+    tool: CollabAgentTool,
+    receivers: &[ConversationId],
+    details: &CallDetails,
+    status: CollabAgentToolCallStatus,
+) {
+    let ids: Vec<String> = receivers.iter().map(ToString::to_string).collect();
+    let agents_states: BTreeMap<String, CollabAgentState> = if ids.is_empty() {
+        BTreeMap::new()
+    } else {
+        ctx.host.agents().states(&ids)
+    };
+    let event = CollabToolCallEvent {
+        call_id: call_id.to_string(),
+        tool,
+        sender_thread_id: ctx.host.id(),
+        receiver_thread_ids: receivers.to_vec(),
+        prompt: details.prompt.clone(),
+        model: details.model.clone(),
+        reasoning_effort: details.reasoning_effort,
+        agents_states,
+        status,
+    };
+    let msg = if status == CollabAgentToolCallStatus::InProgress {
+        EventMsg::CollabToolCallBegin(event)
+    } else {
+        EventMsg::CollabToolCallEnd(event)
+    };
+    ctx.host.send_event(&ctx.ids.sub_id, msg).await;
+}
 
-    async fn collab_end(
-        &self,
-        call_id: &str,
-        tool: CollabAgentTool,
-        receivers: &[ConversationId],
-        details: &CallDetails,
-        ok: bool,
-    ) {
-        let status = if ok {
-            CollabAgentToolCallStatus::Completed
-        } else {
-            CollabAgentToolCallStatus::Failed
-        };
-        self.collab_event(call_id, tool, receivers, details, status)
-            .await;
-    }
+async fn collab_end(
+    ctx: &ToolContext,
+    call_id: &str,
+    tool: CollabAgentTool,
+    receivers: &[ConversationId],
+    details: &CallDetails,
+    ok: bool,
+) {
+    let status = if ok {
+        CollabAgentToolCallStatus::Completed
+    } else {
+        CollabAgentToolCallStatus::Failed
+    };
+    collab_event(ctx, call_id, tool, receivers, details, status).await;
+}
 
-    /// `spawn_agent`: a new agent with this conversation's settings starts on the message.
-    pub(super) async fn spawn_agent(&self, call_id: &str, arguments: &str) -> String {
-        let args: SpawnArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return refused(format!("bad spawn_agent arguments: {err}")),
-        };
-        let agents = self.session.agents();
-        let config = agents.child_config(self.context, args.model, args.reasoning_effort);
-        let input = input_items(args.message, args.items);
-        let details = CallDetails {
-            prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
-            model: Some(config.model.clone()),
-            reasoning_effort: config.model_reasoning_effort,
-        };
-        let tool = CollabAgentTool::SpawnAgent;
-        self.collab_event(
-            call_id,
-            tool,
-            &[],
-            &details,
-            CollabAgentToolCallStatus::InProgress,
-        )
-        .await;
-        let input = match input {
-            Ok(input) => input,
-            Err(err) => {
-                self.collab_end(call_id, tool, &[], &details, false).await;
-                return refused(err);
-            }
-        };
-        let history = if args.fork_context.unwrap_or(false) {
-            let mut history = self.session.history();
-            let closing = crate::models::outputs_for_unanswered_calls(
-                &history,
-                "this call is being answered by the parent agent",
-            );
-            history.extend(closing);
-            history
-        } else {
-            Vec::new()
-        };
-        match agents.spawn(config, history, input).await {
-            Ok(id) => {
-                self.collab_end(call_id, tool, &[id], &details, true).await;
-                json!({ "agent_id": id.to_string(), "status": "running" }).to_string()
-            }
-            Err(err) => {
-                self.collab_end(call_id, tool, &[], &details, false).await;
-                refused(err)
-            }
+/// `spawn_agent`: a new agent with this conversation's settings starts on the message.
+async fn spawn_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> String {
+    let args: SpawnArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return refused(format!("bad spawn_agent arguments: {err}")),
+    };
+    let agents = ctx.host.agents();
+    let config = agents.child_config(&ctx.turn, args.model, args.reasoning_effort);
+    let input = input_items(args.message, args.items);
+    let details = CallDetails {
+        prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
+        model: Some(config.model.clone()),
+        reasoning_effort: config.model_reasoning_effort,
+    };
+    let tool = CollabAgentTool::SpawnAgent;
+    collab_event(
+        ctx,
+        call_id,
+        tool,
+        &[],
+        &details,
+        CollabAgentToolCallStatus::InProgress,
+    )
+    .await;
+    let input = match input {
+        Ok(input) => input,
+        Err(err) => {
+            collab_end(ctx, call_id, tool, &[], &details, false).await;
+            return refused(err);
         }
-    }
-
-    /// `send_input`: more input for an open agent (optionally interrupting it first).
-    pub(super) async fn send_input(&self, call_id: &str, arguments: &str) -> String {
-        let args: SendInputArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return refused(format!("bad send_input arguments: {err}")),
-        };
-        let tool = CollabAgentTool::SendInput;
-        let input = input_items(args.message, args.items);
-        let details = CallDetails {
-            prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
-            ..CallDetails::default()
-        };
-        let target = AgentControl::parse_id(&args.id);
-        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
-        self.collab_event(
-            call_id,
-            tool,
-            &receivers,
-            &details,
-            CollabAgentToolCallStatus::InProgress,
-        )
-        .await;
-        let sent = async {
-            let id = target?;
-            let input = input.map_err(AgentError::BadInput)?;
-            self.session
-                .agents()
-                .send_input(id, input, args.interrupt.unwrap_or(false))
-                .await?;
-            Ok::<_, AgentError>(id)
+    };
+    let history = if args.fork_context.unwrap_or(false) {
+        let mut history = ctx.host.history();
+        let closing = crate::models::outputs_for_unanswered_calls(
+            &history,
+            "this call is being answered by the parent agent",
+        );
+        history.extend(closing);
+        history
+    } else {
+        Vec::new()
+    };
+    match agents.spawn(config, history, input).await {
+        Ok(id) => {
+            collab_end(ctx, call_id, tool, &[id], &details, true).await;
+            json!({ "agent_id": id.to_string(), "status": "running" }).to_string()
         }
-        .await;
-        self.collab_end(call_id, tool, &receivers, &details, sent.is_ok())
-            .await;
-        match sent {
-            Ok(id) => json!({ "agent_id": id.to_string(), "status": "running" }).to_string(),
-            Err(err) => refused(err),
-        }
-    }
-
-    /// `wait_agent`: blocks until one of the agents is done with its input (or the timeout);
-    /// answers with every agent's state.
-    pub(super) async fn wait_agent(
-        &self,
-        call_id: &str,
-        arguments: &str,
-    ) -> Result<String, TurnStop> {
-        let args: WaitArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return Ok(refused(format!("bad wait_agent arguments: {err}"))),
-        };
-        if args.ids.is_empty() {
-            return Ok(refused("`ids` is empty: name the agents to wait for"));
-        }
-        let timeout = args
-            .timeout_ms
-            .filter(|ms| ms.is_finite() && *ms >= 0.0)
-            .map_or(DEFAULT_WAIT, |ms| Duration::from_millis(ms as u64))
-            .clamp(MIN_WAIT, MAX_WAIT);
-        let tool = CollabAgentTool::Wait;
-        let receivers: Vec<ConversationId> = args
-            .ids
-            .iter()
-            .filter_map(|id| AgentControl::parse_id(id).ok())
-            .collect();
-        let details = CallDetails::default();
-        self.collab_event(
-            call_id,
-            tool,
-            &receivers,
-            &details,
-            CollabAgentToolCallStatus::InProgress,
-        )
-        .await;
-        let agents = self.session.agents();
-        let states = agents.states(&args.ids);
-        let ready = states.values().any(|state| state.status.is_final());
-        let timed_out = if ready {
-            false
-        } else {
-            let waiting = wait_any_final(agents.watchers(&args.ids));
-            tokio::select! {
-                () = self.cancel.cancelled() => {
-                    self.collab_end(call_id, tool, &receivers, &details, false).await;
-                    return Err(TurnStop::Interrupted);
-                }
-                waited = tokio::time::timeout(timeout, waiting) => waited.is_err(),
-            }
-        };
-        self.collab_end(call_id, tool, &receivers, &details, true)
-            .await;
-        let states = agents.states(&args.ids);
-        Ok(json!({ "status": states, "timed_out": timed_out }).to_string())
-    }
-
-    /// `close_agent`: stops an agent (and its commands) and frees its slot.
-    pub(super) async fn close_agent(&self, call_id: &str, arguments: &str) -> String {
-        let agents = self.session.agents();
-        self.one_agent_call(
-            call_id,
-            arguments,
-            CollabAgentTool::CloseAgent,
-            |id| async move {
-                let before = agents.close(id).await?;
-                Ok(json!({
-                    "agent_id": id.to_string(),
-                    "status": "shutdown",
-                    "previous_status": before,
-                }))
-            },
-        )
-        .await
-    }
-
-    /// `resume_agent`: reopens a closed agent from its recording; it waits for input.
-    pub(super) async fn resume_agent(&self, call_id: &str, arguments: &str) -> String {
-        let agents = self.session.agents();
-        let context = self.context;
-        self.one_agent_call(
-            call_id,
-            arguments,
-            CollabAgentTool::ResumeAgent,
-            |id| async move {
-                let state = agents.resume(id, context).await?;
-                Ok(json!({ "agent_id": id.to_string(), "status": state }))
-            },
-        )
-        .await
-    }
-
-    /// A tool that acts on the one agent named by `id`: parses the arguments, announces the
-    /// call around `act`, and answers with its JSON or the refusal.
-    async fn one_agent_call<F, Fut>(
-        &self,
-        call_id: &str,
-        arguments: &str,
-        tool: CollabAgentTool,
-        act: F,
-    ) -> String
-    where
-        F: FnOnce(ConversationId) -> Fut,
-        Fut: std::future::Future<Output = Result<serde_json::Value, AgentError>>,
-    {
-        let args: IdArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return refused(format!("bad {} arguments: {err}", tool_name(tool))),
-        };
-        let target = AgentControl::parse_id(&args.id);
-        let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
-        let details = CallDetails::default();
-        self.collab_event(
-            call_id,
-            tool,
-            &receivers,
-            &details,
-            CollabAgentToolCallStatus::InProgress,
-        )
-        .await;
-        let answer = match target {
-            Ok(id) => act(id).await,
-            Err(err) => Err(err),
-        };
-        self.collab_end(call_id, tool, &receivers, &details, answer.is_ok())
-            .await;
-        match answer {
-            Ok(answer) => answer.to_string(),
-            Err(err) => refused(err),
+        Err(err) => {
+            collab_end(ctx, call_id, tool, &[], &details, false).await;
+            refused(err)
         }
     }
 }
 
+/// `send_input`: more input for an open agent (optionally interrupting it first).
+async fn send_input(ctx: &ToolContext, call_id: &str, arguments: &str) -> String {
+    let args: SendInputArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return refused(format!("bad send_input arguments: {err}")),
+    };
+    let tool = CollabAgentTool::SendInput;
+    let input = input_items(args.message, args.items);
+    let details = CallDetails {
+        prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
+        ..CallDetails::default()
+    };
+    let target = AgentControl::parse_id(&args.id);
+    let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
+    collab_event(
+        ctx,
+        call_id,
+        tool,
+        &receivers,
+        &details,
+        CollabAgentToolCallStatus::InProgress,
+    )
+    .await;
+    let sent = async {
+        let id = target?;
+        let input = input.map_err(AgentError::BadInput)?;
+        ctx.host
+            .agents()
+            .send_input(id, input, args.interrupt.unwrap_or(false))
+            .await?;
+        Ok::<_, AgentError>(id)
+    }
+    .await;
+    collab_end(ctx, call_id, tool, &receivers, &details, sent.is_ok()).await;
+    match sent {
+        Ok(id) => json!({ "agent_id": id.to_string(), "status": "running" }).to_string(),
+        Err(err) => refused(err),
+    }
+}
+
+/// `wait_agent`: blocks until one of the agents is done with its input (or the timeout);
+/// answers with every agent's state.
+async fn wait_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> Result<String, TurnStop> {
+    let args: WaitArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return Ok(refused(format!("bad wait_agent arguments: {err}"))),
+    };
+    if args.ids.is_empty() {
+        return Ok(refused("`ids` is empty: name the agents to wait for"));
+    }
+    let timeout = args
+        .timeout_ms
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map_or(DEFAULT_WAIT, |ms| Duration::from_millis(ms as u64))
+        .clamp(MIN_WAIT, MAX_WAIT);
+    let tool = CollabAgentTool::Wait;
+    let receivers: Vec<ConversationId> = args
+        .ids
+        .iter()
+        .filter_map(|id| AgentControl::parse_id(id).ok())
+        .collect();
+    let details = CallDetails::default();
+    collab_event(
+        ctx,
+        call_id,
+        tool,
+        &receivers,
+        &details,
+        CollabAgentToolCallStatus::InProgress,
+    )
+    .await;
+    let agents = ctx.host.agents();
+    let states = agents.states(&args.ids);
+    let ready = states.values().any(|state| state.status.is_final());
+    let timed_out = if ready {
+        false
+    } else {
+        let waiting = wait_any_final(agents.watchers(&args.ids));
+        tokio::select! {
+            () = ctx.cancel.cancelled() => {
+                collab_end(ctx, call_id, tool, &receivers, &details, false).await;
+                return Err(TurnStop::Interrupted);
+            }
+            waited = tokio::time::timeout(timeout, waiting) => waited.is_err(),
+        }
+    };
+    collab_end(ctx, call_id, tool, &receivers, &details, true).await;
+    let states = agents.states(&args.ids);
+    Ok(json!({ "status": states, "timed_out": timed_out }).to_string())
+}
+
+/// `close_agent`: stops an agent (and its commands) and frees its slot.
+async fn close_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> String {
+    let agents = ctx.host.agents();
+    one_agent_call(
+        ctx,
+        call_id,
+        arguments,
+        CollabAgentTool::CloseAgent,
+        |id| async move {
+            let before = agents.close(id).await?;
+            Ok(json!({
+                "agent_id": id.to_string(),
+                "status": "shutdown",
+                "previous_status": before,
+            }))
+        },
+    )
+    .await
+}
+
+/// `resume_agent`: reopens a closed agent from its recording; it waits for input.
+async fn resume_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> String {
+    let agents = ctx.host.agents();
+    let context = &ctx.turn;
+    one_agent_call(
+        ctx,
+        call_id,
+        arguments,
+        CollabAgentTool::ResumeAgent,
+        |id| async move {
+            let state = agents.resume(id, context).await?;
+            Ok(json!({ "agent_id": id.to_string(), "status": state }))
+        },
+    )
+    .await
+}
+
+/// A tool that acts on the one agent named by `id`: parses the arguments, announces the
+/// call around `act`, and answers with its JSON or the refusal.
+async fn one_agent_call<F, Fut>(
+    ctx: &ToolContext,
+    call_id: &str,
+    arguments: &str,
+    tool: CollabAgentTool,
+    act: F,
+) -> String
+where
+    F: FnOnce(ConversationId) -> Fut,
+    Fut: std::future::Future<Output = Result<serde_json::Value, AgentError>>,
+{
+    let args: IdArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return refused(format!("bad {} arguments: {err}", tool_name(tool))),
+    };
+    let target = AgentControl::parse_id(&args.id);
+    let receivers: Vec<ConversationId> = target.as_ref().ok().copied().into_iter().collect();
+    let details = CallDetails::default();
+    collab_event(
+        ctx,
+        call_id,
+        tool,
+        &receivers,
+        &details,
+        CollabAgentToolCallStatus::InProgress,
+    )
+    .await;
+    let answer = match target {
+        Ok(id) => act(id).await,
+        Err(err) => Err(err),
+    };
+    collab_end(ctx, call_id, tool, &receivers, &details, answer.is_ok()).await;
+    match answer {
+        Ok(answer) => answer.to_string(),
+        Err(err) => refused(err),
+    }
+}
 /// The tool's name as the model calls it.
 fn tool_name(tool: CollabAgentTool) -> &'static str {
     match tool {

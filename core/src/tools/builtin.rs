@@ -1,24 +1,9 @@
-//! Keel's own tools' view of a call ([`BuiltinCall`]) and the macro that declares one.
+//! The macro that declares one of Keel's own tools, and how a stopped turn reads as a tool
+//! error.
 
-use std::sync::Arc;
-
-use tokio_util::sync::CancellationToken;
-
-use super::context::ToolContext;
-use super::host::ToolHost;
 use super::tool_error::ToolError;
 use crate::error::CoreError;
-use crate::turn_context::{TurnContext, TurnIds, TurnStop};
-
-/// The built-in tools' view of a call: the conversation, the turn's settings and ids, and
-/// the call's own context.
-pub(crate) struct BuiltinCall<'a> {
-    pub session: &'a Arc<dyn ToolHost>,
-    pub context: &'a TurnContext,
-    pub ids: &'a TurnIds,
-    pub cancel: &'a CancellationToken,
-    pub tool: &'a ToolContext,
-}
+use crate::turn_context::TurnStop;
 
 impl From<TurnStop> for ToolError {
     fn from(stop: TurnStop) -> Self {
@@ -30,9 +15,9 @@ impl From<TurnStop> for ToolError {
     }
 }
 
-/// Declares a built-in tool: a unit struct implementing [`DynTool`], whose calls run
-/// `$body` (a `Result<String, TurnStop>`) with the call's [`BuiltinCall`] view, id and
-/// arguments in scope. Built-ins decide about approval per call.
+/// Declares a built-in tool: a unit struct implementing [`DynTool`](super::DynTool), whose
+/// calls run `$body` (a `Result<String, TurnStop>`) with the call's context (`&ToolContext`),
+/// id and arguments in scope. Built-ins decide about approval per call.
 macro_rules! builtin_tool {
     ($(#[$doc:meta])* $ty:ident, $name:literal, $spec:expr,
      |$call:ident, $call_id:ident, $arguments:ident| $body:expr) => {
@@ -58,7 +43,7 @@ macro_rules! builtin_tool {
                 input: $crate::tools::ToolInput,
             ) -> futures::future::BoxFuture<'_, Result<String, $crate::tools::ToolError>> {
                 Box::pin(async move {
-                    let $call = $crate::tools::BuiltinCall::of(&ctx);
+                    let $call = &ctx;
                     let $call_id = ctx.call_id().to_string();
                     let $arguments = input.text();
                     let result: Result<String, $crate::turn_context::TurnStop> = $body;
@@ -69,16 +54,3 @@ macro_rules! builtin_tool {
     };
 }
 pub(crate) use builtin_tool;
-
-impl<'a> BuiltinCall<'a> {
-    /// The built-in view of `ctx`'s call.
-    pub(crate) fn of(ctx: &'a ToolContext) -> Self {
-        Self {
-            session: &ctx.host,
-            context: &ctx.turn,
-            ids: &ctx.ids,
-            cancel: &ctx.cancel,
-            tool: ctx,
-        }
-    }
-}

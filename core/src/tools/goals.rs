@@ -5,14 +5,14 @@ use keel_protocol::{EventMsg, ThreadGoal, ThreadGoalStatus, ThreadGoalUpdatedEve
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::BuiltinCall;
+use super::ToolContext;
 
 super::builtin_tool!(
     /// `get_goal`: the thread's goal and what is left of its budget.
     GetGoalTool,
     "get_goal",
     get_goal_spec(),
-    |call, _call_id, _arguments| Ok(call.get_goal())
+    |call, _call_id, _arguments| Ok(get_goal(call))
 );
 
 super::builtin_tool!(
@@ -20,7 +20,7 @@ super::builtin_tool!(
     CreateGoalTool,
     "create_goal",
     create_goal_spec(),
-    |call, _call_id, arguments| Ok(call.create_goal(arguments).await)
+    |call, _call_id, arguments| Ok(create_goal(call, arguments).await)
 );
 
 super::builtin_tool!(
@@ -28,7 +28,7 @@ super::builtin_tool!(
     UpdateGoalTool,
     "update_goal",
     update_goal_spec(),
-    |call, _call_id, arguments| Ok(call.update_goal(arguments).await)
+    |call, _call_id, arguments| Ok(update_goal(call, arguments).await)
 );
 
 fn get_goal_spec() -> Value {
@@ -102,74 +102,68 @@ struct UpdateArgs {
     status: String,
 }
 
-impl BuiltinCall<'_> {
-    fn get_goal(&self) -> String {
-        match self.session.goals().get() {
-            Some(goal) => report(&goal),
-            None => "This thread has no goal.".to_string(),
-        }
+fn get_goal(ctx: &ToolContext) -> String {
+    match ctx.host.goals().get() {
+        Some(goal) => report(&goal),
+        None => "This thread has no goal.".to_string(),
     }
+}
 
-    async fn create_goal(&self, arguments: &str) -> String {
-        let args: CreateArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return format!("failed to parse create_goal arguments: {err}"),
-        };
-        match self
-            .session
-            .goals()
-            .create(&args.objective, args.token_budget)
-        {
-            Ok(goal) => {
-                self.goal_updated(goal.clone()).await;
-                report(&goal)
-            }
-            Err(err) => err.to_string(),
+async fn create_goal(ctx: &ToolContext, arguments: &str) -> String {
+    let args: CreateArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return format!("failed to parse create_goal arguments: {err}"),
+    };
+    match ctx.host.goals().create(&args.objective, args.token_budget) {
+        Ok(goal) => {
+            goal_updated(ctx, goal.clone()).await;
+            report(&goal)
         }
+        Err(err) => err.to_string(),
     }
+}
 
-    async fn update_goal(&self, arguments: &str) -> String {
-        let args: UpdateArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return format!("failed to parse update_goal arguments: {err}"),
-        };
-        let status = match args.status.as_str() {
-            "complete" => ThreadGoalStatus::Complete,
-            "blocked" => ThreadGoalStatus::Blocked,
-            "paused" => ThreadGoalStatus::Paused,
-            other => {
-                return format!(
-                    "update_goal sets \"complete\", \"blocked\" or \"paused\", not \"{other}\"; \
-                     resuming a goal and its limits are the user's to set"
-                );
-            }
-        };
-        match self.session.goals().set_status(status) {
-            Some(goal) => {
-                self.goal_updated(goal.clone()).await;
-                let mut answer = report(&goal);
-                if status == ThreadGoalStatus::Complete {
-                    answer.push_str(&format!(
-                        "\nThe goal is complete: tell the user what was achieved; it took {} \
-                         tokens and {} s.",
-                        goal.tokens_used, goal.time_used_seconds
-                    ));
-                }
-                answer
-            }
-            None => "This thread has no goal to update.".to_string(),
+async fn update_goal(ctx: &ToolContext, arguments: &str) -> String {
+    let args: UpdateArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return format!("failed to parse update_goal arguments: {err}"),
+    };
+    let status = match args.status.as_str() {
+        "complete" => ThreadGoalStatus::Complete,
+        "blocked" => ThreadGoalStatus::Blocked,
+        "paused" => ThreadGoalStatus::Paused,
+        other => {
+            return format!(
+                "update_goal sets \"complete\", \"blocked\" or \"paused\", not \"{other}\"; \
+                 resuming a goal and its limits are the user's to set"
+            );
         }
+    };
+    match ctx.host.goals().set_status(status) {
+        Some(goal) => {
+            goal_updated(ctx, goal.clone()).await;
+            let mut answer = report(&goal);
+            if status == ThreadGoalStatus::Complete {
+                answer.push_str(&format!(
+                    "\nThe goal is complete: tell the user what was achieved; it took {} \
+                     tokens and {} s.",
+                    goal.tokens_used, goal.time_used_seconds
+                ));
+            }
+            answer
+        }
+        None => "This thread has no goal to update.".to_string(),
     }
+}
 
-    async fn goal_updated(&self, goal: ThreadGoal) {
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::ThreadGoalUpdated(ThreadGoalUpdatedEvent {
-                    turn_id: Some(self.ids.turn_id.to_string()),
-                    goal,
-                }),
-            )
-            .await;
-    }
+async fn goal_updated(ctx: &ToolContext, goal: ThreadGoal) {
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::ThreadGoalUpdated(ThreadGoalUpdatedEvent {
+                turn_id: Some(ctx.ids.turn_id.to_string()),
+                goal,
+            }),
+        )
+        .await;
 }

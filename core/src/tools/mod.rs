@@ -14,6 +14,7 @@ mod agent_spec;
 mod agents;
 mod builtin;
 mod builtin_names;
+mod command_runtime;
 mod context;
 mod dynamic;
 mod goals;
@@ -37,7 +38,7 @@ mod view_image;
 
 use std::sync::Arc;
 
-pub(crate) use builtin::{BuiltinCall, builtin_tool};
+pub(crate) use builtin::builtin_tool;
 pub(crate) use builtin_names::is_builtin_name;
 pub use context::ToolContext;
 pub(crate) use dynamic::dynamic_tools;
@@ -51,6 +52,7 @@ pub use tool_command::CommandOutput;
 pub use tool_error::ToolError;
 pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
+pub(crate) use user_shell::user_shell as run_user_shell;
 
 use crate::config::WireApi;
 use crate::mcp::McpToolCatalog;

@@ -10,7 +10,7 @@ use keel_protocol::{
 
 use futures::future::BoxFuture;
 
-use super::{BuiltinCall, DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
+use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
 use keel_exec_server::patch::{ApplyFailure, apply_under, planned_writes, with_real_roots};
 use keel_protocol::exec_server::{PatchApplyResponse, PatchParams, PatchPlanResponse, PatchWrite};
 
@@ -54,9 +54,8 @@ impl DynTool for ApplyPatchTool {
         input: ToolInput,
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
-            let call = super::BuiltinCall::of(&ctx);
             let call_id = ctx.call_id().to_string();
-            let cwd = call.context.cwd.clone();
+            let cwd = ctx.turn.cwd.clone();
             let patch = match &input {
                 ToolInput::Freeform { input } => input.clone(),
                 ToolInput::Function { arguments } => {
@@ -68,117 +67,113 @@ impl DynTool for ApplyPatchTool {
                     }
                 }
             };
-            Ok(call.apply_patch(&call_id, &patch, &cwd).await?)
+            Ok(apply_patch(&ctx, &call_id, &patch, &cwd).await?)
         })
     }
 }
 
-impl BuiltinCall<'_> {
-    /// Applies a patch for the model and returns the text it sees: a summary of the files
-    /// changed, or an error naming the file and hunk that failed (nothing is changed then).
-    /// The files are where the turn's commands run: this host, or the exec-server's.
-    pub(super) async fn apply_patch(
-        &self,
-        call_id: &str,
-        patch_text: &str,
-        cwd: &Path,
-    ) -> Result<String, TurnStop> {
-        let call_id = CallId::new(call_id);
-        let remote = !self.session.processes().is_local();
-        let planned = if remote {
-            self.plan_remote(patch_text, cwd).await
-        } else {
-            self.plan_local(patch_text, cwd)
-        };
-        let planned = match planned {
-            Ok(planned) => planned,
-            Err(message) => return Ok(message),
-        };
-        let paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.path.clone()).collect();
-        let real_paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.real_path.clone()).collect();
-        let decision = decide_patch(
-            self.context.approval_policy,
-            planned.resolved.as_ref(),
-            &real_paths,
-        );
-        let auto_approved = match decision {
-            ExecDecision::Run => true,
-            ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
-            ExecDecision::Ask(reason) => {
-                let reason = with_link_targets(reason, &paths, &real_paths);
-                let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    changes: planned.changes.clone(),
-                    reason,
-                    grant_root: None,
-                });
-                match self.tool.wait_for_decision(&call_id, event).await? {
-                    ReviewDecision::Approved | ReviewDecision::ApprovedForSession => false,
-                    ReviewDecision::Denied => {
-                        return Ok("patch rejected by user".to_string());
-                    }
-                    ReviewDecision::Abort => return Err(TurnStop::Interrupted),
+/// Applies a patch for the model and returns the text it sees: a summary of the files
+/// changed, or an error naming the file and hunk that failed (nothing is changed then).
+/// The files are where the turn's commands run: this host, or the exec-server's.
+pub(super) async fn apply_patch(
+    ctx: &ToolContext,
+    call_id: &str,
+    patch_text: &str,
+    cwd: &Path,
+) -> Result<String, TurnStop> {
+    let call_id = CallId::new(call_id);
+    let remote = !ctx.host.processes().is_local();
+    let planned = if remote {
+        plan_remote(ctx, patch_text, cwd).await
+    } else {
+        plan_local(ctx, patch_text, cwd)
+    };
+    let planned = match planned {
+        Ok(planned) => planned,
+        Err(message) => return Ok(message),
+    };
+    let paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.path.clone()).collect();
+    let real_paths: Vec<PathBuf> = planned.writes.iter().map(|w| w.real_path.clone()).collect();
+    let decision = decide_patch(
+        ctx.turn.approval_policy,
+        planned.resolved.as_ref(),
+        &real_paths,
+    );
+    let auto_approved = match decision {
+        ExecDecision::Run => true,
+        ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
+        ExecDecision::Ask(reason) => {
+            let reason = with_link_targets(reason, &paths, &real_paths);
+            let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
+                call_id: call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                changes: planned.changes.clone(),
+                reason,
+                grant_root: None,
+            });
+            match ctx.wait_for_decision(&call_id, event).await? {
+                ReviewDecision::Approved | ReviewDecision::ApprovedForSession => false,
+                ReviewDecision::Denied => {
+                    return Ok("patch rejected by user".to_string());
                 }
-            }
-        };
-        let changes = planned.changes.clone();
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::PatchApplyBegin(PatchApplyBeginEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    auto_approved,
-                    changes: changes.clone(),
-                }),
-            )
-            .await;
-        for write in &planned.writes {
-            self.tool
-                .diff()
-                .note_baseline(&write.path, write.before.as_deref());
-        }
-        let writes = planned.writes.clone();
-        let result = carry_out(self.session.processes(), planned.apply, planned.resolved).await;
-        if remote && result.is_ok() {
-            let mut diff = self.tool.diff();
-            for write in &writes {
-                diff.note_remote_after(&write.path, write.after.as_deref());
+                ReviewDecision::Abort => return Err(TurnStop::Interrupted),
             }
         }
-        let (success, stdout, stderr) = match &result {
-            Ok(summary) => (true, summary.clone(), String::new()),
-            Err(message) => (false, String::new(), message.clone()),
-        };
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::PatchApplyEnd(PatchApplyEndEvent {
-                    call_id,
-                    turn_id: self.ids.turn_id.clone(),
-                    stdout: stdout.clone(),
-                    stderr: stderr.clone(),
-                    success,
-                    changes,
-                }),
-            )
-            .await;
-        if success {
-            let unified_diff = self.tool.diff().unified_diff(&self.context.cwd);
-            self.session
-                .send_event(
-                    &self.ids.sub_id,
-                    EventMsg::TurnDiff(TurnDiffEvent { unified_diff }),
-                )
-                .await;
-            Ok(stdout)
-        } else {
-            Ok(format!("apply_patch failed: {stderr}"))
+    };
+    let changes = planned.changes.clone();
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::PatchApplyBegin(PatchApplyBeginEvent {
+                call_id: call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                auto_approved,
+                changes: changes.clone(),
+            }),
+        )
+        .await;
+    for write in &planned.writes {
+        ctx.diff()
+            .note_baseline(&write.path, write.before.as_deref());
+    }
+    let writes = planned.writes.clone();
+    let result = carry_out(ctx.host.processes(), planned.apply, planned.resolved).await;
+    if remote && result.is_ok() {
+        let mut diff = ctx.diff();
+        for write in &writes {
+            diff.note_remote_after(&write.path, write.after.as_deref());
         }
     }
+    let (success, stdout, stderr) = match &result {
+        Ok(summary) => (true, summary.clone(), String::new()),
+        Err(message) => (false, String::new(), message.clone()),
+    };
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::PatchApplyEnd(PatchApplyEndEvent {
+                call_id,
+                turn_id: ctx.ids.turn_id.clone(),
+                stdout: stdout.clone(),
+                stderr: stderr.clone(),
+                success,
+                changes,
+            }),
+        )
+        .await;
+    if success {
+        let unified_diff = ctx.diff().unified_diff(&ctx.turn.cwd);
+        ctx.host
+            .send_event(
+                &ctx.ids.sub_id,
+                EventMsg::TurnDiff(TurnDiffEvent { unified_diff }),
+            )
+            .await;
+        Ok(stdout)
+    } else {
+        Ok(format!("apply_patch failed: {stderr}"))
+    }
 }
-
 /// The approval's reason, telling the user where writes that go through a symlink really land
 /// (the changes it shows are keyed by the paths as the patch names them).
 fn with_link_targets(
@@ -241,83 +236,84 @@ enum ApplyBy {
     Remote(PatchParams),
 }
 
-impl BuiltinCall<'_> {
-    /// The patch planned against this host's files; `Err` is what the model reads.
-    fn plan_local(&self, patch_text: &str, cwd: &Path) -> Result<PlannedPatch, String> {
-        let action = parse_patch(patch_text)
-            .map_err(|e| e.to_string())
-            .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
-            .map_err(|message| format!("apply_patch verification failed: {message}"))?;
-        let resolved = ResolvedPolicy::resolve(
-            &self.context.sandbox_policy,
-            &self.context.cwd,
-            self.context.shell_env.get("TMPDIR").map(Path::new),
-            self.context.sandbox_allow_git_writes,
-        )
-        // Where each write really lands: a link planted in the workspace never carries a
-        // write out of the writable roots, whatever the approval policy.
-        .map(with_real_roots);
-        let writes = planned_writes(resolved.as_ref(), &action)
-            .map_err(|refusal| format!("patch rejected: {refusal}"))?;
-        Ok(PlannedPatch {
-            changes: action.changes().clone(),
-            writes,
-            resolved,
-            apply: ApplyBy::Local(action),
-        })
-    }
+/// The patch planned against this host's files; `Err` is what the model reads.
+fn plan_local(ctx: &ToolContext, patch_text: &str, cwd: &Path) -> Result<PlannedPatch, String> {
+    let action = parse_patch(patch_text)
+        .map_err(|e| e.to_string())
+        .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
+        .map_err(|message| format!("apply_patch verification failed: {message}"))?;
+    let resolved = ResolvedPolicy::resolve(
+        &ctx.turn.sandbox_policy,
+        &ctx.turn.cwd,
+        ctx.turn.shell_env.get("TMPDIR").map(Path::new),
+        ctx.turn.sandbox_allow_git_writes,
+    )
+    // Where each write really lands: a link planted in the workspace never carries a
+    // write out of the writable roots, whatever the approval policy.
+    .map(with_real_roots);
+    let writes = planned_writes(resolved.as_ref(), &action)
+        .map_err(|refusal| format!("patch rejected: {refusal}"))?;
+    Ok(PlannedPatch {
+        changes: action.changes().clone(),
+        writes,
+        resolved,
+        apply: ApplyBy::Local(action),
+    })
+}
 
-    /// The patch planned by the exec-server against its host's files; `Err` is what the
-    /// model reads.
-    async fn plan_remote(&self, patch_text: &str, cwd: &Path) -> Result<PlannedPatch, String> {
-        let params = PatchParams {
-            patch: patch_text.to_string(),
-            cwd: cwd.to_path_buf(),
-            sandbox_policy: Some(self.context.sandbox_policy.clone()),
-            tmpdir: self.context.shell_env.get("TMPDIR").map(PathBuf::from),
-            allow_git_writes: self.context.sandbox_allow_git_writes,
-            expected_before: None,
-        };
-        let plan = self
-            .session
-            .processes()
-            .plan_patch(params.clone())
-            .await
-            .map_err(|err| format!("apply_patch failed: nothing was changed: {err}"))?;
-        match plan {
-            PatchPlanResponse::Invalid { message } => {
-                Err(format!("apply_patch verification failed: {message}"))
-            }
-            PatchPlanResponse::Refused { message } => Err(format!("patch rejected: {message}")),
-            PatchPlanResponse::Planned {
+/// The patch planned by the exec-server against its host's files; `Err` is what the
+/// model reads.
+async fn plan_remote(
+    ctx: &ToolContext,
+    patch_text: &str,
+    cwd: &Path,
+) -> Result<PlannedPatch, String> {
+    let params = PatchParams {
+        patch: patch_text.to_string(),
+        cwd: cwd.to_path_buf(),
+        sandbox_policy: Some(ctx.turn.sandbox_policy.clone()),
+        tmpdir: ctx.turn.shell_env.get("TMPDIR").map(PathBuf::from),
+        allow_git_writes: ctx.turn.sandbox_allow_git_writes,
+        expected_before: None,
+    };
+    let plan = ctx
+        .host
+        .processes()
+        .plan_patch(params.clone())
+        .await
+        .map_err(|err| format!("apply_patch failed: nothing was changed: {err}"))?;
+    match plan {
+        PatchPlanResponse::Invalid { message } => {
+            Err(format!("apply_patch verification failed: {message}"))
+        }
+        PatchPlanResponse::Refused { message } => Err(format!("patch rejected: {message}")),
+        PatchPlanResponse::Planned {
+            changes,
+            writes,
+            writable_roots,
+            read_only_subpaths,
+        } => {
+            // What is written must be what was approved.
+            let expected_before = writes
+                .iter()
+                .map(|write| (write.path.clone(), write.before.clone()))
+                .collect();
+            Ok(PlannedPatch {
                 changes,
                 writes,
-                writable_roots,
-                read_only_subpaths,
-            } => {
-                // What is written must be what was approved.
-                let expected_before = writes
-                    .iter()
-                    .map(|write| (write.path.clone(), write.before.clone()))
-                    .collect();
-                Ok(PlannedPatch {
-                    changes,
-                    writes,
-                    resolved: writable_roots.map(|writable_roots| ResolvedPolicy {
-                        writable_roots,
-                        read_only_subpaths,
-                        network: false,
-                    }),
-                    apply: ApplyBy::Remote(PatchParams {
-                        expected_before: Some(expected_before),
-                        ..params
-                    }),
-                })
-            }
+                resolved: writable_roots.map(|writable_roots| ResolvedPolicy {
+                    writable_roots,
+                    read_only_subpaths,
+                    network: false,
+                }),
+                apply: ApplyBy::Remote(PatchParams {
+                    expected_before: Some(expected_before),
+                    ..params
+                }),
+            })
         }
     }
 }
-
 /// Writes a planned patch; `Err` says why it was not (fully) written.
 async fn carry_out(
     processes: &ProcessLayer,

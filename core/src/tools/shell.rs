@@ -4,19 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use keel_protocol::{
-    AskForApproval, Base64Bytes, CallId, EventMsg, ExecApprovalRequestEvent, ExecCommandBeginEvent,
-    ExecCommandEndEvent, ExecCommandOutputDeltaEvent, ExecCommandSource, ExecCommandStatus,
-    ParsedCommand, ReviewDecision, SandboxPolicy,
-};
+use keel_protocol::{AskForApproval, CallId, ExecCommandSource};
 use serde::Deserialize;
 
-use super::BuiltinCall;
-use crate::approvals::{ExecDecision, decide_exec};
-use crate::processes::{ExecOutcome, ExecStop, ProcessSpec, run_to_exit, truncate_for_model};
-use crate::sandbox::{
-    LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel, setup_failure,
+use super::ToolContext;
+use super::command_runtime::{
+    ExecCall, Placement, ask_exec, authorize, execute, model_output, patch_in_command,
+    run_unsandboxed, run_without_sandbox, workdir,
 };
+use crate::sandbox::setup_failure;
 use crate::turn_context::TurnStop;
 
 super::builtin_tool!(
@@ -24,14 +20,11 @@ super::builtin_tool!(
     ShellTool,
     "shell",
     super::spec::shell_tool(),
-    |call, call_id, arguments| call.shell(&call_id, arguments).await
+    |call, call_id, arguments| shell(call, &call_id, arguments).await
 );
 
 /// Default time a command may run before it is killed.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// Caps on the output shown to the model.
-const MODEL_OUTPUT_MAX_BYTES: usize = 10 * 1024;
-const MODEL_OUTPUT_MAX_LINES: usize = 256;
 
 #[derive(Deserialize)]
 struct ShellArgs {
@@ -46,418 +39,59 @@ struct ShellArgs {
     justification: Option<String>,
 }
 
-impl BuiltinCall<'_> {
-    /// Runs a `shell` call (or the patch it carries) and returns the text for the model.
-    pub(super) async fn shell(&self, call_id: &str, arguments: &str) -> Result<String, TurnStop> {
-        let args: ShellArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return Ok(format!("failed to parse shell arguments: {err}")),
-        };
-        if args.command.is_empty() {
-            return Ok("shell: `command` must not be empty".to_string());
-        }
-        let cwd = self.workdir(args.workdir.as_deref());
-        if let Some(output) = self.patch_in_command(call_id, &args.command, &cwd).await? {
-            return Ok(output);
-        }
-        let call = ExecCall {
-            call_id: CallId::new(call_id),
-            argv: args.command,
-            cwd,
-            timeout: args
-                .timeout_ms
-                .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-            process_id: None,
-            source: ExecCommandSource::Agent,
-        };
-        let policy = self.context.approval_policy;
-        let placement = self
-            .authorize(
-                &call,
-                args.with_escalated_permissions.unwrap_or(false),
-                args.justification.as_deref(),
-            )
-            .await?;
-        let sandbox = match placement {
-            Ok(Placement::Sandboxed(sandbox)) => sandbox,
-            Ok(Placement::Unsandboxed) => return self.run_unsandboxed(&call).await,
-            Err(refusal) => return Ok(refusal),
-        };
-        let outcome = self.execute(&call, Some(&sandbox)).await?;
-        if let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr) {
-            return self.run_without_sandbox(&call, &reason).await;
-        }
-        if outcome.exit_code != 0 && !outcome.timed_out && policy == AskForApproval::OnFailure {
-            let reason = format!(
-                "the command failed in the sandbox (exit code {}); run it again without the \
-                 sandbox?",
-                outcome.exit_code
-            );
-            if self.ask_exec(&call, Some(reason)).await?.is_none() {
-                return self.run_unsandboxed(&call).await;
-            }
-        }
-        Ok(model_output(
-            &outcome,
-            call.timeout,
-            self.context.tool_output_token_limit,
-        ))
+/// Runs a `shell` call (or the patch it carries) and returns the text for the model.
+async fn shell(ctx: &ToolContext, call_id: &str, arguments: &str) -> Result<String, TurnStop> {
+    let args: ShellArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return Ok(format!("failed to parse shell arguments: {err}")),
+    };
+    if args.command.is_empty() {
+        return Ok("shell: `command` must not be empty".to_string());
     }
-
-    /// The directory a command runs in: `workdir` taken from the turn's cwd, or that cwd.
-    pub(super) fn workdir(&self, workdir: Option<&std::path::Path>) -> PathBuf {
-        match workdir {
-            Some(dir) => self.context.cwd.join(dir),
-            None => self.context.cwd.clone(),
-        }
+    let cwd = workdir(ctx, args.workdir.as_deref());
+    if let Some(output) = patch_in_command(ctx, call_id, &args.command, &cwd).await? {
+        return Ok(output);
     }
-
-    /// Applies the patch when `argv` is an `apply_patch` invocation (as models often send
-    /// one through a shell) and returns the text for the model; `None` for any other command.
-    pub(super) async fn patch_in_command(
-        &self,
-        call_id: &str,
-        argv: &[String],
-        cwd: &std::path::Path,
-    ) -> Result<Option<String>, TurnStop> {
-        let Some(found) = crate::apply_patch::maybe_parse_apply_patch_from_argv(argv) else {
-            return Ok(None);
-        };
-        let output = match found {
-            Ok(invocation) => {
-                let cwd = match &invocation.workdir {
-                    Some(dir) => cwd.join(dir),
-                    None => cwd.to_path_buf(),
-                };
-                self.apply_patch(call_id, &invocation.patch_text, &cwd)
-                    .await?
-            }
-            Err(err) => format!("apply_patch: {err}"),
-        };
-        Ok(Some(output))
+    let call = ExecCall {
+        call_id: CallId::new(call_id),
+        argv: args.command,
+        cwd,
+        timeout: args
+            .timeout_ms
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        process_id: None,
+        source: ExecCommandSource::Agent,
+    };
+    let policy = ctx.turn.approval_policy;
+    let placement = authorize(
+        ctx,
+        &call,
+        args.with_escalated_permissions.unwrap_or(false),
+        args.justification.as_deref(),
+    )
+    .await?;
+    let sandbox = match placement {
+        Ok(Placement::Sandboxed(sandbox)) => sandbox,
+        Ok(Placement::Unsandboxed) => return run_unsandboxed(ctx, &call).await,
+        Err(refusal) => return Ok(refusal),
+    };
+    let outcome = execute(ctx, &call, Some(&sandbox)).await?;
+    if let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr) {
+        return run_without_sandbox(ctx, &call, &reason).await;
     }
-
-    /// Decides whether and how `call` may run: approval first, then the sandbox. `Err` holds
-    /// the text telling the model why it did not run.
-    pub(super) async fn authorize(
-        &self,
-        call: &ExecCall,
-        escalated: bool,
-        justification: Option<&str>,
-    ) -> Result<Result<Placement, String>, TurnStop> {
-        let approved_for_session = self.session.is_approved_for_session(&call.argv);
-        let decision = decide_exec(
-            self.context.approval_policy,
-            &call.argv,
-            escalated,
-            justification,
-            approved_for_session,
+    if outcome.exit_code != 0 && !outcome.timed_out && policy == AskForApproval::OnFailure {
+        let reason = format!(
+            "the command failed in the sandbox (exit code {}); run it again without the \
+             sandbox?",
+            outcome.exit_code
         );
-        match decision {
-            // The user saw and approved this exact command: it runs as approved, outside the
-            // sandbox (as in Codex).
-            ExecDecision::Run if approved_for_session => return Ok(Ok(Placement::Unsandboxed)),
-            ExecDecision::Run => {}
-            ExecDecision::Reject(reason) => return Ok(Err(reason)),
-            ExecDecision::Ask(reason) => {
-                return Ok(match self.ask_exec(call, reason).await? {
-                    Some(refusal) => Err(refusal),
-                    None => Ok(Placement::Unsandboxed),
-                });
-            }
-        }
-        match self.sandbox_command() {
-            Ok(Some(sandbox)) => Ok(Ok(Placement::Sandboxed(sandbox))),
-            Ok(None) => Ok(Ok(Placement::Unsandboxed)),
-            Err(err) => Ok(self
-                .allow_without_sandbox(call, &err.to_string())
-                .await?
-                .map(|()| Placement::Unsandboxed)),
+        if ask_exec(ctx, &call, Some(reason)).await?.is_none() {
+            return run_unsandboxed(ctx, &call).await;
         }
     }
-
-    /// The helper invocation for this turn's sandbox policy; `None` when the policy is
-    /// `danger-full-access`, an error when the command cannot be confined here.
-    pub(super) fn sandbox_command(&self) -> Result<Option<SandboxCommand>, SandboxError> {
-        let policy = &self.context.sandbox_policy;
-        if matches!(policy, SandboxPolicy::DangerFullAccess) {
-            return Ok(None);
-        }
-        let program = self
-            .context
-            .sandbox_executable
-            .as_deref()
-            .filter(|program| program.is_file())
-            .ok_or(SandboxError::HelperNotFound)?;
-        probe_kernel()?;
-        SandboxCommand::new(
-            program,
-            policy,
-            &self.context.cwd,
-            self.context.sandbox_allow_git_writes,
-        )
-        .map(Some)
-    }
-
-    /// The sandbox cannot confine `call`: never run it silently. Ask the user when the
-    /// approval policy allows it, else tell the model.
-    async fn run_without_sandbox(&self, call: &ExecCall, reason: &str) -> Result<String, TurnStop> {
-        match self.allow_without_sandbox(call, reason).await? {
-            Ok(()) => self.run_unsandboxed(call).await,
-            Err(refusal) => Ok(refusal),
-        }
-    }
-
-    /// Whether `call` may run outside the sandbox that cannot confine it: the user's answer,
-    /// or `Err` with the text for the model.
-    pub(super) async fn allow_without_sandbox(
-        &self,
-        call: &ExecCall,
-        reason: &str,
-    ) -> Result<Result<(), String>, TurnStop> {
-        tracing::warn!(call_id = %call.call_id.as_str(), "sandbox unavailable: {reason}");
-        if self.context.approval_policy == AskForApproval::Never {
-            let refusal = format!(
-                "command not run: the sandbox is unavailable ({reason}), and the approval \
-                 policy `never` does not allow running commands outside it"
-            );
-            // The client hears it too, not only the model: nobody was asked, and nothing ran.
-            self.session
-                .send_event(
-                    &self.ids.sub_id,
-                    EventMsg::Warning(keel_protocol::WarningEvent {
-                        message: format!("`{}`: {refusal}", call.argv.join(" ")),
-                    }),
-                )
-                .await;
-            return Ok(Err(refusal));
-        }
-        let question =
-            format!("the sandbox is unavailable ({reason}); run this command without it?");
-        Ok(match self.ask_exec(call, Some(question)).await? {
-            Some(refusal) => Err(format!("{refusal} (the sandbox is unavailable: {reason})")),
-            None => Ok(()),
-        })
-    }
-
-    /// Asks the user about `call`; `None` when approved, else the text for the model.
-    pub(super) async fn ask_exec(
-        &self,
-        call: &ExecCall,
-        reason: Option<String>,
-    ) -> Result<Option<String>, TurnStop> {
-        let event = EventMsg::ExecApprovalRequest(ExecApprovalRequestEvent {
-            call_id: call.call_id.clone(),
-            turn_id: self.ids.turn_id.clone(),
-            command: call.argv.clone(),
-            cwd: call.cwd.clone(),
-            reason,
-            parsed_cmd: parse_command(&call.argv),
-            process_id: call.process_id.map(|id| id.to_string()),
-        });
-        match self.tool.wait_for_decision(&call.call_id, event).await? {
-            ReviewDecision::Approved => Ok(None),
-            ReviewDecision::ApprovedForSession => {
-                self.session.approve_for_session(call.argv.clone());
-                Ok(None)
-            }
-            ReviewDecision::Denied => Ok(Some("exec command rejected by user".to_string())),
-            ReviewDecision::Abort => Err(TurnStop::Interrupted),
-        }
-    }
-
-    async fn run_unsandboxed(&self, call: &ExecCall) -> Result<String, TurnStop> {
-        let outcome = self.execute(call, None).await?;
-        Ok(model_output(
-            &outcome,
-            call.timeout,
-            self.context.tool_output_token_limit,
-        ))
-    }
-
-    /// Runs `call` (under `sandbox`, if given), reporting it with `exec_command_*` events.
-    pub(super) async fn execute(
-        &self,
-        call: &ExecCall,
-        sandbox: Option<&SandboxCommand>,
-    ) -> Result<ExecOutcome, TurnStop> {
-        let ExecCall {
-            call_id,
-            argv,
-            cwd,
-            timeout,
-            source,
-            ..
-        } = call;
-        let parsed_cmd = parse_command(argv);
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: argv.clone(),
-                    cwd: cwd.clone(),
-                    parsed_cmd: parsed_cmd.clone(),
-                    source: *source,
-                    process_id: None,
-                }),
-            )
-            .await;
-        let launch = self.launch_argv(argv, cwd).await;
-        let spec = ProcessSpec {
-            argv: sandbox.map_or_else(|| launch.clone(), |sandbox| sandbox.wrap(&launch)),
-            arg0: sandbox.map(|_| LINUX_SANDBOX_ARG0.to_string()),
-            cwd: cwd.clone(),
-            env: self.context.shell_env.clone(),
-            tty: false,
-        };
-        let session = self.session;
-        let sub_id = &self.ids.sub_id;
-        let layer = self.session.processes();
-        let result = run_to_exit(layer, spec, *timeout, self.cancel, |stream, bytes| {
-            let delta = EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
-                call_id: call_id.clone(),
-                stream,
-                chunk: Base64Bytes::from(bytes),
-            });
-            async move { session.send_event(sub_id, delta).await }
-        })
-        .await;
-        let outcome = match result {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(ExecStop::Interrupted)) => return Err(TurnStop::Interrupted),
-            Err(err) => ExecOutcome {
-                exit_code: -1,
-                stdout: String::new(),
-                stderr: err.start_failure(&argv.join(" ")),
-                aggregated: err.start_failure(&argv.join(" ")),
-                duration: Duration::ZERO,
-                timed_out: false,
-            },
-        };
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::ExecCommandEnd(ExecCommandEndEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: argv.clone(),
-                    cwd: cwd.clone(),
-                    parsed_cmd,
-                    source: *source,
-                    process_id: None,
-                    stdout: outcome.stdout.clone(),
-                    stderr: outcome.stderr.clone(),
-                    aggregated_output: outcome.aggregated.clone(),
-                    exit_code: outcome.exit_code,
-                    duration: outcome.duration,
-                    formatted_output: formatted_output(
-                        &outcome,
-                        *timeout,
-                        self.context.tool_output_token_limit,
-                    ),
-                    status: if outcome.exit_code == 0 {
-                        ExecCommandStatus::Completed
-                    } else {
-                        ExecCommandStatus::Failed
-                    },
-                }),
-            )
-            .await;
-        Ok(outcome)
-    }
-}
-
-/// A command call ready to run.
-pub(super) struct ExecCall {
-    pub call_id: CallId,
-    pub argv: Vec<String>,
-    pub cwd: PathBuf,
-    pub timeout: Duration,
-    /// The session id of an `exec_command` process (reserved before it is authorized, so
-    /// its approval names it); `None` for `shell`.
-    pub process_id: Option<i32>,
-    /// Who asked for it (the model, or the user's `!command`).
-    pub source: ExecCommandSource,
-}
-
-/// Where an authorized command runs.
-pub(super) enum Placement {
-    /// Confined by the sandbox helper.
-    Sandboxed(SandboxCommand),
-    /// As is (no sandbox policy, or the user approved running it outside).
-    Unsandboxed,
-}
-
-/// The output as the model sees it: truncated, with a note when the command timed out.
-fn formatted_output(outcome: &ExecOutcome, timeout: Duration, token_budget: usize) -> String {
-    let mut shown = outcome.aggregated.clone();
-    if outcome.timed_out {
-        shown.push_str(&format!(
-            "\ncommand timed out after {}ms",
-            timeout.as_millis()
-        ));
-    }
-    let max_bytes = MODEL_OUTPUT_MAX_BYTES.min(token_budget.saturating_mul(4));
-    truncate_for_model(&shown, max_bytes, MODEL_OUTPUT_MAX_LINES)
-}
-
-/// The function output sent back to the model.
-fn model_output(outcome: &ExecOutcome, timeout: Duration, token_budget: usize) -> String {
-    serde_json::json!({
-        "output": formatted_output(outcome, timeout, token_budget),
-        "metadata": {
-            "exit_code": outcome.exit_code,
-            "duration_seconds": (outcome.duration.as_secs_f64() * 10.0).round() / 10.0,
-        }
-    })
-    .to_string()
-}
-
-/// A best-effort reading of a command for display.
-pub(crate) fn parse_command(argv: &[String]) -> Vec<ParsedCommand> {
-    let script = match argv {
-        [shell, flag, script] if (flag == "-lc" || flag == "-c") && shell.ends_with("sh") => {
-            script.clone()
-        }
-        _ => shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" ")),
-    };
-    let words = shlex::split(&script).unwrap_or_default();
-    let program = words.first().map(String::as_str).unwrap_or_default();
-    let last = words.iter().skip(1).rfind(|w| !w.starts_with('-')).cloned();
-    let simple = !script.contains(['|', ';', '&', '>', '<']);
-    let parsed = match program {
-        "cat" | "head" | "tail" | "nl" if simple && last.is_some() => {
-            let path = last.unwrap_or_default();
-            ParsedCommand::Read {
-                cmd: script.clone(),
-                name: std::path::Path::new(&path)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| path.clone()),
-                path: Some(PathBuf::from(path)),
-            }
-        }
-        "ls" | "tree" if simple => ParsedCommand::ListFiles {
-            cmd: script.clone(),
-            path: last,
-        },
-        "rg" | "grep" if simple => {
-            let positional: Vec<&String> = words
-                .iter()
-                .skip(1)
-                .filter(|w| !w.starts_with('-'))
-                .collect();
-            ParsedCommand::Search {
-                cmd: script.clone(),
-                query: positional.first().map(|s| s.to_string()),
-                path: positional.get(1).map(|s| s.to_string()),
-            }
-        }
-        _ => ParsedCommand::Unknown {
-            cmd: script.clone(),
-        },
-    };
-    vec![parsed]
+    Ok(model_output(
+        &outcome,
+        call.timeout,
+        ctx.turn.tool_output_token_limit,
+    ))
 }

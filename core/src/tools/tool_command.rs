@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use keel_protocol::CallId;
 
-use super::shell::{ExecCall, Placement};
-use super::{BuiltinCall, ToolContext, ToolError};
+use super::command_runtime::{ExecCall, Placement};
+use super::{ToolContext, ToolError};
 use crate::processes::ExecOutcome;
 use crate::sandbox::setup_failure;
 use crate::turn_context::TurnStop;
@@ -74,31 +74,34 @@ impl ToolContext {
             process_id: None,
             source: keel_protocol::ExecCommandSource::Agent,
         };
-        match super::BuiltinCall::of(self).run_for_tool(&call).await? {
+        match run_for_tool(self, &call).await? {
             Ok(outcome) => Ok(outcome.into()),
             Err(refusal) => Err(ToolError::Respond(refusal)),
         }
     }
 }
 
-impl BuiltinCall<'_> {
-    /// Authorizes and runs `call` for an embedder's tool: the outcome, or `Err` with why it
-    /// did not run.
-    async fn run_for_tool(&self, call: &ExecCall) -> Result<Result<ExecOutcome, String>, TurnStop> {
-        let sandbox = match self.authorize(call, false, None).await? {
-            Ok(Placement::Sandboxed(sandbox)) => Some(sandbox),
-            Ok(Placement::Unsandboxed) => None,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
-        let outcome = self.execute(call, sandbox.as_ref()).await?;
-        if sandbox.is_some()
-            && let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr)
-        {
-            return Ok(match self.allow_without_sandbox(call, &reason).await? {
-                Ok(()) => Ok(self.execute(call, None).await?),
+/// Authorizes and runs `call` for an embedder's tool: the outcome, or `Err` with why it
+/// did not run.
+async fn run_for_tool(
+    ctx: &ToolContext,
+    call: &ExecCall,
+) -> Result<Result<ExecOutcome, String>, TurnStop> {
+    let sandbox = match super::command_runtime::authorize(ctx, call, false, None).await? {
+        Ok(Placement::Sandboxed(sandbox)) => Some(sandbox),
+        Ok(Placement::Unsandboxed) => None,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let outcome = super::command_runtime::execute(ctx, call, sandbox.as_ref()).await?;
+    if sandbox.is_some()
+        && let Some(reason) = setup_failure(outcome.exit_code, &outcome.stderr)
+    {
+        return Ok(
+            match super::command_runtime::allow_without_sandbox(ctx, call, &reason).await? {
+                Ok(()) => Ok(super::command_runtime::execute(ctx, call, None).await?),
                 Err(refusal) => Err(refusal),
-            });
-        }
-        Ok(Ok(outcome))
+            },
+        );
     }
+    Ok(Ok(outcome))
 }

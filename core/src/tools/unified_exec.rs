@@ -15,9 +15,9 @@ use keel_protocol::{
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::BuiltinCall;
+use super::ToolContext;
 use super::ToolHost;
-use super::shell::{ExecCall, Placement, parse_command};
+use super::command_runtime::{ExecCall, Placement, parse_command};
 use crate::processes::{HeadTailBuffer, ProcessSpec};
 use crate::sandbox::LINUX_SANDBOX_ARG0;
 use crate::turn_context::{TurnIds, TurnStop};
@@ -86,7 +86,7 @@ super::builtin_tool!(
     ExecCommandTool,
     "exec_command",
     super::spec::exec_command_tool(),
-    |call, call_id, arguments| call.exec_command(&call_id, arguments).await
+    |call, call_id, arguments| exec_command(call, &call_id, arguments).await
 );
 
 super::builtin_tool!(
@@ -94,7 +94,7 @@ super::builtin_tool!(
     WriteStdinTool,
     "write_stdin",
     super::spec::write_stdin_tool(),
-    |call, _call_id, arguments| call.write_stdin(arguments).await
+    |call, _call_id, arguments| write_stdin(call, arguments).await
 );
 
 /// A model-given millisecond count, clamped to `[min, max]`.
@@ -129,345 +129,324 @@ struct Polled {
     notes: Vec<String>,
 }
 
-impl BuiltinCall<'_> {
-    /// Runs an `exec_command` call and returns the text for the model.
-    pub(super) async fn exec_command(
-        &self,
-        call_id: &str,
-        arguments: &str,
-    ) -> Result<String, TurnStop> {
-        let call_started = Instant::now();
-        let args: ExecCommandArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return Ok(format!("failed to parse exec_command arguments: {err}")),
-        };
-        if args.cmd.trim().is_empty() {
-            return Ok("exec_command: `cmd` must not be empty".to_string());
+/// Runs an `exec_command` call and returns the text for the model.
+async fn exec_command(
+    ctx: &ToolContext,
+    call_id: &str,
+    arguments: &str,
+) -> Result<String, TurnStop> {
+    let call_started = Instant::now();
+    let args: ExecCommandArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return Ok(format!("failed to parse exec_command arguments: {err}")),
+    };
+    if args.cmd.trim().is_empty() {
+        return Ok("exec_command: `cmd` must not be empty".to_string());
+    }
+    let shell = args.shell.clone().unwrap_or_else(default_shell);
+    let flag = if args.login.unwrap_or(true) {
+        "-lc"
+    } else {
+        "-c"
+    };
+    let argv = vec![shell, flag.to_string(), args.cmd.clone()];
+    let cwd = super::command_runtime::workdir(ctx, args.workdir.as_deref());
+    if let Some(output) =
+        super::command_runtime::patch_in_command(ctx, call_id, &argv, &cwd).await?
+    {
+        return Ok(output);
+    }
+    let unified = ctx.host.unified_exec();
+    // Reserved before authorization, so an approval request names the session it would
+    // start (ids are never reused; a declined call just skips one).
+    let id = unified.next_id();
+    let call = ExecCall {
+        call_id: CallId::new(call_id),
+        argv,
+        cwd,
+        timeout: Duration::ZERO,
+        process_id: Some(id),
+        source: keel_protocol::ExecCommandSource::Agent,
+    };
+    let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
+    let placement = match super::command_runtime::authorize(
+        ctx,
+        &call,
+        escalated,
+        args.justification.as_deref(),
+    )
+    .await?
+    {
+        Ok(placement) => placement,
+        Err(refusal) => return Ok(refusal),
+    };
+    let launch = super::command_runtime::launch_argv(ctx, &call.argv, &call.cwd).await;
+    let (argv, arg0) = match &placement {
+        Placement::Sandboxed(sandbox) => {
+            (sandbox.wrap(&launch), Some(LINUX_SANDBOX_ARG0.to_string()))
         }
-        let shell = args.shell.clone().unwrap_or_else(default_shell);
-        let flag = if args.login.unwrap_or(true) {
-            "-lc"
-        } else {
-            "-c"
-        };
-        let argv = vec![shell, flag.to_string(), args.cmd.clone()];
-        let cwd = self.workdir(args.workdir.as_deref());
-        if let Some(output) = self.patch_in_command(call_id, &argv, &cwd).await? {
-            return Ok(output);
+        Placement::Unsandboxed => (launch, None),
+    };
+    let parsed_cmd = parse_command(&call.argv);
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
+                call_id: call.call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                command: call.argv.clone(),
+                cwd: call.cwd.clone(),
+                parsed_cmd: parsed_cmd.clone(),
+                source: ExecCommandSource::UnifiedExecStartup,
+                process_id: Some(id.to_string()),
+            }),
+        )
+        .await;
+    let tty = args.tty.unwrap_or(false);
+    let spec = ProcessSpec {
+        argv,
+        arg0,
+        cwd: call.cwd.clone(),
+        env: ctx.turn.shell_env.clone(),
+        tty,
+    };
+    let started = Instant::now();
+    let handle = match ctx.host.processes().spawn(spec).await {
+        Ok(handle) => handle,
+        Err(err) => {
+            let message = err.start_failure(&args.cmd);
+            let process = UnifiedProcessInfo {
+                call_id: &call.call_id,
+                command: &call.argv,
+                cwd: &call.cwd,
+                parsed_cmd: &parsed_cmd,
+                id,
+                started,
+            };
+            send_end(
+                ctx.host.as_ref(),
+                &ctx.ids,
+                &process,
+                -1,
+                &message,
+                &message,
+            )
+            .await;
+            return Ok(format!("exec_command failed: {message}"));
         }
-        let unified = self.session.unified_exec();
-        // Reserved before authorization, so an approval request names the session it would
-        // start (ids are never reused; a declined call just skips one).
-        let id = unified.next_id();
-        let call = ExecCall {
-            call_id: CallId::new(call_id),
-            argv,
-            cwd,
-            timeout: Duration::ZERO,
-            process_id: Some(id),
-            source: keel_protocol::ExecCommandSource::Agent,
-        };
-        let escalated = args.sandbox_permissions.as_deref() == Some("require_escalated");
-        let placement = match self
-            .authorize(&call, escalated, args.justification.as_deref())
-            .await?
-        {
-            Ok(placement) => placement,
-            Err(refusal) => return Ok(refusal),
-        };
-        let launch = self.launch_argv(&call.argv, &call.cwd).await;
-        let (argv, arg0) = match &placement {
-            Placement::Sandboxed(sandbox) => {
-                (sandbox.wrap(&launch), Some(LINUX_SANDBOX_ARG0.to_string()))
+    };
+    let summary = BackgroundTerminal {
+        process_id: id.to_string(),
+        item_id: call.call_id.to_string(),
+        command: shlex::try_join(call.argv.iter().map(String::as_str))
+            .unwrap_or_else(|_| call.argv.join(" ")),
+        cwd: call.cwd.clone(),
+    };
+    let mut process = UnifiedProcess {
+        handle,
+        call_id: call.call_id.clone(),
+        command: call.argv.clone(),
+        cmd: args.cmd.clone(),
+        cwd: call.cwd.clone(),
+        parsed_cmd,
+        tty,
+        started,
+        aggregated: HeadTailBuffer::new(AGGREGATED_OUTPUT_BYTES),
+        ended: false,
+    };
+    let yield_time = clamp_ms(
+        args.yield_time_ms,
+        DEFAULT_EXEC_YIELD_MS,
+        MIN_YIELD_MS,
+        MAX_YIELD_MS,
+    );
+    let polled = match poll(ctx, &mut process, yield_time).await {
+        Ok(polled) => polled,
+        Err(stop) => {
+            // Kept so the interrupt that stopped the turn ends it and reports its end
+            // like every other live session.
+            let shared = Arc::new(tokio::sync::Mutex::new(process));
+            if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
+                close_session(ctx.host.as_ref(), &ctx.ids, pruned.id, pruned.process).await;
             }
-            Placement::Unsandboxed => (launch, None),
+            return Err(stop);
+        }
+    };
+    let mut notes = polled.notes;
+    let status = match polled.exit_code {
+        Some(code) => {
+            report_exit(ctx, &mut process, id, code, &polled.output).await;
+            ProcessStatus::Exited(code)
+        }
+        None => {
+            let shared = Arc::new(tokio::sync::Mutex::new(process));
+            if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
+                notes.push(format!(
+                    "session {} was closed to stay within {} live sessions",
+                    pruned.id,
+                    crate::unified_exec::MAX_SESSIONS
+                ));
+                close_session(ctx.host.as_ref(), &ctx.ids, pruned.id, pruned.process).await;
+            }
+            ProcessStatus::Running(id)
+        }
+    };
+    Ok(render_chunk(&ChunkReport {
+        cmd: &args.cmd,
+        wall_time: call_started.elapsed(),
+        status,
+        output: &polled.output,
+        max_output_tokens: max_tokens(args.max_output_tokens, ctx.turn.tool_output_token_limit),
+        notes: &notes,
+    }))
+}
+
+/// Runs a `write_stdin` call: writes `chars` (if any) to a live session, then returns
+/// what it printed within the wait.
+async fn write_stdin(ctx: &ToolContext, arguments: &str) -> Result<String, TurnStop> {
+    let call_started = Instant::now();
+    let args: WriteStdinArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return Ok(format!("failed to parse write_stdin arguments: {err}")),
+    };
+    let unified = ctx.host.unified_exec();
+    let id = args.session_id as i32;
+    let Some(shared) = unified.get(id).filter(|_| args.session_id.fract() == 0.0) else {
+        let live = unified.ids();
+        let live = if live.is_empty() {
+            "there are no live sessions".to_string()
+        } else {
+            let ids: Vec<String> = live.iter().map(i32::to_string).collect();
+            format!("live sessions: {}", ids.join(", "))
         };
-        let parsed_cmd = parse_command(&call.argv);
-        self.session
+        return Ok(format!(
+            "write_stdin failed: unknown session ID {} ({live}); the process may have \
+             exited already, which an earlier call reported",
+            args.session_id
+        ));
+    };
+    let mut process = shared.lock().await;
+    let yield_time = if args.chars.is_empty() {
+        clamp_ms(
+            args.yield_time_ms,
+            MIN_POLL_YIELD_MS,
+            MIN_POLL_YIELD_MS,
+            MAX_POLL_YIELD_MS,
+        )
+    } else {
+        if !process.tty {
+            return Ok(format!(
+                "write_stdin failed: session {id} has no terminal, so its input is closed; \
+                 start the command with `tty: true` to write to it (an empty `chars` \
+                 polls its output)"
+            ));
+        }
+        if let Err(err) = process.handle.write(args.chars.clone().into_bytes()).await {
+            return Ok(format!("write_stdin failed: {err}"));
+        }
+        ctx.host
             .send_event(
-                &self.ids.sub_id,
-                EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                    call_id: call.call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: call.argv.clone(),
-                    cwd: call.cwd.clone(),
-                    parsed_cmd: parsed_cmd.clone(),
-                    source: ExecCommandSource::UnifiedExecStartup,
-                    process_id: Some(id.to_string()),
+                &ctx.ids.sub_id,
+                EventMsg::TerminalInteraction(TerminalInteractionEvent {
+                    call_id: process.call_id.clone(),
+                    process_id: id.to_string(),
+                    stdin: args.chars.clone(),
                 }),
             )
             .await;
-        let tty = args.tty.unwrap_or(false);
-        let spec = ProcessSpec {
-            argv,
-            arg0,
-            cwd: call.cwd.clone(),
-            env: self.context.shell_env.clone(),
-            tty,
-        };
-        let started = Instant::now();
-        let handle = match self.session.processes().spawn(spec).await {
-            Ok(handle) => handle,
-            Err(err) => {
-                let message = err.start_failure(&args.cmd);
-                let process = UnifiedProcessInfo {
-                    call_id: &call.call_id,
-                    command: &call.argv,
-                    cwd: &call.cwd,
-                    parsed_cmd: &parsed_cmd,
-                    id,
-                    started,
-                };
-                send_end(
-                    self.session.as_ref(),
-                    self.ids,
-                    &process,
-                    -1,
-                    &message,
-                    &message,
-                )
-                .await;
-                return Ok(format!("exec_command failed: {message}"));
-            }
-        };
-        let summary = BackgroundTerminal {
-            process_id: id.to_string(),
-            item_id: call.call_id.to_string(),
-            command: shlex::try_join(call.argv.iter().map(String::as_str))
-                .unwrap_or_else(|_| call.argv.join(" ")),
-            cwd: call.cwd.clone(),
-        };
-        let mut process = UnifiedProcess {
-            handle,
-            call_id: call.call_id.clone(),
-            command: call.argv.clone(),
-            cmd: args.cmd.clone(),
-            cwd: call.cwd.clone(),
-            parsed_cmd,
-            tty,
-            started,
-            aggregated: HeadTailBuffer::new(AGGREGATED_OUTPUT_BYTES),
-            ended: false,
-        };
-        let yield_time = clamp_ms(
+        clamp_ms(
             args.yield_time_ms,
-            DEFAULT_EXEC_YIELD_MS,
+            DEFAULT_WRITE_YIELD_MS,
             MIN_YIELD_MS,
             MAX_YIELD_MS,
-        );
-        let polled = match self.poll(&mut process, yield_time).await {
-            Ok(polled) => polled,
-            Err(stop) => {
-                // Kept so the interrupt that stopped the turn ends it and reports its end
-                // like every other live session.
-                let shared = Arc::new(tokio::sync::Mutex::new(process));
-                if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
-                    close_session(self.session.as_ref(), self.ids, pruned.id, pruned.process).await;
-                }
-                return Err(stop);
-            }
-        };
-        let mut notes = polled.notes;
-        let status = match polled.exit_code {
-            Some(code) => {
-                self.report_exit(&mut process, id, code, &polled.output)
-                    .await;
-                ProcessStatus::Exited(code)
-            }
-            None => {
-                let shared = Arc::new(tokio::sync::Mutex::new(process));
-                if let Some(pruned) = unified.insert(id, shared, summary.clone()) {
-                    notes.push(format!(
-                        "session {} was closed to stay within {} live sessions",
-                        pruned.id,
-                        crate::unified_exec::MAX_SESSIONS
-                    ));
-                    close_session(self.session.as_ref(), self.ids, pruned.id, pruned.process).await;
-                }
-                ProcessStatus::Running(id)
-            }
-        };
-        Ok(render_chunk(&ChunkReport {
-            cmd: &args.cmd,
-            wall_time: call_started.elapsed(),
-            status,
-            output: &polled.output,
-            max_output_tokens: max_tokens(
-                args.max_output_tokens,
-                self.context.tool_output_token_limit,
-            ),
-            notes: &notes,
-        }))
-    }
+        )
+    };
+    let polled = poll(ctx, &mut process, yield_time).await?;
+    let status = match polled.exit_code {
+        Some(code) => {
+            unified.remove(id);
+            report_exit(ctx, &mut process, id, code, &polled.output).await;
+            ProcessStatus::Exited(code)
+        }
+        None => ProcessStatus::Running(id),
+    };
+    Ok(render_chunk(&ChunkReport {
+        cmd: &process.cmd,
+        wall_time: call_started.elapsed(),
+        status,
+        output: &polled.output,
+        max_output_tokens: max_tokens(args.max_output_tokens, ctx.turn.tool_output_token_limit),
+        notes: &polled.notes,
+    }))
+}
 
-    /// Runs a `write_stdin` call: writes `chars` (if any) to a live session, then returns
-    /// what it printed within the wait.
-    pub(super) async fn write_stdin(&self, arguments: &str) -> Result<String, TurnStop> {
-        let call_started = Instant::now();
-        let args: WriteStdinArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => return Ok(format!("failed to parse write_stdin arguments: {err}")),
+/// Collects output until the process exits or `yield_time` passes, streaming it to the
+/// client as it comes.
+async fn poll(
+    ctx: &ToolContext,
+    process: &mut UnifiedProcess,
+    yield_time: Duration,
+) -> Result<Polled, TurnStop> {
+    let deadline = Instant::now() + yield_time;
+    let mut output = HeadTailBuffer::new(CALL_OUTPUT_BYTES);
+    let mut notes = Vec::new();
+    let exit_code = loop {
+        let collected = tokio::select! {
+            () = ctx.cancel.cancelled() => return Err(TurnStop::Interrupted),
+            collected = process.handle.next(Some(deadline)) => collected,
         };
-        let unified = self.session.unified_exec();
-        let id = args.session_id as i32;
-        let Some(shared) = unified.get(id).filter(|_| args.session_id.fract() == 0.0) else {
-            let live = unified.ids();
-            let live = if live.is_empty() {
-                "there are no live sessions".to_string()
-            } else {
-                let ids: Vec<String> = live.iter().map(i32::to_string).collect();
-                format!("live sessions: {}", ids.join(", "))
-            };
-            return Ok(format!(
-                "write_stdin failed: unknown session ID {} ({live}); the process may have \
-                 exited already, which an earlier call reported",
-                args.session_id
-            ));
-        };
-        let mut process = shared.lock().await;
-        let yield_time = if args.chars.is_empty() {
-            clamp_ms(
-                args.yield_time_ms,
-                MIN_POLL_YIELD_MS,
-                MIN_POLL_YIELD_MS,
-                MAX_POLL_YIELD_MS,
-            )
-        } else {
-            if !process.tty {
-                return Ok(format!(
-                    "write_stdin failed: session {id} has no terminal, so its input is closed; \
-                     start the command with `tty: true` to write to it (an empty `chars` \
-                     polls its output)"
-                ));
-            }
-            if let Err(err) = process.handle.write(args.chars.clone().into_bytes()).await {
-                return Ok(format!("write_stdin failed: {err}"));
-            }
-            self.session
+        for (stream, chunk) in collected.chunks {
+            output.push(&chunk);
+            process.aggregated.push(&chunk);
+            ctx.host
                 .send_event(
-                    &self.ids.sub_id,
-                    EventMsg::TerminalInteraction(TerminalInteractionEvent {
+                    &ctx.ids.sub_id,
+                    EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
                         call_id: process.call_id.clone(),
-                        process_id: id.to_string(),
-                        stdin: args.chars.clone(),
+                        stream,
+                        chunk: Base64Bytes::from(chunk.to_vec()),
                     }),
                 )
                 .await;
-            clamp_ms(
-                args.yield_time_ms,
-                DEFAULT_WRITE_YIELD_MS,
-                MIN_YIELD_MS,
-                MAX_YIELD_MS,
-            )
-        };
-        let polled = self.poll(&mut process, yield_time).await?;
-        let status = match polled.exit_code {
-            Some(code) => {
-                unified.remove(id);
-                self.report_exit(&mut process, id, code, &polled.output)
-                    .await;
-                ProcessStatus::Exited(code)
-            }
-            None => ProcessStatus::Running(id),
-        };
-        Ok(render_chunk(&ChunkReport {
-            cmd: &process.cmd,
-            wall_time: call_started.elapsed(),
-            status,
-            output: &polled.output,
-            max_output_tokens: max_tokens(
-                args.max_output_tokens,
-                self.context.tool_output_token_limit,
-            ),
-            notes: &polled.notes,
-        }))
-    }
-
-    /// `[bash, -lc, script]` as a non-login shell sourcing the conversation's snapshot of
-    /// the login environment, when snapshots are on and one could be taken.
-    pub(super) async fn launch_argv(&self, argv: &[String], cwd: &std::path::Path) -> Vec<String> {
-        // The snapshot is a file on this host; a remote exec-server could not read it.
-        if !self.context.shell_snapshot || !self.session.processes().is_local() {
-            return argv.to_vec();
         }
-        self.session
-            .shell_snapshots()
-            .rewrite(argv, self.session.processes(), cwd, &self.context.shell_env)
-            .await
-            .unwrap_or_else(|| argv.to_vec())
-    }
-
-    /// Collects output until the process exits or `yield_time` passes, streaming it to the
-    /// client as it comes.
-    async fn poll(
-        &self,
-        process: &mut UnifiedProcess,
-        yield_time: Duration,
-    ) -> Result<Polled, TurnStop> {
-        let deadline = Instant::now() + yield_time;
-        let mut output = HeadTailBuffer::new(CALL_OUTPUT_BYTES);
-        let mut notes = Vec::new();
-        let exit_code = loop {
-            let collected = tokio::select! {
-                () = self.cancel.cancelled() => return Err(TurnStop::Interrupted),
-                collected = process.handle.next(Some(deadline)) => collected,
-            };
-            for (stream, chunk) in collected.chunks {
-                output.push(&chunk);
-                process.aggregated.push(&chunk);
-                self.session
-                    .send_event(
-                        &self.ids.sub_id,
-                        EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
-                            call_id: process.call_id.clone(),
-                            stream,
-                            chunk: Base64Bytes::from(chunk.to_vec()),
-                        }),
-                    )
-                    .await;
-            }
-            if collected.dropped_bytes > 0 {
-                notes.push("some output was lost before it could be read".to_string());
-            }
-            if let Some(code) = collected.exit_code {
-                break Some(code);
-            }
-            if collected.disconnected {
-                notes.push(
-                    "the connection to the exec-server was lost before the command ended: it \
-                     started there and may have finished, partly run or still be running; its \
-                     exit is unknown and it is not run again"
-                        .to_string(),
-                );
-                break Some(-1);
-            }
-            if Instant::now() >= deadline {
-                break None;
-            }
-        };
-        Ok(Polled {
-            output: output.to_lossy_string(),
-            exit_code,
-            notes,
-        })
-    }
-
-    async fn report_exit(&self, process: &mut UnifiedProcess, id: i32, code: i32, shown: &str) {
-        process.ended = true;
-        let info = UnifiedProcessInfo::of(process, id);
-        let aggregated = process.aggregated.to_lossy_string();
-        send_end(
-            self.session.as_ref(),
-            self.ids,
-            &info,
-            code,
-            &aggregated,
-            shown,
-        )
-        .await;
-    }
+        if collected.dropped_bytes > 0 {
+            notes.push("some output was lost before it could be read".to_string());
+        }
+        if let Some(code) = collected.exit_code {
+            break Some(code);
+        }
+        if collected.disconnected {
+            notes.push(
+                "the connection to the exec-server was lost before the command ended: it \
+                 started there and may have finished, partly run or still be running; its \
+                 exit is unknown and it is not run again"
+                    .to_string(),
+            );
+            break Some(-1);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+    };
+    Ok(Polled {
+        output: output.to_lossy_string(),
+        exit_code,
+        notes,
+    })
 }
 
+async fn report_exit(
+    ctx: &ToolContext,
+    process: &mut UnifiedProcess,
+    id: i32,
+    code: i32,
+    shown: &str,
+) {
+    process.ended = true;
+    let info = UnifiedProcessInfo::of(process, id);
+    let aggregated = process.aggregated.to_lossy_string();
+    send_end(ctx.host.as_ref(), &ctx.ids, &info, code, &aggregated, shown).await;
+}
 /// What an end event says about a process.
 struct UnifiedProcessInfo<'a> {
     call_id: &'a CallId,

@@ -5,7 +5,7 @@ use keel_protocol::{EventMsg, RequestUserInputEvent, UserInputQuestion};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::BuiltinCall;
+use super::ToolContext;
 use crate::turn_context::TurnStop;
 
 #[derive(Deserialize)]
@@ -19,53 +19,51 @@ super::builtin_tool!(
     RequestUserInputTool,
     "request_user_input",
     super::spec::request_user_input_tool(),
-    |call, call_id, arguments| call.request_user_input(&call_id, arguments).await
+    |call, call_id, arguments| request_user_input(call, &call_id, arguments).await
 );
 
-impl BuiltinCall<'_> {
-    /// Asks, waits for the answers (or the interrupt), and returns them as JSON.
-    pub(super) async fn request_user_input(
-        &self,
-        call_id: &str,
-        arguments: &str,
-    ) -> Result<String, TurnStop> {
-        let args: RequestUserInputArgs = match serde_json::from_str(arguments) {
-            Ok(args) => args,
-            Err(err) => {
-                return Ok(format!(
-                    "failed to parse request_user_input arguments: {err}"
-                ));
-            }
-        };
-        if args.questions.is_empty() {
-            return Ok("`questions` is empty: ask at least one question".to_string());
+/// Asks, waits for the answers (or the interrupt), and returns them as JSON.
+async fn request_user_input(
+    ctx: &ToolContext,
+    call_id: &str,
+    arguments: &str,
+) -> Result<String, TurnStop> {
+    let args: RequestUserInputArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => {
+            return Ok(format!(
+                "failed to parse request_user_input arguments: {err}"
+            ));
         }
-        let call_id = keel_protocol::CallId::new(call_id);
-        let answers = self.session.register_user_input(call_id.clone());
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::RequestUserInput(RequestUserInputEvent {
-                    call_id: call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    questions: args.questions,
-                }),
-            )
-            .await;
-        let response = tokio::select! {
-            () = self.cancel.cancelled() => {
-                self.session.forget_user_input(&call_id);
-                return Err(TurnStop::Interrupted);
-            }
-            response = answers => response.unwrap_or_default(),
-        };
-        if response.answers.is_empty() {
-            return Ok(json!({
-                "answers": {},
-                "note": "the user did not answer (no one could be asked); decide yourself and say what you assumed",
-            })
-            .to_string());
-        }
-        Ok(json!({ "answers": response.answers }).to_string())
+    };
+    if args.questions.is_empty() {
+        return Ok("`questions` is empty: ask at least one question".to_string());
     }
+    let call_id = keel_protocol::CallId::new(call_id);
+    let answers = ctx.host.register_user_input(call_id.clone());
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::RequestUserInput(RequestUserInputEvent {
+                call_id: call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                questions: args.questions,
+            }),
+        )
+        .await;
+    let response = tokio::select! {
+        () = ctx.cancel.cancelled() => {
+            ctx.host.forget_user_input(&call_id);
+            return Err(TurnStop::Interrupted);
+        }
+        response = answers => response.unwrap_or_default(),
+    };
+    if response.answers.is_empty() {
+        return Ok(json!({
+            "answers": {},
+            "note": "the user did not answer (no one could be asked); decide yourself and say what you assumed",
+        })
+        .to_string());
+    }
+    Ok(json!({ "answers": response.answers }).to_string())
 }

@@ -14,8 +14,8 @@ use keel_protocol::{
     ExecCommandStatus,
 };
 
-use super::BuiltinCall;
-use super::shell::{ExecCall, parse_command};
+use super::ToolContext;
+use super::command_runtime::{ExecCall, parse_command};
 use crate::models::ResponseItem;
 use crate::processes::{ExecOutcome, truncate_for_model};
 use crate::turn_context::TurnStop;
@@ -24,93 +24,90 @@ use crate::turn_context::TurnStop;
 const NOTE_OUTPUT_MAX_BYTES: usize = 10 * 1024;
 const NOTE_OUTPUT_MAX_LINES: usize = 256;
 
-impl BuiltinCall<'_> {
-    /// Runs `command` with the user's shell as a login shell; returns the note for the
-    /// history. A command the sandbox cannot confine here is refused (the item says why),
-    /// never run unconfined.
-    pub(crate) async fn user_shell(
-        &self,
-        command: &str,
-        timeout: Duration,
-    ) -> Result<ResponseItem, TurnStop> {
-        let shell = std::env::var("SHELL")
-            .ok()
-            .filter(|shell| !shell.is_empty())
-            .unwrap_or_else(|| "/bin/bash".to_string());
-        let call = ExecCall {
-            call_id: CallId::new(format!("user-shell-{}", uuid::Uuid::now_v7())),
-            argv: vec![shell, "-lc".to_string(), command.to_string()],
-            cwd: self.context.cwd.clone(),
-            timeout,
-            process_id: None,
-            source: ExecCommandSource::UserShell,
-        };
-        let outcome = match self.sandbox_command() {
-            Ok(sandbox) => {
-                let sandbox = sandbox.map(crate::sandbox::SandboxCommand::for_user_command);
-                self.execute(&call, sandbox.as_ref()).await?
-            }
-            Err(err) => {
-                let reason = format!(
-                    "not run: the thread's sandbox cannot confine commands here ({err}); \
-                     change the thread's sandbox to danger-full-access to run it unconfined"
-                );
-                self.refused(&call, &reason).await
-            }
-        };
-        Ok(note(command, &outcome))
-    }
-
-    /// Reports a command that was not started as a failed command item.
-    async fn refused(&self, call: &ExecCall, reason: &str) -> ExecOutcome {
-        let parsed_cmd = parse_command(&call.argv);
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                    call_id: call.call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: call.argv.clone(),
-                    cwd: call.cwd.clone(),
-                    parsed_cmd: parsed_cmd.clone(),
-                    source: call.source,
-                    process_id: None,
-                }),
-            )
-            .await;
-        let outcome = ExecOutcome {
-            exit_code: -1,
-            stdout: String::new(),
-            stderr: reason.to_string(),
-            aggregated: reason.to_string(),
-            duration: Duration::ZERO,
-            timed_out: false,
-        };
-        self.session
-            .send_event(
-                &self.ids.sub_id,
-                EventMsg::ExecCommandEnd(ExecCommandEndEvent {
-                    call_id: call.call_id.clone(),
-                    turn_id: self.ids.turn_id.clone(),
-                    command: call.argv.clone(),
-                    cwd: call.cwd.clone(),
-                    parsed_cmd,
-                    source: call.source,
-                    process_id: None,
-                    stdout: String::new(),
-                    stderr: reason.to_string(),
-                    aggregated_output: reason.to_string(),
-                    exit_code: -1,
-                    duration: Duration::ZERO,
-                    formatted_output: reason.to_string(),
-                    status: ExecCommandStatus::Failed,
-                }),
-            )
-            .await;
-        outcome
-    }
+/// Runs `command` with the user's shell as a login shell; returns the note for the
+/// history. A command the sandbox cannot confine here is refused (the item says why),
+/// never run unconfined.
+pub(crate) async fn user_shell(
+    ctx: &ToolContext,
+    command: &str,
+    timeout: Duration,
+) -> Result<ResponseItem, TurnStop> {
+    let shell = std::env::var("SHELL")
+        .ok()
+        .filter(|shell| !shell.is_empty())
+        .unwrap_or_else(|| "/bin/bash".to_string());
+    let call = ExecCall {
+        call_id: CallId::new(format!("user-shell-{}", uuid::Uuid::now_v7())),
+        argv: vec![shell, "-lc".to_string(), command.to_string()],
+        cwd: ctx.turn.cwd.clone(),
+        timeout,
+        process_id: None,
+        source: ExecCommandSource::UserShell,
+    };
+    let outcome = match super::command_runtime::sandbox_command(ctx) {
+        Ok(sandbox) => {
+            let sandbox = sandbox.map(crate::sandbox::SandboxCommand::for_user_command);
+            super::command_runtime::execute(ctx, &call, sandbox.as_ref()).await?
+        }
+        Err(err) => {
+            let reason = format!(
+                "not run: the thread's sandbox cannot confine commands here ({err}); \
+                 change the thread's sandbox to danger-full-access to run it unconfined"
+            );
+            refused(ctx, &call, &reason).await
+        }
+    };
+    Ok(note(command, &outcome))
 }
 
+/// Reports a command that was not started as a failed command item.
+async fn refused(ctx: &ToolContext, call: &ExecCall, reason: &str) -> ExecOutcome {
+    let parsed_cmd = parse_command(&call.argv);
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
+                call_id: call.call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                command: call.argv.clone(),
+                cwd: call.cwd.clone(),
+                parsed_cmd: parsed_cmd.clone(),
+                source: call.source,
+                process_id: None,
+            }),
+        )
+        .await;
+    let outcome = ExecOutcome {
+        exit_code: -1,
+        stdout: String::new(),
+        stderr: reason.to_string(),
+        aggregated: reason.to_string(),
+        duration: Duration::ZERO,
+        timed_out: false,
+    };
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::ExecCommandEnd(ExecCommandEndEvent {
+                call_id: call.call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                command: call.argv.clone(),
+                cwd: call.cwd.clone(),
+                parsed_cmd,
+                source: call.source,
+                process_id: None,
+                stdout: String::new(),
+                stderr: reason.to_string(),
+                aggregated_output: reason.to_string(),
+                exit_code: -1,
+                duration: Duration::ZERO,
+                formatted_output: reason.to_string(),
+                status: ExecCommandStatus::Failed,
+            }),
+        )
+        .await;
+    outcome
+}
 /// What the model is told the user ran and saw.
 fn note(command: &str, outcome: &ExecOutcome) -> ResponseItem {
     let mut output = truncate_for_model(
