@@ -137,10 +137,6 @@ pub(crate) struct AgentTools {
     /// `spawn_agent`, `send_input`, `wait_agent`, `close_agent`, `resume_agent`.
     pub collab: bool,
     /// `spawn_agents_on_csv`.
-    #[cfg_attr(
-        not(feature = "agent-jobs"),
-        expect(dead_code, reason = "offered by agent jobs only")
-    )]
     pub fanout: bool,
     /// `report_agent_job_result` (job workers, who are not offered the goal tools).
     pub report: bool,

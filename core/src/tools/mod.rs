@@ -13,7 +13,7 @@ mod agent_jobs;
 mod agent_spec;
 mod agents;
 mod builtin;
-mod builtin_names;
+mod builtin_table;
 mod command_runtime;
 mod context;
 mod dynamic;
@@ -39,7 +39,8 @@ mod view_image;
 use std::sync::Arc;
 
 pub(crate) use builtin::builtin_tool;
-pub(crate) use builtin_names::is_builtin_name;
+pub(crate) use builtin_table::is_builtin_name;
+use builtin_table::{Made, Offer};
 pub use context::ToolContext;
 pub(crate) use dynamic::dynamic_tools;
 pub(crate) use host::ToolHost;
@@ -54,13 +55,12 @@ pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
 pub(crate) use user_shell::user_shell as run_user_shell;
 
-use crate::config::WireApi;
 use crate::mcp::McpToolCatalog;
 use crate::turn_context::TurnContext;
 
-/// The tools of one request: the built-ins this turn offers (`exec_command`/`write_stdin`,
-/// or `shell` when unified exec is off; a `shell` call is run either way), then the MCP tools,
-/// then the embedder's.
+/// The tools of one request: the built-ins this turn offers ([`builtin_table::BUILTINS`], in
+/// its order; a call to a built-in offered as "handled only", such as `shell` beside
+/// `exec_command`, is still run), then the MCP tools, then the embedder's.
 pub(crate) fn registry_for(
     context: &TurnContext,
     mcp: Option<&McpToolCatalog>,
@@ -77,71 +77,23 @@ pub(crate) fn registry_for(
             tracing::warn!("tool skipped: {err}");
         }
     };
-    let settings = context.client.settings();
-    if context.shell_tool {
-        if context.unified_exec {
-            add(&mut builder, Arc::new(unified_exec::ExecCommandTool), true);
-            add(&mut builder, Arc::new(unified_exec::WriteStdinTool), true);
-            add(&mut builder, Arc::new(shell::ShellTool), false);
-        } else {
-            add(&mut builder, Arc::new(shell::ShellTool), true);
+    for builtin in builtin_table::BUILTINS {
+        let offered = match (builtin.offer)(context) {
+            Offer::Offered => true,
+            Offer::HandledOnly => false,
+            Offer::Absent => continue,
+        };
+        match (builtin.make)(context) {
+            Made::Tools(tools) => {
+                for tool in tools {
+                    add(&mut builder, tool, offered);
+                }
+            }
+            Made::Hosted(spec) => builder.hosted(spec),
         }
-        builder.alias("container.exec", "shell");
     }
-    let freeform = settings.wire_api == WireApi::Responses
-        && crate::model_family::family(&settings.model).freeform_apply_patch;
-    // Plan mode changes nothing: no patch tool at all (a call to it is answered as unknown).
-    if context.plan_mode.is_none() {
-        add(
-            &mut builder,
-            Arc::new(patch::ApplyPatchTool { freeform }),
-            true,
-        );
-    }
-    if context.update_plan_tool {
-        add(&mut builder, Arc::new(plan::UpdatePlanTool), true);
-    }
-    if context.request_user_input_tool {
-        add(
-            &mut builder,
-            Arc::new(user_input::RequestUserInputTool),
-            true,
-        );
-    }
-    if context.view_image {
-        add(&mut builder, Arc::new(view_image::ViewImageTool), true);
-    }
-    if context.web_search && settings.wire_api == WireApi::Responses {
-        builder.hosted(serde_json::json!({"type": "web_search"}));
-    }
-    let offered = &context.agent_tools;
-    if offered.collab {
-        for tool in agents::collab_tools() {
-            add(&mut builder, tool, true);
-        }
-        builder.alias("wait", "wait_agent");
-    }
-    #[cfg(feature = "agent-jobs")]
-    if offered.fanout {
-        add(
-            &mut builder,
-            Arc::new(agent_jobs::SpawnAgentsOnCsvTool),
-            true,
-        );
-    }
-    // Job workers answer one row each; a goal is not theirs to keep.
-    if context.goal_tools && !offered.report {
-        add(&mut builder, Arc::new(goals::GetGoalTool), true);
-        add(&mut builder, Arc::new(goals::CreateGoalTool), true);
-        add(&mut builder, Arc::new(goals::UpdateGoalTool), true);
-    }
-    #[cfg(feature = "agent-jobs")]
-    if offered.report {
-        add(
-            &mut builder,
-            Arc::new(agent_jobs::ReportAgentJobResultTool),
-            true,
-        );
+    for (alias, target) in builtin_table::ALIASES {
+        builder.alias(alias, target);
     }
     #[cfg(feature = "mcp")]
     for tool in mcp.map(mcp::mcp_tools).unwrap_or_default() {
