@@ -85,8 +85,8 @@ mod turn_setup;
 mod unified_exec;
 
 pub use client::{
-    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt, ResponseEvent,
-    ResponseStream, ResponsesApiProvider, model_ids_match,
+    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt,
+    ProviderCapabilities, ResponseEvent, ResponseStream, ResponsesApiProvider, model_ids_match,
 };
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,

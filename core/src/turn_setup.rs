@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::client::{
-    ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, ResponsesApiProvider,
-};
-use crate::config::{Config, WireApi};
+use crate::client::{ApiKeyFn, ClientSettings, ModelClient, ModelProvider};
+use crate::config::Config;
 use crate::prompt_context::{BASE_INSTRUCTIONS, read_project_docs};
 use crate::skills::{load_skills, skill_roots, user_home};
 use crate::turn_context::{AgentTools, TurnContext};
@@ -35,14 +33,8 @@ impl ModelBackend {
     fn client(self, settings: ClientSettings) -> ModelClient {
         match self {
             Self::Provider(provider) => ModelClient::with_provider(provider, settings),
-            Self::Http(http, None) => ModelClient::with_http(http, settings),
-            Self::Http(http, Some(key)) => {
-                let provider: Arc<dyn ModelProvider> = match settings.wire_api {
-                    WireApi::Responses => {
-                        Arc::new(ResponsesApiProvider::new(http).with_api_key(key))
-                    }
-                    WireApi::Chat => Arc::new(ChatApiProvider::new(http).with_api_key(key)),
-                };
+            Self::Http(http, key) => {
+                let provider = crate::client::http_provider(settings.wire_api, http, key);
                 ModelClient::with_provider(provider, settings)
             }
         }

@@ -13,6 +13,12 @@ use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 
 /// The JSON body of `POST /chat/completions`.
+/// The request body `prompt` becomes, as sent.
+pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
+    serde_json::to_vec(&request_body(settings, prompt))
+        .map_err(|err| crate::error::CoreError::Stream(format!("cannot encode the request: {err}")))
+}
+
 pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
     let mut messages = vec![json!({"role": "system", "content": prompt.instructions})];
     // Reasoning goes back (when the provider wants it) only within the running turn: after
@@ -467,5 +473,19 @@ impl ChatAccumulator {
             token_usage: self.usage.take(),
         });
         events
+    }
+}
+
+impl super::wire_decoder::WireDecoder for ChatAccumulator {
+    fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
+        ChatAccumulator::map_frame(self, frame)
+    }
+
+    fn answered(&self) -> bool {
+        self.saw_finish_reason()
+    }
+
+    fn finish(&mut self) -> Vec<ResponseEvent> {
+        ChatAccumulator::finish(self)
     }
 }

@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 
 use super::response_stream::{ResponseStream, Source};
 use super::settings::{ClientSettings, ORIGINATOR};
+use super::wire_decoder::WireDecoder;
 use super::{ModelProvider, Prompt, chat_api, rate_limits, responses_api, sse};
-use crate::config::WireApi;
 use crate::error::{CoreError, Result};
 
 /// Supplies the API key for each request (a key that rotates, or one kept in a secret
@@ -66,7 +66,11 @@ impl ModelProvider for ResponsesApiProvider {
         settings: &'a ClientSettings,
         prompt: &'a Prompt,
     ) -> BoxFuture<'a, Result<ResponseStream>> {
-        Box::pin(self.http.send(settings, prompt, WireApi::Responses))
+        Box::pin(async move {
+            let body = responses_api::request_bytes(settings, prompt)?;
+            let decoder = Box::new(responses_api::ResponsesDecoder);
+            self.http.send(settings, prompt, body, decoder).await
+        })
     }
 }
 
@@ -76,20 +80,11 @@ impl ModelProvider for ChatApiProvider {
         settings: &'a ClientSettings,
         prompt: &'a Prompt,
     ) -> BoxFuture<'a, Result<ResponseStream>> {
-        Box::pin(self.http.send(settings, prompt, WireApi::Chat))
-    }
-}
-
-/// The request body `prompt` becomes on `settings`' wire API, as sent.
-pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
-    body_for(settings, prompt, settings.wire_api)
-}
-
-fn body_for(settings: &ClientSettings, prompt: &Prompt, wire_api: WireApi) -> Result<Vec<u8>> {
-    match wire_api {
-        WireApi::Responses => responses_api::request_bytes(settings, prompt),
-        WireApi::Chat => serde_json::to_vec(&chat_api::request_body(settings, prompt))
-            .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}"))),
+        Box::pin(async move {
+            let body = chat_api::request_bytes(settings, prompt)?;
+            let decoder = Box::new(chat_api::ChatAccumulator::for_tools(&prompt.tools));
+            self.http.send(settings, prompt, body, decoder).await
+        })
     }
 }
 
@@ -107,13 +102,13 @@ impl HttpSender {
         &self,
         settings: &ClientSettings,
         prompt: &Prompt,
-        wire_api: WireApi,
+        body: Vec<u8>,
+        decoder: Box<dyn WireDecoder>,
     ) -> Result<ResponseStream> {
         let api_key = match self.key.as_ref().and_then(|key| key()) {
             Some(key) => Some(key),
             None => settings.api_key.clone().map_err(CoreError::MissingApiKey)?,
         };
-        let body = body_for(settings, prompt, wire_api)?;
         let mut request = self
             .http
             .post(&settings.url)
@@ -162,8 +157,7 @@ impl HttpSender {
                     response.bytes_stream(),
                     settings.stream_idle_timeout,
                 )),
-                wire_api,
-                chat: Box::new(chat_api::ChatAccumulator::for_tools(&prompt.tools)),
+                decoder,
             },
             ready: VecDeque::new(),
             finished: false,

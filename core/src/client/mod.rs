@@ -5,6 +5,7 @@
 //! [`CoreError`] whose [`CoreError::is_retryable`] says whether to try again, so the turn loop
 //! can tell the user about each retry.
 
+mod capabilities;
 mod chat_api;
 mod context_window;
 mod http_provider;
@@ -17,11 +18,14 @@ mod responses_api;
 mod settings;
 mod sse;
 mod text_tool_calls;
+mod wire;
+mod wire_decoder;
 
 use std::sync::Arc;
 
 use keel_protocol::ReasoningEffort;
 
+pub use capabilities::ProviderCapabilities;
 pub(crate) use context_window::discover_context_window;
 pub use context_window::model_ids_match;
 pub use http_provider::{ApiKeyFn, ChatApiProvider, ResponsesApiProvider};
@@ -30,8 +34,8 @@ pub use provider::ModelProvider;
 pub use response_event::ResponseEvent;
 pub use response_stream::ResponseStream;
 pub use settings::ClientSettings;
+pub(crate) use wire::http_provider;
 
-use crate::config::WireApi;
 use crate::error::Result;
 
 /// `keel/<version> (<os>; <arch>)`, for providers' logs and support.
@@ -80,10 +84,7 @@ impl ModelClient {
     /// A client for `settings` on an existing connection pool (conversations of one
     /// process share one, so sub-agents reuse the parent's connections).
     pub fn with_http(http: reqwest::Client, settings: ClientSettings) -> Self {
-        let provider: Arc<dyn ModelProvider> = match settings.wire_api {
-            WireApi::Responses => Arc::new(ResponsesApiProvider::new(http)),
-            WireApi::Chat => Arc::new(ChatApiProvider::new(http)),
-        };
+        let provider = wire::http_provider(settings.wire_api, http, None);
         Self::with_provider(provider, settings)
     }
 
@@ -104,6 +105,11 @@ impl ModelClient {
         }
     }
 
+    /// What this client's provider can take beyond plain function tools.
+    pub fn capabilities(&self) -> ProviderCapabilities {
+        self.provider.capabilities(&self.settings)
+    }
+
     /// The settings this client was built from.
     pub fn settings(&self) -> &ClientSettings {
         &self.settings
@@ -111,7 +117,7 @@ impl ModelClient {
 
     /// The request body `prompt` becomes on this provider's wire API, as sent.
     pub fn request_bytes(&self, prompt: &Prompt) -> Result<Vec<u8>> {
-        http_provider::request_bytes(&self.settings, prompt)
+        wire::request_bytes(&self.settings, prompt)
     }
 
     /// Sends one streaming request. Errors before the first event (connection, HTTP status,

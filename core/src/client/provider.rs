@@ -5,6 +5,7 @@
 use futures::future::BoxFuture;
 
 use super::Prompt;
+use super::capabilities::ProviderCapabilities;
 use super::response_stream::ResponseStream;
 use super::settings::ClientSettings;
 use crate::error::Result;
@@ -52,4 +53,10 @@ pub trait ModelProvider: Send + Sync {
         settings: &'a ClientSettings,
         prompt: &'a Prompt,
     ) -> BoxFuture<'a, Result<ResponseStream>>;
+
+    /// What requests to this provider may carry beyond plain function tools. By default, what
+    /// Keel's own client for the configured wire API can send (`settings.wire_api`).
+    fn capabilities(&self, settings: &ClientSettings) -> ProviderCapabilities {
+        ProviderCapabilities::of_wire_api(settings.wire_api)
+    }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use super::{ResponseEvent, chat_api, responses_api, sse};
-use crate::config::WireApi;
+use super::wire_decoder::WireDecoder;
+use super::{ResponseEvent, sse};
 use crate::error::{CoreError, Result};
 
 /// Events of one response as they stream. Dropping it stops the request.
@@ -33,15 +33,14 @@ pub(super) enum Source {
     /// Server-sent events of one of the HTTP wire APIs, mapped frame by frame.
     Sse {
         frames: Pin<Box<dyn Stream<Item = Result<sse::Frame>> + Send>>,
-        wire_api: WireApi,
-        chat: Box<chat_api::ChatAccumulator>,
+        decoder: Box<dyn WireDecoder>,
     },
     /// Events a provider of the embedder's produces itself.
     Events(Pin<Box<dyn Stream<Item = Result<ResponseEvent>> + Send>>),
 }
 
-/// How long a Chat stream may stay open after its `finish_reason` before the answer is taken
-/// as complete.
+/// How long a stream may stay open after its decoder says the answer is complete (a Chat
+/// server's `finish_reason`) before it is taken as complete.
 const CHAT_AFTER_FINISH_WAIT: Duration = Duration::from_secs(2);
 
 impl ResponseStream {
@@ -93,20 +92,16 @@ impl ResponseStream {
                         )));
                     }
                 },
-                Source::Sse {
-                    frames,
-                    wire_api,
-                    chat,
-                } => {
+                Source::Sse { frames, decoder } => {
                     // A Chat server that gave its `finish_reason` has finished its answer; some
                     // keep the stream open after it (no usage, no `[DONE]`): wait a moment for
                     // the usage chunk, then end the answer rather than wait for the idle timeout.
-                    let next = if *wire_api == WireApi::Chat && chat.saw_finish_reason() {
+                    let next = if decoder.answered() {
                         match tokio::time::timeout(CHAT_AFTER_FINISH_WAIT, frames.next()).await {
                             Ok(next) => next,
                             Err(_) => {
                                 self.finished = true;
-                                self.ready.extend(chat.finish());
+                                self.ready.extend(decoder.finish());
                                 continue;
                             }
                         }
@@ -118,18 +113,15 @@ impl ResponseStream {
                         // A Chat server that said why it stopped (`finish_reason`) and closed
                         // the stream without `[DONE]` has finished its answer; anything else
                         // is broken.
-                        if *wire_api == WireApi::Chat && chat.saw_finish_reason() {
-                            self.ready.extend(chat.finish());
+                        if decoder.answered() {
+                            self.ready.extend(decoder.finish());
                             continue;
                         }
                         return Some(Err(CoreError::Stream(
                             "stream closed before response.completed".to_string(),
                         )));
                     };
-                    frame.and_then(|frame| match wire_api {
-                        WireApi::Responses => responses_api::map_frame(&frame),
-                        WireApi::Chat => chat.map_frame(&frame),
-                    })
+                    frame.and_then(|frame| decoder.map_frame(&frame))
                 }
             };
             match mapped {

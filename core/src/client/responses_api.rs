@@ -269,3 +269,13 @@ fn keep_known_parts(item: &mut Value) {
         });
     }
 }
+
+/// The Responses API's frames: each one says what it is (`response.output_text.delta`, ...),
+/// and `response.completed` ends the answer.
+pub(super) struct ResponsesDecoder;
+
+impl super::wire_decoder::WireDecoder for ResponsesDecoder {
+    fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
+        map_frame(frame)
+    }
+}

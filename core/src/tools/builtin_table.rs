@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::DynTool;
-use crate::config::WireApi;
+use crate::client::ProviderCapabilities;
 use crate::turn_context::TurnContext;
 
 /// Whether a turn offers a built-in.
@@ -52,8 +52,8 @@ fn one(tool: impl DynTool + 'static) -> Made {
     Made::Tools(vec![Arc::new(tool)])
 }
 
-fn on_responses(context: &TurnContext) -> bool {
-    context.client.settings().wire_api == WireApi::Responses
+fn capabilities(context: &TurnContext) -> ProviderCapabilities {
+    context.client.capabilities()
 }
 
 /// Every built-in, in the order the model is offered them.
@@ -82,7 +82,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
         // Plan mode changes nothing: no patch tool at all (a call to it is answered as unknown).
         offer: |context| offered_if(context.plan_mode.is_none()),
         make: |context| {
-            let freeform = on_responses(context)
+            let freeform = capabilities(context).freeform_tools
                 && crate::model_family::family(&context.client.settings().model)
                     .freeform_apply_patch;
             one(super::patch::ApplyPatchTool { freeform })
@@ -105,7 +105,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         names: &["web_search"],
-        offer: |context| offered_if(context.web_search && on_responses(context)),
+        offer: |context| offered_if(context.web_search && capabilities(context).hosted_tools),
         make: |_| Made::Hosted(serde_json::json!({"type": "web_search"})),
     },
     Builtin {
