@@ -27,11 +27,11 @@ const MATCH_LIMIT: usize = 50;
 #[derive(Default)]
 pub(crate) struct FileSearches {
     tokens: Mutex<HashMap<String, Arc<AtomicBool>>>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Mutex<HashMap<String, Arc<SearchSession>>>,
 }
 
 /// A session's roots, walked once on first need and searched for every update.
-struct Session {
+struct SearchSession {
     roots: Vec<PathBuf>,
     indexes: OnceCell<Arc<Vec<FileIndex>>>,
     stopped: Arc<AtomicBool>,
@@ -94,7 +94,7 @@ impl FileSearches {
         params: FuzzyFileSearchSessionStartParams,
     ) -> Result<EmptyResponse> {
         let roots = checked_roots("fuzzyFileSearch/sessionStart", &params.roots)?;
-        let session = Arc::new(Session {
+        let session = Arc::new(SearchSession {
             roots,
             indexes: OnceCell::new(),
             stopped: Arc::new(AtomicBool::new(false)),
@@ -179,7 +179,7 @@ impl Drop for FileSearches {
     }
 }
 
-impl Session {
+impl SearchSession {
     /// The roots' listings, walked once (on a blocking thread).
     async fn listing(&self) -> Arc<Vec<FileIndex>> {
         self.indexes

@@ -4,7 +4,7 @@
 
 mod output;
 mod retained;
-mod session;
+mod running_process;
 mod spawn;
 
 use std::collections::{HashMap, VecDeque};
@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use self::output::{IDLE_READ_BUFFERS, READ_CHUNK_BYTES};
-use self::session::{Phase, Session, SuperviseContext};
+use self::running_process::{Phase, RunningProcess, SuperviseContext};
 use crate::buffers::BufferPool;
 use crate::config::ExecServerConfig;
 use crate::error::{ExecServerError, Result};
@@ -56,7 +56,7 @@ enum Handshake {
 
 struct State {
     handshake: Handshake,
-    sessions: HashMap<ExecSessionId, Arc<Session>>,
+    sessions: HashMap<ExecSessionId, Arc<RunningProcess>>,
     finished: VecDeque<ExecSessionId>,
     running: usize,
     next_id: u64,
@@ -166,7 +166,7 @@ impl ExecServerHandler {
         }
     }
 
-    fn session(&self, method: &'static str, id: &ExecSessionId) -> Result<Arc<Session>> {
+    fn session(&self, method: &'static str, id: &ExecSessionId) -> Result<Arc<RunningProcess>> {
         self.ready(method)?
             .sessions
             .get(id)
@@ -249,7 +249,7 @@ impl ExecServerHandler {
             on_finished: Box::new(move |id| finished(&weak, id)),
             output_buffers: self.inner.output_buffers.clone(),
         };
-        let (session, supervisor) = Session::start(
+        let (session, supervisor) = RunningProcess::start(
             id.clone(),
             spawned,
             self.inner.config.retained_output_bytes,
@@ -348,12 +348,12 @@ impl ExecServerHandler {
     ///
     /// Cancel safe, but cancelling it leaves the SIGKILL step to the handler's drop.
     pub async fn shutdown(&self) {
-        let sessions: Vec<Arc<Session>> = {
+        let sessions: Vec<Arc<RunningProcess>> = {
             let mut state = lock(&self.inner.state);
             state.shutting_down = true;
             state.sessions.values().cloned().collect()
         };
-        let alive: Vec<Arc<Session>> = sessions
+        let alive: Vec<Arc<RunningProcess>> = sessions
             .into_iter()
             .filter(|session| session.group_may_be_alive())
             .collect();

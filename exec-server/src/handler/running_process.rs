@@ -55,7 +55,7 @@ struct Retained {
 }
 
 /// One process started by a connection.
-pub(crate) struct Session {
+pub(crate) struct RunningProcess {
     id: ExecSessionId,
     /// Killed when the session is forgotten, and by the watchdog if the server dies first.
     group: OwnedProcessGroup,
@@ -100,7 +100,7 @@ pub(crate) struct SuperviseContext {
     pub(crate) output_buffers: BufferPool,
 }
 
-impl Session {
+impl RunningProcess {
     /// Wraps a spawned process; returns the session and the future that supervises it.
     pub(crate) fn start(
         id: ExecSessionId,
