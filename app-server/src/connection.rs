@@ -14,10 +14,10 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::error::AppServerError;
+use crate::handlers::CommandExecs;
 use crate::handlers::{ConnectionContext, dispatch};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;
-use crate::utilities::CommandExecs;
 
 /// What a transport hands the connection.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ pub(crate) async fn serve(
         .and_then(|config| {
             config
                 .exec_server_url
-                .map(|url| crate::utilities::RemoteExecServer {
+                .map(|url| crate::handlers::RemoteExecServer {
                     url,
                     token_env: config.exec_server_auth_token_env,
                     token_file: config.exec_server_auth_token_file,

@@ -30,7 +30,6 @@ mod schema;
 mod state;
 mod threads;
 mod transport;
-mod utilities;
 
 pub use connection::ConnectionLimits;
 pub use error::{AppServerError, Result};

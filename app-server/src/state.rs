@@ -43,7 +43,7 @@ pub(crate) struct AppState {
     /// it cannot be: listings then read the rollouts).
     thread_index: tokio::sync::OnceCell<Option<Arc<keel_core::ThreadIndex>>>,
     /// Environments clients added (`environment/add`).
-    pub(crate) environments: crate::utilities::AddedEnvironments,
+    pub(crate) environments: crate::handlers::AddedEnvironments,
 }
 
 impl AppState {

@@ -1,8 +1,22 @@
-//! Request handlers, one module per resource, and the dispatch over the method table.
+//! Request handlers, one module per resource: threads and turns, and the methods that involve
+//! no thread (`fs/*`, `command/exec*`, `model/list`, `config/*`, `mcpServerStatus/list`, the
+//! start-up questions of Codex clients); and the dispatch over the method table.
 
+mod added_environments;
+mod asked_dirs;
+mod client_setup;
+mod command_exec;
+mod config_write;
+mod environments;
+mod file_search;
+mod fs;
 mod goals;
+mod hooks;
+mod info;
 mod inject_items;
 mod loaded;
+mod mcp_status;
+mod paths;
 mod read_state;
 mod reply;
 mod revert;
@@ -10,6 +24,7 @@ mod review;
 mod settings;
 mod settings_change;
 mod shell_command;
+mod skills;
 mod thread_list;
 mod threads;
 mod turns;
@@ -21,14 +36,24 @@ use keel_protocol::app_server::ClientRequest;
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::state::AppState;
-use crate::utilities::{self, CommandExecs};
+pub(crate) use added_environments::AddedEnvironments;
+pub(crate) use client_setup::*;
+pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
+pub(crate) use config_write::{config_batch_write, config_value_write};
+pub(crate) use environments::{add as environment_add, status as environment_status};
+pub(crate) use file_search::FileSearches;
+pub(crate) use fs::*;
+pub(crate) use hooks::hooks_list;
+pub(crate) use info::{config_read, model_list};
+pub(crate) use mcp_status::mcp_server_status_list;
 pub(crate) use reply::Reply;
+pub(crate) use skills::{skills_config_write, skills_list};
 
 /// What a handler may use of its connection.
 pub(crate) struct ConnectionContext {
     pub outgoing: Arc<Outgoing>,
     pub execs: CommandExecs,
-    pub file_searches: utilities::FileSearches,
+    pub file_searches: FileSearches,
 }
 
 /// Runs one request (other than `initialize`).
@@ -41,12 +66,8 @@ pub(crate) async fn dispatch(
     match request {
         ClientRequest::Initialize(_) => Err(AppServerError::AlreadyInitialized),
         ClientRequest::ThreadStart(p) => threads::start(state, p, outgoing).await,
-        ClientRequest::EnvironmentAdd(p) => {
-            Reply::now(&utilities::environment_add(state, p).await?)
-        }
-        ClientRequest::EnvironmentStatus(p) => {
-            Reply::now(&utilities::environment_status(state, p).await?)
-        }
+        ClientRequest::EnvironmentAdd(p) => Reply::now(&environment_add(state, p).await?),
+        ClientRequest::EnvironmentStatus(p) => Reply::now(&environment_status(state, p).await?),
         ClientRequest::ThreadResume(p) => threads::resume(state, p, outgoing).await,
         ClientRequest::ThreadFork(p) => threads::fork(state, p, outgoing).await,
         ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),
@@ -72,47 +93,41 @@ pub(crate) async fn dispatch(
         ClientRequest::CommandExecWrite(p) => Reply::now(&connection.execs.write(p).await?),
         ClientRequest::CommandExecResize(p) => Reply::now(&connection.execs.resize(p).await?),
         ClientRequest::CommandExecTerminate(p) => Reply::now(&connection.execs.terminate(p).await?),
-        ClientRequest::FsReadFile(p) => Reply::now(&utilities::fs_read_file(p).await?),
+        ClientRequest::FsReadFile(p) => Reply::now(&fs_read_file(p).await?),
         ClientRequest::FsWriteFile(p) => {
             state.check_client_write("fs/writeFile", &p.path)?;
-            Reply::now(&utilities::fs_write_file(p).await?)
+            Reply::now(&fs_write_file(p).await?)
         }
         ClientRequest::FsCreateDirectory(p) => {
             state.check_client_write("fs/createDirectory", &p.path)?;
-            Reply::now(&utilities::fs_create_directory(p).await?)
+            Reply::now(&fs_create_directory(p).await?)
         }
-        ClientRequest::FsGetMetadata(p) => Reply::now(&utilities::fs_get_metadata(p).await?),
-        ClientRequest::FsReadDirectory(p) => Reply::now(&utilities::fs_read_directory(p).await?),
+        ClientRequest::FsGetMetadata(p) => Reply::now(&fs_get_metadata(p).await?),
+        ClientRequest::FsReadDirectory(p) => Reply::now(&fs_read_directory(p).await?),
         ClientRequest::FsRemove(p) => {
             state.check_client_write("fs/remove", &p.path)?;
-            Reply::now(&utilities::fs_remove(p).await?)
+            Reply::now(&fs_remove(p).await?)
         }
         ClientRequest::FsCopy(p) => {
             state.check_client_write("fs/copy", &p.destination_path)?;
-            Reply::now(&utilities::fs_copy(p).await?)
+            Reply::now(&fs_copy(p).await?)
         }
-        ClientRequest::ModelList(p) => Reply::now(&utilities::model_list(state, p)?),
-        ClientRequest::ConfigRead(p) => Reply::now(&utilities::config_read(state, p)?),
+        ClientRequest::ModelList(p) => Reply::now(&model_list(state, p)?),
+        ClientRequest::ConfigRead(p) => Reply::now(&config_read(state, p)?),
         ClientRequest::ThreadTurnsList(p) => Reply::now(&threads::turns_list(state, p).await?),
         ClientRequest::ThreadItemsList(p) => Reply::now(&threads::items_list(state, p).await?),
-        ClientRequest::AccountRead(_) => Reply::now(&utilities::account_read(state)?),
-        ClientRequest::AccountBedrockCheckGovCloudRequirements(_) => {
-            Reply::now(&utilities::check_gov_cloud())
-        }
-        ClientRequest::ConfigRequirementsRead(_) => Reply::now(&utilities::config_requirements()),
-        ClientRequest::HooksList(p) => Reply::now(&utilities::hooks_list(state, p)?),
-        ClientRequest::SkillsList(p) => Reply::now(&utilities::skills_list(state, p)?),
-        ClientRequest::SkillsConfigWrite(p) => {
-            Reply::now(&utilities::skills_config_write(state, p)?)
-        }
-        ClientRequest::PluginInstalled(_) => Reply::now(&utilities::plugin_installed()),
-        ClientRequest::PluginList(_) => Reply::now(&utilities::plugin_list()),
-        ClientRequest::ExperimentalFeatureList(_) => {
-            Reply::now(&utilities::experimental_features(state)?)
-        }
-        ClientRequest::CollaborationModeList(_) => Reply::now(&utilities::collaboration_modes()),
-        ClientRequest::ConfigValueWrite(p) => Reply::now(&utilities::config_value_write(state, p)?),
-        ClientRequest::ConfigBatchWrite(p) => Reply::now(&utilities::config_batch_write(state, p)?),
+        ClientRequest::AccountRead(_) => Reply::now(&account_read(state)?),
+        ClientRequest::AccountBedrockCheckGovCloudRequirements(_) => Reply::now(&check_gov_cloud()),
+        ClientRequest::ConfigRequirementsRead(_) => Reply::now(&config_requirements()),
+        ClientRequest::HooksList(p) => Reply::now(&hooks_list(state, p)?),
+        ClientRequest::SkillsList(p) => Reply::now(&skills_list(state, p)?),
+        ClientRequest::SkillsConfigWrite(p) => Reply::now(&skills_config_write(state, p)?),
+        ClientRequest::PluginInstalled(_) => Reply::now(&plugin_installed()),
+        ClientRequest::PluginList(_) => Reply::now(&plugin_list()),
+        ClientRequest::ExperimentalFeatureList(_) => Reply::now(&experimental_features(state)?),
+        ClientRequest::CollaborationModeList(_) => Reply::now(&collaboration_modes()),
+        ClientRequest::ConfigValueWrite(p) => Reply::now(&config_value_write(state, p)?),
+        ClientRequest::ConfigBatchWrite(p) => Reply::now(&config_batch_write(state, p)?),
         ClientRequest::PermissionProfileList(p) => Reply::now(&settings::permission_profiles(p)?),
         ClientRequest::ThreadSettingsUpdate(p) => Reply::now(&settings::update(state, p).await?),
         ClientRequest::ReviewStart(p) => review::start(state, p).await,
@@ -144,7 +159,7 @@ pub(crate) async fn dispatch(
             Reply::now(&settings::background_terminals(state, p).await?)
         }
         ClientRequest::McpServerStatusList(p) => {
-            Reply::now(&utilities::mcp_server_status_list(state, p).await?)
+            Reply::now(&mcp_server_status_list(state, p).await?)
         }
     }
 }

@@ -75,7 +75,7 @@ pub(crate) fn choose_environment(
     if primary.environment_id == current {
         return Ok(None);
     }
-    let config = crate::utilities::resolve_thread_config(
+    let config = super::environments::resolve_thread_config(
         state,
         environments,
         keel_protocol::app_server::ThreadOverrides::default(),

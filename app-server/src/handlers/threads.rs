@@ -107,7 +107,7 @@ pub(crate) async fn start(
     let permissions = overrides.permissions.clone();
     let mut config = match &params.environments {
         Some(environments) => {
-            crate::utilities::resolve_thread_config(state, environments, overrides)?
+            super::environments::resolve_thread_config(state, environments, overrides)?
         }
         None => state.resolve_config(&overrides)?,
     };

@@ -20,7 +20,7 @@ use keel_protocol::exec_server::{
 use keel_protocol::{Base64Bytes, ExecSessionId};
 use tokio::sync::{OnceCell, broadcast};
 
-use super::require_absolute;
+use super::paths::require_absolute;
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 

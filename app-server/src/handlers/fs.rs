@@ -9,7 +9,7 @@ use keel_protocol::app_server::{
     FsWriteFileParams,
 };
 
-use super::require_absolute;
+use super::paths::require_absolute;
 use crate::error::{AppServerError, Result};
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AppServerError + '_ {
