@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::DynTool;
+use super::builtin::TypedBuiltin;
 use crate::client::ProviderCapabilities;
 use crate::turn_context::TurnContext;
 
@@ -101,7 +102,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     Builtin {
         names: &["view_image"],
         offer: |context| offered_if(context.view_image),
-        make: |_| one(super::view_image::ViewImageTool),
+        make: |_| one(TypedBuiltin(super::view_image::ViewImageTool)),
     },
     Builtin {
         names: &["web_search"],
@@ -130,9 +131,9 @@ pub(super) const BUILTINS: &[Builtin] = &[
         offer: |context| offered_if(context.goal_tools && !context.agent_tools.report),
         make: |_| {
             tools(vec![
-                Arc::new(super::goals::GetGoalTool),
-                Arc::new(super::goals::CreateGoalTool),
-                Arc::new(super::goals::UpdateGoalTool),
+                Arc::new(TypedBuiltin(super::goals::GetGoalTool)),
+                Arc::new(TypedBuiltin(super::goals::CreateGoalTool)),
+                Arc::new(TypedBuiltin(super::goals::UpdateGoalTool)),
             ])
         },
     },

@@ -2,84 +2,111 @@
 //! when asked to, and says when it is complete, blocked or paused.
 
 use keel_protocol::{EventMsg, ThreadGoal, ThreadGoalStatus, ThreadGoalUpdatedEvent};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::ToolContext;
+use super::builtin::BuiltinTool;
+use crate::turn_context::TurnStop;
 
-super::builtin_tool!(
-    /// `get_goal`: the thread's goal and what is left of its budget.
-    GetGoalTool,
-    "get_goal",
-    get_goal_spec(),
-    |call, _call_id, _arguments| Ok(get_goal(call))
-);
+/// `get_goal`: the thread's goal and what is left of its budget.
+pub(crate) struct GetGoalTool;
 
-super::builtin_tool!(
-    /// `create_goal`: a goal the user asked the model to set.
-    CreateGoalTool,
-    "create_goal",
-    create_goal_spec(),
-    |call, _call_id, arguments| Ok(create_goal(call, arguments).await)
-);
+/// `create_goal`: a goal the user asked the model to set.
+pub(crate) struct CreateGoalTool;
 
-super::builtin_tool!(
-    /// `update_goal`: the model marks the goal complete, blocked or paused.
-    UpdateGoalTool,
-    "update_goal",
-    update_goal_spec(),
-    |call, _call_id, arguments| Ok(update_goal(call, arguments).await)
-);
+/// `update_goal`: the model marks the goal complete, blocked or paused.
+pub(crate) struct UpdateGoalTool;
 
-fn get_goal_spec() -> Value {
-    json!({
-        "type": "function",
-        "name": "get_goal",
-        "description": "Read the thread's goal: its objective, status, token budget and the \
-            tokens and time spent on it.",
-        "strict": false,
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": false}
-    })
+// `get_goal` takes nothing (whatever is sent is ignored, as before).
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct GetArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields, transform = no_null_defaults)]
+pub(crate) struct CreateArgs {
+    objective: String,
+    #[serde(default)]
+    #[schemars(schema_with = "plain_integer")]
+    token_budget: Option<i64>,
 }
 
-fn create_goal_spec() -> Value {
-    json!({
-        "type": "function",
-        "name": "create_goal",
-        "description": "Set a goal for this thread, which keeps you working on it across \
-            turns until it is complete. Only when the user asks for a goal to be set; give a \
-            token budget only if they asked for one. Refused while an unfinished goal exists.",
-        "strict": false,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "objective": {"type": "string"},
-                "token_budget": {"type": "integer"}
-            },
-            "required": ["objective"],
-            "additionalProperties": false
-        }
-    })
+#[derive(Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub(crate) struct UpdateArgs {
+    // A string, so an unknown status gets an answer saying what may be set.
+    #[schemars(schema_with = "settable_status")]
+    status: String,
 }
 
-fn update_goal_spec() -> Value {
-    json!({
-        "type": "function",
-        "name": "update_goal",
-        "description": "Say where the thread's goal stands: \"complete\" once every part of \
-            it is achieved and checked; \"blocked\" when you cannot go on without something \
-            only the user can provide; \"paused\" only when the user asks to pause. No further \
-            turns start on their own after any of these.",
-        "strict": false,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "status": {"type": "string", "enum": ["complete", "blocked", "paused"]}
-            },
-            "required": ["status"],
-            "additionalProperties": false
+fn plain_integer(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer"})
+}
+
+/// The model is told a field is optional by its absence from `required`, not by a `null`
+/// default.
+fn no_null_defaults(schema: &mut schemars::Schema) {
+    let properties = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut);
+    for property in properties.into_iter().flat_map(|map| map.values_mut()) {
+        if let Some(property) = property.as_object_mut()
+            && property.get("default") == Some(&serde_json::Value::Null)
+        {
+            property.remove("default");
         }
-    })
+    }
+}
+
+fn settable_status(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": ["complete", "blocked", "paused"]})
+}
+
+impl BuiltinTool for GetGoalTool {
+    type Args = GetArgs;
+    const NAME: &'static str = "get_goal";
+
+    fn description(&self) -> &'static str {
+        "Read the thread's goal: its objective, status, token budget and the tokens and time \
+         spent on it."
+    }
+
+    async fn run(&self, ctx: &ToolContext, _args: GetArgs) -> Result<String, TurnStop> {
+        Ok(get_goal(ctx))
+    }
+}
+
+impl BuiltinTool for CreateGoalTool {
+    type Args = CreateArgs;
+    const NAME: &'static str = "create_goal";
+
+    fn description(&self) -> &'static str {
+        "Set a goal for this thread, which keeps you working on it across turns until it is \
+         complete. Only when the user asks for a goal to be set; give a token budget only if \
+         they asked for one. Refused while an unfinished goal exists."
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: CreateArgs) -> Result<String, TurnStop> {
+        Ok(create_goal(ctx, args).await)
+    }
+}
+
+impl BuiltinTool for UpdateGoalTool {
+    type Args = UpdateArgs;
+    const NAME: &'static str = "update_goal";
+
+    fn description(&self) -> &'static str {
+        "Say where the thread's goal stands: \"complete\" once every part of it is achieved and \
+         checked; \"blocked\" when you cannot go on without something only the user can \
+         provide; \"paused\" only when the user asks to pause. No further turns start on their \
+         own after any of these."
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: UpdateArgs) -> Result<String, TurnStop> {
+        Ok(update_goal(ctx, args).await)
+    }
 }
 
 /// What a goal tool answers: the goal and what is left of its budget.
@@ -90,18 +117,6 @@ fn report(goal: &ThreadGoal) -> String {
     json!({"goal": goal, "remainingTokens": remaining}).to_string()
 }
 
-#[derive(Deserialize)]
-struct CreateArgs {
-    objective: String,
-    #[serde(default)]
-    token_budget: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct UpdateArgs {
-    status: String,
-}
-
 fn get_goal(ctx: &ToolContext) -> String {
     match ctx.host.goals().get() {
         Some(goal) => report(&goal),
@@ -109,11 +124,7 @@ fn get_goal(ctx: &ToolContext) -> String {
     }
 }
 
-async fn create_goal(ctx: &ToolContext, arguments: &str) -> String {
-    let args: CreateArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return format!("failed to parse create_goal arguments: {err}"),
-    };
+async fn create_goal(ctx: &ToolContext, args: CreateArgs) -> String {
     match ctx.host.goals().create(&args.objective, args.token_budget) {
         Ok(goal) => {
             goal_updated(ctx, goal.clone()).await;
@@ -123,11 +134,7 @@ async fn create_goal(ctx: &ToolContext, arguments: &str) -> String {
     }
 }
 
-async fn update_goal(ctx: &ToolContext, arguments: &str) -> String {
-    let args: UpdateArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return format!("failed to parse update_goal arguments: {err}"),
-    };
+async fn update_goal(ctx: &ToolContext, args: UpdateArgs) -> String {
     let status = match args.status.as_str() {
         "complete" => ThreadGoalStatus::Complete,
         "blocked" => ThreadGoalStatus::Blocked,

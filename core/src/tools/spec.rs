@@ -115,25 +115,6 @@ pub(crate) fn update_plan_tool() -> Value {
     })
 }
 
-/// The `view_image` tool: look at an image file in the workspace.
-pub(crate) fn view_image_tool() -> Value {
-    json!({
-        "type": "function",
-        "name": "view_image",
-        "description": "Look at a local image file (PNG, JPEG, GIF or WebP, up to 20 MB), such \
-            as a screenshot or a rendered chart; it is shown to you with the next request.",
-        "strict": false,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "The image file, absolute or relative to the working directory."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }
-    })
-}
-
 /// The `request_user_input` tool: ask the user questions and wait for the answers.
 pub(crate) fn request_user_input_tool() -> Value {
     json!({

@@ -4,33 +4,43 @@
 use std::path::Path;
 
 use keel_protocol::exec_server::FileReadResponse;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolContext;
+use super::builtin::BuiltinTool;
 use crate::images::{ImageError, MAX_IMAGE_BYTES};
 use crate::models::{ContentItem, ResponseItem};
+use crate::turn_context::TurnStop;
 
-#[derive(Deserialize)]
+// The model's arguments; the field docs are what the model reads.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ViewImageArgs {
+pub(crate) struct ViewImageArgs {
+    /// The image file, absolute or relative to the working directory.
     path: String,
 }
 
-super::builtin_tool!(
-    /// `view_image`: attaches a local image to the model's next request.
-    ViewImageTool,
-    "view_image",
-    super::spec::view_image_tool(),
-    |call, _call_id, arguments| Ok(view_image(call, arguments).await)
-);
+/// `view_image`: attaches a local image to the model's next request.
+pub(crate) struct ViewImageTool;
+
+impl BuiltinTool for ViewImageTool {
+    type Args = ViewImageArgs;
+    const NAME: &'static str = "view_image";
+
+    fn description(&self) -> &'static str {
+        "Look at a local image file (PNG, JPEG, GIF or WebP, up to 20 MB), such as a screenshot \
+         or a rendered chart; it is shown to you with the next request."
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: ViewImageArgs) -> Result<String, TurnStop> {
+        Ok(view_image(ctx, args).await)
+    }
+}
 
 /// Queues the image for the next request and says so; a missing, non-image or oversized
 /// file is an error for the model naming the file.
-async fn view_image(ctx: &ToolContext, arguments: &str) -> String {
-    let args: ViewImageArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return format!("failed to parse view_image arguments: {err}"),
-    };
+async fn view_image(ctx: &ToolContext, args: ViewImageArgs) -> String {
     match image_data_url(ctx, args.path.as_ref()).await {
         Ok(image_url) => {
             ctx.host.queue_input(ResponseItem::Message {
