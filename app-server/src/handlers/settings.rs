@@ -10,12 +10,9 @@ use keel_protocol::app_server::{
 };
 
 use super::loaded::loaded;
-use super::settings_change::{
-    choose_environment, engine_change, requested_sandbox, within_ceiling,
-};
+use super::settings_change::SettingsRequest;
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
-use crate::threads::SettingsChange;
 
 /// `thread/settings/update`: the engine takes the change before any later turn starts; the
 /// thread's clients get `thread/settings/updated`.
@@ -46,62 +43,24 @@ pub(crate) async fn update(
             ),
         });
     }
-    let (sandbox, permission_profile) = requested_sandbox(
-        state,
-        METHOD,
-        params.sandbox_policy,
-        params.permissions.as_deref(),
-    )?;
-    if here {
-        within_ceiling(
-            state,
-            &thread,
-            METHOD,
-            sandbox.as_ref(),
-            params.cwd.as_deref(),
-        )?;
-    }
-    let mode_op = params
-        .collaboration_mode
-        .as_ref()
-        .map(|mode| mode.to_op())
-        .transpose()
-        .map_err(|message| AppServerError::InvalidParams {
-            method: METHOD.into(),
-            message,
-        })?;
-    let mode_name = params
-        .collaboration_mode
-        .as_ref()
-        .map(|mode| mode.mode.clone());
-    let mode_settings = params.collaboration_mode.map(|mode| mode.settings);
-    let moved_to = choose_environment(
-        state,
-        &thread,
-        params.environments.as_deref(),
-        params.cwd.as_deref(),
-    )?;
-    let change = SettingsChange {
-        collaboration_mode: mode_name,
-        cwd: params.cwd.or(moved_to.clone()),
+    let request = SettingsRequest {
+        method: METHOD,
+        sandbox_policy: params.sandbox_policy,
+        permissions: params.permissions.as_deref(),
+        cwd: params.cwd,
+        environments: params.environments.as_deref(),
         approval_policy: params.approval_policy,
-        sandbox,
-        permission_profile,
-        model: params
-            .model
-            .or_else(|| mode_settings.as_ref().map(|s| s.model.clone())),
-        effort: params
-            .effort
-            .or_else(|| mode_settings.and_then(|s| s.reasoning_effort)),
+        collaboration_mode: params.collaboration_mode,
+        model: params.model,
+        effort: params.effort,
+        within_ceiling: here,
+        mode_defaults: true,
     };
-    let (settings, changed) = thread.change_settings(&change);
-    let engine_change = engine_change(&change, moved_to.is_some());
-    if let Some(op) = changed.then(|| engine_change.to_op()).flatten() {
+    let applied = request.check(state, &thread)?.apply(state, &thread)?;
+    for op in [applied.overrides, applied.mode_op].into_iter().flatten() {
         thread.conversation.submit(op).await?;
     }
-    if let Some(op) = mode_op {
-        thread.conversation.submit(op).await?;
-    }
+    let settings = applied.settings;
     thread.broadcast_settings(settings).await;
     Ok(EmptyResponse::default())
 }

@@ -8,12 +8,9 @@ use keel_protocol::{InputItem, Op, Submission, SubmissionId};
 
 use super::Reply;
 pub(crate) use super::loaded::{Claim, loaded};
-use super::settings_change::{
-    choose_environment, engine_change, requested_sandbox, within_ceiling,
-};
+use super::settings_change::SettingsRequest;
 use crate::error::{AppServerError, Result};
 use crate::state::AppState;
-use crate::threads::SettingsChange;
 
 /// `turn/start`: answers with the new turn, then hands the input to the engine so
 /// `turn/started` always follows the response.
@@ -51,30 +48,22 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         });
     }
     check_local_images(&params.input, "turn/start")?;
-    // Checked before the turn is claimed or any setting changes.
-    let mode = params
-        .collaboration_mode
-        .as_ref()
-        .map(|mode| mode.to_op())
-        .transpose()
-        .map_err(|message| AppServerError::InvalidParams {
-            method: "turn/start".into(),
-            message,
-        })?;
-    // Resolved before the turn is claimed: a bad profile must not leave the thread claimed.
-    let (sandbox, permission_profile) = requested_sandbox(
-        state,
-        "turn/start",
-        params.sandbox_policy.clone(),
-        params.permissions.as_deref(),
-    )?;
-    within_ceiling(
-        state,
-        &thread,
-        "turn/start",
-        sandbox.as_ref(),
-        params.cwd.as_deref(),
-    )?;
+    // Checked before the turn is claimed or any setting changes: a bad profile must not leave
+    // the thread claimed.
+    let checked = SettingsRequest {
+        method: "turn/start",
+        sandbox_policy: params.sandbox_policy.clone(),
+        permissions: params.permissions.as_deref(),
+        cwd: params.cwd.clone(),
+        environments: params.environments.as_deref(),
+        approval_policy: params.approval_policy,
+        collaboration_mode: params.collaboration_mode.clone(),
+        model: params.model.clone(),
+        effort: params.effort,
+        within_ceiling: true,
+        mode_defaults: false,
+    }
+    .check(state, &thread)?;
     let turn_id = uuid::Uuid::now_v7().to_string();
     thread.claim_turn(&turn_id).map_err(|running| {
         AppServerError::InvalidRequest(format!(
@@ -84,32 +73,11 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     // Held until the input is queued, so the claim is released if the connection's task is
     // aborted first (it would otherwise block every later turn on the thread).
     let claim = Claim::new(thread.clone(), turn_id.clone());
-    let moved_to = choose_environment(
-        state,
-        &thread,
-        params.environments.as_deref(),
-        params.cwd.as_deref(),
-    )?;
-    let change = SettingsChange {
-        collaboration_mode: params
-            .collaboration_mode
-            .as_ref()
-            .map(|mode| mode.mode.clone()),
-        cwd: params.cwd.clone().or(moved_to.clone()),
-        approval_policy: params.approval_policy,
-        sandbox,
-        permission_profile,
-        model: params.model.clone(),
-        effort: params.effort,
-    };
-    // Codex clients repeat their settings on every turn: only a change goes to the engine.
-    let (settings, changed) = thread.change_settings(&change);
-    let overrides = changed
-        .then(|| engine_change(&change, moved_to.is_some()).to_op())
-        .flatten();
-    if changed {
-        thread.broadcast_settings(settings).await;
+    let applied = checked.apply(state, &thread)?;
+    if applied.changed {
+        thread.broadcast_settings(applied.settings).await;
     }
+    let (overrides, mode) = (applied.overrides, applied.mode_op);
     let output_schema = params
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
