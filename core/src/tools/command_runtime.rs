@@ -198,6 +198,32 @@ pub(super) async fn run_unsandboxed(
     ))
 }
 
+/// Says `call` starts (`exec_command_begin`), as `source`, under `process_id` when it stays
+/// running; returns the parsed command, which its end event repeats.
+pub(super) async fn announce_begin(
+    ctx: &ToolContext,
+    call: &ExecCall,
+    source: ExecCommandSource,
+    process_id: Option<String>,
+) -> Vec<ParsedCommand> {
+    let parsed_cmd = parse_command(&call.argv);
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
+                call_id: call.call_id.clone(),
+                turn_id: ctx.ids.turn_id.clone(),
+                command: call.argv.clone(),
+                cwd: call.cwd.clone(),
+                parsed_cmd: parsed_cmd.clone(),
+                source,
+                process_id,
+            }),
+        )
+        .await;
+    parsed_cmd
+}
+
 /// Runs `call` (under `sandbox`, if given), reporting it with `exec_command_*` events.
 pub(super) async fn execute(
     ctx: &ToolContext,
@@ -212,21 +238,7 @@ pub(super) async fn execute(
         source,
         ..
     } = call;
-    let parsed_cmd = parse_command(argv);
-    ctx.host
-        .send_event(
-            &ctx.ids.sub_id,
-            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                call_id: call_id.clone(),
-                turn_id: ctx.ids.turn_id.clone(),
-                command: argv.clone(),
-                cwd: cwd.clone(),
-                parsed_cmd: parsed_cmd.clone(),
-                source: *source,
-                process_id: None,
-            }),
-        )
-        .await;
+    let parsed_cmd = announce_begin(ctx, call, *source, None).await;
     let launch = launch_argv(ctx, argv, cwd).await;
     let spec = ProcessSpec {
         argv: sandbox.map_or_else(|| launch.clone(), |sandbox| sandbox.wrap(&launch)),

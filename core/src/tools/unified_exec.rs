@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_protocol::{
-    Base64Bytes, CallId, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent,
-    ExecCommandOutputDeltaEvent, ExecCommandSource, ExecCommandStatus, TerminalInteractionEvent,
+    Base64Bytes, CallId, EventMsg, ExecCommandEndEvent, ExecCommandOutputDeltaEvent,
+    ExecCommandSource, ExecCommandStatus, TerminalInteractionEvent,
 };
 use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::ToolContext;
 use super::ToolHost;
-use super::command_runtime::{ExecCall, Placement, parse_command};
+use super::command_runtime::{ExecCall, Placement};
 use crate::processes::{HeadTailBuffer, ProcessSpec};
 use crate::sandbox::LINUX_SANDBOX_ARG0;
 use crate::turn_context::{TurnIds, TurnStop};
@@ -187,21 +187,13 @@ async fn exec_command(
         }
         Placement::Unsandboxed => (launch, None),
     };
-    let parsed_cmd = parse_command(&call.argv);
-    ctx.host
-        .send_event(
-            &ctx.ids.sub_id,
-            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                call_id: call.call_id.clone(),
-                turn_id: ctx.ids.turn_id.clone(),
-                command: call.argv.clone(),
-                cwd: call.cwd.clone(),
-                parsed_cmd: parsed_cmd.clone(),
-                source: ExecCommandSource::UnifiedExecStartup,
-                process_id: Some(id.to_string()),
-            }),
-        )
-        .await;
+    let parsed_cmd = super::command_runtime::announce_begin(
+        ctx,
+        &call,
+        ExecCommandSource::UnifiedExecStartup,
+        Some(id.to_string()),
+    )
+    .await;
     let tty = args.tty.unwrap_or(false);
     let spec = ProcessSpec {
         argv,

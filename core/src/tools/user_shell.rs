@@ -9,13 +9,10 @@
 
 use std::time::Duration;
 
-use keel_protocol::{
-    CallId, EventMsg, ExecCommandBeginEvent, ExecCommandEndEvent, ExecCommandSource,
-    ExecCommandStatus,
-};
+use keel_protocol::{CallId, EventMsg, ExecCommandEndEvent, ExecCommandSource, ExecCommandStatus};
 
 use super::ToolContext;
-use super::command_runtime::{ExecCall, parse_command};
+use super::command_runtime::ExecCall;
 use crate::models::ResponseItem;
 use crate::processes::{ExecOutcome, truncate_for_model};
 use crate::turn_context::TurnStop;
@@ -62,21 +59,7 @@ pub(crate) async fn user_shell(
 
 /// Reports a command that was not started as a failed command item.
 async fn refused(ctx: &ToolContext, call: &ExecCall, reason: &str) -> ExecOutcome {
-    let parsed_cmd = parse_command(&call.argv);
-    ctx.host
-        .send_event(
-            &ctx.ids.sub_id,
-            EventMsg::ExecCommandBegin(ExecCommandBeginEvent {
-                call_id: call.call_id.clone(),
-                turn_id: ctx.ids.turn_id.clone(),
-                command: call.argv.clone(),
-                cwd: call.cwd.clone(),
-                parsed_cmd: parsed_cmd.clone(),
-                source: call.source,
-                process_id: None,
-            }),
-        )
-        .await;
+    let parsed_cmd = super::command_runtime::announce_begin(ctx, call, call.source, None).await;
     let outcome = ExecOutcome {
         exit_code: -1,
         stdout: String::new(),

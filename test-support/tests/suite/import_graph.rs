@@ -271,20 +271,7 @@ impl Collector {
         if path.is_empty() {
             return;
         }
-        let mut current = module.clone();
-        let mut rest = path;
-        // Leading `crate`, `self` and `super` segments move the starting module.
-        loop {
-            match rest.first().map(String::as_str) {
-                Some("crate") => current.clear(),
-                Some("self") => {}
-                Some("super") => {
-                    current.pop();
-                }
-                _ => break,
-            }
-            rest = &rest[1..];
-        }
+        let (current, rest) = leading_moves(module, path);
         if rest.is_empty() {
             return;
         }
@@ -350,19 +337,7 @@ impl Collector {
         visited: &mut Visited,
     ) {
         // Find the module the glob names, then look the path up in it.
-        let mut current = from.clone();
-        let mut rest = glob;
-        loop {
-            match rest.first().map(String::as_str) {
-                Some("crate") => current.clear(),
-                Some("self") => {}
-                Some("super") => {
-                    current.pop();
-                }
-                _ => break,
-            }
-            rest = &rest[1..];
-        }
+        let (mut current, rest) = leading_moves(from, glob);
         for segment in rest {
             let Some(Def::Module(child)) = self
                 .scopes
@@ -375,6 +350,24 @@ impl Collector {
             current = child.clone();
         }
         self.lookup(&current, path, out, visited);
+    }
+}
+
+/// Where `path`, seen from `module`, starts after its leading `crate`, `self` and `super`
+/// segments, and what is left of it.
+fn leading_moves<'p>(module: &ModPath, path: &'p [String]) -> (ModPath, &'p [String]) {
+    let mut current = module.clone();
+    let mut rest = path;
+    loop {
+        match rest.first().map(String::as_str) {
+            Some("crate") => current.clear(),
+            Some("self") => {}
+            Some("super") => {
+                current.pop();
+            }
+            _ => return (current, rest),
+        }
+        rest = &rest[1..];
     }
 }
 
