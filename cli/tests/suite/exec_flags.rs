@@ -323,3 +323,33 @@ async fn help_documents_exit_codes() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A Codex 0.171 `config.toml` using every top-level key Codex 0.171 accepts loads under
+/// `--strict-config`, and the turn runs on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_0171_config_with_every_key_loads_under_strict_config() -> anyhow::Result<()> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let config = std::fs::read_to_string(fixtures.join("codex-0.171-config.toml"))?;
+    let keys = std::fs::read_to_string(fixtures.join("codex-0.171-config-keys.txt"))?;
+    let parsed: toml::Table = config.parse()?;
+    let keys: Vec<&str> = keys
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .collect();
+    assert_eq!(keys.len(), 106);
+    let missing: Vec<&&str> = keys
+        .iter()
+        .filter(|key| !parsed.contains_key(**key))
+        .collect();
+    assert!(missing.is_empty(), "the fixture lacks {missing:?}");
+
+    let w = world(Script::new([Turn::new([assistant_message("ok")])]), &[]).await?;
+    let config = config.replace("http://127.0.0.1:9/v1", &w.mock.uri());
+    std::fs::write(w.home.path().join("config.toml"), config)?;
+    let out = keel_exec(w.home.path(), w.ws.path(), &["--strict-config", "hi"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "ok\n");
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    assert_eq!(w.mock.requests().len(), 1);
+    Ok(())
+}

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::error::{ConfigError, ConfigOrigin, Result};
+use super::mcp_oauth::{McpOAuthSettings, McpOAuthToml, resolve_oauth};
 
 /// How long a server may take to start and list its tools when `startup_timeout_sec` is not
 /// set (Codex's default).
@@ -44,9 +45,10 @@ pub(crate) struct McpServerToml {
     pub tool_timeout_sec: Option<f64>,
     pub enabled_tools: Option<Vec<String>>,
     pub disabled_tools: Option<Vec<String>>,
-    /// Codex's OAuth settings: accepted so a Codex file loads; Keel does not log in.
+    /// OAuth settings (see `mcp_oauth.rs`).
     pub scopes: Option<Vec<String>>,
     pub oauth_resource: Option<String>,
+    pub oauth: Option<McpOAuthToml>,
 }
 
 /// An external MCP server, resolved from its table.
@@ -66,6 +68,8 @@ pub struct McpServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// These tools are never offered.
     pub disabled_tools: Vec<String>,
+    /// How to log in when the server asks for OAuth.
+    pub oauth: McpOAuthSettings,
 }
 
 /// How Keel reaches an MCP server.
@@ -237,8 +241,11 @@ fn resolve_one(table: McpServerToml) -> std::result::Result<McpServerConfig, Pro
         ))?,
         None => DEFAULT_MCP_TOOL_TIMEOUT,
     };
+    let oauth = resolve_oauth(table.oauth, table.scopes, table.oauth_resource)
+        .map_err(|(key, message)| (Some(key), message))?;
     Ok(McpServerConfig {
         transport,
+        oauth,
         enabled: table.enabled.unwrap_or(true),
         required: table.required.unwrap_or(false),
         startup_timeout,

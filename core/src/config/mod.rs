@@ -22,6 +22,7 @@ mod environments;
 mod environments_file;
 mod error;
 mod features;
+mod mcp_oauth;
 mod mcp_servers;
 mod overrides;
 mod provider;
@@ -44,6 +45,7 @@ pub use environments::{EnvironmentToml, LOCAL_ENVIRONMENT};
 pub use environments_file::ENVIRONMENTS_FILE_NAME;
 pub use error::{ConfigError, ConfigOrigin, Result};
 pub use features::{FeatureInfo, KEEL_FEATURES};
+pub use mcp_oauth::{McpOAuthSettings, TokenEndpointAuthMethod};
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
 };

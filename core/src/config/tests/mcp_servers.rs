@@ -6,7 +6,9 @@ use std::time::Duration;
 use pretty_assertions::assert_eq;
 
 use super::{TestResult, load_err, load_str};
-use crate::config::{DEFAULT_MCP_STARTUP_TIMEOUT, McpServerTransport};
+use crate::config::{
+    DEFAULT_MCP_STARTUP_TIMEOUT, McpOAuthSettings, McpServerTransport, TokenEndpointAuthMethod,
+};
 
 #[test]
 fn stdio_and_http_servers_resolve_with_codex_keys() -> TestResult {
@@ -67,6 +69,50 @@ startup_timeout_ms = 1500
     Ok(())
 }
 
+/// Codex 0.171's `[mcp_servers.NAME.oauth]` table, with the server's `scopes` and
+/// `oauth_resource`, resolves into the settings the login uses.
+#[test]
+fn the_oauth_table_resolves_with_codex_keys() -> TestResult {
+    let config = load_str(
+        r#"
+[mcp_servers.docs]
+url = "https://mcp.example.com/mcp"
+scopes = ["read", "write"]
+oauth_resource = "https://mcp.example.com"
+
+[mcp_servers.docs.oauth]
+client_id = "keel-cli"
+client_secret = "shh"
+token_endpoint_auth_method = "client_secret_post"
+callback_port = 8765
+callback_url = "http://localhost:8765/callback"
+"#,
+        &[],
+    )?;
+    assert_eq!(
+        config.mcp_servers["docs"].oauth,
+        McpOAuthSettings {
+            scopes: vec!["read".to_string(), "write".to_string()],
+            resource: Some("https://mcp.example.com".to_string()),
+            client_id: Some("keel-cli".to_string()),
+            client_secret: Some("shh".to_string()),
+            token_endpoint_auth_method: Some(TokenEndpointAuthMethod::ClientSecretPost),
+            callback_port: Some(8765),
+            callback_url: Some("http://localhost:8765/callback".to_string()),
+        }
+    );
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let message = load_err(
+        "[mcp_servers.docs]\nurl = \"http://x/mcp\"\noauth = { client = \"x\" }\n",
+        &[],
+    );
+    assert!(
+        message.contains("mcp_servers.docs.oauth.client: unknown field `client`"),
+        "{message}"
+    );
+    Ok(())
+}
+
 #[test]
 fn an_unknown_key_is_an_error_naming_the_server_and_key() {
     let message = load_err(
@@ -117,6 +163,22 @@ fn bad_values_name_the_server_and_key() {
             "[mcp_servers.docs]\nurl = \"http://x/mcp\"\nbearer_token = \"secret\"\n",
             "mcp_servers.docs.bearer_token: inline tokens are not accepted; put the token in an \
              environment variable and name it in `bearer_token_env_var`",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\n[mcp_servers.docs.oauth]\ntoken_endpoint_auth_method = \"jwt\"\n",
+            "mcp_servers.docs.oauth.token_endpoint_auth_method: `jwt` is not one of none, client_secret_post, client_secret_basic",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\noauth = { client_secret = \"s\" }\n",
+            "mcp_servers.docs.oauth.client_secret: is set without `oauth.client_id`; a secret belongs to a registered client",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\noauth = { callback_port = 0 }\n",
+            "mcp_servers.docs.oauth.callback_port: must be a port number from 1 to 65535",
+        ),
+        (
+            "[mcp_servers.docs]\nurl = \"http://x/mcp\"\noauth = { callback_url = \"localhost:1\" }\n",
+            "mcp_servers.docs.oauth.callback_url: `localhost:1` is not an http(s) URL",
         ),
         (
             "[mcp_servers.\"my docs\"]\ncommand = \"docs\"\n",

@@ -325,6 +325,7 @@ fn full_codex_style_file() -> TestResult {
                 tool_timeout: DEFAULT_MCP_TOOL_TIMEOUT,
                 enabled_tools: Some(vec!["search".to_string()]),
                 disabled_tools: Vec::new(),
+                oauth: Default::default(),
             },
         )]),
         warnings: Vec::new(),

@@ -119,3 +119,15 @@ fn exec_server_url_is_checked_at_load() {
          URL (relative URL without a base); expected e.g. `ws://127.0.0.1:4500`"
     );
 }
+
+/// `docs/configuration.md` names every Codex key Keel accepts and ignores.
+#[test]
+fn the_ignored_codex_keys_are_documented() {
+    let docs = include_str!("../../../../docs/configuration.md");
+    let missing: Vec<&str> = crate::config::unknown_keys::CODEX_KEYS_IGNORED
+        .iter()
+        .copied()
+        .filter(|key| !docs.contains(&format!("`{key}`")))
+        .collect();
+    assert_eq!(missing, Vec::<&str>::new());
+}

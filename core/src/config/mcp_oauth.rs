@@ -1,0 +1,119 @@
+//! `[mcp_servers.NAME.oauth]` and the server's `scopes`/`oauth_resource`: how Keel would log
+//! in to a remote MCP server that asks for OAuth, in Codex's keys so a Codex file carries over.
+//!
+//! Parsed and checked here; the login itself is the MCP OAuth work (`docs/configuration.md`).
+
+use serde::Deserialize;
+
+/// One `[mcp_servers.NAME.oauth]` table as written.
+#[cfg_attr(test, derive(serde::Serialize))]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct McpOAuthToml {
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub token_endpoint_auth_method: Option<String>,
+    pub callback_port: Option<u16>,
+    pub callback_url: Option<String>,
+}
+
+/// How the client authenticates at the token endpoint (RFC 7591's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenEndpointAuthMethod {
+    /// A public client: no secret.
+    None,
+    /// The secret in the request body.
+    ClientSecretPost,
+    /// The secret in HTTP Basic authentication.
+    ClientSecretBasic,
+}
+
+impl TokenEndpointAuthMethod {
+    const NAMES: [(&'static str, Self); 3] = [
+        ("none", Self::None),
+        ("client_secret_post", Self::ClientSecretPost),
+        ("client_secret_basic", Self::ClientSecretBasic),
+    ];
+}
+
+/// A server's OAuth settings, resolved: everything optional, since a server that publishes
+/// its metadata needs none of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct McpOAuthSettings {
+    /// Scopes to ask for (`scopes`); the server's advertised scopes when empty.
+    pub scopes: Vec<String>,
+    /// The resource indicator to ask a token for (`oauth_resource`, RFC 8707).
+    pub resource: Option<String>,
+    /// A client registered beforehand (`oauth.client_id`), instead of registering one.
+    pub client_id: Option<String>,
+    /// That client's secret (`oauth.client_secret`).
+    pub client_secret: Option<String>,
+    /// How that client authenticates (`oauth.token_endpoint_auth_method`).
+    pub token_endpoint_auth_method: Option<TokenEndpointAuthMethod>,
+    /// The local port the browser is sent back to (`oauth.callback_port`).
+    pub callback_port: Option<u16>,
+    /// The redirect URL registered for the client (`oauth.callback_url`).
+    pub callback_url: Option<String>,
+}
+
+/// Checks an `oauth` table with the server's `scopes` and `oauth_resource`; `Err` names the
+/// key (under `oauth.` for the table's own keys) and the problem.
+pub(crate) fn resolve_oauth(
+    table: Option<McpOAuthToml>,
+    scopes: Option<Vec<String>>,
+    resource: Option<String>,
+) -> Result<McpOAuthSettings, (&'static str, String)> {
+    let table = table.unwrap_or_default();
+    let token_endpoint_auth_method = match table.token_endpoint_auth_method {
+        None => None,
+        Some(name) => Some(
+            TokenEndpointAuthMethod::NAMES
+                .iter()
+                .find(|(known, _)| *known == name)
+                .map(|(_, method)| *method)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = TokenEndpointAuthMethod::NAMES
+                        .iter()
+                        .map(|(known, _)| *known)
+                        .collect();
+                    (
+                        "oauth.token_endpoint_auth_method",
+                        format!("`{name}` is not one of {}", known.join(", ")),
+                    )
+                })?,
+        ),
+    };
+    if table.client_secret.is_some() && table.client_id.is_none() {
+        return Err((
+            "oauth.client_secret",
+            "is set without `oauth.client_id`; a secret belongs to a registered client".into(),
+        ));
+    }
+    if table.callback_port == Some(0) {
+        return Err((
+            "oauth.callback_port",
+            "must be a port number from 1 to 65535".into(),
+        ));
+    }
+    if let Some(url) = &table.callback_url {
+        match reqwest::Url::parse(url) {
+            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+            _ => {
+                return Err((
+                    "oauth.callback_url",
+                    format!("`{url}` is not an http(s) URL"),
+                ));
+            }
+        }
+    }
+    Ok(McpOAuthSettings {
+        scopes: scopes.unwrap_or_default(),
+        resource,
+        client_id: table.client_id,
+        client_secret: table.client_secret,
+        token_endpoint_auth_method,
+        callback_port: table.callback_port,
+        callback_url: table.callback_url,
+    })
+}
