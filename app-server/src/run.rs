@@ -10,6 +10,7 @@ use crate::state::{AppState, ServerConfig};
 use crate::transport::{serve_stdio, serve_unix_socket, serve_websocket};
 use keel_exec_server::ExecServerError;
 use keel_exec_server::listener_auth::{ListenerAuthArgs, ListenerGuard, ListenerKind};
+use keel_protocol::app_server::SessionSource;
 
 /// Where `unix://` without a path puts the socket, under the Keel home.
 pub const DEFAULT_SOCKET: &str = "app-server-control/app-server.sock";
@@ -121,6 +122,9 @@ pub async fn run_main(
         keel_home,
         cli_overrides,
         cwd,
+        // What Codex's app-server records, whatever the client: its TUI's default listing
+        // (interactive threads) shows them.
+        session_source: SessionSource::Vscode,
     }));
     state.follow_spawned_threads();
     match args.listen {

@@ -19,6 +19,18 @@ use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
 use crate::threads::{LoadedThread, ThreadMeta};
 
+/// What a thread's record says of it, for a thread loaded from one (resumed or forked).
+pub(crate) struct RecordedMeta {
+    /// Its first user message.
+    pub preview: String,
+    /// The name a person gave it.
+    pub name: Option<String>,
+    /// When it was created (Unix seconds).
+    pub created_at: i64,
+    /// Who started it.
+    pub source: SessionSource,
+}
+
 /// How the server resolves configuration.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -28,6 +40,9 @@ pub struct ServerConfig {
     pub cli_overrides: Vec<(String, toml::Value)>,
     /// The directory relative paths resolve against, and the default cwd.
     pub cwd: PathBuf,
+    /// Recorded as the source of the threads clients start (Codex's app-server records
+    /// `vscode`, `exec` records `exec`), which `thread/list` filters on.
+    pub session_source: SessionSource,
 }
 
 /// Shared by all connections.
@@ -55,10 +70,14 @@ impl AppState {
     }
 
     pub(crate) fn new(config: ServerConfig) -> Self {
+        let source = config.session_source.clone();
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
-            manager: ConversationManager::new(),
+            manager: ConversationManager::builder()
+                .session_source(source)
+                .build()
+                .unwrap_or_default(),
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             thread_index: tokio::sync::OnceCell::new(),
@@ -194,12 +213,22 @@ impl AppState {
         new: NewConversation,
         config: &Config,
         ephemeral: bool,
-        meta_from_file: Option<(String, Option<String>, i64)>,
+        recorded: Option<RecordedMeta>,
         turns: Vec<Turn>,
         connection: Arc<Outgoing>,
     ) -> Arc<LoadedThread> {
         let now = chrono::Utc::now().timestamp();
-        let (preview, name, created_at) = meta_from_file.unwrap_or((String::new(), None, now));
+        let RecordedMeta {
+            preview,
+            name,
+            created_at,
+            source,
+        } = recorded.unwrap_or_else(|| RecordedMeta {
+            preview: String::new(),
+            name: None,
+            created_at: now,
+            source: self.config.session_source.clone(),
+        });
         let settings = thread_settings(config);
         let meta = ThreadMeta {
             forked_from_id: None,
@@ -212,7 +241,7 @@ impl AppState {
             created_at,
             updated_at: now,
             ephemeral,
-            source: Default::default(),
+            source,
             environment_id: config.environment_id().to_string(),
         };
         let has_own_tools = !new.dynamic_tools.is_empty();

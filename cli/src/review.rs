@@ -108,6 +108,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
             keel_home: home,
             cli_overrides,
             cwd: process_cwd,
+            session_source: keel_protocol::app_server::SessionSource::Exec,
         },
         ClientInfo {
             name: "keel_review".to_string(),

@@ -17,7 +17,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use keel_core::{IndexQuery, ThreadIndex, first_message_match, list_conversations_in};
+use keel_core::{ListSort, ThreadFilter, ThreadIndex, first_message_match, list_conversations_in};
+use keel_protocol::app_server::ThreadSourceKind;
 use keel_test_support::plot::{ScaleChart, Series};
 
 const RUNS: usize = 15;
@@ -75,14 +76,41 @@ fn main() -> anyhow::Result<()> {
         // index reads them once more. `after a new rollout` is the other case.
         backdate_dirs(&home.path().join("sessions"))?;
         index.refresh()?;
-        let page = IndexQuery {
+        let page = ThreadFilter {
             limit: 25,
-            ..IndexQuery::default()
+            ..ThreadFilter::default()
         };
         let p50 = report("thread/list first page (25)", || {
             index.list(&page).map(|p| p.items.len())
         })?;
         curves[0].points.push((n, p50));
+        // What the Codex 0.171 TUI asks: interactive threads only (its default), a
+        // thread's sub-agents (after every turn), and the most recently changed first.
+        let interactive = ThreadFilter {
+            source_kinds: ThreadSourceKind::INTERACTIVE.to_vec(),
+            ..page.clone()
+        };
+        report("thread/list interactive only (the default)", || {
+            index.list(&interactive).map(|p| p.items.len())
+        })?;
+        let parent: keel_protocol::ConversationId =
+            format!("01a21a7b-0000-7000-8000-{:012}", ((size / 2) & !3) + 2).parse()?;
+        let agents = ThreadFilter {
+            ancestor: Some(parent),
+            source_kinds: vec![ThreadSourceKind::SubAgentThreadSpawn],
+            ..page.clone()
+        };
+        report(
+            "thread/list one thread's sub-agents (ancestorThreadId)",
+            || index.list(&agents).map(|p| p.items.len()),
+        )?;
+        let recent = ThreadFilter {
+            sort: ListSort::Updated,
+            ..interactive.clone()
+        };
+        report("thread/list by updated_at", || {
+            index.list(&recent).map(|p| p.items.len())
+        })?;
         for (what, term, curve) in [
             (
                 "thread/search rare word (1 in 1000 threads)",
@@ -227,9 +255,19 @@ fn rollout(n: usize, day: usize, preview: &str) -> (String, String) {
         ""
     };
     let question = format!("{preview} thread {n}: deploy the service{rare}");
+    // One thread in four is a sub-agent of the thread before it, as a session that spawns
+    // agents leaves them.
+    let source = if n % 4 == 3 {
+        format!(
+            r#"{{"subAgent":{{"thread_spawn":{{"parent_thread_id":"01a21a7b-0000-7000-8000-{:012}","depth":1}}}}}}"#,
+            n - 1
+        )
+    } else {
+        r#""vscode""#.to_string()
+    };
     let lines = [
         format!(
-            r#"{{"timestamp":"{stamp}","type":"session_meta","payload":{{"id":"{id}","timestamp":"{stamp}","cwd":"/work/project","model":"gpt-5","originator":"keel","cli_version":"0.1.0"}}}}"#
+            r#"{{"timestamp":"{stamp}","type":"session_meta","payload":{{"id":"{id}","timestamp":"{stamp}","cwd":"/work/project","model":"gpt-5","originator":"keel","cli_version":"0.1.0","source":{source},"model_provider":"openai"}}}}"#
         ),
         format!(
             r#"{{"timestamp":"{stamp}","type":"event_msg","payload":{{"type":"task_started","turn_id":"t{n}","model_context_window":null}}}}"#

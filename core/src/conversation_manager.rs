@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use keel_protocol::app_server::{SessionSource, SubAgentSource};
 use keel_protocol::{ConversationId, SessionConfiguredEvent};
 use tokio::sync::mpsc;
 
@@ -73,6 +74,8 @@ pub(crate) struct ManagerShared {
     /// Where new conversations are recorded, when the embedder chose; else rollout files
     /// under each conversation's `keel_home`.
     store: Option<Arc<dyn RolloutStore>>,
+    /// Recorded as the source of every conversation the embedder starts.
+    session_source: SessionSource,
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -110,6 +113,7 @@ impl ConversationManager {
             EmbedderModel::default(),
             Arc::from(Vec::new()),
             None,
+            SessionSource::Unknown,
         )
     }
 
@@ -119,6 +123,7 @@ impl ConversationManager {
         model: EmbedderModel,
         hooks: Arc<[crate::hooks::EmbeddedHook]>,
         store: Option<Arc<dyn RolloutStore>>,
+        session_source: SessionSource,
     ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
@@ -132,6 +137,7 @@ impl ConversationManager {
                 model,
                 hooks,
                 store,
+                session_source,
             }),
         }
     }
@@ -284,13 +290,13 @@ impl ConversationManager {
             return Ok(new);
         }
         let id = ConversationId::new();
-        let meta = rollout::recorder_meta(
-            id,
-            &config.cwd,
-            &config.model,
-            Some(loaded.meta.id),
-            &config.dynamic_tools,
-        );
+        // A fork of a spawned thread stays under the same parent; any other fork is the
+        // embedder's own.
+        let source = match &loaded.meta.source {
+            Some(source @ SessionSource::SubAgent(_)) => source.clone(),
+            _ => self.shared.session_source.clone(),
+        };
+        let meta = rollout::recorder_meta(id, &config, Some(loaded.meta.id), source);
         let recorder = self.shared.create_record(&config, meta).await?;
         let items: Vec<rollout::RolloutItem> = loaded
             .history
@@ -495,6 +501,19 @@ impl ManagerShared {
         self.resume_loaded(config, recorder, loaded, lineage).await
     }
 
+    /// Who starts a conversation with `lineage`: the agent that spawned it, or the embedder.
+    fn source_of(&self, lineage: &Lineage) -> SessionSource {
+        match lineage.parent {
+            Some(parent) => SessionSource::SubAgent(Box::new(SubAgentSource::ThreadSpawn {
+                parent_thread_id: parent.to_string(),
+                depth: i32::try_from(lineage.depth).unwrap_or(i32::MAX),
+                agent_nickname: None,
+                agent_role: None,
+            })),
+            None => self.session_source.clone(),
+        }
+    }
+
     /// The store conversations started with `config` are recorded in.
     fn store_for(&self, config: &Config) -> Arc<dyn RolloutStore> {
         self.store
@@ -601,13 +620,7 @@ impl ManagerShared {
         let recorder = match recording {
             Recording::Existing(recorder) => Some(recorder),
             Recording::New => {
-                let meta = rollout::recorder_meta(
-                    id,
-                    &config.cwd,
-                    &config.model,
-                    None,
-                    &config.dynamic_tools,
-                );
+                let meta = rollout::recorder_meta(id, &config, None, self.source_of(&lineage));
                 Some(self.create_record(&config, meta).await?)
             }
             Recording::Off => None,

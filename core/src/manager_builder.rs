@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use keel_protocol::app_server::SessionSource;
+
 use crate::client::{ApiKeyFn, ModelProvider};
 use crate::conversation_manager::ConversationManager;
 use crate::hooks::EmbeddedHook;
@@ -28,6 +30,7 @@ pub struct ConversationManagerBuilder {
     model: EmbedderModel,
     hooks: Vec<EmbeddedHook>,
     store: Option<Arc<dyn RolloutStore>>,
+    session_source: Option<SessionSource>,
 }
 
 impl ConversationManagerBuilder {
@@ -86,6 +89,14 @@ impl ConversationManagerBuilder {
         self
     }
 
+    /// Records `source` as where the conversations the embedder starts come from (default
+    /// `unknown`), so listings can tell a person's threads from a batch run's; sub-agents
+    /// record the thread that spawned them.
+    pub fn session_source(mut self, source: SessionSource) -> Self {
+        self.session_source = Some(source);
+        self
+    }
+
     /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
     /// one of Keel's own tools, is given twice, or differs from the name in its definition.
     pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
@@ -117,6 +128,7 @@ impl ConversationManagerBuilder {
             self.model,
             Arc::from(self.hooks),
             self.store,
+            self.session_source.unwrap_or(SessionSource::Unknown),
         ))
     }
 }

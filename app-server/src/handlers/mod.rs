@@ -26,6 +26,7 @@ mod settings_change;
 mod shell_command;
 mod skills;
 mod thread_list;
+mod thread_list_filter;
 mod threads;
 mod turns;
 

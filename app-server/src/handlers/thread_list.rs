@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use keel_core::{
-    ARCHIVED_SESSIONS_DIR, ConversationSummary, IndexQuery, SESSIONS_DIR, ThreadIndex,
-    list_conversations_in,
+    ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, ListCursor, SESSIONS_DIR,
+    ThreadFilter, ThreadIndex, list_conversations_in,
 };
 use keel_protocol::app_server::{
     ThreadListParams, ThreadListResponse, ThreadSearchParams, ThreadSearchResponse,
@@ -17,34 +17,35 @@ use super::threads::summary_thread;
 use crate::error::{AppServerError, Result};
 use crate::state::{AppState, parse_thread_id};
 
-/// `thread/list`: threads that had a turn, newest first, filtered by cwd and by a text in
-/// their preview or name, paged by rollout file name.
+/// `thread/list`: threads that had a turn and pass every filter of the request, in the order
+/// asked for (newest created first by default), paged by a cursor.
 pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<ThreadListResponse> {
-    let limit = params.limit.unwrap_or(25).clamp(1, 200) as usize;
-    let archived = params.archived.unwrap_or(false);
+    let Some(filter) = super::thread_list_filter::filter_of(&params)? else {
+        // A section, project or attachment Keel does not have: nothing is in it.
+        return Ok(ThreadListResponse {
+            data: Vec::new(),
+            next_cursor: None,
+            backwards_cursor: None,
+            read_states: Default::default(),
+        });
+    };
     let indexed = match state.thread_index().await {
         Some(index) => {
-            let params = params.clone();
-            on_index(index, move |index| {
-                index.list(&IndexQuery {
-                    archived,
-                    cursor: params.cursor.as_deref(),
-                    limit,
-                    cwd: params.cwd.as_deref(),
-                    text: params.search_term.as_deref(),
-                })
-            })
-            .await
-            .map(|page| (page.items, page.next_cursor))
+            let filter = filter.clone();
+            on_index(index, move |index| index.list(&filter)).await
         }
         None => None,
     };
-    let (summaries, next_cursor) = match indexed {
-        Some(found) => found,
-        None => scan_list(state, &params, limit).await?,
+    let page = match indexed {
+        Some(page) => page,
+        None => scan_list(state, &filter).await?,
     };
-    let mut data = Vec::with_capacity(summaries.len());
-    for summary in &summaries {
+    let backwards_cursor = page
+        .items
+        .first()
+        .map(|first| ListCursor::at(first, filter.sort).encode());
+    let mut data = Vec::with_capacity(page.items.len());
+    for summary in &page.items {
         data.push(summary_thread(
             summary,
             status(state, summary).await,
@@ -60,7 +61,8 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         .collect();
     Ok(ThreadListResponse {
         data,
-        next_cursor,
+        next_cursor: page.next_cursor,
+        backwards_cursor,
         read_states,
     })
 }
@@ -163,39 +165,18 @@ fn root_dir(state: &AppState, archived: bool) -> std::path::PathBuf {
     })
 }
 
-/// `thread/list` without the index: reads the rollouts' heads one by one.
-async fn scan_list(
-    state: &AppState,
-    params: &ThreadListParams,
-    limit: usize,
-) -> Result<(Vec<ConversationSummary>, Option<String>)> {
-    let root = root_dir(state, params.archived.unwrap_or(false));
-    let search = params.search_term.as_ref().map(|s| s.to_lowercase());
-    let mut found: Vec<ConversationSummary> = Vec::new();
-    let mut cursor = params.cursor.clone();
+/// `thread/list` without the index: reads every rollout's head, then filters and pages as
+/// the index would.
+async fn scan_list(state: &AppState, filter: &ThreadFilter) -> Result<ConversationsPage> {
+    let root = root_dir(state, filter.archived);
+    let mut all: Vec<ConversationSummary> = Vec::new();
+    let mut cursor: Option<String> = None;
     loop {
         let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
-        for summary in page.items {
-            if found.len() == limit {
-                let next = file_name(found.last());
-                return Ok((found, next));
-            }
-            let cwd_matches = params.cwd.as_ref().is_none_or(|cwd| &summary.cwd == cwd);
-            let search_matches = search.as_ref().is_none_or(|term| {
-                summary.preview.to_lowercase().contains(term)
-                    || summary
-                        .name
-                        .as_ref()
-                        .is_some_and(|n| n.to_lowercase().contains(term))
-            });
-            // As Codex: a thread shows once it has had a turn.
-            if cwd_matches && search_matches && summary.has_turns {
-                found.push(summary);
-            }
-        }
+        all.extend(page.items);
         match page.next_cursor {
             Some(next) => cursor = Some(next),
-            None => return Ok((found, None)),
+            None => return Ok(filter.page(all)),
         }
     }
 }

@@ -9,7 +9,7 @@ use keel_core::{
 };
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
-    EmptyResponse, ServerNotification, SortDirection, Thread, ThreadForkParams,
+    EmptyResponse, ServerNotification, SessionSource, SortDirection, Thread, ThreadForkParams,
     ThreadGoalGetParams, ThreadGoalGetResponse, ThreadIdNotification, ThreadIdParams,
     ThreadItemEntry, ThreadItemsListAnchor, ThreadItemsListCursor, ThreadItemsListParams,
     ThreadItemsListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
@@ -23,7 +23,7 @@ use keel_protocol::app_server::{
 use super::Reply;
 use crate::error::{AppServerError, Result};
 use crate::outgoing::Outgoing;
-use crate::state::{AppState, parse_thread_id};
+use crate::state::{AppState, RecordedMeta, parse_thread_id};
 use crate::threads::{LoadedThread, ThreadMeta, TurnsBuilder, thread_object, turns_from_events};
 
 fn unix_seconds(rfc3339: &str) -> i64 {
@@ -73,7 +73,7 @@ async fn load_and_answer(
     state: &AppState,
     new: keel_core::NewConversation,
     config: &keel_core::Config,
-    file_meta: Option<(String, Option<String>, i64)>,
+    file_meta: Option<RecordedMeta>,
     turns: Vec<keel_protocol::app_server::Turn>,
     permission_profile: Option<String>,
     outgoing: &Arc<Outgoing>,
@@ -183,7 +183,12 @@ pub(crate) async fn resume(
         .resume_conversation_folding(config.clone(), &path, builder, TurnsBuilder::push)
         .await?;
     let turns = builder.finish();
-    let file_meta = summary.map(|s| (s.preview, s.name, unix_seconds(&s.created_at)));
+    let file_meta = summary.map(|s| RecordedMeta {
+        created_at: unix_seconds(&s.created_at),
+        preview: s.preview,
+        name: s.name,
+        source: s.source,
+    });
     let goal = new.conversation.goal();
     let mut reply = load_and_answer(
         state,
@@ -235,10 +240,13 @@ pub(crate) async fn fork(
         .manager
         .fork_conversation_with(config.clone(), &path, params.ephemeral)
         .await?;
-    let preview = summarise(&path)
-        .await
-        .map(|s| s.preview)
-        .unwrap_or_default();
+    let original = summarise(&path).await;
+    // A fork of a spawned thread stays under the same parent (as the engine records it).
+    let source = match original.as_ref().map(|s| &s.source) {
+        Some(source @ SessionSource::SubAgent(_)) => source.clone(),
+        _ => state.config.session_source.clone(),
+    };
+    let preview = original.map(|s| s.preview).unwrap_or_default();
     let now = chrono::Utc::now().timestamp();
     let events = new
         .session_configured
@@ -257,7 +265,12 @@ pub(crate) async fn fork(
             new,
             &config,
             params.ephemeral,
-            Some((preview, None, now)),
+            Some(RecordedMeta {
+                preview,
+                name: None,
+                created_at: now,
+                source,
+            }),
             Vec::new(),
             outgoing.clone(),
         )
@@ -303,11 +316,11 @@ pub(super) fn summary_thread(
         name: summary.name.clone(),
         preview: summary.preview.clone(),
         cwd: summary.cwd.clone(),
-        model_provider: String::new(),
+        model_provider: summary.model_provider.clone().unwrap_or_default(),
         created_at: unix_seconds(&summary.created_at),
         updated_at: unix_seconds(&summary.updated_at),
         ephemeral: false,
-        source: Default::default(),
+        source: summary.source.clone(),
         environment_id: keel_core::config::LOCAL_ENVIRONMENT.to_string(),
     };
     thread_object(summary.id, &meta, None, status, turns)

@@ -211,6 +211,7 @@ mod tests {
             keel_home: home.path().to_path_buf(),
             cli_overrides: Vec::new(),
             cwd: workspace.path().to_path_buf(),
+            session_source: keel_protocol::app_server::SessionSource::Vscode,
         });
         let queue = Arc::new(crate::delivery::DeliveryQueue::new(16));
         let outgoing = Arc::new(Outgoing::new(queue));

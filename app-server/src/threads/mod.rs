@@ -543,15 +543,7 @@ pub(crate) fn thread_object(
     status: ThreadStatus,
     turns: Vec<Turn>,
 ) -> Thread {
-    let parent_thread_id = match &meta.source {
-        keel_protocol::app_server::SessionSource::SubAgent(spawn) => match spawn.as_ref() {
-            keel_protocol::app_server::SubAgentSource::ThreadSpawn {
-                parent_thread_id, ..
-            } => Some(parent_thread_id.clone()),
-            keel_protocol::app_server::SubAgentSource::Other(_) => None,
-        },
-        _ => None,
-    };
+    let parent_thread_id = meta.source.parent_thread_id().map(str::to_string);
     let environments = live.map(|settings| {
         if meta.ephemeral {
             Vec::new()

@@ -1,7 +1,8 @@
 //! Every method Keel implements has Codex 0.115's name and shapes: no property Codex does not
 //! know, every property Codex requires in what Keel sends, and nothing required of clients
 //! that Codex clients do not send. The reference facts (names and required lists only) are
-//! vendored in `tests/fixtures/codex_0115_app_server_shapes.json`.
+//! vendored in `tests/fixtures/codex_0115_app_server_shapes.json` (`thread/list` with Codex
+//! 0.171's fields, experimental ones included).
 
 use std::collections::BTreeSet;
 

@@ -18,6 +18,7 @@ async fn start_client(
             keel_home: home.to_path_buf(),
             cli_overrides: Vec::new(),
             cwd: workspace.to_path_buf(),
+            session_source: keel_protocol::app_server::SessionSource::Vscode,
         },
         ClientInfo {
             name: "test".into(),

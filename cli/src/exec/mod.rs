@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use keel_app_server::{EventDelivery, InProcessAppServerClient, ServerConfig};
 use keel_core::{Config, ConfigError, ConfigOverrides, find_keel_home, parse_cli_override};
-use keel_protocol::app_server::{ClientInfo, ThreadOverrides, UserInput};
+use keel_protocol::app_server::{ClientInfo, SessionSource, ThreadOverrides, UserInput};
 use keel_protocol::{AskForApproval, SandboxMode, SandboxPolicy};
 
 use crate::failure::usage;
@@ -196,6 +196,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             keel_home: home.clone(),
             cli_overrides,
             cwd: process_cwd,
+            session_source: SessionSource::Exec,
         },
         ClientInfo {
             name: "keel_exec".to_string(),

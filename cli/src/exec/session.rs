@@ -5,8 +5,8 @@ use std::path::Path;
 
 use keel_app_server::InProcessAppServerClient;
 use keel_protocol::app_server::{
-    ThreadForkParams, ThreadListParams, ThreadOverrides, ThreadResumeParams, ThreadStartParams,
-    ThreadStartResponse, client_request,
+    ThreadForkParams, ThreadListCwdFilter, ThreadListParams, ThreadOverrides, ThreadResumeParams,
+    ThreadStartParams, ThreadStartResponse, client_request,
 };
 
 use super::args::{SessionArgs, SessionCommand};
@@ -96,7 +96,8 @@ impl Target {
                 let list = client
                     .request::<client_request::ThreadList>(ThreadListParams {
                         limit: Some(1),
-                        cwd: (!self.all).then(|| cwd.to_path_buf()),
+                        cwd: (!self.all).then(|| ThreadListCwdFilter::One(cwd.to_path_buf())),
+                        source_kinds: crate::sessions::lookup::top_level_kinds(),
                         ..ThreadListParams::default()
                     })
                     .await?;

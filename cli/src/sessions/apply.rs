@@ -9,8 +9,8 @@ use std::process::{ExitCode, Stdio};
 use anyhow::Context;
 use clap::Args;
 use keel_protocol::app_server::{
-    FileUpdateChange, PatchApplyStatus, PatchChangeKind, ThreadItem, ThreadListParams,
-    ThreadReadParams, client_request,
+    FileUpdateChange, PatchApplyStatus, PatchChangeKind, ThreadItem, ThreadListCwdFilter,
+    ThreadListParams, ThreadReadParams, client_request,
 };
 
 use super::{local_client, lookup};
@@ -36,7 +36,8 @@ pub async fn apply(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         None => client
             .request::<client_request::ThreadList>(ThreadListParams {
                 limit: Some(1),
-                cwd: Some(here.clone()),
+                cwd: Some(ThreadListCwdFilter::One(here.clone())),
+                source_kinds: super::lookup::top_level_kinds(),
                 ..ThreadListParams::default()
             })
             .await?

@@ -1,7 +1,7 @@
 //! Finding a recorded session by what a user types: its id, or its thread name.
 
 use keel_app_server::InProcessAppServerClient;
-use keel_protocol::app_server::{ThreadListParams, client_request};
+use keel_protocol::app_server::{ThreadListParams, ThreadSourceKind, client_request};
 
 use crate::failure::usage;
 
@@ -27,6 +27,18 @@ pub async fn thread_id(
     }
 }
 
+/// The threads Keel's own commands (`resume --last`, `sessions`, `apply`, lookups by name)
+/// pick from: every thread a person or a program started, not the agents those spawned.
+pub(crate) fn top_level_kinds() -> Option<Vec<ThreadSourceKind>> {
+    Some(vec![
+        ThreadSourceKind::Cli,
+        ThreadSourceKind::Vscode,
+        ThreadSourceKind::Exec,
+        ThreadSourceKind::AppServer,
+        ThreadSourceKind::Unknown,
+    ])
+}
+
 /// The id of the newest thread named exactly `name`, if any.
 pub async fn find_by_name(
     client: &InProcessAppServerClient,
@@ -41,6 +53,7 @@ pub async fn find_by_name(
                 limit: Some(NAME_PAGE),
                 search_term: Some(name.to_string()),
                 archived: archived.then_some(true),
+                source_kinds: top_level_kinds(),
                 ..ThreadListParams::default()
             })
             .await?;

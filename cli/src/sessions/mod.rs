@@ -13,7 +13,7 @@ use clap::Args;
 use keel_app_server::{InProcessAppServerClient, ServerConfig};
 use keel_core::find_keel_home;
 use keel_protocol::app_server::{
-    ClientInfo, Thread, ThreadIdParams, ThreadListParams, client_request,
+    ClientInfo, Thread, ThreadIdParams, ThreadListCwdFilter, ThreadListParams, client_request,
 };
 
 pub use apply::{ApplyArgs, apply};
@@ -54,6 +54,8 @@ pub(crate) async fn local_client() -> anyhow::Result<(InProcessAppServerClient, 
             keel_home: home.clone(),
             cli_overrides: Vec::new(),
             cwd,
+            // Reads and changes records only; a thread it started would be a person's.
+            session_source: keel_protocol::app_server::SessionSource::Cli,
         },
         ClientInfo {
             name: "keel_cli".to_string(),
@@ -73,8 +75,9 @@ pub async fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let page = client
         .request::<client_request::ThreadList>(ThreadListParams {
             limit: Some(args.limit),
-            cwd: (!args.all).then_some(cwd.clone()),
+            cwd: (!args.all).then(|| ThreadListCwdFilter::One(cwd.clone())),
             archived: args.archived.then_some(true),
+            source_kinds: lookup::top_level_kinds(),
             ..ThreadListParams::default()
         })
         .await?;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use keel_protocol::app_server::SessionSource;
 use keel_protocol::{ConversationId, EventMsg};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,21 @@ pub struct SessionMeta {
     /// The client's own tools it was started with (`dynamicTools`), offered again on resume.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dynamic_tools: Vec<keel_protocol::DynamicToolSpec>,
+    /// Who started it: a client kind, or the agent that spawned it (with its parent thread).
+    /// Absent in files written before it was recorded: read as a top-level interactive thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SessionSource>,
+    /// The id of the model provider it started with (`model_provider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+}
+
+impl SessionMeta {
+    /// Who started it; a file from before sources were recorded counts as an interactive
+    /// top-level thread (Codex's reading of such files).
+    pub fn source_or_default(&self) -> SessionSource {
+        self.source.clone().unwrap_or(SessionSource::Cli)
+    }
 }
 
 /// One line of a rollout file.

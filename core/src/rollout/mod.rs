@@ -15,14 +15,16 @@ mod rollback;
 mod search;
 mod store;
 mod summary;
+mod thread_filter;
 mod transcript_events;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
 #[cfg(feature = "thread-index")]
-pub use index::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+pub use index::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
 pub use list::{find_rollout_path, list_conversations, list_conversations_in};
 pub use search::first_message_match;
 pub use summary::{ConversationSummary, ConversationsPage, summarise};
+pub use thread_filter::{InvalidCursor, ListCursor, ListSort, ThreadFilter};
 
 /// Where live rollout files are kept, under the Keel home.
 pub const SESSIONS_DIR: &str = "sessions";

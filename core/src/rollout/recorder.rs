@@ -130,22 +130,23 @@ async fn ends_mid_line(file: &mut tokio::fs::File) -> std::io::Result<bool> {
     Ok(last[0] != b'\n')
 }
 
-/// A new session meta for a conversation starting now.
+/// A new session meta for a conversation starting now with `config`, started by `source`.
 pub(crate) fn recorder_meta(
     id: ConversationId,
-    cwd: &Path,
-    model: &str,
+    config: &crate::config::Config,
     forked_from: Option<ConversationId>,
-    dynamic_tools: &[keel_protocol::DynamicToolSpec],
+    source: keel_protocol::app_server::SessionSource,
 ) -> SessionMeta {
     SessionMeta {
         id,
         timestamp: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-        cwd: cwd.to_path_buf(),
-        model: Some(model.to_string()),
+        cwd: config.cwd.clone(),
+        model: Some(config.model.clone()),
         originator: "keel".to_string(),
         cli_version: env!("CARGO_PKG_VERSION").to_string(),
         forked_from,
-        dynamic_tools: dynamic_tools.to_vec(),
+        dynamic_tools: config.dynamic_tools.clone(),
+        source: Some(source),
+        model_provider: Some(config.model_provider_id.clone()),
     }
 }

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use keel_protocol::ConversationId;
+use keel_protocol::app_server::SessionSource;
 
 use super::reader::{LineKind, RolloutLines};
 use super::{RolloutItem, RolloutLine};
@@ -28,6 +29,17 @@ pub struct ConversationSummary {
     pub has_turns: bool,
     /// The model it was started with, when recorded.
     pub model: Option<String>,
+    /// Who started it (a file from before sources were recorded: an interactive CLI).
+    pub source: SessionSource,
+    /// The model provider it was started with, when recorded.
+    pub model_provider: Option<String>,
+}
+
+impl ConversationSummary {
+    /// The thread whose agent spawned this one, if one did.
+    pub fn parent_id(&self) -> Option<ConversationId> {
+        self.source.parent_thread_id()?.parse().ok()
+    }
 }
 
 /// Reads a rollout file's summary; `None` when it is not a Keel rollout.
@@ -86,7 +98,10 @@ pub(super) fn summarise_blocking(path: &Path) -> Option<ConversationSummary> {
         }
     }
     let meta = meta?;
+    let source = meta.source_or_default();
     Some(ConversationSummary {
+        source,
+        model_provider: meta.model_provider,
         id: meta.id,
         path: path.to_path_buf(),
         created_at: meta.timestamp,

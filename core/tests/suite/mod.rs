@@ -17,3 +17,5 @@ mod rollouts;
 mod sandbox;
 mod sandbox_approvals;
 mod shell_turns;
+#[cfg(feature = "thread-index")]
+mod thread_filter;

@@ -72,6 +72,10 @@ pub enum SubAgentSource {
         #[serde(default)]
         agent_role: Option<String>,
     },
+    /// Runs a review for another thread.
+    Review,
+    /// Compacts another thread's history.
+    Compact,
     /// Another origin, named.
     Other(String),
 }
@@ -307,40 +311,6 @@ pub struct ThreadReadResponse {
     /// that never had a turn; Codex 0.169).
     #[serde(default)]
     pub read_state: Option<super::ThreadReadState>,
-}
-
-/// Params of `thread/list`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadListParams {
-    /// From the previous page's `nextCursor`.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Page size (default 25).
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// Only threads whose cwd is this.
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    /// Only threads whose preview or name contains this (case-insensitive).
-    #[serde(default)]
-    pub search_term: Option<String>,
-    /// List archived threads instead.
-    #[serde(default)]
-    pub archived: Option<bool>,
-}
-
-/// Result of `thread/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ThreadListResponse {
-    /// Threads, newest first.
-    pub data: Vec<Thread>,
-    /// Pass as `cursor` for the next page.
-    pub next_cursor: Option<String>,
-    /// The read state of each listed thread, by id (Codex 0.169).
-    #[serde(default)]
-    pub read_states: std::collections::BTreeMap<String, super::ThreadReadState>,
 }
 
 /// Params of `thread/loaded/list`.

@@ -21,6 +21,7 @@ mod settings;
 mod shell_command;
 mod side_conversations;
 mod thread_index;
+mod thread_lineage;
 mod threads;
 mod turns;
 mod unified_exec;

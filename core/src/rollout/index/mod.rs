@@ -8,6 +8,8 @@
 //! the files writers noted as being written (see `live`) are re-read when they grew. A
 //! missing, unreadable or older-format index is rebuilt from the rollouts.
 
+#[cfg(feature = "thread-index")]
+mod list_sql;
 mod live;
 #[cfg(feature = "thread-index")]
 mod scan;
@@ -18,4 +20,4 @@ pub(crate) use live::note_live;
 #[cfg(feature = "thread-index")]
 pub(crate) use store::index_exists;
 #[cfg(feature = "thread-index")]
-pub use store::{IndexQuery, SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+pub use store::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};

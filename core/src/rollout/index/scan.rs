@@ -299,14 +299,18 @@ pub(super) fn index_file(
         .unwrap_or_default();
     tx.execute(
         "INSERT INTO threads(path, dir, root, file_name, id, created_at, updated_at, cwd,
-                             preview, name, has_turns, model, size, mtime_ns, rowid)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                             preview, name, has_turns, model, size, mtime_ns, rowid,
+                             source, source_kind, parent_id, model_provider)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                 ?16, ?17, ?18, ?19)
          ON CONFLICT(path) DO UPDATE SET dir = excluded.dir, root = excluded.root,
              file_name = excluded.file_name, id = excluded.id,
              created_at = excluded.created_at, updated_at = excluded.updated_at,
              cwd = excluded.cwd, preview = excluded.preview, name = excluded.name,
              has_turns = excluded.has_turns, model = excluded.model, size = excluded.size,
-             mtime_ns = excluded.mtime_ns",
+             mtime_ns = excluded.mtime_ns, source = excluded.source,
+             source_kind = excluded.source_kind, parent_id = excluded.parent_id,
+             model_provider = excluded.model_provider",
         params![
             path_text,
             dir,
@@ -323,6 +327,10 @@ pub(super) fn index_file(
             size,
             mtime,
             position,
+            serde_json::to_string(&summary.source).unwrap_or_default(),
+            summary.source.kind().as_str(),
+            summary.source.parent_thread_id(),
+            summary.model_provider,
         ],
     )?;
     let rowid: i64 = tx.query_row(

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use keel_protocol::app_server::SessionSource;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 
 use super::scan::{self, SEPARATOR};
 use crate::rollout::summary::ConversationSummary;
+use crate::rollout::thread_filter::{ListCursor, ThreadFilter};
 use crate::rollout::{ARCHIVED_SESSIONS_DIR, ConversationsPage, SESSIONS_DIR};
 
 /// The index file under the Keel home.
@@ -20,7 +22,7 @@ pub(crate) fn index_exists(keel_home: &Path) -> bool {
 }
 
 /// Bumped whenever the tables change: an index of another version is rebuilt.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// Why the index could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -34,21 +36,6 @@ pub enum ThreadIndexError {
         #[source]
         source: rusqlite::Error,
     },
-}
-
-/// What a page of `thread/list` asks for.
-#[derive(Debug, Clone, Default)]
-pub struct IndexQuery<'a> {
-    /// The archive instead of the live threads.
-    pub archived: bool,
-    /// The file name of the previous page's last thread.
-    pub cursor: Option<&'a str>,
-    /// Page size.
-    pub limit: usize,
-    /// Only threads started in this directory.
-    pub cwd: Option<&'a Path>,
-    /// Only threads whose preview or name contains this (ASCII case-insensitive).
-    pub text: Option<&'a str>,
 }
 
 /// A thread that mentions the searched text.
@@ -76,8 +63,8 @@ pub struct ThreadIndex {
     db: Mutex<Connection>,
 }
 
-const SUMMARY_COLUMNS: &str =
-    "t.path, t.id, t.created_at, t.updated_at, t.cwd, t.preview, t.name, t.has_turns, t.model";
+const SUMMARY_COLUMNS: &str = "t.path, t.id, t.created_at, t.updated_at, t.cwd, t.preview, \
+     t.name, t.has_turns, t.model, t.source, t.model_provider";
 
 impl ThreadIndex {
     /// Opens (creating or rebuilding as needed) the index of `keel_home`. Blocking.
@@ -130,38 +117,30 @@ impl ThreadIndex {
         Ok(())
     }
 
-    /// Threads that had a turn, newest first (by file name), a page at a time. Blocking.
-    pub fn list(&self, query: &IndexQuery<'_>) -> Result<ConversationsPage, ThreadIndexError> {
+    /// Threads that had a turn and pass `filter`, a page at a time. Blocking.
+    pub fn list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, ThreadIndexError> {
         self.refresh()?;
-        let text = query.text.map(str::to_ascii_lowercase);
-        let cwd = query.cwd.map(|cwd| cwd.to_string_lossy().into_owned());
-        let limit = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let sql = format!(
-            "SELECT {SUMMARY_COLUMNS}, t.file_name FROM threads t
-             WHERE t.root = ?1 AND t.has_turns = 1
-               AND (?2 IS NULL OR t.file_name < ?2)
-               AND (?3 IS NULL OR t.cwd = ?3)
-               AND (?4 IS NULL OR instr(lower(t.preview), ?4) > 0
-                    OR instr(lower(coalesce(t.name, '')), ?4) > 0)
-             ORDER BY t.file_name DESC LIMIT ?5"
-        );
+        let query = super::list_sql::ListSql::of(filter, SUMMARY_COLUMNS, root(filter.archived));
         let db = self.lock();
-        let mut statement = db.prepare_cached(&sql).map_err(|err| self.fail(err))?;
-        let rows = statement
-            .query_map(
-                params![root(query.archived), query.cursor, cwd, text, limit],
-                |row| Ok((summary(row)?, row.get::<_, String>(9)?)),
-            )
+        let mut statement = db
+            .prepare_cached(&query.sql)
             .map_err(|err| self.fail(err))?;
-        let mut found: Vec<(ConversationSummary, String)> = rows
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(query.params.iter()), |row| {
+                summary(row)
+            })
+            .map_err(|err| self.fail(err))?;
+        let mut found: Vec<ConversationSummary> = rows
             .collect::<rusqlite::Result<_>>()
             .map_err(|err| self.fail(err))?;
-        let next_cursor = (found.len() > query.limit).then(|| {
-            found.truncate(query.limit);
-            found.last().map(|(_, name)| name.clone())
+        let next_cursor = (found.len() > filter.limit).then(|| {
+            found.truncate(filter.limit);
+            found
+                .last()
+                .map(|last| ListCursor::after(last, filter.sort).encode())
         });
         Ok(ConversationsPage {
-            items: found.into_iter().map(|(summary, _)| summary).collect(),
+            items: found,
             next_cursor: next_cursor.flatten(),
         })
     }
@@ -210,13 +189,13 @@ impl ThreadIndex {
         let mut items = Vec::new();
         let mut next_cursor = None;
         while let Some(row) = rows.next().map_err(|err| self.fail(err))? {
-            let rowid: i64 = row.get(9).map_err(|err| self.fail(err))?;
+            let rowid: i64 = row.get(11).map_err(|err| self.fail(err))?;
             if items.len() == limit {
                 next_cursor = Some((rowid + 1).to_string());
                 break;
             }
             let found = summary(row).map_err(|err| self.fail(err))?;
-            let body: String = row.get(10).map_err(|err| self.fail(err))?;
+            let body: String = row.get(12).map_err(|err| self.fail(err))?;
             let snippet = body
                 .split(SEPARATOR)
                 .find_map(|message| crate::rollout::search::snippet(message, &term))
@@ -305,6 +284,8 @@ fn summary(row: &Row<'_>) -> rusqlite::Result<ConversationSummary> {
         name: row.get(6)?,
         has_turns: row.get(7)?,
         model: row.get(8)?,
+        source: serde_json::from_str(&row.get::<_, String>(9)?).unwrap_or(SessionSource::Unknown),
+        model_provider: row.get(10)?,
     })
 }
 
@@ -351,11 +332,17 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
                  has_turns INTEGER NOT NULL,
                  model TEXT,
                  size INTEGER NOT NULL,
-                 mtime_ns INTEGER NOT NULL
+                 mtime_ns INTEGER NOT NULL,
+                 source TEXT NOT NULL,
+                 source_kind TEXT NOT NULL,
+                 parent_id TEXT,
+                 model_provider TEXT
              );
              CREATE INDEX threads_by_name ON threads(root, file_name);
+             CREATE INDEX threads_by_update ON threads(root, updated_at, file_name);
              CREATE INDEX threads_by_dir ON threads(dir);
              CREATE INDEX threads_by_id ON threads(id);
+             CREATE INDEX threads_by_parent ON threads(parent_id);
              CREATE TABLE dirs (
                  path TEXT PRIMARY KEY,
                  parent TEXT,
