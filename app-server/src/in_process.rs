@@ -309,7 +309,7 @@ fn route(
 }
 
 /// A queued notification or server request as a typed event; `None` (logged) if unreadable.
-fn typed_event(message: JsonRpcMessage) -> Option<InProcessEvent> {
+pub(crate) fn typed_event(message: JsonRpcMessage) -> Option<InProcessEvent> {
     match message {
         JsonRpcMessage::Notification(notification) => {
             match ServerNotification::from_method_and_params(

@@ -18,6 +18,7 @@
 //! [`InProcessAppServerClient`] offers the same API without a transport.
 
 mod ceiling;
+mod client_api;
 mod connection;
 mod delivery;
 mod error;
@@ -25,18 +26,21 @@ mod handlers;
 mod in_process;
 mod outgoing;
 mod read_state;
+mod remote_client;
 mod run;
 mod schema;
 mod state;
 mod threads;
 mod transport;
 
+pub use client_api::AppServerClient;
 pub use connection::ConnectionLimits;
 pub use error::{AppServerError, Result};
 pub use in_process::{
     EventDelivery, IN_PROCESS_EVENT_CAPACITY, InProcessAppServerClient, InProcessError,
     InProcessEvent,
 };
+pub use remote_client::{RemoteAppServerClient, RemoteConnectError};
 pub use run::{AppServerArgs, AppServerListen, run_main};
 pub use schema::{app_server_schemas, write_json_schema};
 pub use state::ServerConfig;

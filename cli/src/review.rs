@@ -62,6 +62,15 @@ pub struct ReviewArgs {
     /// Fail on unknown configuration keys instead of warning.
     #[arg(long)]
     pub strict_config: bool,
+
+    /// Run the review on an app-server elsewhere (`ws://host:port` or `wss://host:port`);
+    /// its configuration applies.
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+
+    /// The environment variable holding the bearer token of `--remote`.
+    #[arg(long, value_name = "ENV_VAR", requires = "remote")]
+    pub remote_auth_token_env: Option<String>,
 }
 
 /// Runs `keel review` and returns the process exit code.
@@ -102,6 +111,22 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
         approval_policy: Some(AskForApproval::Never),
         ..ThreadOverrides::default()
     };
+    let output = Output::Human(HumanRenderer::new(crate::exec::colored(
+        crate::exec::Color::Auto,
+    )));
+    if let Some(url) = &args.remote {
+        if !args.config_overrides.is_empty() || args.strict_config {
+            return Err(usage(
+                "-c/--config, --strict-config configure a run in this process; with `--remote` \
+                 the server's configuration applies (change it there)",
+            ));
+        }
+        let client =
+            crate::exec::remote::connect(url, args.remote_auth_token_env.as_deref(), "keel_review")
+                .await?;
+        let thread = crate::exec::session::start(&client, overrides, false).await?;
+        return drive(&client, review_turn(thread, target, Vec::new()), output).await;
+    }
     let config = crate::exec::check_config(&home, &cli_overrides, &overrides, args.strict_config)?;
     let client = InProcessAppServerClient::start_with_delivery(
         ServerConfig {
@@ -120,19 +145,22 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     let thread = crate::exec::session::start(&client, overrides, false).await?;
-    drive(
-        &client,
-        TurnRequest {
-            thread,
-            input: Vec::new(),
-            review: Some(target),
-            output_schema: None,
-            last_message_file: None,
-            warnings: config.warnings.iter().map(ToString::to_string).collect(),
-        },
-        Output::Human(HumanRenderer::new(crate::exec::colored(
-            crate::exec::Color::Auto,
-        ))),
-    )
-    .await
+    let warnings = config.warnings.iter().map(ToString::to_string).collect();
+    drive(&client, review_turn(thread, target, warnings), output).await
+}
+
+/// The review turn on `thread`.
+fn review_turn(
+    thread: keel_protocol::app_server::ThreadStartResponse,
+    target: ReviewTarget,
+    warnings: Vec<String>,
+) -> TurnRequest<'static> {
+    TurnRequest {
+        thread,
+        input: Vec::new(),
+        review: Some(target),
+        output_schema: None,
+        last_message_file: None,
+        warnings,
+    }
 }

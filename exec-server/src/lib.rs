@@ -92,7 +92,7 @@ mod utf8_stream;
 
 pub use client::{
     BearerToken, ExecServerClient, ExecServerClientOptions, LocalExecServer,
-    LocalExecServerOptions, spawn_local_exec_server, token_may_go_to,
+    LocalExecServerOptions, dial_websocket, spawn_local_exec_server, token_may_go_to,
 };
 pub use config::ExecServerConfig;
 pub use error::{ExecServerError, Result};

@@ -164,6 +164,17 @@ pub struct ExecArgs {
     #[arg(global = true, long, value_name = "SOURCE")]
     pub thread_source: Option<String>,
 
+    /// Run the turn on an app-server elsewhere (`ws://host:port` or `wss://host:port`, as
+    /// `keel app-server --listen` serves) instead of in this process; the server's
+    /// configuration, providers and sandbox apply.
+    #[arg(global = true, long, value_name = "URL")]
+    pub remote: Option<String>,
+
+    /// The environment variable holding the bearer token of `--remote` (a server started
+    /// with `--ws-auth`); sent only over `wss://` or to this machine.
+    #[arg(global = true, long, value_name = "ENV_VAR")]
+    pub remote_auth_token_env: Option<String>,
+
     #[command(subcommand)]
     pub session: Option<SessionCommand>,
 }

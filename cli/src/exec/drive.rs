@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use keel_app_server::{InProcessAppServerClient, InProcessEvent};
+use keel_app_server::{AppServerClient, InProcessEvent};
 use keel_protocol::MethodTable;
 use keel_protocol::app_server::{
     ReviewStartParams, ReviewTarget, ServerNotification, ServerRequest, ThreadItem,
@@ -53,8 +53,8 @@ pub struct TurnRequest<'a> {
 }
 
 /// Starts the turn and prints notifications until it completes.
-pub async fn drive(
-    client: &InProcessAppServerClient,
+pub async fn drive<C: AppServerClient>(
+    client: &C,
     request: TurnRequest<'_>,
     mut output: Output,
 ) -> anyhow::Result<ExitCode> {

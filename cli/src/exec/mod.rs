@@ -14,6 +14,7 @@ pub(crate) mod drive;
 mod jsonl;
 mod oss;
 mod outcome;
+pub(crate) mod remote;
 pub(crate) mod render;
 pub(crate) mod session;
 
@@ -41,6 +42,12 @@ const DEFAULT_LMSTUDIO_MODEL: &str = "openai/gpt-oss-20b";
 
 /// Runs `keel exec` and returns the process exit code.
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = args.remote.clone() {
+        return remote::run(&args, &url).await;
+    }
+    if args.remote_auth_token_env.is_some() {
+        return Err(usage("`--remote-auth-token-env` requires `--remote`"));
+    }
     let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
     let mut cli_overrides = Vec::new();
     for raw in &args.config_overrides {
@@ -88,25 +95,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => checked_cwd(dir)?,
         None => process_cwd.clone(),
     };
-    let mut overrides = ThreadOverrides {
-        model,
-        cwd: Some(cwd.clone()),
-        sandbox: args.sandbox.map(|s| match s {
-            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
-            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
-        }),
-        approval_policy: Some(AskForApproval::Never),
-        ..ThreadOverrides::default()
-    };
-    if args.full_auto {
-        overrides.approval_policy = Some(AskForApproval::OnRequest);
-        overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
-    }
-    if args.dangerously_bypass_approvals_and_sandbox {
-        overrides.approval_policy = Some(AskForApproval::Never);
-        overrides.sandbox = Some(SandboxMode::DangerFullAccess);
-    }
+    let mut overrides = thread_overrides(&args, model, &cwd);
     let mut config = check_config(&home, &cli_overrides, &overrides, args.strict_config)?;
     let add_dirs = args
         .add_dirs
@@ -140,32 +129,11 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // Everything the turn needs is read and checked before anything starts.
-    let session = args
-        .session
-        .as_ref()
-        .map(session::Target::from_args)
-        .transpose()?;
-    let prompt_arg = match &session {
-        Some(target) => target.prompt.clone().or(args.prompt.clone()),
-        None => args.prompt.clone(),
-    };
-    let prompt = read_prompt(prompt_arg)?;
-    let mut input = vec![UserInput::Text {
-        text: prompt,
-        text_elements: Vec::new(),
-    }];
-    for image in &args.images {
-        let path =
-            std::path::absolute(image).with_context(|| format!("resolving {}", image.display()))?;
-        keel_core::check_image_file(&path)
-            .map_err(|err| usage(format!("-i {}: {err}", image.display())))?;
-        input.push(UserInput::LocalImage { path });
-    }
-    let output_schema = args
-        .output_schema
-        .as_deref()
-        .map(read_output_schema)
-        .transpose()?;
+    let TurnInput {
+        session,
+        input,
+        output_schema,
+    } = turn_input(&args)?;
     if let Some(local) = local {
         oss::check_local_server(&config, local).await?;
         // The built-in local provider speaks Chat; an Ollama that serves Responses gets
@@ -218,13 +186,6 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 .await?
         }
     };
-    let output = if args.json {
-        Output::Jsonl(jsonl::JsonlStream::default())
-    } else if args.app_server_events {
-        Output::AppServerEvents
-    } else {
-        Output::Human(HumanRenderer::new(colored(args.color)))
-    };
     drive(
         &client,
         TurnRequest {
@@ -235,9 +196,90 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             last_message_file: args.output_last_message.as_deref(),
             warnings: config.warnings.iter().map(ToString::to_string).collect(),
         },
-        output,
+        output_of(&args),
     )
     .await
+}
+
+/// The thread settings the command line asks for: the model, the directory, the sandbox and
+/// `never` as the approval policy (nobody is there to answer) unless `--full-auto`.
+fn thread_overrides(
+    args: &ExecArgs,
+    model: Option<String>,
+    cwd: &std::path::Path,
+) -> ThreadOverrides {
+    let mut overrides = ThreadOverrides {
+        model,
+        cwd: Some(cwd.to_path_buf()),
+        sandbox: args.sandbox.map(|s| match s {
+            SandboxArg::ReadOnly => SandboxMode::ReadOnly,
+            SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }),
+        approval_policy: Some(AskForApproval::Never),
+        ..ThreadOverrides::default()
+    };
+    if args.full_auto {
+        overrides.approval_policy = Some(AskForApproval::OnRequest);
+        overrides.sandbox.get_or_insert(SandboxMode::WorkspaceWrite);
+    }
+    if args.dangerously_bypass_approvals_and_sandbox {
+        overrides.approval_policy = Some(AskForApproval::Never);
+        overrides.sandbox = Some(SandboxMode::DangerFullAccess);
+    }
+    overrides
+}
+
+/// The turn's thread, prompt, attachments and answer schema, read and checked.
+struct TurnInput {
+    session: Option<session::Target>,
+    input: Vec<UserInput>,
+    output_schema: Option<serde_json::Value>,
+}
+
+fn turn_input(args: &ExecArgs) -> anyhow::Result<TurnInput> {
+    let session = args
+        .session
+        .as_ref()
+        .map(session::Target::from_args)
+        .transpose()?;
+    let prompt_arg = match &session {
+        Some(target) => target.prompt.clone().or(args.prompt.clone()),
+        None => args.prompt.clone(),
+    };
+    let prompt = read_prompt(prompt_arg)?;
+    let mut input = vec![UserInput::Text {
+        text: prompt,
+        text_elements: Vec::new(),
+    }];
+    for image in &args.images {
+        let path =
+            std::path::absolute(image).with_context(|| format!("resolving {}", image.display()))?;
+        keel_core::check_image_file(&path)
+            .map_err(|err| usage(format!("-i {}: {err}", image.display())))?;
+        input.push(UserInput::LocalImage { path });
+    }
+    let output_schema = args
+        .output_schema
+        .as_deref()
+        .map(read_output_schema)
+        .transpose()?;
+    Ok(TurnInput {
+        session,
+        input,
+        output_schema,
+    })
+}
+
+/// What stdout carries, as the flags ask.
+fn output_of(args: &ExecArgs) -> Output {
+    if args.json {
+        Output::Jsonl(jsonl::JsonlStream::default())
+    } else if args.app_server_events {
+        Output::AppServerEvents
+    } else {
+        Output::Human(HumanRenderer::new(colored(args.color)))
+    }
 }
 
 /// Whether the readable stream is coloured.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use keel_app_server::InProcessAppServerClient;
+use keel_app_server::AppServerClient;
 use keel_protocol::app_server::{
     ThreadForkParams, ThreadListCwdFilter, ThreadListParams, ThreadOverrides, ThreadResumeParams,
     ThreadStartParams, ThreadStartResponse, client_request,
@@ -13,8 +13,8 @@ use super::args::{SessionArgs, SessionCommand};
 use crate::failure::usage;
 
 /// Starts a new thread.
-pub async fn start(
-    client: &InProcessAppServerClient,
+pub async fn start<C: AppServerClient>(
+    client: &C,
     overrides: ThreadOverrides,
     ephemeral: bool,
 ) -> anyhow::Result<ThreadStartResponse> {
@@ -82,9 +82,9 @@ impl Target {
     }
 
     /// Resumes or forks the thread.
-    pub async fn open(
+    pub async fn open<C: AppServerClient>(
         self,
-        client: &InProcessAppServerClient,
+        client: &C,
         home: &Path,
         cwd: &Path,
         overrides: ThreadOverrides,

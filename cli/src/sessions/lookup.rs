@@ -1,6 +1,6 @@
 //! Finding a recorded session by what a user types: its id, or its thread name.
 
-use keel_app_server::InProcessAppServerClient;
+use keel_app_server::AppServerClient;
 use keel_protocol::app_server::{ThreadListParams, ThreadSourceKind, client_request};
 
 use crate::failure::usage;
@@ -10,8 +10,8 @@ const NAME_PAGE: u32 = 100;
 
 /// The id `session` stands for: itself when it is a UUID (ids win, as in Codex), else the
 /// newest thread named exactly `session` (among archived threads when `archived`).
-pub async fn thread_id(
-    client: &InProcessAppServerClient,
+pub async fn thread_id<C: AppServerClient>(
+    client: &C,
     session: &str,
     archived: bool,
 ) -> anyhow::Result<String> {
@@ -40,8 +40,8 @@ pub(crate) fn top_level_kinds() -> Option<Vec<ThreadSourceKind>> {
 }
 
 /// The id of the newest thread named exactly `name`, if any.
-pub async fn find_by_name(
-    client: &InProcessAppServerClient,
+pub async fn find_by_name<C: AppServerClient>(
+    client: &C,
     name: &str,
     archived: bool,
 ) -> anyhow::Result<Option<String>> {

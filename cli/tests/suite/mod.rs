@@ -11,6 +11,7 @@ mod doctor;
 mod exec;
 mod exec_flags;
 mod exec_jsonl;
+mod exec_remote;
 mod exec_slow_reader;
 mod faults;
 mod first_run;

@@ -25,8 +25,16 @@ fn id(n: usize) -> ConversationId {
 fn write_rollout(home: &Path, n: usize) -> std::io::Result<()> {
     let created = format!("2026-11-20T10:{n:02}:00.000Z");
     let updated = format!("2026-11-21T{:02}:00:00.000Z", (n * 7) % 24);
-    let cwd = if n.is_multiple_of(2) { "/work/a" } else { "/work/b" };
-    let provider = if n.is_multiple_of(5) { "other" } else { "openai" };
+    let cwd = if n.is_multiple_of(2) {
+        "/work/a"
+    } else {
+        "/work/b"
+    };
+    let provider = if n.is_multiple_of(5) {
+        "other"
+    } else {
+        "openai"
+    };
     let source = if n.is_multiple_of(11) {
         String::new()
     } else if n % 3 == 2 {
@@ -49,7 +57,11 @@ fn write_rollout(home: &Path, n: usize) -> std::io::Result<()> {
         ),
         format!(
             r#"{{"timestamp":"{created}","type":"event_msg","payload":{{"type":"user_message","message":"question {n} {}","images":[]}}}}"#,
-            if n.is_multiple_of(4) { "deploy" } else { "build" }
+            if n.is_multiple_of(4) {
+                "deploy"
+            } else {
+                "build"
+            }
         ),
         format!(
             r#"{{"timestamp":"{updated}","type":"event_msg","payload":{{"type":"agent_message","message":"done"}}}}"#

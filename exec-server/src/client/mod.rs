@@ -122,20 +122,13 @@ impl ExecServerClient {
     pub async fn connect_websocket(url: &str, options: ExecServerClientOptions) -> Result<Self> {
         use futures::StreamExt;
 
-        let request = websocket_request(url, options.bearer_token.as_ref())?;
-        let tls = if request.uri().scheme_str() == Some("wss") {
-            Some(tls_connector()?)
-        } else {
-            None
-        };
-        let connect = tokio_tungstenite::connect_async_tls_with_config(request, None, true, tls);
-        let (stream, _response) = tokio::time::timeout(options.connect_timeout, connect)
-            .await
-            .map_err(|_| ExecServerError::Timeout {
-                what: "connecting to the exec-server",
-                timeout: options.connect_timeout,
-            })?
-            .map_err(ExecServerError::ws("connecting to the exec-server"))?;
+        let stream = dial_websocket(
+            url,
+            options.bearer_token.as_ref(),
+            options.connect_timeout,
+            "connecting to the exec-server",
+        )
+        .await?;
         if let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = stream.get_ref()
             && let Err(err) = tcp.set_nodelay(true)
         {
@@ -345,6 +338,31 @@ impl ExecServerClient {
             handler.shutdown().await;
         }
     }
+}
+
+/// A websocket connected to a Keel server at `url` (`ws://` or `wss://`), sending `token`
+/// as `Authorization: Bearer …` (refused over plain `ws://` to another host), within
+/// `timeout`; `what` names the attempt in errors. Shared by every Keel websocket client.
+pub async fn dial_websocket(
+    url: &str,
+    token: Option<&BearerToken>,
+    timeout: Duration,
+    what: &'static str,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+> {
+    let request = websocket_request(url, token)?;
+    let tls = if request.uri().scheme_str() == Some("wss") {
+        Some(tls_connector()?)
+    } else {
+        None
+    };
+    let connect = tokio_tungstenite::connect_async_tls_with_config(request, None, true, tls);
+    let (stream, _response) = tokio::time::timeout(timeout, connect)
+        .await
+        .map_err(|_| ExecServerError::Timeout { what, timeout })?
+        .map_err(ExecServerError::ws(what))?;
+    Ok(stream)
 }
 
 /// TLS for `wss://`: rustls with the ring provider, certificates checked against the

@@ -1,0 +1,293 @@
+//! A client of an app-server in another process, over a websocket (`keel exec --remote`):
+//! the same typed requests and events as the in-process client, so a frontend drives either.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use keel_exec_server::BearerToken;
+use keel_protocol::app_server::{
+    ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse, client_request,
+};
+use keel_protocol::{
+    JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
+    RequestId, RpcRequest,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::in_process::{InProcessError, InProcessEvent, typed_event};
+
+/// Longest the websocket handshake may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Events a slow consumer may leave unread before the connection waits for it.
+const EVENT_CAPACITY: usize = 4096;
+
+/// Why a remote app-server could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteConnectError {
+    /// The address is not one this client speaks to.
+    #[error("invalid remote address `{0}`; expected `ws://host:port` or `wss://host:port`")]
+    Address(String),
+    /// The websocket could not be opened (refused, timed out, rejected the token).
+    #[error("failed to connect to the app-server at `{url}`: {source}")]
+    Connect {
+        /// Where.
+        url: String,
+        /// Why.
+        #[source]
+        source: keel_exec_server::ExecServerError,
+    },
+    /// The server answered `initialize` with an error, or went away before answering.
+    #[error("the app-server at `{url}` refused to start a session: {source}")]
+    Initialize {
+        /// Where.
+        url: String,
+        /// Why.
+        #[source]
+        source: InProcessError,
+    },
+}
+
+type Pending =
+    Arc<Mutex<Option<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>>;
+
+/// A client connected to an app-server over a websocket.
+pub struct RemoteAppServerClient {
+    outgoing: mpsc::UnboundedSender<Message>,
+    events: tokio::sync::Mutex<mpsc::Receiver<InProcessEvent>>,
+    pending: Pending,
+    next_id: AtomicI64,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// What `initialize` answered.
+    pub initialize: InitializeResponse,
+}
+
+impl Drop for RemoteAppServerClient {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl RemoteAppServerClient {
+    /// Connects to `url` (`ws://` or `wss://`), sending `token` as a bearer token (refused
+    /// over plain `ws://` to a host other than this one), and performs the handshake.
+    pub async fn connect(
+        url: &str,
+        token: Option<&BearerToken>,
+        client_info: ClientInfo,
+        capabilities: Option<InitializeCapabilities>,
+    ) -> Result<Self, RemoteConnectError> {
+        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+            return Err(RemoteConnectError::Address(url.to_string()));
+        }
+        let stream = keel_exec_server::dial_websocket(
+            url,
+            token,
+            CONNECT_TIMEOUT,
+            "connecting to the app-server",
+        )
+        .await
+        .map_err(|source| RemoteConnectError::Connect {
+            url: url.to_string(),
+            source,
+        })?;
+        let (mut sink, mut stream) = stream.split();
+        let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
+        let (events_tx, events) = mpsc::channel(EVENT_CAPACITY);
+        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
+        let writer = tokio::spawn(async move {
+            while let Some(message) = outgoing_rx.recv().await {
+                if let Err(err) = sink.send(message).await {
+                    tracing::debug!("the app-server connection closed while sending: {err}");
+                    break;
+                }
+            }
+        });
+        let reader_pending = pending.clone();
+        let pong = outgoing.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(frame) = stream.next().await {
+                let text = match frame {
+                    Ok(Message::Text(text)) => text.to_string(),
+                    Ok(Message::Binary(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Ok(Message::Ping(payload)) => {
+                        let _ = pong.send(Message::Pong(payload));
+                        continue;
+                    }
+                    Ok(Message::Close(_)) => break,
+                    Ok(_) => continue,
+                    Err(err) => {
+                        tracing::debug!("the app-server connection failed: {err}");
+                        break;
+                    }
+                };
+                let message: JsonRpcMessage = match serde_json::from_str(&text) {
+                    Ok(message) => message,
+                    Err(err) => {
+                        tracing::warn!("unreadable message from the app-server: {err}");
+                        continue;
+                    }
+                };
+                if let Some(event) = settle(message, &reader_pending)
+                    && events_tx.send(event).await.is_err()
+                {
+                    break;
+                }
+            }
+            // Callers still waiting get `Closed` instead of waiting forever.
+            lock(&reader_pending).take();
+        });
+        let mut client = Self {
+            outgoing,
+            events: tokio::sync::Mutex::new(events),
+            pending,
+            next_id: AtomicI64::new(1),
+            tasks: vec![writer, reader],
+            initialize: InitializeResponse {
+                user_agent: String::new(),
+                platform_family: String::new(),
+                platform_os: String::new(),
+                codex_home: None,
+            },
+        };
+        let initialize = client
+            .request::<client_request::Initialize>(InitializeParams {
+                client_info,
+                capabilities,
+            })
+            .await
+            .map_err(|source| RemoteConnectError::Initialize {
+                url: url.to_string(),
+                source,
+            })?;
+        client.initialize = initialize;
+        client
+            .send(
+                JsonRpcNotification {
+                    method: "initialized".to_string(),
+                    params: None,
+                }
+                .into(),
+            )
+            .map_err(|source| RemoteConnectError::Initialize {
+                url: url.to_string(),
+                source,
+            })?;
+        Ok(client)
+    }
+
+    /// Sends a typed request and waits for its typed result.
+    pub async fn request<M: RpcRequest>(
+        &self,
+        params: M::Params,
+    ) -> Result<M::Response, InProcessError> {
+        let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        match lock(&self.pending).as_mut() {
+            Some(pending) => pending.insert(id.clone(), tx),
+            None => return Err(InProcessError::Closed),
+        };
+        self.send(
+            JsonRpcRequest {
+                id,
+                method: M::METHOD.to_string(),
+                params: Some(serde_json::to_value(params)?),
+            }
+            .into(),
+        )?;
+        let value = rx
+            .await
+            .map_err(|_| InProcessError::Closed)?
+            .map_err(InProcessError::Rpc)?;
+        Ok(serde_json::from_value(value)?)
+    }
+
+    /// The next notification or server request; `None` once the connection is closed.
+    pub async fn next_event(&self) -> Option<InProcessEvent> {
+        self.events.lock().await.recv().await
+    }
+
+    /// Answers a server request.
+    pub async fn respond(&self, id: RequestId, result: Value) -> Result<(), InProcessError> {
+        self.send(JsonRpcResponse { id, result }.into())
+    }
+
+    fn send(&self, message: JsonRpcMessage) -> Result<(), InProcessError> {
+        let text = serde_json::to_string(&message)?;
+        self.outgoing
+            .send(Message::text(text))
+            .map_err(|_| InProcessError::Closed)
+    }
+}
+
+impl crate::AppServerClient for RemoteAppServerClient {
+    fn request<M: RpcRequest>(
+        &self,
+        params: M::Params,
+    ) -> impl std::future::Future<Output = Result<M::Response, InProcessError>> + Send
+    where
+        M::Params: Send,
+    {
+        RemoteAppServerClient::request::<M>(self, params)
+    }
+
+    fn next_event(&self) -> impl std::future::Future<Output = Option<InProcessEvent>> + Send {
+        RemoteAppServerClient::next_event(self)
+    }
+
+    fn respond(
+        &self,
+        id: RequestId,
+        result: Value,
+    ) -> impl std::future::Future<Output = Result<(), InProcessError>> + Send {
+        std::future::ready(RemoteAppServerClient::respond_now(self, id, result))
+    }
+
+    fn shutdown(&self, _limit: Duration) -> impl std::future::Future<Output = ()> + Send {
+        std::future::ready(())
+    }
+}
+
+impl RemoteAppServerClient {
+    fn respond_now(&self, id: RequestId, result: Value) -> Result<(), InProcessError> {
+        self.send(JsonRpcResponse { id, result }.into())
+    }
+}
+
+/// Hands a response to its caller; anything else becomes an event.
+fn settle(message: JsonRpcMessage, pending: &Pending) -> Option<InProcessEvent> {
+    match message {
+        JsonRpcMessage::Response(response) => {
+            if let Some(tx) = lock(pending).as_mut().and_then(|p| p.remove(&response.id)) {
+                let _ = tx.send(Ok(response.result));
+            }
+            None
+        }
+        JsonRpcMessage::Error(error) => {
+            match error
+                .id
+                .and_then(|id| lock(pending).as_mut().and_then(|p| p.remove(&id)))
+            {
+                Some(tx) => {
+                    let _ = tx.send(Err(error.error));
+                }
+                None => tracing::warn!("error from the app-server: {}", error.error.message),
+            }
+            None
+        }
+        other => typed_event(other),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

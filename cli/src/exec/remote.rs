@@ -1,0 +1,132 @@
+//! `keel exec --remote URL`: the same turn, driven on an app-server in another process (as
+//! `codex exec --remote`). The server's configuration, providers and sandbox apply; what the
+//! command line would change locally (`-c`, profiles, local providers, extra writable
+//! directories) is refused rather than silently ignored.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use keel_app_server::RemoteAppServerClient;
+use keel_exec_server::{BearerToken, token_may_go_to};
+use keel_protocol::app_server::ClientInfo;
+
+use super::drive::{TurnRequest, drive};
+use super::{ExecArgs, TurnInput, checked_cwd, output_of, session, thread_overrides, turn_input};
+use crate::failure::usage;
+
+/// Runs `keel exec` against the app-server at `url`.
+pub(super) async fn run(args: &ExecArgs, url: &str) -> anyhow::Result<ExitCode> {
+    let local_only = [
+        ("-c/--config", !args.config_overrides.is_empty()),
+        (
+            "--enable/--disable",
+            !args.enable.is_empty() || !args.disable.is_empty(),
+        ),
+        ("-p/--profile", args.profile.is_some()),
+        (
+            "--oss/--local-provider",
+            args.oss || args.local_provider.is_some(),
+        ),
+        ("--add-dir", !args.add_dirs.is_empty()),
+        ("--strict-config", args.strict_config),
+        (
+            "--dangerously-bypass-hook-trust",
+            args.dangerously_bypass_hook_trust,
+        ),
+    ];
+    let refused: Vec<&str> = local_only
+        .iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| *flag)
+        .collect();
+    if !refused.is_empty() {
+        return Err(usage(format!(
+            "{} configure a run in this process; with `--remote` the server's configuration \
+             applies (change it there)",
+            refused.join(", ")
+        )));
+    }
+    let cwd = match &args.cwd {
+        Some(dir) => checked_cwd(dir)?,
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let mut overrides = thread_overrides(args, args.model.clone(), &cwd);
+    if args.session.is_some() && args.cwd.is_none() {
+        // A resumed or forked thread keeps its own directory unless `-C` moves it.
+        overrides.cwd = None;
+    }
+    let TurnInput {
+        session,
+        input,
+        output_schema,
+    } = turn_input(args)?;
+    let client = connect(url, args.remote_auth_token_env.as_deref(), "keel_exec").await?;
+    let thread = match session {
+        None => session::start(&client, overrides, args.ephemeral).await?,
+        Some(target) => {
+            target
+                .open(
+                    &client,
+                    std::path::Path::new(url),
+                    &cwd,
+                    overrides,
+                    args.ephemeral,
+                )
+                .await?
+        }
+    };
+    drive(
+        &client,
+        TurnRequest {
+            thread,
+            input,
+            review: None,
+            output_schema,
+            last_message_file: args.output_last_message.as_deref(),
+            warnings: Vec::new(),
+        },
+        output_of(args),
+    )
+    .await
+}
+
+/// Connects to the app-server at `url` as client `name`, with the bearer token in the
+/// environment variable `token_env` when one is named: usage errors for an address that is
+/// not a websocket, a token that would cross the network in the clear, or an unset variable.
+pub(crate) async fn connect(
+    url: &str,
+    token_env: Option<&str>,
+    name: &str,
+) -> anyhow::Result<RemoteAppServerClient> {
+    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+        return Err(usage(format!(
+            "invalid remote address `{url}`; expected `ws://host:port` or `wss://host:port`"
+        )));
+    }
+    let token = match token_env {
+        None => None,
+        Some(var) => {
+            if !token_may_go_to(url) {
+                return Err(usage(
+                    "`--remote-auth-token-env` requires a `wss://` or loopback `ws://` remote",
+                ));
+            }
+            let value = std::env::var(var)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+                .ok_or_else(|| usage(format!("environment variable `{var}` is not set")))?;
+            Some(BearerToken::new(&value))
+        }
+    };
+    Ok(RemoteAppServerClient::connect(
+        url,
+        token.as_ref(),
+        ClientInfo {
+            name: name.to_string(),
+            title: None,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        None,
+    )
+    .await?)
+}

@@ -1,0 +1,225 @@
+//! `keel exec --remote`: a turn driven on an app-server in another process (Codex 0.171's
+//! `exec --remote`), with its bearer token, its configuration and its records; what would
+//! only change a local run is refused, and a token never goes over plain `ws://` to another
+//! host.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use keel_test_support::{
+    JsonLinesProcess, MockModelServer, ProcessBuilder, Script, Turn, assistant_message,
+    write_config,
+};
+
+use super::exec::Output;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// `keel exec ARGS` with an empty home of its own (so nothing local configures the turn) and
+/// the server's token in `KEEL_TEST_TOKEN`.
+async fn exec(cwd: &std::path::Path, args: &[&str], token: &str) -> anyhow::Result<Output> {
+    keel(cwd, "exec", args, token).await
+}
+
+/// `keel COMMAND ARGS`, as [`exec`] runs it.
+async fn keel(
+    cwd: &std::path::Path,
+    command: &str,
+    args: &[&str],
+    token: &str,
+) -> anyhow::Result<Output> {
+    let home = tempfile::tempdir()?;
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .arg(command)
+        .args(args)
+        .current_dir(cwd)
+        .env("KEEL_HOME", home.path())
+        .env("KEEL_TEST_TOKEN", token)
+        .env_remove("RUST_LOG")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let output = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .context("keel exec did not finish")??;
+    Ok(Output {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// A mock, a home configured for it, and an app-server on it that wants a capability token.
+struct Remote {
+    mock: MockModelServer,
+    home: tempfile::TempDir,
+    _server: JsonLinesProcess,
+    url: String,
+}
+
+async fn remote(script: Script) -> anyhow::Result<Remote> {
+    let mock = MockModelServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let token_file = home.path().join("ws-token");
+    std::fs::write(&token_file, "s3cret-token\n")?;
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .args(["--ws-auth", "capability-token", "--ws-token-file"])
+        .arg(token_file.to_string_lossy().as_ref())
+        .env("KEEL_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    Ok(Remote {
+        mock,
+        home,
+        _server: server,
+        url,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_runs_on_a_token_protected_app_server() -> anyhow::Result<()> {
+    let remote = remote(Script::new([
+        Turn::new([assistant_message("done remotely")]),
+        Turn::new([assistant_message("json remotely")]),
+        Turn::new([assistant_message("resumed remotely")]),
+        Turn::new([assistant_message(
+            serde_json::json!({
+                "findings": [],
+                "overall_correctness": "patch is correct",
+                "overall_explanation": "Reviewed remotely.",
+                "overall_confidence_score": 0.9
+            })
+            .to_string(),
+        )]),
+    ]))
+    .await?;
+    let ws = tempfile::tempdir()?;
+    let token = ["--remote-auth-token-env", "KEEL_TEST_TOKEN"];
+    let with = |extra: &[&'static str]| {
+        let mut args = vec!["--remote", remote.url.as_str()];
+        args.extend(token);
+        args.extend(extra.iter().copied());
+        args
+    };
+
+    let out = exec(ws.path(), &with(&["hi there"]), "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "done remotely\n");
+    // The server's model saw the prompt; the record is the server's.
+    let requests = remote.mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].body.to_string().contains("hi there"));
+    assert!(remote.home.path().join("sessions").is_dir());
+
+    let out = exec(ws.path(), &with(&["--json", "again"]), "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let kinds: Vec<String> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|event| event["type"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("thread.started"));
+    assert_eq!(kinds.last().map(String::as_str), Some("turn.completed"));
+
+    // `resume --last` finds the newest thread in the server's records.
+    let out = exec(
+        ws.path(),
+        &with(&["resume", "--last", "more"]),
+        "s3cret-token",
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "resumed remotely\n");
+    let resumed = remote.mock.requests();
+    assert!(
+        resumed[2].body.to_string().contains("again"),
+        "the second thread's history"
+    );
+
+    // `keel review --remote`: the review runs on the server too.
+    let mut review = vec!["--remote", remote.url.as_str()];
+    review.extend(token);
+    review.push("look at the naming");
+    let out = keel(ws.path(), "review", &review, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stdout.trim(),
+        "Verdict: patch is correct. Reviewed remotely."
+    );
+    assert!(
+        remote.mock.requests()[3]
+            .body
+            .to_string()
+            .contains("look at the naming")
+    );
+
+    // A wrong token is turned away by the server.
+    let out = exec(ws.path(), &with(&["hi"]), "wrong-token").await?;
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("401"), "{}", out.stderr);
+    assert_eq!(remote.mock.requests().len(), 4);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_only_a_local_run_uses_is_refused_before_connecting() -> anyhow::Result<()> {
+    let ws = tempfile::tempdir()?;
+    for (args, expected) in [
+        (
+            vec![
+                "--remote",
+                "ws://10.0.0.1:4500",
+                "--remote-auth-token-env",
+                "KEEL_TEST_TOKEN",
+                "hi",
+            ],
+            "`--remote-auth-token-env` requires a `wss://` or loopback `ws://` remote",
+        ),
+        (
+            vec!["--remote-auth-token-env", "KEEL_TEST_TOKEN", "hi"],
+            "`--remote-auth-token-env` requires `--remote`",
+        ),
+        (
+            vec!["--remote", "http://127.0.0.1:4500", "hi"],
+            "invalid remote address `http://127.0.0.1:4500`",
+        ),
+        (
+            vec!["--remote", "ws://127.0.0.1:4500", "-c", "model=\"x\"", "hi"],
+            "-c/--config configure a run in this process",
+        ),
+        (
+            vec![
+                "--remote",
+                "ws://127.0.0.1:4500",
+                "--remote-auth-token-env",
+                "KEEL_UNSET_VAR",
+                "hi",
+            ],
+            "environment variable `KEEL_UNSET_VAR` is not set",
+        ),
+    ] {
+        let out = exec(ws.path(), &args, "s3cret-token").await?;
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
+    }
+    // Nothing listening: a clear failure, not a hang.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("ws://{}", closed.local_addr()?);
+    drop(closed);
+    let out = exec(ws.path(), &["--remote", &url, "hi"], "").await?;
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("failed to connect to the app-server"),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
