@@ -8,6 +8,7 @@ mod doctor;
 mod exec;
 mod failure;
 mod features;
+mod login;
 mod mcp_config;
 mod mcp_server;
 mod provider_models;
@@ -74,6 +75,11 @@ enum Command {
     /// Inspect and switch the features in config.toml.
     #[command(subcommand)]
     Features(features::FeaturesCommand),
+    /// Store an OpenAI API key in the Keel home (`--with-api-key`, key on stdin), or show
+    /// whether one is stored (`status`).
+    Login(login::LoginArgs),
+    /// Remove the stored API key.
+    Logout,
     /// Print a shell completion script.
     Completion {
         /// The shell.
@@ -123,6 +129,8 @@ fn main() -> ExitCode {
             Command::AgentJob(command) => agent_job::run(command).await,
             Command::Mcp(command) => mcp_config::run(command).await,
             Command::Features(command) => features::run(command).await,
+            Command::Login(args) => login::login(args).await,
+            Command::Logout => login::logout().await,
             Command::Completion { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "keel", &mut std::io::stdout());
                 Ok(ExitCode::SUCCESS)

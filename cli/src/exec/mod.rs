@@ -362,7 +362,8 @@ pub(crate) fn check_config(
         Err(err @ ConfigError::MissingEnvVar { .. }) => Err(usage(format!(
             "{err}\n\
              Ways to give Keel a model:\n  \
-             - OpenAI: export OPENAI_API_KEY=... (keys: https://platform.openai.com/api-keys)\n  \
+             - OpenAI: export OPENAI_API_KEY=..., or store it once with \
+             `keel login --with-api-key` (keys: https://platform.openai.com/api-keys)\n  \
              - a local Ollama-compatible server on localhost:11434: \
              keel exec --oss [-m <model>] ...\n  \
              - no model at all: the mock model of the quick start in README.md\n\

@@ -24,6 +24,7 @@ mod listener_auth;
 mod listener_faults;
 mod listener_netns;
 mod local_server_streams;
+mod login;
 mod mcp_client;
 mod mcp_server;
 mod oss;

@@ -29,6 +29,7 @@ mod provider;
 mod reasoning;
 mod resolve;
 mod shell_env;
+mod stored_key;
 mod toml_model;
 mod unknown_keys;
 
@@ -65,6 +66,10 @@ pub use resolve::{
 pub use shell_env::{
     CORE_VARS, DEFAULT_EXCLUDES, ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit,
     glob_matches,
+};
+pub use stored_key::{
+    AUTH_FILE, StoredApiKey, StoredKeyError, read_stored_api_key, remove_stored_api_key,
+    store_api_key,
 };
 pub use unknown_keys::ConfigWarning;
 

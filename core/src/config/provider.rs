@@ -102,6 +102,10 @@ pub struct ModelProviderInfo {
     /// variable. On for the built-in `openai` provider.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub requires_openai_auth: bool,
+    /// The key `keel login` stored, for a provider that takes OpenAI's credentials (read
+    /// when the configuration loads; never written to a file from here).
+    #[serde(skip)]
+    pub stored_api_key: Option<super::stored_key::StoredApiKey>,
 }
 
 /// Parts of a base URL that mark an Azure OpenAI endpoint.
@@ -118,7 +122,8 @@ const AZURE_HOST_MARKERS: &[&str] = &[
 pub const CODEX_API_KEY_ENV: &str = "CODEX_API_KEY";
 
 impl ModelProviderInfo {
-    /// The API key from the `env_key` variable, `None` if the provider needs none.
+    /// The API key: for a provider taking OpenAI's credentials `CODEX_API_KEY`, then the key
+    /// `keel login` stored; then the `env_key` variable; `None` if the provider needs none.
     ///
     /// A missing or blank variable is an error naming the variable, the provider and the
     /// provider's `env_key_instructions`.
@@ -127,6 +132,13 @@ impl ModelProviderInfo {
             && let Some(value) = env(CODEX_API_KEY_ENV).filter(|v| !v.trim().is_empty())
         {
             return Ok(Some(value));
+        }
+        if let Some(stored) = self
+            .stored_api_key
+            .as_ref()
+            .filter(|_| self.requires_openai_auth)
+        {
+            return Ok(Some(stored.expose().to_string()));
         }
         let Some(var) = &self.env_key else {
             return Ok(None);

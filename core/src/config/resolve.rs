@@ -547,7 +547,7 @@ fn resolve(
         .or(profile.model_provider)
         .or(model_provider)
         .unwrap_or_else(|| OPENAI_PROVIDER_ID.to_string());
-    let model_provider = model_providers
+    let mut model_provider = model_providers
         .get(&model_provider_id)
         .cloned()
         .ok_or_else(|| ConfigError::UnknownProvider {
@@ -555,6 +555,16 @@ fn resolve(
             known: model_providers.keys().cloned().collect(),
             path: path.to_path_buf(),
         })?;
+    if model_provider.requires_openai_auth {
+        model_provider.stored_api_key =
+            super::stored_key::read_stored_api_key(keel_home).map_err(|err| {
+                ConfigError::InvalidValue {
+                    origin: ConfigOrigin::File(keel_home.join(super::stored_key::AUTH_FILE)),
+                    key: "OPENAI_API_KEY".to_string(),
+                    message: err.to_string(),
+                }
+            })?;
+    }
 
     let cwd = match overrides.cwd {
         Some(cwd) => env.process_cwd.join(cwd),

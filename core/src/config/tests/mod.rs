@@ -236,6 +236,7 @@ fn full_codex_style_file() -> TestResult {
         stream_idle_timeout_ms: Some(60_000),
         chat_reasoning_field: None,
         requires_openai_auth: false,
+        stored_api_key: None,
     };
     let local = ModelProviderInfo {
         name: "local".to_string(),

@@ -54,6 +54,7 @@ fn known_key_lists_match_the_file_model() {
         stream_idle_timeout_ms: Some(1),
         chat_reasoning_field: Some("r".into()),
         requires_openai_auth: true,
+        stored_api_key: None,
     };
     assert_eq!(field_names(&provider), sorted(PROVIDER_KEYS));
 }
