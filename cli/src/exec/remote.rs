@@ -10,8 +10,10 @@ use keel_app_server::RemoteAppServerClient;
 use keel_exec_server::{BearerToken, token_may_go_to};
 use keel_protocol::app_server::ClientInfo;
 
+use super::args::ExecArgs;
 use super::drive::{TurnRequest, drive};
-use super::{ExecArgs, TurnInput, checked_cwd, output_of, session, thread_overrides, turn_input};
+use super::inputs::{TurnInput, checked_cwd, output_of, thread_overrides, turn_input};
+use super::session;
 use crate::failure::usage;
 
 /// Runs `keel exec` against the app-server at `url`.
