@@ -125,6 +125,7 @@ pub async fn run_main(
         // What Codex's app-server records, whatever the client: its TUI's default listing
         // (interactive threads) shows them.
         session_source: SessionSource::Vscode,
+        deliver_queued_messages: true,
     }));
     state.follow_spawned_threads();
     match args.listen {

@@ -43,6 +43,9 @@ pub struct ServerConfig {
     /// Recorded as the source of the threads clients start (Codex's app-server records
     /// `vscode`, `exec` records `exec`), which `thread/list` filters on.
     pub session_source: SessionSource,
+    /// Whether a loaded thread runs its queued messages (`thread/queue/*`) when idle: on for
+    /// a server, off for `keel exec`, whose own turn is the one it came for.
+    pub deliver_queued_messages: bool,
 }
 
 /// Shared by all connections.
@@ -59,6 +62,8 @@ pub(crate) struct AppState {
     thread_index: tokio::sync::OnceCell<Option<Arc<keel_core::ThreadIndex>>>,
     /// Environments clients added (`environment/add`).
     pub(crate) environments: crate::handlers::AddedEnvironments,
+    /// Messages queued for threads (`thread/queue/*`), opened on first use.
+    thread_queue: tokio::sync::OnceCell<Arc<keel_core::ThreadQueue>>,
 }
 
 impl AppState {
@@ -81,6 +86,7 @@ impl AppState {
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             thread_index: tokio::sync::OnceCell::new(),
+            thread_queue: tokio::sync::OnceCell::new(),
             environments: Default::default(),
         }
     }
@@ -137,6 +143,28 @@ impl AppState {
             })
             .await
             .clone()
+    }
+
+    /// The home's queued messages (opened on first use).
+    pub(crate) async fn thread_queue(&self) -> Result<Arc<keel_core::ThreadQueue>> {
+        self.thread_queue
+            .get_or_try_init(|| async {
+                let home = self.config.keel_home.clone();
+                tokio::task::spawn_blocking(move || keel_core::ThreadQueue::open(&home))
+                    .await
+                    .map_err(|err| AppServerError::Internal(format!("thread queue: {err}")))?
+                    .map(Arc::new)
+                    .map_err(|err| AppServerError::Internal(err.to_string()))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Tells a loaded thread's followers and queue runner that its queue changed.
+    pub(crate) async fn queue_changed(&self, id: ConversationId) {
+        if let Some(thread) = self.loaded(id).await {
+            thread.notify_queue_changed().await;
+        }
     }
 
     /// Resolves the configuration for a thread with a client's overrides; under the
@@ -257,6 +285,17 @@ impl AppState {
         }
         thread.subscribe(connection);
         self.threads.lock().await.insert(thread.id, thread.clone());
+        if self.config.deliver_queued_messages && !ephemeral {
+            match self.thread_queue().await {
+                Ok(queue) => {
+                    tokio::spawn(crate::threads::queue_runner::deliver_queued(
+                        thread.clone(),
+                        queue,
+                    ));
+                }
+                Err(err) => tracing::warn!("queued messages will not be delivered: {err}"),
+            }
+        }
         thread
     }
 

@@ -12,6 +12,7 @@ mod login;
 mod mcp_config;
 mod mcp_server;
 mod provider_models;
+mod queue;
 mod review;
 mod sandbox;
 mod servers;
@@ -80,6 +81,9 @@ enum Command {
     Login(login::LoginArgs),
     /// Remove the stored API key.
     Logout,
+    /// Keep a message for a recorded thread, delivered as its next turn when it is idle;
+    /// `--resume` resumes the thread and runs what is queued.
+    Queue(queue::QueueArgs),
     /// Print a shell completion script.
     Completion {
         /// The shell.
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
             Command::Features(command) => features::run(command).await,
             Command::Login(args) => login::login(args).await,
             Command::Logout => login::logout().await,
+            Command::Queue(args) => queue::run(args).await,
             Command::Completion { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "keel", &mut std::io::stdout());
                 Ok(ExitCode::SUCCESS)

@@ -134,6 +134,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
             cli_overrides,
             cwd: process_cwd,
             session_source: keel_protocol::app_server::SessionSource::Exec,
+            deliver_queued_messages: false,
         },
         ClientInfo {
             name: "keel_review".to_string(),

@@ -78,6 +78,8 @@ pub use keel_sandbox as sandbox;
 mod session;
 mod shell_snapshot;
 pub mod skills;
+#[cfg(feature = "thread-index")]
+mod thread_queue;
 mod tls;
 mod tools;
 mod turn_context;
@@ -111,6 +113,8 @@ pub use rollout::{
 };
 #[cfg(feature = "thread-index")]
 pub use rollout::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+#[cfg(feature = "thread-index")]
+pub use thread_queue::{QueuedMessage, THREAD_QUEUE_FILE, ThreadQueue, ThreadQueueError};
 pub use tls::install_tls_provider;
 pub use tools::{
     CommandOutput, DynTool, Tool, ToolApproval, ToolContext, ToolError, ToolInput,

@@ -27,6 +27,7 @@ mod shell_command;
 mod skills;
 mod thread_list;
 mod thread_list_filter;
+mod thread_queue;
 mod threads;
 mod turns;
 
@@ -74,6 +75,12 @@ pub(crate) async fn dispatch(
         ClientRequest::ThreadRead(p) => Reply::now(&threads::read(state, p).await?),
         ClientRequest::ThreadList(p) => Reply::now(&thread_list::list(state, p).await?),
         ClientRequest::ThreadSearch(p) => Reply::now(&thread_list::search(state, p).await?),
+        ClientRequest::ThreadQueueAdd(p) => Reply::now(&thread_queue::add(state, p).await?),
+        ClientRequest::ThreadQueueList(p) => Reply::now(&thread_queue::list(state, p).await?),
+        ClientRequest::ThreadQueueDelete(p) => Reply::now(&thread_queue::delete(state, p).await?),
+        ClientRequest::ThreadQueueReorder(p) => Reply::now(&thread_queue::reorder(state, p).await?),
+        ClientRequest::ThreadQueueUpdate(p) => Reply::now(&thread_queue::update(state, p).await?),
+        ClientRequest::ThreadQueueStart(p) => Reply::now(&thread_queue::start(state, p).await?),
         ClientRequest::ThreadLoadedList(p) => Reply::now(&threads::loaded_list(state, p).await?),
         ClientRequest::ThreadArchive(p) => threads::archive(state, p, outgoing).await,
         ClientRequest::ThreadUnarchive(p) => threads::unarchive(state, p, outgoing).await,

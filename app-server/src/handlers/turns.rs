@@ -212,6 +212,7 @@ mod tests {
             cli_overrides: Vec::new(),
             cwd: workspace.path().to_path_buf(),
             session_source: keel_protocol::app_server::SessionSource::Vscode,
+            deliver_queued_messages: true,
         });
         let queue = Arc::new(crate::delivery::DeliveryQueue::new(16));
         let outgoing = Arc::new(Outgoing::new(queue));

@@ -8,6 +8,7 @@ mod first_answer;
 mod history;
 mod items;
 mod pending_approval;
+pub(crate) mod queue_runner;
 mod settings;
 mod translate;
 mod user_input;
@@ -69,6 +70,8 @@ pub(crate) struct LoadedThread {
     pump: Mutex<Option<JoinHandle<()>>>,
     /// Woken whenever a turn ends.
     turn_ended: tokio::sync::Notify,
+    /// Woken when the thread's queued messages change (see `queue_runner`).
+    queue_wake: tokio::sync::Notify,
     /// Cancelled once the conversation has ended and every event was delivered.
     finished: tokio_util::sync::CancellationToken,
     /// Cancelled once the client that loaded the thread has its answer: the pump holds the
@@ -131,6 +134,7 @@ impl LoadedThread {
             claimed_turn: Mutex::new(None),
             pump: Mutex::new(None),
             turn_ended: tokio::sync::Notify::new(),
+            queue_wake: tokio::sync::Notify::new(),
             finished: tokio_util::sync::CancellationToken::new(),
             answered: tokio_util::sync::CancellationToken::new(),
             has_own_tools: std::sync::atomic::AtomicBool::new(false),

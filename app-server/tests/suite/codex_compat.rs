@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 66);
+    assert_eq!(implemented.len(), 72);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -204,6 +204,28 @@ fn results_match_codex() -> anyhow::Result<()> {
     result("thread/fork", root_schema::<v2::ThreadForkResponse>());
     result("thread/read", root_schema::<v2::ThreadResponse>());
     result("thread/list", root_schema::<v2::ThreadListResponse>());
+    // Codex 0.171's experimental queue.
+    result(
+        "thread/queue/add",
+        root_schema::<v2::ThreadQueueSubmissionResponse>(),
+    );
+    result(
+        "thread/queue/update",
+        root_schema::<v2::ThreadQueueSubmissionResponse>(),
+    );
+    result(
+        "thread/queue/list",
+        root_schema::<v2::ThreadQueueListResponse>(),
+    );
+    result(
+        "thread/queue/delete",
+        root_schema::<v2::ThreadQueueDeleteResponse>(),
+    );
+    result("thread/queue/reorder", root_schema::<v2::EmptyResponse>());
+    result(
+        "thread/queue/start",
+        root_schema::<v2::ThreadQueueStartResponse>(),
+    );
     result(
         "thread/loaded/list",
         root_schema::<v2::ThreadLoadedListResponse>(),

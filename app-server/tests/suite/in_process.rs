@@ -19,6 +19,7 @@ async fn start_client(
             cli_overrides: Vec::new(),
             cwd: workspace.to_path_buf(),
             session_source: keel_protocol::app_server::SessionSource::Vscode,
+            deliver_queued_messages: true,
         },
         ClientInfo {
             name: "test".into(),

@@ -216,7 +216,7 @@ pub async fn drive<C: AppServerClient>(
 
 /// The answer to a server request when nobody is there to ask: questions go unanswered,
 /// MCP questions and approvals are declined, each said on stderr.
-fn unattended_answer(request: ServerRequest) -> serde_json::Value {
+pub(crate) fn unattended_answer(request: ServerRequest) -> serde_json::Value {
     match request {
         ServerRequest::ToolRequestUserInput(asked) => {
             let questions: Vec<&str> = asked

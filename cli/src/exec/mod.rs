@@ -164,6 +164,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             cli_overrides,
             cwd: process_cwd,
             session_source: SessionSource::Exec,
+            deliver_queued_messages: false,
         },
         ClientInfo {
             name: "keel_exec".to_string(),

@@ -56,6 +56,7 @@ pub(crate) async fn local_client() -> anyhow::Result<(InProcessAppServerClient, 
             cwd,
             // Reads and changes records only; a thread it started would be a person's.
             session_source: keel_protocol::app_server::SessionSource::Cli,
+            deliver_queued_messages: false,
         },
         ClientInfo {
             name: "keel_cli".to_string(),

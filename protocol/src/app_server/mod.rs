@@ -24,6 +24,7 @@ mod read_state;
 mod review;
 mod thread;
 mod thread_list;
+mod thread_queue;
 mod thread_revert;
 mod thread_settings;
 mod turn;
@@ -49,6 +50,7 @@ pub use read_state::*;
 pub use review::*;
 pub use thread::*;
 pub use thread_list::*;
+pub use thread_queue::*;
 pub use thread_revert::*;
 pub use thread_settings::*;
 pub use turn::*;
@@ -73,6 +75,18 @@ crate::request_table! {
         ThreadRead("thread/read", ThreadReadParams) -> ThreadReadResponse,
         /// Lists recorded threads, newest first.
         ThreadList("thread/list", ThreadListParams) -> ThreadListResponse,
+        /// Keeps a message for a thread, delivered as its next turn (Codex 0.171, experimental).
+        ThreadQueueAdd("thread/queue/add", ThreadQueueAddParams) -> ThreadQueueSubmissionResponse,
+        /// A thread's queued messages, in delivery order (Codex 0.171, experimental).
+        ThreadQueueList("thread/queue/list", ThreadQueueListParams) -> ThreadQueueListResponse,
+        /// Removes a queued message (Codex 0.171, experimental).
+        ThreadQueueDelete("thread/queue/delete", ThreadQueueDeleteParams) -> ThreadQueueDeleteResponse,
+        /// Puts a thread's queued messages in a new order (Codex 0.171, experimental).
+        ThreadQueueReorder("thread/queue/reorder", ThreadQueueReorderParams) -> EmptyResponse,
+        /// Changes a queued message's input (Codex 0.171, experimental).
+        ThreadQueueUpdate("thread/queue/update", ThreadQueueUpdateParams) -> ThreadQueueSubmissionResponse,
+        /// Runs a queued message now on a loaded idle thread (Codex 0.171, experimental).
+        ThreadQueueStart("thread/queue/start", ThreadQueueStartParams) -> ThreadQueueStartResponse,
         /// Lists the threads loaded in this server.
         ThreadLoadedList("thread/loaded/list", ThreadLoadedListParams) -> ThreadLoadedListResponse,
         /// Archives a thread (moves it out of the list).
@@ -237,6 +251,8 @@ crate::notification_table! {
         ThreadCompacted("thread/compacted", ContextCompactedNotification),
         /// A thread was renamed.
         ThreadNameUpdated("thread/name/updated", ThreadNameUpdatedNotification),
+        /// A thread's queued messages changed (Codex 0.171, experimental).
+        ThreadQueueChanged("thread/queue/changed", ThreadQueueChangedNotification),
         /// Token usage changed.
         ThreadTokenUsageUpdated("thread/tokenUsage/updated", ThreadTokenUsageUpdatedNotification),
         /// A turn started.

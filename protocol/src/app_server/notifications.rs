@@ -292,6 +292,7 @@ impl super::ServerNotification {
             N::ThreadReadStateChanged(n) => &n.thread_id,
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
+            N::ThreadQueueChanged(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,
             N::ThreadEnvironmentConnected(n) | N::ThreadEnvironmentDisconnected(n) => &n.thread_id,
             N::ThreadTokenUsageUpdated(n) => &n.thread_id,
