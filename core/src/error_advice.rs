@@ -6,6 +6,15 @@ use keel_protocol::CodexErrorInfo;
 
 use crate::error::{CoreError, body_error_code, is_quota_code};
 
+/// The safety-policy refusal a provider's error code names (`cyber_policy`, `bio_policy`).
+fn policy(code: &str) -> Option<CodexErrorInfo> {
+    match code {
+        "cyber_policy" => Some(CodexErrorInfo::CyberPolicy),
+        "bio_policy" => Some(CodexErrorInfo::BioPolicy),
+        _ => None,
+    }
+}
+
 impl CoreError {
     /// The kind of failure, for clients that react to it.
     pub fn error_info(&self) -> Option<CodexErrorInfo> {
@@ -20,6 +29,9 @@ impl CoreError {
             },
             Self::HttpStatus { status, body, .. } => {
                 let code = body_error_code(body).unwrap_or_default();
+                if let Some(refused) = policy(&code) {
+                    return Some(refused);
+                }
                 match status {
                     401 | 403 => CodexErrorInfo::Unauthorized,
                     404 if code.contains("model") || body.contains("model") => {
@@ -34,6 +46,7 @@ impl CoreError {
                 }
             }
             Self::ResponseFailed { code, .. } => match code.as_deref() {
+                Some(code) if let Some(refused) = policy(code) => refused,
                 Some(code) if is_quota_code(code) => CodexErrorInfo::UsageLimitExceeded,
                 Some("rate_limit_exceeded") => CodexErrorInfo::RateLimitExceeded,
                 Some("server_is_overloaded" | "overloaded" | "slow_down") => {
@@ -75,6 +88,9 @@ impl CoreError {
                 ),
                 CodexErrorInfo::ModelNotFound => Some(
                     "the provider has no such model: name one it serves with -m or `model` (`keel doctor` lists what it has)",
+                ),
+                CodexErrorInfo::CyberPolicy | CodexErrorInfo::BioPolicy => Some(
+                    "the provider's safety policy refused this request: asking the same again will not help; change the task",
                 ),
                 CodexErrorInfo::ServerOverloaded | CodexErrorInfo::InternalServerError => {
                     Some("the provider is failing: try again later")

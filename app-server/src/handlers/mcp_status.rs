@@ -60,6 +60,7 @@ pub(crate) async fn mcp_server_status_list(
                 resource_templates: server.resource_templates,
                 runtime_status: Some(runtime_status),
                 tools_error,
+                environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
             }
         })
         .collect();

@@ -96,6 +96,7 @@ pub(crate) fn mcp_item_started(begin: &keel_protocol::McpToolCallBeginEvent) -> 
         result: None,
         error: None,
         duration_ms: None,
+        environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
     }))
 }
 
@@ -135,5 +136,6 @@ pub(crate) fn mcp_item_ended(end: &keel_protocol::McpToolCallEndEvent) -> Thread
         result,
         error,
         duration_ms: Some(i64::try_from(end.duration.as_millis()).unwrap_or(i64::MAX)),
+        environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
     }))
 }

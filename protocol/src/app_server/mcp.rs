@@ -60,6 +60,10 @@ pub struct McpToolCallItem {
     /// How long the call took, once ended.
     #[serde(default)]
     pub duration_ms: Option<i64>,
+    /// The environment the MCP server runs in (Codex 0.171; Keel's run where the server
+    /// does: `local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
 }
 
 /// Params of `item/mcpToolCall/progress`.
@@ -104,6 +108,10 @@ pub struct McpServerStatusUpdatedNotification {
     /// The thread whose start started it.
     #[serde(default)]
     pub thread_id: Option<String>,
+    /// The environment the MCP server runs in (Codex 0.171; Keel's run where the server
+    /// does: `local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
 }
 
 /// Params of `mcpServer/elicitation/request`: an MCP server asks the user for input.
@@ -123,6 +131,10 @@ pub struct McpServerElicitationRequestParams {
     pub message: String,
     /// The answer's shape (a flat JSON Schema object).
     pub requested_schema: Value,
+    /// The environment the MCP server runs in (Codex 0.171; Keel's run where the server
+    /// does: `local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
 }
 
 /// The user's choice on an elicitation.
@@ -193,6 +205,10 @@ pub struct McpServerStatus {
     /// Why its tools could not be listed: it did not start (Codex 0.169's field).
     #[serde(default)]
     pub tools_error: Option<String>,
+    /// The environment the MCP server runs in (Codex 0.171; Keel's run where the server
+    /// does: `local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_id: Option<String>,
 }
 
 /// A server's connection state in `mcpServerStatus/list`.

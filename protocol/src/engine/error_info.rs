@@ -28,6 +28,10 @@ pub enum CodexErrorInfo {
     BadRequest,
     /// The sandbox could not run a command.
     SandboxError,
+    /// The provider's safety policy refused the request as a cybersecurity risk (Codex 0.171).
+    CyberPolicy,
+    /// The provider's safety policy refused the request as a biological risk (Codex 0.171).
+    BioPolicy,
     /// The provider could not be reached.
     #[serde(rename_all = "camelCase")]
     HttpConnectionFailed {

@@ -45,6 +45,7 @@ impl Translator {
                         status,
                         error,
                         thread_id: Some(thread_id),
+                        environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
                     },
                 ))]
             }
@@ -61,6 +62,7 @@ impl Translator {
                         .requested_schema
                         .clone()
                         .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+                    environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
                 }),
             }],
             _ => Vec::new(),

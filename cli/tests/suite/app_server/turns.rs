@@ -232,6 +232,18 @@ async fn provider_failures_are_named_and_say_what_to_do() -> anyhow::Result<()> 
             json!("contextWindowExceeded"),
             "start a new thread",
         ),
+        (
+            400,
+            r#"{"error":{"message":"This request was flagged","code":"cyber_policy"}}"#,
+            json!("cyberPolicy"),
+            "safety policy refused",
+        ),
+        (
+            400,
+            r#"{"error":{"message":"This request was flagged","code":"bio_policy"}}"#,
+            json!("bioPolicy"),
+            "safety policy refused",
+        ),
     ];
     for (status, body, kind, step) in cases {
         // Context overflows are compacted and retried once: the retry fails the same way.

@@ -86,6 +86,8 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
     assert_eq!(started["server"], "everything");
     assert_eq!(started["tool"], "trigger-long-running-operation");
     assert_eq!(started["arguments"], json!({"duration": 1, "steps": 2}));
+    // Keel's MCP servers run where the app-server does (Codex 0.171's `environmentId`).
+    assert_eq!(started["environmentId"], "local");
     assert_reference_shape(&started)?;
     let progress = server
         .read_notification("item/mcpToolCall/progress")
@@ -126,6 +128,7 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
         })
         .await?;
     assert_eq!(ready["params"]["threadId"], thread.as_str());
+    assert_eq!(ready["params"]["environmentId"], "local");
     let failed = server
         .read_until("broken failed", |m| {
             m["method"] == "mcpServer/startupStatus/updated"
@@ -144,6 +147,7 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
     let names: Vec<&str> = data.iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(names, ["broken", "everything"]);
     assert_eq!(data[0]["runtimeStatus"], "failed");
+    assert_eq!(data[1]["environmentId"], "local");
     assert!(
         data[0]["toolsError"]
             .as_str()
@@ -311,6 +315,7 @@ async fn an_elicitation_reaches_the_client_and_its_answer_the_server() -> anyhow
     assert_eq!(params["turnId"], turn.as_str());
     assert_eq!(params["serverName"], "everything");
     assert_eq!(params["mode"], "form");
+    assert_eq!(params["environmentId"], "local");
     assert_eq!(
         params["requestedSchema"]["properties"]["name"]["type"],
         "string"
