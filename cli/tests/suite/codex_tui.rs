@@ -1,11 +1,11 @@
-//! The real Codex 0.169 terminal UI (`codex --remote`) driven against `keel app-server` in
+//! The real Codex 0.171 terminal UI (`codex --remote`) driven against `keel app-server` in
 //! tmux: start-up, a command with an approval, an interrupt, a second turn, quit; and the
 //! model and permission pickers, `/new`, and `codex resume --last`. The test
 //! types into the pane and waits for screen content with deadlines, printing the screen when
 //! a wait fails.
 //!
 //! Needs `tmux` and the Codex binary named by `KEEL_CODEX_TUI` (`.ci/run` installs
-//! `@openai/codex@0.169.0` from npm and sets it); without them the test is reported as
+//! `@openai/codex@0.171.0` from npm and sets it); without them the test is reported as
 //! ignored with the reason, and under `CI` it fails.
 
 use std::path::PathBuf;
@@ -362,9 +362,9 @@ pub(super) fn codex_binary() -> anyhow::Result<PathBuf> {
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
         .context(
-            "KEEL_CODEX_TUI is not set; install the Codex 0.169 TUI:\n  \
-             npm install --prefix target/npm @openai/codex@0.169.0\n  \
-             KEEL_CODEX_TUI=$(find $PWD/target/npm -path '*x86_64-unknown-linux-musl/bin/codex' -type f)",
+            "KEEL_CODEX_TUI is not set; install the Codex 0.171 TUI:\n  \
+             npm install --prefix target/npm-codex-0.171.0 @openai/codex@0.171.0\n  \
+             KEEL_CODEX_TUI=$(find $PWD/target/npm-codex-0.171.0 -path '*x86_64-unknown-linux-musl/bin/codex' -type f)",
         )
 }
 
@@ -401,7 +401,7 @@ fn tui_home() -> anyhow::Result<tempfile::TempDir> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -437,7 +437,7 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_sends_its_token_to_a_protected_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -503,7 +503,7 @@ fn conversation_requests(world: &World) -> Vec<CapturedRequest> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -613,7 +613,7 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_shows_and_changes_keel_skills_and_hooks() -> anyhow::Result<()> {
     let codex = codex_binary()?;

@@ -1,4 +1,4 @@
-//! The Codex 0.169 TUI's `/review`, `/goal`, `!cmd` and `/side` on `keel app-server`: the review
+//! The Codex 0.171 TUI's `/review`, `/goal`, `!cmd` and `/side` on `keel app-server`: the review
 //! preset picker, a review of the working tree and its report on screen (it used to end the
 //! TUI: `review/start` was unknown); a goal the model works on by itself until it marks it
 //! complete; the user's shell command, shown and then seen by the model; a side question
@@ -64,7 +64,7 @@ async fn on_thread(tui: &TuiPane, command: &str, marker: &str) -> anyhow::Result
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -113,7 +113,7 @@ async fn the_codex_tui_reviews_uncommitted_changes_on_keel() -> anyhow::Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -160,7 +160,7 @@ async fn the_codex_tui_sets_a_goal_that_keel_works_to_completion() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()> {
     let codex = codex_binary()?;
@@ -199,7 +199,7 @@ async fn the_codex_tui_runs_a_users_shell_command_on_keel() -> anyhow::Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_codex_tui),
-    ignore = "needs KEEL_CODEX_TUI (Codex 0.169 from npm) and tmux (.ci/run installs both)"
+    ignore = "needs KEEL_CODEX_TUI (Codex 0.171 from npm) and tmux (.ci/run installs both)"
 )]
 async fn the_codex_tui_asks_a_side_question_that_leaves_the_main_thread_alone() -> anyhow::Result<()>
 {

@@ -60,7 +60,7 @@ pub struct InitializedNotification {}
 /// The Codex release whose app-server protocol Keel speaks. It leads `userAgent`'s version,
 /// where Codex clients compare it with their own (an older one makes the TUI warn that the
 /// server is out of date); Keel's own version follows in the parentheses.
-pub const CODEX_PROTOCOL_VERSION: &str = "0.169.0";
+pub const CODEX_PROTOCOL_VERSION: &str = "0.171.0";
 
 /// The `userAgent` Keel answers `initialize` with:
 /// `keel/<Codex protocol version> (<os>; <arch>; keel <Keel version>) <client>/<client version>`.

@@ -21,7 +21,7 @@ async fn handshake_rules() -> anyhow::Result<()> {
     // The Codex protocol version leads (the TUI compares it with its own, so no false
     // "older than your CLI" notice); Keel's own version stays visible.
     let agent = init["userAgent"].as_str().unwrap_or_default();
-    assert!(agent.starts_with("keel/0.169.0 ("), "{init}");
+    assert!(agent.starts_with("keel/0.171.0 ("), "{init}");
     assert!(
         agent.contains(&format!("keel {}", env!("CARGO_PKG_VERSION"))),
         "{init}"
