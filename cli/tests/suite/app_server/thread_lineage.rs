@@ -243,7 +243,13 @@ async fn thread_list_shows_each_thread_its_own_agents_and_interactive_threads_by
     assert_eq!(list(&mut server, json!({"sectionId": "abc"})).await?, empty);
     let unsectioned = json!({"sectionId": null, "sortKey": "section_position"});
     assert_eq!(list(&mut server, unsectioned).await?.len(), 2);
-    let with = json!({"currentAccountOnly": true, "useStateDbOnly": true, "originators": []});
+    let with = json!({
+        "currentAccountOnly": true,
+        "useStateDbOnly": true,
+        "originators": [],
+        "includeAttachedThreads": true,
+        "projectId": null
+    });
     assert_eq!(list(&mut server, with).await?.len(), 2);
     let attached = json!({"attachedToThreadId": parent});
     assert_eq!(list(&mut server, attached).await?, empty);
