@@ -61,6 +61,16 @@ pub enum ThreadQueueError {
     NotAPermutation,
 }
 
+/// The columns a message is read back from, in [`Row`]'s order.
+const MESSAGE_COLUMNS: &str = "id, client_user_message_id, input, metadata";
+
+/// A message's columns as stored: id, client id, input and metadata (JSON).
+type Row = (String, String, String, Option<String>);
+
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+}
+
 /// The queues of one Keel home.
 pub struct ThreadQueue {
     path: PathBuf,
@@ -151,10 +161,10 @@ impl ThreadQueue {
     ) -> Result<Vec<QueuedMessage>, ThreadQueueError> {
         let db = self.lock();
         let mut statement = db
-            .prepare_cached(
-                "SELECT id, client_user_message_id, input, metadata FROM queued
-                 WHERE thread_id = ?1 ORDER BY position LIMIT ?2 OFFSET ?3",
-            )
+            .prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM queued
+                 WHERE thread_id = ?1 ORDER BY position LIMIT ?2 OFFSET ?3"
+            ))
             .map_err(|err| self.fail(err))?;
         let rows = statement
             .query_map(
@@ -163,20 +173,12 @@ impl ThreadQueue {
                     i64::try_from(limit).unwrap_or(i64::MAX),
                     i64::try_from(offset).unwrap_or(i64::MAX)
                 ],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                    ))
-                },
+                read_row,
             )
             .map_err(|err| self.fail(err))?;
         let mut found = Vec::new();
         for row in rows {
-            let (id, client_id, input, metadata) = row.map_err(|err| self.fail(err))?;
-            found.push(self.decode(id, client_id, &input, metadata.as_deref())?);
+            found.push(self.decode(row.map_err(|err| self.fail(err))?)?);
         }
         Ok(found)
     }
@@ -278,29 +280,23 @@ impl ThreadQueue {
             .map_err(|err| self.fail(err))?;
         let row = tx
             .query_row(
-                "SELECT id, client_user_message_id, input, metadata FROM queued
-                 WHERE thread_id = ?1 AND (?2 IS NULL OR id = ?2)
-                 ORDER BY position LIMIT 1",
+                &format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM queued
+                     WHERE thread_id = ?1 AND (?2 IS NULL OR id = ?2)
+                     ORDER BY position LIMIT 1"
+                ),
                 params![thread.to_string(), id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                    ))
-                },
+                read_row,
             )
             .optional()
             .map_err(|err| self.fail(err))?;
-        let Some((id, client_id, input, metadata)) = row else {
+        let Some(row) = row else {
             return Ok(None);
         };
-        tx.execute("DELETE FROM queued WHERE id = ?1", params![id])
+        tx.execute("DELETE FROM queued WHERE id = ?1", params![row.0])
             .map_err(|err| self.fail(err))?;
         tx.commit().map_err(|err| self.fail(err))?;
-        self.decode(id, client_id, &input, metadata.as_deref())
-            .map(Some)
+        self.decode(row).map(Some)
     }
 
     fn find(
@@ -311,25 +307,14 @@ impl ThreadQueue {
         let db = self.lock();
         let row = db
             .query_row(
-                "SELECT id, client_user_message_id, input, metadata FROM queued
-                 WHERE thread_id = ?1 AND id = ?2",
+                &format!("SELECT {MESSAGE_COLUMNS} FROM queued WHERE thread_id = ?1 AND id = ?2"),
                 params![thread.to_string(), id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, Option<String>>(3)?,
-                    ))
-                },
+                read_row,
             )
             .optional()
             .map_err(|err| self.fail(err))?;
         drop(db);
-        row.map(|(id, client_id, input, metadata)| {
-            self.decode(id, client_id, &input, metadata.as_deref())
-        })
-        .transpose()
+        row.map(|row| self.decode(row)).transpose()
     }
 
     fn encode(
@@ -350,22 +335,18 @@ impl ThreadQueue {
         Ok((input, metadata))
     }
 
-    fn decode(
-        &self,
-        id: String,
-        client_user_message_id: String,
-        input: &str,
-        metadata: Option<&str>,
-    ) -> Result<QueuedMessage, ThreadQueueError> {
+    fn decode(&self, row: Row) -> Result<QueuedMessage, ThreadQueueError> {
+        let (id, client_user_message_id, input, metadata) = row;
         let unreadable = |err: serde_json::Error| ThreadQueueError::Unreadable {
             path: self.path.clone(),
             message: err.to_string(),
         };
         Ok(QueuedMessage {
             id,
-            input: serde_json::from_str(input).map_err(unreadable)?,
+            input: serde_json::from_str(&input).map_err(unreadable)?,
             client_user_message_id,
             metadata: metadata
+                .as_deref()
                 .map(serde_json::from_str)
                 .transpose()
                 .map_err(unreadable)?,

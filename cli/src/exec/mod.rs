@@ -13,6 +13,7 @@ mod args;
 pub(crate) mod drive;
 mod inputs;
 mod jsonl;
+mod one_turn;
 mod oss;
 mod outcome;
 pub(crate) mod remote;
@@ -30,9 +31,8 @@ use keel_protocol::app_server::{ClientInfo, SessionSource, ThreadOverrides};
 use crate::failure::usage;
 pub(crate) use args::Color;
 pub use args::{EXEC_AFTER_HELP, ExecArgs, LocalProvider};
-use drive::{TurnRequest, drive};
-use inputs::{TurnInput, checked_dir, output_of, thread_overrides, turn_input};
 pub(crate) use inputs::{checked_cwd, colored, read_prompt};
+use inputs::{checked_dir, thread_overrides, turn_input};
 
 /// The model `--oss` runs when `-m` names none (Codex's default).
 const DEFAULT_OSS_MODEL: &str = "gpt-oss:20b";
@@ -94,7 +94,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => checked_cwd(dir)?,
         None => process_cwd.clone(),
     };
-    let mut overrides = thread_overrides(&args, model, &cwd);
+    let overrides = thread_overrides(&args, model, &cwd);
     let mut config = check_config(&home, &cli_overrides, &overrides, args.strict_config)?;
     let add_dirs = args
         .add_dirs
@@ -128,11 +128,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // Everything the turn needs is read and checked before anything starts.
-    let TurnInput {
-        session,
-        input,
-        output_schema,
-    } = turn_input(&args)?;
+    let turn = turn_input(&args)?;
     if let Some(local) = local {
         oss::check_local_server(&config, local).await?;
         // The built-in local provider speaks Chat; an Ollama that serves Responses gets
@@ -175,30 +171,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         EventDelivery::WaitForConsumer,
     )
     .await?;
-    let thread = match session {
-        None => session::start(&client, overrides, args.ephemeral).await?,
-        Some(target) => {
-            if args.cwd.is_none() {
-                overrides.cwd = None;
-            }
-            target
-                .open(&client, &home, &cwd, overrides, args.ephemeral)
-                .await?
-        }
-    };
-    drive(
-        &client,
-        TurnRequest {
-            thread,
-            input,
-            review: None,
-            output_schema,
-            last_message_file: args.output_last_message.as_deref(),
-            warnings: config.warnings.iter().map(ToString::to_string).collect(),
-        },
-        output_of(&args),
-    )
-    .await
+    let warnings = config.warnings.iter().map(ToString::to_string).collect();
+    one_turn::run_one_turn(&client, &args, turn, overrides, &home, &cwd, warnings).await
 }
 
 /// Loads the configuration the thread will run with, before anything starts: a bad file,

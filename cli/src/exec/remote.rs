@@ -3,6 +3,7 @@
 //! command line would change locally (`-c`, profiles, local providers, extra writable
 //! directories) is refused rather than silently ignored.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -11,9 +12,8 @@ use keel_exec_server::{BearerToken, token_may_go_to};
 use keel_protocol::app_server::ClientInfo;
 
 use super::args::ExecArgs;
-use super::drive::{TurnRequest, drive};
-use super::inputs::{TurnInput, checked_cwd, output_of, thread_overrides, turn_input};
-use super::session;
+use super::inputs::{checked_cwd, thread_overrides, turn_input};
+use super::one_turn::run_one_turn;
 use crate::failure::usage;
 
 /// Runs `keel exec` against the app-server at `url`.
@@ -52,42 +52,17 @@ pub(super) async fn run(args: &ExecArgs, url: &str) -> anyhow::Result<ExitCode> 
         Some(dir) => checked_cwd(dir)?,
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let mut overrides = thread_overrides(args, args.model.clone(), &cwd);
-    if args.session.is_some() && args.cwd.is_none() {
-        // A resumed or forked thread keeps its own directory unless `-C` moves it.
-        overrides.cwd = None;
-    }
-    let TurnInput {
-        session,
-        input,
-        output_schema,
-    } = turn_input(args)?;
+    let overrides = thread_overrides(args, args.model.clone(), &cwd);
+    let turn = turn_input(args)?;
     let client = connect(url, args.remote_auth_token_env.as_deref(), "keel_exec").await?;
-    let thread = match session {
-        None => session::start(&client, overrides, args.ephemeral).await?,
-        Some(target) => {
-            target
-                .open(
-                    &client,
-                    std::path::Path::new(url),
-                    &cwd,
-                    overrides,
-                    args.ephemeral,
-                )
-                .await?
-        }
-    };
-    drive(
+    run_one_turn(
         &client,
-        TurnRequest {
-            thread,
-            input,
-            review: None,
-            output_schema,
-            last_message_file: args.output_last_message.as_deref(),
-            warnings: Vec::new(),
-        },
-        output_of(args),
+        args,
+        turn,
+        overrides,
+        Path::new(url),
+        &cwd,
+        Vec::new(),
     )
     .await
 }

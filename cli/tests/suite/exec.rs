@@ -23,12 +23,28 @@ pub(crate) async fn keel_exec(
     args: &[&str],
     stdin: Option<&str>,
 ) -> anyhow::Result<Output> {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .arg("exec")
+    let mut full = vec!["exec"];
+    full.extend_from_slice(args);
+    keel(home, cwd, &full, &[], stdin).await
+}
+
+/// `keel ARGS` in `cwd` with `KEEL_HOME=home`, no API key variables but those in `env`, and
+/// `stdin` piped in (or none).
+pub(crate) async fn keel(
+    home: &Path,
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> anyhow::Result<Output> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"));
+    command
         .args(args)
         .current_dir(cwd)
         .env("KEEL_HOME", home)
         .env_remove("RUST_LOG")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CODEX_API_KEY")
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -36,14 +52,17 @@ pub(crate) async fn keel_exec(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn()?;
     if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
         pipe.write_all(text.as_bytes()).await?;
     }
     let output = tokio::time::timeout(WAIT, child.wait_with_output())
         .await
-        .context("keel exec did not finish")??;
+        .context("keel did not finish")??;
     Ok(Output {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -3,10 +3,6 @@
 //! only change a local run is refused, and a token never goes over plain `ws://` to another
 //! host.
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use anyhow::Context;
 use keel_test_support::{
     JsonLinesProcess, MockModelServer, ProcessBuilder, Script, Turn, assistant_message,
     write_config,
@@ -14,43 +10,18 @@ use keel_test_support::{
 
 use super::exec::Output;
 
-const WAIT: Duration = Duration::from_secs(60);
-
 /// `keel exec ARGS` with an empty home of its own (so nothing local configures the turn) and
 /// the server's token in `KEEL_TEST_TOKEN`.
 async fn exec(cwd: &std::path::Path, args: &[&str], token: &str) -> anyhow::Result<Output> {
-    keel(cwd, "exec", args, token).await
+    let mut full = vec!["exec"];
+    full.extend_from_slice(args);
+    keel(cwd, &full, token).await
 }
 
-/// `keel COMMAND ARGS`, as [`exec`] runs it.
-async fn keel(
-    cwd: &std::path::Path,
-    command: &str,
-    args: &[&str],
-    token: &str,
-) -> anyhow::Result<Output> {
+/// `keel ARGS`, as [`exec`] runs it.
+async fn keel(cwd: &std::path::Path, args: &[&str], token: &str) -> anyhow::Result<Output> {
     let home = tempfile::tempdir()?;
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .arg(command)
-        .args(args)
-        .current_dir(cwd)
-        .env("KEEL_HOME", home.path())
-        .env("KEEL_TEST_TOKEN", token)
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let output = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .context("keel exec did not finish")??;
-    Ok(Output {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    })
+    super::exec::keel(home.path(), cwd, args, &[("KEEL_TEST_TOKEN", token)], None).await
 }
 
 /// A mock, a home configured for it, and an app-server on it that wants a capability token.
@@ -148,7 +119,9 @@ async fn a_turn_runs_on_a_token_protected_app_server() -> anyhow::Result<()> {
     let mut review = vec!["--remote", remote.url.as_str()];
     review.extend(token);
     review.push("look at the naming");
-    let out = keel(ws.path(), "review", &review, "s3cret-token").await?;
+    let mut review_command = vec!["review"];
+    review_command.extend(review);
+    let out = keel(ws.path(), &review_command, "s3cret-token").await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(
         out.stdout.trim(),

@@ -2,18 +2,11 @@
 //! read from stdin and kept 0600 in the home's `auth.json`; the model is then sent
 //! `CODEX_API_KEY` first, the stored key next, `OPENAI_API_KEY` last.
 
+use keel_test_support::{MockModelServer, Turn, assistant_message, write_config};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
-
-use anyhow::Context;
-use keel_test_support::{MockModelServer, Turn, assistant_message, write_config};
-use tokio::io::AsyncWriteExt;
 
 use super::exec::Output;
-
-const WAIT: Duration = Duration::from_secs(60);
 
 /// `keel ARGS` in `home`, with `env` set (and no API key variable but those), `stdin` piped in.
 async fn keel(
@@ -22,33 +15,7 @@ async fn keel(
     env: &[(&str, &str)],
     stdin: &str,
 ) -> anyhow::Result<Output> {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"));
-    command
-        .args(args)
-        .current_dir(home)
-        .env("KEEL_HOME", home)
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("CODEX_API_KEY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let mut child = command.spawn()?;
-    if let Some(mut pipe) = child.stdin.take() {
-        pipe.write_all(stdin.as_bytes()).await?;
-    }
-    let output = tokio::time::timeout(WAIT, child.wait_with_output())
-        .await
-        .context("keel did not finish")??;
-    Ok(Output {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    })
+    super::exec::keel(home, home, args, env, Some(stdin)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
