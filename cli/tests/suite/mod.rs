@@ -3,6 +3,7 @@ mod app_server;
 mod chat_streams;
 mod codex_sdk;
 mod codex_tui;
+mod codex_tui_agents;
 mod codex_tui_commands;
 mod compaction;
 mod context_window_discovery;
