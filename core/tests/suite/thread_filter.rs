@@ -1,6 +1,7 @@
 //! `thread/list`'s two ways of answering agree: the thread index's query and the filter applied
 //! to every rollout's summary (what a server without a usable index does) give the same
-//! threads in the same order, page after page, for every filter.
+//! threads in the same order, page after page, for every filter; and an index copied with its
+//! home answers for the copy.
 
 use std::path::Path;
 
@@ -176,5 +177,39 @@ async fn the_index_and_the_rollouts_list_the_same_threads() -> anyhow::Result<()
     assert!(exec_and_agents.concat().contains(&id(7)));
     let (ids, _) = both_ways(&index, &all, &filters[0])?;
     assert_eq!(ids.concat().len(), 40);
+    Ok(())
+}
+
+/// A home copied elsewhere with its index lists each thread once, from the copy: the index
+/// notices it was built for another home and builds itself again.
+#[tokio::test]
+async fn an_index_copied_with_its_home_lists_each_thread_once() -> anyhow::Result<()> {
+    let original = tempfile::tempdir()?;
+    for n in 1..=4 {
+        write_rollout(original.path(), n)?;
+    }
+    let listed = ThreadIndex::open(original.path())?.list(&ThreadFilter {
+        limit: 50,
+        ..ThreadFilter::default()
+    })?;
+    assert_eq!(listed.items.len(), 4);
+
+    let copy = tempfile::tempdir()?;
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", original.path().display()))
+        .arg(copy.path())
+        .status()?;
+    anyhow::ensure!(status.success(), "cp failed");
+    let listed = ThreadIndex::open(copy.path())?.list(&ThreadFilter {
+        limit: 50,
+        ..ThreadFilter::default()
+    })?;
+    assert_eq!(listed.items.len(), 4, "{:?}", listed.items);
+    assert!(
+        listed.items.iter().all(|s| s.path.starts_with(copy.path())),
+        "{:?}",
+        listed.items
+    );
     Ok(())
 }

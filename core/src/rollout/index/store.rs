@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use keel_protocol::app_server::SessionSource;
-use rusqlite::{Connection, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::scan::{self, SEPARATOR};
 use crate::rollout::summary::ConversationSummary;
@@ -22,7 +22,7 @@ pub(crate) fn index_exists(keel_home: &Path) -> bool {
 }
 
 /// Bumped whenever the tables change: an index of another version is rebuilt.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Why the index could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +93,7 @@ impl ThreadIndex {
             // it away.
             Err(err) => return Err(fail(err)),
         };
+        forget_other_homes(&db, keel_home).map_err(fail)?;
         Ok(Self {
             home: keel_home.to_path_buf(),
             path,
@@ -297,6 +298,54 @@ fn is_damaged(err: &rusqlite::Error) -> bool {
     )
 }
 
+/// Empties an index built for another Keel home (one copied or moved here: its rows name the
+/// other home's files, and would list every thread twice), so the next refresh builds it for
+/// this one.
+fn forget_other_homes(db: &Connection, keel_home: &Path) -> rusqlite::Result<()> {
+    let home = keel_home.to_string_lossy().into_owned();
+    let recorded: Option<String> = db
+        .query_row("SELECT value FROM meta WHERE key = 'home'", [], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    if recorded.as_deref() == Some(home.as_str()) {
+        return Ok(());
+    }
+    db.execute_batch("BEGIN IMMEDIATE;")?;
+    // Checked again under the write lock: another process may have just claimed it.
+    let claimed = (|| {
+        let recorded: Option<String> = db
+            .query_row("SELECT value FROM meta WHERE key = 'home'", [], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if recorded.is_some() && recorded.as_deref() != Some(home.as_str()) {
+            tracing::info!(
+                was = recorded.as_deref().unwrap_or_default(),
+                "the thread index was built for another Keel home; rebuilding it"
+            );
+            db.execute_batch(
+                "DELETE FROM threads; DELETE FROM dirs; DELETE FROM live; DELETE FROM texts;",
+            )?;
+        }
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('home', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![home],
+        )
+        .map(|_| ())
+    })();
+    match claimed {
+        Ok(()) => db.execute_batch("COMMIT;"),
+        Err(err) => {
+            if let Err(rollback) = db.execute_batch("ROLLBACK;") {
+                tracing::debug!("rolling back: {rollback}");
+            }
+            Err(err)
+        }
+    }
+}
+
 /// Opens the database, creating the tables (or rebuilding them for another version).
 fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let db = Connection::open(path)?;
@@ -317,6 +366,7 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
              DROP TABLE IF EXISTS dirs;
              DROP TABLE IF EXISTS live;
              DROP TABLE IF EXISTS texts;
+             DROP TABLE IF EXISTS meta;
              CREATE TABLE threads (
                  rowid INTEGER PRIMARY KEY,
                  path TEXT NOT NULL UNIQUE,
@@ -350,6 +400,7 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
              );
              CREATE INDEX dirs_by_parent ON dirs(parent);
              CREATE TABLE live (path TEXT PRIMARY KEY);
+             CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE VIRTUAL TABLE texts USING fts5(name, body, tokenize = 'trigram');
              PRAGMA user_version = {SCHEMA_VERSION};
              COMMIT;"
