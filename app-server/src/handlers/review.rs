@@ -1,6 +1,6 @@
 //! `review/start`.
 
-use keel_protocol::app_server::{ReviewStartParams, ReviewStartResponse, Turn, TurnStatus};
+use keel_protocol::app_server::{ReviewStartParams, ReviewStartResponse, Turn};
 use keel_protocol::{Op, ReviewRequest, Submission, SubmissionId};
 
 use super::Reply;
@@ -31,15 +31,7 @@ pub(crate) async fn start(state: &AppState, params: ReviewStartParams) -> Result
     })?;
     let claim = Claim::new(thread.clone(), turn_id.clone());
     let response = ReviewStartResponse {
-        turn: Turn {
-            id: turn_id.clone(),
-            items: Vec::new(),
-            status: TurnStatus::InProgress,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
-        },
+        turn: Turn::in_progress(turn_id.clone(), None),
         review_thread_id: params.thread_id,
     };
     let conversation = thread.conversation.clone();

@@ -10,7 +10,7 @@ use keel_protocol::app_server::{
     EmptyResponse, QueuedSubmission, ThreadQueueAddParams, ThreadQueueDeleteParams,
     ThreadQueueDeleteResponse, ThreadQueueListParams, ThreadQueueListResponse,
     ThreadQueueReorderParams, ThreadQueueStartParams, ThreadQueueStartResponse,
-    ThreadQueueSubmissionResponse, ThreadQueueUpdateParams, Turn, TurnStatus,
+    ThreadQueueSubmissionResponse, ThreadQueueUpdateParams, Turn,
 };
 
 use crate::error::{AppServerError, Result};
@@ -167,15 +167,7 @@ pub(crate) async fn start(
     state.queue_changed(id).await;
     crate::threads::queue_runner::submit_claimed_turn(&thread, &turn_id, message.input).await?;
     Ok(ThreadQueueStartResponse {
-        turn: Turn {
-            id: turn_id,
-            items: Vec::new(),
-            status: TurnStatus::InProgress,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
-        },
+        turn: Turn::in_progress(turn_id, None),
     })
 }
 

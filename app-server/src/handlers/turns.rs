@@ -2,7 +2,7 @@
 
 use keel_protocol::app_server::{
     EmptyResponse, ThreadIdParams, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse,
-    TurnStatus, TurnSteerParams, TurnSteerResponse,
+    TurnSteerParams, TurnSteerResponse,
 };
 use keel_protocol::{InputItem, Op, Submission, SubmissionId};
 
@@ -83,15 +83,7 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         .map(|schema| Op::NextTurnOutputSchema { schema });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
     let response = TurnStartResponse {
-        turn: Turn {
-            id: turn_id.clone(),
-            items: Vec::new(),
-            status: TurnStatus::InProgress,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
-        },
+        turn: Turn::in_progress(turn_id.clone(), None),
     };
     let conversation = thread.conversation.clone();
     Reply::then(&response, async move {

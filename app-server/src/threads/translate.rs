@@ -429,15 +429,7 @@ impl Translator {
         });
         Output::notify(ServerNotification::TurnStarted(TurnNotification {
             thread_id: self.thread_id.clone(),
-            turn: Turn {
-                id,
-                items: Vec::new(),
-                status: TurnStatus::InProgress,
-                error: None,
-                started_at: started.started_at,
-                completed_at: None,
-                duration_ms: None,
-            },
+            turn: Turn::in_progress(id, started.started_at),
         }))
     }
 

@@ -305,7 +305,7 @@ impl Drop for TuiPane {
 }
 
 /// The text of a request's input messages.
-fn input_text(request: &CapturedRequest) -> String {
+pub(super) fn input_text(request: &CapturedRequest) -> String {
     request
         .input()
         .iter()

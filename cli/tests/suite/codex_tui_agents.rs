@@ -11,18 +11,7 @@ use keel_test_support::{
 use serde_json::{Value, json};
 
 use super::app_server::common::World;
-use super::codex_tui::{TuiPane, codex_binary, poll_until};
-
-/// The text of a request's input messages.
-fn input_text(request: &CapturedRequest) -> String {
-    request
-        .input()
-        .iter()
-        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
-        .filter_map(|part| part["text"].as_str().map(str::to_string))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use super::codex_tui::{TuiPane, codex_binary, input_text, poll_until};
 
 /// Title turns get a title naming the session (their input quotes the user's prompt); the
 /// sub-agent answers; the delegating prompt spawns it, waits for it and finishes; the unrelated

@@ -59,6 +59,21 @@ pub struct Turn {
     pub duration_ms: Option<u64>,
 }
 
+impl Turn {
+    /// A turn that has just been accepted: running, no items yet, `started_at` when known.
+    pub fn in_progress(id: impl Into<String>, started_at: Option<i64>) -> Self {
+        Self {
+            id: id.into(),
+            items: Vec::new(),
+            status: TurnStatus::InProgress,
+            error: None,
+            started_at,
+            completed_at: None,
+            duration_ms: None,
+        }
+    }
+}
+
 /// Params of `turn/start` (`..Default::default()` keeps a caller building it compiling as
 /// fields are added).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
