@@ -41,6 +41,6 @@ pub use in_process::{
     InProcessEvent,
 };
 pub use remote_client::{RemoteAppServerClient, RemoteConnectError};
-pub use run::{AppServerArgs, AppServerListen, run_main};
+pub use run::{AppServerArgs, AppServerListen, DEFAULT_SOCKET, run_main};
 pub use schema::{app_server_schemas, write_json_schema};
 pub use state::ServerConfig;

@@ -31,7 +31,9 @@ const EVENT_CAPACITY: usize = 4096;
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteConnectError {
     /// The address is not one this client speaks to.
-    #[error("invalid remote address `{0}`; expected `ws://host:port` or `wss://host:port`")]
+    #[error(
+        "invalid remote address `{0}`; expected `ws://host:port`, `wss://host:port` or `unix://PATH`"
+    )]
     Address(String),
     /// The websocket could not be opened (refused, timed out, rejected the token).
     #[error("failed to connect to the app-server at `{url}`: {source}")]
@@ -41,6 +43,14 @@ pub enum RemoteConnectError {
         /// Why.
         #[source]
         source: keel_exec_server::ExecServerError,
+    },
+    /// The unix socket could not be reached, or did not speak websocket.
+    #[error("failed to connect to the app-server at `{url}`: {message}")]
+    Socket {
+        /// Where.
+        url: String,
+        /// Why.
+        message: String,
     },
     /// The server answered `initialize` with an error, or went away before answering.
     #[error("the app-server at `{url}` refused to start a session: {source}")]
@@ -76,14 +86,34 @@ impl Drop for RemoteAppServerClient {
 }
 
 impl RemoteAppServerClient {
-    /// Connects to `url` (`ws://` or `wss://`), sending `token` as a bearer token (refused
-    /// over plain `ws://` to a host other than this one), and performs the handshake.
+    /// Connects to `url` (`ws://`, `wss://`, or `unix://PATH` for a server listening on a
+    /// unix socket), sending `token` as a bearer token (refused over plain `ws://` to a host
+    /// other than this one), and performs the handshake.
     pub async fn connect(
         url: &str,
         token: Option<&BearerToken>,
         client_info: ClientInfo,
         capabilities: Option<InitializeCapabilities>,
     ) -> Result<Self, RemoteConnectError> {
+        let connect_failed = |source| RemoteConnectError::Connect {
+            url: url.to_string(),
+            source,
+        };
+        if let Some(path) = url.strip_prefix("unix://").filter(|path| !path.is_empty()) {
+            let socket_failed = |message: String| RemoteConnectError::Socket {
+                url: url.to_string(),
+                message,
+            };
+            let socket =
+                tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::UnixStream::connect(path))
+                    .await
+                    .map_err(|_| socket_failed(format!("no answer in {CONNECT_TIMEOUT:?}")))?
+                    .map_err(|err| socket_failed(err.to_string()))?;
+            let (stream, _) = tokio_tungstenite::client_async("ws://localhost/", socket)
+                .await
+                .map_err(|err| socket_failed(format!("websocket handshake: {err}")))?;
+            return Self::over(stream, url, client_info, capabilities).await;
+        }
         if !(url.starts_with("ws://") || url.starts_with("wss://")) {
             return Err(RemoteConnectError::Address(url.to_string()));
         }
@@ -94,10 +124,21 @@ impl RemoteAppServerClient {
             "connecting to the app-server",
         )
         .await
-        .map_err(|source| RemoteConnectError::Connect {
-            url: url.to_string(),
-            source,
-        })?;
+        .map_err(connect_failed)?;
+        Self::over(stream, url, client_info, capabilities).await
+    }
+
+    /// The client over an open websocket: starts its reader and writer and performs the
+    /// handshake.
+    async fn over<S>(
+        stream: tokio_tungstenite::WebSocketStream<S>,
+        url: &str,
+        client_info: ClientInfo,
+        capabilities: Option<InitializeCapabilities>,
+    ) -> Result<Self, RemoteConnectError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let (mut sink, mut stream) = stream.split();
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
         let (events_tx, events) = mpsc::channel(EVENT_CAPACITY);

@@ -75,15 +75,29 @@ pub(crate) async fn connect(
     token_env: Option<&str>,
     name: &str,
 ) -> anyhow::Result<RemoteAppServerClient> {
-    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+    // `unix://` alone is the socket `keel app-server --listen unix://` makes in the home.
+    let url = if url == "unix://" {
+        let home = keel_core::find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
+        format!(
+            "unix://{}",
+            home.join(keel_app_server::DEFAULT_SOCKET).display()
+        )
+    } else {
+        url.to_string()
+    };
+    let url = url.as_str();
+    let unix = url.starts_with("unix://");
+    if !(url.starts_with("ws://") || url.starts_with("wss://") || unix) {
         return Err(usage(format!(
-            "invalid remote address `{url}`; expected `ws://host:port` or `wss://host:port`"
+            "invalid remote address `{url}`; expected `ws://host:port`, `wss://host:port`, \
+             `unix://` or `unix://PATH`"
         )));
     }
     let token = match token_env {
         None => None,
         Some(var) => {
-            if !token_may_go_to(url) {
+            // A unix socket never leaves this machine.
+            if !unix && !token_may_go_to(url) {
                 return Err(usage(
                     "`--remote-auth-token-env` requires a `wss://` or loopback `ws://` remote",
                 ));

@@ -196,3 +196,44 @@ async fn what_only_a_local_run_uses_is_refused_before_connecting() -> anyhow::Re
     );
     Ok(())
 }
+
+/// `--remote unix://PATH` reaches a server listening on a unix socket, and `unix://` alone the
+/// socket `keel app-server --listen unix://` makes in the home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_runs_on_an_app_server_on_a_unix_socket() -> anyhow::Result<()> {
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("over the socket")]),
+        Turn::new([assistant_message("over the home's socket")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["app-server", "--listen", "unix://"])
+        .env("KEEL_HOME", home.path())
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    server
+        .wait_for_stderr_line("the socket", |line| line.contains("listening on unix://"))
+        .await?;
+    let socket = home.path().join("app-server-control/app-server.sock");
+    let ws = tempfile::tempdir()?;
+
+    let url = format!("unix://{}", socket.display());
+    let out = exec(ws.path(), &["--remote", &url, "hi"], "").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "over the socket\n");
+
+    let out = super::exec::keel(
+        home.path(),
+        ws.path(),
+        &["exec", "--remote", "unix://", "again"],
+        &[],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "over the home's socket\n");
+    assert_eq!(mock.requests().len(), 2);
+    Ok(())
+}
