@@ -6,25 +6,24 @@
 //! `item/completed` or an approval request; the engine never waits for it. A consumer started
 //! with [`EventDelivery::WaitForConsumer`] loses nothing: the engine waits for it instead.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use keel_protocol::app_server::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse, ServerNotification,
     ServerRequest, client_request,
 };
 use keel_protocol::{
-    JsonRpcErrorObject, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, MethodTable, RequestId,
-    RpcRequest,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, MethodTable, RequestId, RpcRequest,
 };
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub use crate::client_error::InProcessError;
 use crate::connection::{ConnectionLimits, Incoming, serve};
 use crate::delivery::{DELIVERY_CAPACITY, Delivered, DeliveryQueue, Refused};
 use crate::outgoing::Outgoing;
+use crate::pending_requests::PendingRequests;
 use crate::state::{AppState, ServerConfig};
 
 /// Events buffered for the consumer. Beyond it streaming deltas are dropped (reported as
@@ -71,29 +70,10 @@ pub enum InProcessEvent {
     },
 }
 
-/// Why an in-process request failed.
-#[derive(Debug, thiserror::Error)]
-pub enum InProcessError {
-    /// The server answered with an error (shown as its message: the code is for programs).
-    #[error("{}", .0.message)]
-    Rpc(JsonRpcErrorObject),
-    /// The server has stopped.
-    #[error("the in-process app-server has stopped")]
-    Closed,
-    /// A value could not be converted.
-    #[error("cannot convert a message: {0}")]
-    Serde(#[from] serde_json::Error),
-}
-
-/// Callers waiting for a response, by request id; `None` once responses can no longer arrive.
-type Pending =
-    Arc<Mutex<Option<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>>;
-
 /// A client connected to an app-server running in this process.
 pub struct InProcessAppServerClient {
     tx: mpsc::Sender<Incoming>,
-    next_id: AtomicI64,
-    pending: Pending,
+    pending: Arc<PendingRequests>,
     events: Arc<DeliveryQueue>,
     tasks: Vec<JoinHandle<()>>,
     /// The server's state, for [`Self::shutdown`].
@@ -162,7 +142,7 @@ impl InProcessAppServerClient {
             Arc::new(outgoing),
             ConnectionLimits::default(),
         ));
-        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
+        let pending = Arc::new(PendingRequests::new());
         let router_pending = pending.clone();
         let router_events = events.clone();
         // Drains the connection's queue at once (so responses reach their callers whatever
@@ -184,13 +164,10 @@ impl InProcessAppServerClient {
                 }
             }
             router_events.close();
-            // Callers still waiting for an answer, and any that ask later, get `Closed`
-            // instead of waiting forever.
-            lock(&router_pending).take();
+            router_pending.close();
         });
         let mut client = Self {
             tx,
-            next_id: AtomicI64::new(1),
             pending,
             events,
             tasks: vec![server, router],
@@ -223,12 +200,7 @@ impl InProcessAppServerClient {
         &self,
         params: M::Params,
     ) -> Result<M::Response, InProcessError> {
-        let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        match lock(&self.pending).as_mut() {
-            Some(pending) => pending.insert(id.clone(), tx),
-            None => return Err(InProcessError::Closed),
-        };
+        let (id, answer) = self.pending.register()?;
         let request = JsonRpcRequest {
             id,
             method: M::METHOD.to_string(),
@@ -238,9 +210,7 @@ impl InProcessAppServerClient {
             .send(Incoming::Message(request.into()))
             .await
             .map_err(|_| InProcessError::Closed)?;
-        let result = rx.await.map_err(|_| InProcessError::Closed)?;
-        let value = result.map_err(InProcessError::Rpc)?;
-        Ok(serde_json::from_value(value)?)
+        answer.typed().await
     }
 
     /// The next notification or server request; `None` once the server has stopped (or
@@ -267,44 +237,15 @@ impl InProcessAppServerClient {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Settles responses with their callers; queues everything else for the consumer.
 fn route(
     message: JsonRpcMessage,
-    pending: &Pending,
+    pending: &PendingRequests,
     events: &DeliveryQueue,
 ) -> Result<(), Refused> {
-    match message {
-        JsonRpcMessage::Response(response) => {
-            if let Some(tx) = lock(pending).as_mut().and_then(|p| p.remove(&response.id))
-                && tx.send(Ok(response.result)).is_err()
-            {
-                tracing::debug!("response for a request whose caller went away");
-            }
-            Ok(())
-        }
-        JsonRpcMessage::Error(error) => {
-            match error
-                .id
-                .and_then(|id| lock(pending).as_mut().and_then(|p| p.remove(&id)))
-            {
-                Some(tx) => {
-                    if tx.send(Err(error.error)).is_err() {
-                        tracing::debug!("error for a request whose caller went away");
-                    }
-                }
-                None => tracing::warn!("server error without a pending request: {}", error.error),
-            }
-            Ok(())
-        }
-        event @ (JsonRpcMessage::Notification(_) | JsonRpcMessage::Request(_)) => {
-            events.push(event)
-        }
+    match pending.settle(message) {
+        Some(event) => events.push(event),
+        None => Ok(()),
     }
 }
 

@@ -19,12 +19,14 @@
 
 mod ceiling;
 mod client_api;
+mod client_error;
 mod connection;
 mod delivery;
 mod error;
 mod handlers;
 mod in_process;
 mod outgoing;
+mod pending_requests;
 mod read_state;
 mod remote_client;
 mod run;

@@ -1,9 +1,7 @@
 //! A client of an app-server in another process, over a websocket (`keel exec --remote`):
 //! the same typed requests and events as the in-process client, so a frontend drives either.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -12,14 +10,14 @@ use keel_protocol::app_server::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse, client_request,
 };
 use keel_protocol::{
-    JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse,
-    RequestId, RpcRequest,
+    JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId, RpcRequest,
 };
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::in_process::{InProcessError, InProcessEvent, typed_event};
+use crate::pending_requests::PendingRequests;
 
 /// Longest the websocket handshake may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -63,15 +61,11 @@ pub enum RemoteConnectError {
     },
 }
 
-type Pending =
-    Arc<Mutex<Option<HashMap<RequestId, oneshot::Sender<Result<Value, JsonRpcErrorObject>>>>>>;
-
 /// A client connected to an app-server over a websocket.
 pub struct RemoteAppServerClient {
     outgoing: mpsc::UnboundedSender<Message>,
     events: tokio::sync::Mutex<mpsc::Receiver<InProcessEvent>>,
-    pending: Pending,
-    next_id: AtomicI64,
+    pending: Arc<PendingRequests>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// What `initialize` answered.
     pub initialize: InitializeResponse,
@@ -142,7 +136,7 @@ impl RemoteAppServerClient {
         let (mut sink, mut stream) = stream.split();
         let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<Message>();
         let (events_tx, events) = mpsc::channel(EVENT_CAPACITY);
-        let pending: Pending = Arc::new(Mutex::new(Some(HashMap::new())));
+        let pending = Arc::new(PendingRequests::new());
         let writer = tokio::spawn(async move {
             while let Some(message) = outgoing_rx.recv().await {
                 if let Err(err) = sink.send(message).await {
@@ -176,20 +170,18 @@ impl RemoteAppServerClient {
                         continue;
                     }
                 };
-                if let Some(event) = settle(message, &reader_pending)
+                if let Some(event) = reader_pending.settle(message).and_then(typed_event)
                     && events_tx.send(event).await.is_err()
                 {
                     break;
                 }
             }
-            // Callers still waiting get `Closed` instead of waiting forever.
-            lock(&reader_pending).take();
+            reader_pending.close();
         });
         let mut client = Self {
             outgoing,
             events: tokio::sync::Mutex::new(events),
             pending,
-            next_id: AtomicI64::new(1),
             tasks: vec![writer, reader],
             initialize: InitializeResponse {
                 user_agent: String::new(),
@@ -229,12 +221,7 @@ impl RemoteAppServerClient {
         &self,
         params: M::Params,
     ) -> Result<M::Response, InProcessError> {
-        let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        match lock(&self.pending).as_mut() {
-            Some(pending) => pending.insert(id.clone(), tx),
-            None => return Err(InProcessError::Closed),
-        };
+        let (id, answer) = self.pending.register()?;
         self.send(
             JsonRpcRequest {
                 id,
@@ -243,11 +230,7 @@ impl RemoteAppServerClient {
             }
             .into(),
         )?;
-        let value = rx
-            .await
-            .map_err(|_| InProcessError::Closed)?
-            .map_err(InProcessError::Rpc)?;
-        Ok(serde_json::from_value(value)?)
+        answer.typed().await
     }
 
     /// The next notification or server request; `None` once the connection is closed.
@@ -300,35 +283,4 @@ impl RemoteAppServerClient {
     fn respond_now(&self, id: RequestId, result: Value) -> Result<(), InProcessError> {
         self.send(JsonRpcResponse { id, result }.into())
     }
-}
-
-/// Hands a response to its caller; anything else becomes an event.
-fn settle(message: JsonRpcMessage, pending: &Pending) -> Option<InProcessEvent> {
-    match message {
-        JsonRpcMessage::Response(response) => {
-            if let Some(tx) = lock(pending).as_mut().and_then(|p| p.remove(&response.id)) {
-                let _ = tx.send(Ok(response.result));
-            }
-            None
-        }
-        JsonRpcMessage::Error(error) => {
-            match error
-                .id
-                .and_then(|id| lock(pending).as_mut().and_then(|p| p.remove(&id)))
-            {
-                Some(tx) => {
-                    let _ = tx.send(Err(error.error));
-                }
-                None => tracing::warn!("error from the app-server: {}", error.error.message),
-            }
-            None
-        }
-        other => typed_event(other),
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
