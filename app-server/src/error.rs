@@ -54,6 +54,14 @@ pub enum AppServerError {
     /// The transport could not be set up.
     #[error("{0}")]
     Transport(String),
+    /// The request cannot be carried out, with the structured reason Codex clients branch on.
+    #[error("{message}")]
+    Refused {
+        /// What is wrong, for a person.
+        message: String,
+        /// The reason, for a program (`{"type": …}` or `{"config_write_error_code": …}`).
+        data: serde_json::Value,
+    },
     /// A read-state update was made from a stale view: the state moved on since.
     #[error("read state changed")]
     ReadStateConflict(keel_protocol::app_server::ThreadReadState),
@@ -72,6 +80,7 @@ impl AppServerError {
             Self::NotInitialized
             | Self::AlreadyInitialized
             | Self::InvalidRequest(_)
+            | Self::Refused { .. }
             | Self::ReadStateConflict(_) => INVALID_REQUEST,
             Self::Overloaded => SERVER_OVERLOADED,
             Self::Config(_) | Self::Core(keel_core::CoreError::InvalidTool(_)) => INVALID_PARAMS,
@@ -85,6 +94,10 @@ impl AppServerError {
             // Codex clients branch on this member.
             Self::ConfigWrite(err) => JsonRpcErrorObject {
                 data: Some(serde_json::json!({ "config_write_error_code": err.code() })),
+                ..error
+            },
+            Self::Refused { data, .. } => JsonRpcErrorObject {
+                data: Some(data.clone()),
                 ..error
             },
             // The current state, so the client can show it and retry.

@@ -520,7 +520,7 @@ fn thread_settings(config: &Config) -> ThreadSettings {
         approval_policy: config.approval_policy,
         approvals_reviewer: Default::default(),
         sandbox: config.sandbox_policy.clone().into(),
-        reasoning_effort: config.model_reasoning_effort,
+        reasoning_effort: config.model_reasoning_effort.clone(),
     }
 }
 

@@ -99,6 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         chat_reasoning_field: None,
         reasoning_override: None,
         stream_idle_timeout: Duration::from_secs(300),
+        catalog: keel_core::model_catalog::ModelCatalog::builtin(),
     });
     let prompt = Prompt {
         output_schema: None,

@@ -435,7 +435,8 @@ impl ManagerShared {
     /// embedder's own backend). Asked once per endpoint and model.
     async fn with_discovered_context_window(&self, mut config: Config) -> Config {
         let unknown = config.model_context_window.is_none()
-            && crate::model_family::known_context_window(&config.model).is_none();
+            && crate::model_family::known_context_window(&config.model_catalog, &config.model)
+                .is_none();
         if !unknown || config.model_provider.requires_openai_auth || self.model.provider.is_some() {
             return config;
         }
@@ -652,7 +653,7 @@ impl ManagerShared {
             approval_policy: config.approval_policy,
             sandbox_policy: config.sandbox_policy.clone(),
             cwd: config.cwd.clone(),
-            reasoning_effort: config.model_reasoning_effort,
+            reasoning_effort: config.model_reasoning_effort.clone(),
             history_log_id: 0,
             history_entry_count: 0,
             initial_messages: None,

@@ -65,6 +65,7 @@ mod mcp;
 mod mcp;
 #[cfg(feature = "mcp")]
 pub use mcp::{McpError, McpServerState};
+pub mod model_catalog;
 mod model_family;
 mod models;
 mod permissions_message;

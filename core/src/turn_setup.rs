@@ -46,22 +46,23 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
     let lookup = |name: &str| env(name);
     let provider = &config.model_provider;
     let http_backend = matches!(backend, ModelBackend::Http(..));
-    let context_window = config
-        .model_context_window
-        .or_else(|| crate::model_family::known_context_window(&config.model));
+    let context_window = config.model_context_window.or_else(|| {
+        crate::model_family::known_context_window(&config.model_catalog, &config.model)
+    });
     let settings = ClientSettings {
         url: provider.endpoint_url(),
         wire_api: provider.wire_api,
         headers: provider.headers(&lookup).into_iter().collect(),
         api_key: provider.api_key(&lookup).map_err(|err| err.to_string()),
         model: config.model.clone(),
-        reasoning_effort: config.model_reasoning_effort,
+        reasoning_effort: config.model_reasoning_effort.clone(),
         reasoning_summary: config.model_reasoning_summary,
         verbosity: config.model_verbosity,
         service_tier: config.service_tier,
         chat_reasoning_field: provider.chat_reasoning_field_for(&config.model),
         reasoning_override: config.model_supports_reasoning_summaries,
         stream_idle_timeout: provider.stream_idle_timeout(),
+        catalog: config.model_catalog.clone(),
     };
     let project_trusted = config.project_trusted(&config.cwd);
     // A remote environment's project files are not on this host: its project skills are read
@@ -111,9 +112,9 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         skill_roots: roots,
         skill_switches: config.skill_switches.clone(),
         shell_env: config.shell_environment_policy.create_env_from_process(),
-        unified_exec: config
-            .unified_exec
-            .unwrap_or(crate::model_family::family(&config.model).unified_exec),
+        unified_exec: config.unified_exec.unwrap_or(
+            crate::model_family::family(&config.model_catalog, &config.model).unified_exec,
+        ),
         shell_snapshot: config.shell_snapshot,
         auto_compact_token_limit: crate::model_family::auto_compact_limit(
             config.model_auto_compact_token_limit,

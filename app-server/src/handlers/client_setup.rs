@@ -83,7 +83,7 @@ pub(crate) fn collaboration_modes() -> CollaborationModeListResponse {
                 name: "Plan".to_string(),
                 mode: "plan".to_string(),
                 model: None,
-                reasoning_effort: Some(keel_protocol::ReasoningEffort::Medium),
+                reasoning_effort: Some(keel_protocol::ReasoningEffort::MEDIUM),
             },
             CollaborationModeMask {
                 name: "Default".to_string(),

@@ -48,7 +48,9 @@ pub(crate) fn config_batch_write(
     )
 }
 
-fn write(
+/// Applies `edits` to the user's file as one change, answering as `config/value/write` does
+/// (`okOverridden` when a server `-c` wins over the file).
+pub(crate) fn write(
     state: &AppState,
     method: &str,
     edits: &[ConfigEdit],

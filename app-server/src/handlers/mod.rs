@@ -16,6 +16,8 @@ mod info;
 mod inject_items;
 mod loaded;
 mod mcp_status;
+mod model_list;
+mod model_providers;
 mod paths;
 mod read_state;
 mod reply;
@@ -46,8 +48,9 @@ pub(crate) use environments::{add as environment_add, status as environment_stat
 pub(crate) use file_search::FileSearches;
 pub(crate) use fs::*;
 pub(crate) use hooks::hooks_list;
-pub(crate) use info::{config_read, model_list};
+pub(crate) use info::config_read;
 pub(crate) use mcp_status::mcp_server_status_list;
+pub(crate) use model_list::model_list;
 pub(crate) use reply::Reply;
 pub(crate) use skills::{skills_config_write, skills_list};
 
@@ -121,6 +124,16 @@ pub(crate) async fn dispatch(
             Reply::now(&fs_copy(p).await?)
         }
         ClientRequest::ModelList(p) => Reply::now(&model_list(state, p)?),
+        ClientRequest::ModelProviderList(p) => Reply::now(&model_providers::list(state, p)?),
+        ClientRequest::ModelProviderDefaultSet(p) => {
+            Reply::now(&model_providers::default_set(state, p)?)
+        }
+        ClientRequest::ModelProviderConfigWrite(p) => {
+            Reply::now(&model_providers::config_write(state, p)?)
+        }
+        ClientRequest::ModelProviderCapabilitiesRead(p) => {
+            Reply::now(&model_providers::capabilities_read(state, p)?)
+        }
         ClientRequest::ConfigRead(p) => Reply::now(&config_read(state, p)?),
         ClientRequest::ThreadTurnsList(p) => Reply::now(&threads::turns_list(state, p).await?),
         ClientRequest::ThreadItemsList(p) => Reply::now(&threads::items_list(state, p).await?),

@@ -75,7 +75,7 @@ pub(crate) fn collab_item(call: &keel_protocol::CollabToolCallEvent) -> ThreadIt
             .collect(),
         prompt: call.prompt.clone(),
         model: call.model.clone(),
-        reasoning_effort: call.reasoning_effort,
+        reasoning_effort: call.reasoning_effort.clone(),
         agents_states: call.agents_states.clone(),
     }))
 }

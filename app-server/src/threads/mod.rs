@@ -583,7 +583,7 @@ pub(crate) fn thread_object(
         model: live
             .map(|settings| settings.model.clone())
             .or_else(|| meta.model.clone()),
-        reasoning_effort: live.and_then(|settings| settings.reasoning_effort),
+        reasoning_effort: live.and_then(|settings| settings.reasoning_effort.clone()),
         recency_at: Some(meta.updated_at),
         parent_thread_id,
         environments,

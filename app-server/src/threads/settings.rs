@@ -43,7 +43,7 @@ impl SettingsChange {
             approval_policy: self.approval_policy,
             sandbox_policy: self.sandbox.clone().map(Into::into),
             model: self.model.clone(),
-            effort: self.effort,
+            effort: self.effort.clone(),
         })
     }
 }
@@ -82,7 +82,7 @@ impl CurrentSettings {
         if let Some(model) = &change.model {
             settings.model = model.clone();
         }
-        if let Some(effort) = change.effort {
+        if let Some(effort) = change.effort.clone() {
             settings.reasoning_effort = Some(effort);
         }
         before
@@ -109,12 +109,12 @@ impl CurrentSettings {
             }),
             model: settings.model.clone(),
             model_provider: settings.model_provider.clone(),
-            effort: settings.reasoning_effort,
+            effort: settings.reasoning_effort.clone(),
             collaboration_mode: CollaborationMode {
                 mode: self.collaboration_mode.clone(),
                 settings: CollaborationModeSettings {
                     model: settings.model.clone(),
-                    reasoning_effort: settings.reasoning_effort,
+                    reasoning_effort: settings.reasoning_effort.clone(),
                     developer_instructions: None,
                 },
             },

@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 72);
+    assert_eq!(implemented.len(), 76);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -251,6 +251,23 @@ fn results_match_codex() -> anyhow::Result<()> {
         root_schema::<v2::FsReadDirectoryResponse>(),
     );
     result("model/list", root_schema::<v2::ModelListResponse>());
+    // Codex 0.171's provider methods.
+    result(
+        "modelProvider/list",
+        root_schema::<v2::ModelProviderListResponse>(),
+    );
+    result(
+        "modelProvider/default/set",
+        root_schema::<v2::ConfigWriteResponse>(),
+    );
+    result(
+        "modelProvider/config/write",
+        root_schema::<v2::ModelProviderConfigWriteResponse>(),
+    );
+    result(
+        "modelProvider/capabilities/read",
+        root_schema::<v2::ModelProviderCapabilitiesReadResponse>(),
+    );
     result("config/read", root_schema::<v2::ConfigReadResponse>());
     result(
         "mcpServerStatus/list",
@@ -367,6 +384,10 @@ fn nested_types_match_codex() -> anyhow::Result<()> {
     );
     object("FileUpdateChange", root_schema::<v2::FileUpdateChange>());
     object("Model", root_schema::<v2::Model>());
+    object(
+        "ModelProviderSummary",
+        root_schema::<v2::ModelProviderSummary>(),
+    );
     object("TurnPlanStep", root_schema::<v2::TurnPlanStep>());
     object("McpServerStatus", root_schema::<v2::McpServerStatus>());
     object("ThreadSettings", root_schema::<v2::ThreadTurnSettings>());

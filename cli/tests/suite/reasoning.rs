@@ -173,3 +173,41 @@ async fn the_app_server_streams_summary_parts() -> anyhow::Result<()> {
     }));
     Ok(())
 }
+
+/// Efforts are an open set (`max`, a name Keel never saw): sent as named; `ultra` is sent as
+/// `xhigh` to a catalogued model and `medium` to any other, as Codex 0.171 sends it; an empty
+/// effort is refused before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efforts_are_an_open_set() -> anyhow::Result<()> {
+    for (model, effort, sent) in [
+        ("gpt-5.5", "max", "max"),
+        ("gpt-5.5", "turbo", "turbo"),
+        ("gpt-5.5", "ultra", "xhigh"),
+        ("gpt-5-codex", "ultra", "medium"),
+    ] {
+        let (mock, _) = run(
+            model,
+            &[("model_reasoning_effort", toml::Value::from(effort))],
+        )
+        .await?;
+        let first = &mock.requests()[0].body;
+        assert_eq!(first["reasoning"]["effort"], sent, "{model} {effort}");
+    }
+    let mock = MockModelServer::start(script()).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [("model_reasoning_effort", toml::Value::from(""))],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["say hi"], None).await?;
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains("reasoning_effort must not be empty"),
+        "{}",
+        out.stderr
+    );
+    assert!(mock.requests().is_empty());
+    Ok(())
+}

@@ -167,7 +167,7 @@ impl AgentControl {
         config.environment = context.environment.clone();
         let settings = context.client.settings();
         config.model = model.unwrap_or_else(|| settings.model.clone());
-        config.model_reasoning_effort = effort.or(settings.reasoning_effort);
+        config.model_reasoning_effort = effort.or_else(|| settings.reasoning_effort.clone());
         // The client's own tools answer to the thread that registered them, not to its
         // sub-agents.
         config.dynamic_tools.clear();

@@ -114,9 +114,10 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    if let Some(effort) = settings.reasoning_effort {
+    if let Some(effort) = &settings.reasoning_effort {
         // Only when the user chose one: servers of models that do not reason may refuse it.
-        body["reasoning_effort"] = serde_json::to_value(effort).unwrap_or(Value::Null);
+        let effort = settings.catalog.wire_effort(&settings.model, effort);
+        body["reasoning_effort"] = Value::String(effort.as_str().to_string());
     }
     if let Some(schema) = &prompt.output_schema {
         body["response_format"] = json!({

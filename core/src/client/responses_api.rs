@@ -53,7 +53,7 @@ impl Serialize for InputItems<'_> {
 
 /// The JSON body of `POST /responses`, as bytes.
 pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
-    let family = crate::model_family::family(&settings.model);
+    let family = crate::model_family::family(&settings.catalog, &settings.model);
     // A model reasons if the table or the configuration says so, or if the user asked for an
     // effort (an unknown model named with an effort is taken at its word).
     let reasons = settings
@@ -61,7 +61,12 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         .unwrap_or(family.reasoning || settings.reasoning_effort.is_some());
     let reasoning = reasons.then(|| {
         let mut reasoning = serde_json::Map::new();
-        if let Some(effort) = settings.reasoning_effort.or(family.default_effort) {
+        if let Some(effort) = settings
+            .reasoning_effort
+            .as_ref()
+            .or(family.default_effort.as_ref())
+        {
+            let effort = settings.catalog.wire_effort(&settings.model, effort);
             reasoning.insert("effort".into(), json!(effort));
         }
         if settings.reasoning_summary != ReasoningSummaryMode::None {

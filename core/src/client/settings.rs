@@ -36,4 +36,6 @@ pub struct ClientSettings {
     pub reasoning_override: Option<bool>,
     /// How long the stream may stay silent before it counts as broken.
     pub stream_idle_timeout: Duration,
+    /// The models known by name, whose facts shape each request.
+    pub catalog: std::sync::Arc<crate::model_catalog::ModelCatalog>,
 }

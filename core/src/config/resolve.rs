@@ -72,6 +72,10 @@ pub struct Config {
     pub model_provider: ModelProviderInfo,
     /// Every known provider: the built-ins, replaced or joined by the file's entries.
     pub model_providers: BTreeMap<String, ModelProviderInfo>,
+    /// The models known by name: the built-in catalogue with `model_catalog_json` applied.
+    pub model_catalog: std::sync::Arc<crate::model_catalog::ModelCatalog>,
+    /// Drive models in code mode where their catalogue entry says so (`features.code_mode`).
+    pub code_mode: bool,
     /// When to ask the user before running commands or applying patches.
     pub approval_policy: AskForApproval,
     /// The sandbox for model commands, from `sandbox_mode` and `[sandbox_workspace_write]`.
@@ -507,6 +511,7 @@ fn resolve(
         skills,
         service_tier,
         openai_base_url,
+        model_catalog_json,
     } = file;
     // Checked at load (`validate_base_urls`), so a failure here cannot happen.
     let chosen = super::environments::choose(
@@ -566,6 +571,22 @@ fn resolve(
             })?;
     }
 
+    let model_catalog = match model_catalog_json {
+        None => crate::model_catalog::ModelCatalog::builtin(),
+        Some(file) => {
+            let file = keel_home.join(file);
+            std::sync::Arc::new(
+                crate::model_catalog::ModelCatalog::with_file(&file).map_err(|err| {
+                    ConfigError::InvalidValue {
+                        origin: ConfigOrigin::File(path.to_path_buf()),
+                        key: "model_catalog_json".to_string(),
+                        message: err.to_string(),
+                    }
+                })?,
+            )
+        }
+    };
+
     let cwd = match overrides.cwd {
         Some(cwd) => env.process_cwd.join(cwd),
         None => env.process_cwd.clone(),
@@ -598,15 +619,21 @@ fn resolve(
         }
     };
 
+    let model = overrides
+        .model
+        .or(profile.model)
+        .or(model)
+        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+    let catalogued_summary = model_catalog
+        .find(&model)
+        .and_then(|entry| entry.default_reasoning_summary);
     Ok(Config {
-        model: overrides
-            .model
-            .or(profile.model)
-            .or(model)
-            .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+        model,
         model_provider_id,
         model_provider,
         model_providers,
+        model_catalog,
+        code_mode: features.code_mode.unwrap_or(true),
         approval_policy: overrides
             .approval_policy
             .or(profile.approval_policy)
@@ -656,6 +683,7 @@ fn resolve(
         model_reasoning_summary: profile
             .model_reasoning_summary
             .or(model_reasoning_summary)
+            .or(catalogued_summary)
             .unwrap_or_default(),
         model_verbosity: profile.model_verbosity.or(model_verbosity),
         model_supports_reasoning_summaries,

@@ -61,6 +61,8 @@ pub(crate) struct ConfigToml {
     pub service_tier: Option<super::ServiceTier>,
     /// Replaces the built-in `openai` provider's base URL (before `OPENAI_BASE_URL`).
     pub openai_base_url: Option<String>,
+    /// A catalogue file correcting or extending the built-in model catalogue.
+    pub model_catalog_json: Option<PathBuf>,
 }
 
 /// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.
@@ -138,6 +140,9 @@ pub(crate) struct FeaturesToml {
     pub goals: Option<bool>,
     /// Keep workspace checkpoints around turns (default on).
     pub checkpoints: Option<bool>,
+    /// Drive the models whose catalogue entry says so in code mode (default on; off sends
+    /// every model its tools one by one).
+    pub code_mode: Option<bool>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

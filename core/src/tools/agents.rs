@@ -218,7 +218,7 @@ async fn collab_event(
         receiver_thread_ids: receivers.to_vec(),
         prompt: details.prompt.clone(),
         model: details.model.clone(),
-        reasoning_effort: details.reasoning_effort,
+        reasoning_effort: details.reasoning_effort.clone(),
         agents_states,
         status,
     };
@@ -258,7 +258,7 @@ async fn spawn_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> Strin
     let details = CallDetails {
         prompt: input.as_ref().ok().and_then(|i| prompt_text(i)),
         model: Some(config.model.clone()),
-        reasoning_effort: config.model_reasoning_effort,
+        reasoning_effort: config.model_reasoning_effort.clone(),
     };
     let tool = CollabAgentTool::SpawnAgent;
     collab_event(

@@ -84,8 +84,11 @@ pub(super) const BUILTINS: &[Builtin] = &[
         offer: |context| offered_if(context.plan_mode.is_none()),
         make: |context| {
             let freeform = capabilities(context).freeform_tools
-                && crate::model_family::family(&context.client.settings().model)
-                    .freeform_apply_patch;
+                && crate::model_family::family(
+                    &context.client.settings().catalog,
+                    &context.client.settings().model,
+                )
+                .freeform_apply_patch;
             one(super::patch::ApplyPatchTool { freeform })
         },
     },

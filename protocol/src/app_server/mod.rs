@@ -19,6 +19,7 @@ mod initialize;
 mod item;
 mod mcp;
 mod model;
+mod model_provider;
 mod notifications;
 mod read_state;
 mod review;
@@ -45,6 +46,7 @@ pub use initialize::*;
 pub use item::*;
 pub use mcp::*;
 pub use model::*;
+pub use model_provider::*;
 pub use notifications::*;
 pub use read_state::*;
 pub use review::*;
@@ -133,6 +135,14 @@ crate::request_table! {
         FsCopy("fs/copy", FsCopyParams) -> EmptyResponse,
         /// Lists models.
         ModelList("model/list", ModelListParams) -> ModelListResponse,
+        /// The configured providers and the default one (Codex 0.171).
+        ModelProviderList("modelProvider/list", NoParams) -> ModelProviderListResponse,
+        /// Makes a configured provider the one new threads use (Codex 0.171).
+        ModelProviderDefaultSet("modelProvider/default/set", ModelProviderDefaultSetParams) -> ConfigWriteResponse,
+        /// Creates or edits a gateway provider in the user's `config.toml` (Codex 0.171).
+        ModelProviderConfigWrite("modelProvider/config/write", ModelProviderConfigWriteParams) -> ModelProviderConfigWriteResponse,
+        /// What the default provider offers beyond text and tools (Codex 0.171).
+        ModelProviderCapabilitiesRead("modelProvider/capabilities/read", NoParams) -> ModelProviderCapabilitiesReadResponse,
         /// Reads the effective configuration.
         ConfigRead("config/read", ConfigReadParams) -> ConfigReadResponse,
         /// Lists the configured MCP servers with their state and tools.

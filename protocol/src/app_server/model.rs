@@ -20,6 +20,9 @@ pub struct ModelListParams {
     /// Include hidden models.
     #[serde(default)]
     pub include_hidden: Option<bool>,
+    /// List the models of this provider (Codex 0.171); the configured one when absent.
+    #[serde(default)]
+    pub model_provider: Option<String>,
 }
 
 /// A reasoning effort a model supports.
@@ -52,6 +55,75 @@ pub struct Model {
     pub default_reasoning_effort: ReasoningEffort,
     /// Efforts it accepts.
     pub supported_reasoning_efforts: Vec<ReasoningEffortOption>,
+    /// The model a picker suggests instead (Codex 0.171).
+    #[serde(default)]
+    pub upgrade: Option<String>,
+    /// More about that suggestion (Codex 0.171).
+    #[serde(default)]
+    pub upgrade_info: Option<ModelUpgradeInfo>,
+    /// A notice shown when the model becomes available (Codex 0.171; Keel has none).
+    #[serde(default)]
+    pub availability_nux: Option<serde_json::Value>,
+    /// What the model is best at, when it is a specialist (Codex 0.171).
+    #[serde(default)]
+    pub model_specialty: Option<String>,
+    /// What the model accepts as input (`text`, `image`, `audio`; Codex 0.171).
+    #[serde(default = "text_and_image")]
+    pub input_modalities: Vec<String>,
+    /// Whether the model takes a personality (Codex 0.171).
+    #[serde(default)]
+    pub supports_personality: bool,
+    /// Which multi-agent tool set the model knows (`v1`, `v2`; Codex 0.171).
+    #[serde(default)]
+    pub multi_agent_version: Option<String>,
+    /// Processing tiers beyond the default, by short name (Codex 0.171).
+    #[serde(default)]
+    pub additional_speed_tiers: Vec<String>,
+    /// Processing tiers, as pickers show them (Codex 0.171).
+    #[serde(default)]
+    pub service_tiers: Vec<ModelServiceTier>,
+    /// The tier used when the user picks none (Codex 0.171).
+    #[serde(default)]
+    pub default_service_tier: Option<String>,
+    /// Access programs the account is enrolled in for this model (Codex 0.171; none in Keel).
+    #[serde(default)]
+    pub available_access_programs: Option<serde_json::Value>,
+}
+
+fn text_and_image() -> Vec<String> {
+    vec!["text".to_string(), "image".to_string()]
+}
+
+/// The model a picker suggests in place of an older one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUpgradeInfo {
+    /// The suggested model.
+    pub model: String,
+    /// Short text for the suggestion.
+    #[serde(default)]
+    pub upgrade_copy: Option<String>,
+    /// Where to read more.
+    #[serde(default)]
+    pub model_link: Option<String>,
+    /// Longer text about the move, as Markdown.
+    #[serde(default)]
+    pub migration_markdown: Option<String>,
+    /// When the older model retires (Unix seconds).
+    #[serde(default)]
+    pub retirement_at: Option<i64>,
+}
+
+/// A processing tier a picker offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelServiceTier {
+    /// The tier's id (`priority`).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it costs and gives.
+    pub description: String,
 }
 
 /// Result of `model/list`.

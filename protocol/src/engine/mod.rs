@@ -15,6 +15,7 @@ mod plan;
 mod policy;
 mod program_tools;
 mod rate_limits;
+mod reasoning_effort;
 mod review;
 mod token_usage;
 mod tool_events;
@@ -32,11 +33,11 @@ pub use op::{Op, Submission};
 pub use parsed_command::ParsedCommand;
 pub use plan::{PlanItem, StepStatus, UpdatePlanArgs};
 pub use policy::{
-    AskForApproval, CollaborationModeKind, ReasoningEffort, ReviewDecision, SandboxMode,
-    SandboxPolicy,
+    AskForApproval, CollaborationModeKind, ReviewDecision, SandboxMode, SandboxPolicy,
 };
 pub use program_tools::{ToolCallBeginEvent, ToolCallEndEvent};
 pub use rate_limits::{RateLimitSnapshot, RateLimitWindow};
+pub use reasoning_effort::{InvalidReasoningEffort, ReasoningEffort};
 pub use review::*;
 pub use token_usage::{TokenUsage, TokenUsageInfo};
 pub use tool_events::*;

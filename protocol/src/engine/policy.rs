@@ -96,24 +96,6 @@ pub enum ReviewDecision {
     Abort,
 }
 
-/// How hard a reasoning model thinks before answering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    /// No reasoning at all, where the model supports it.
-    None,
-    /// As little as possible.
-    Minimal,
-    /// Light reasoning.
-    Low,
-    /// The usual default.
-    Medium,
-    /// Thorough reasoning.
-    High,
-    /// The most the model offers.
-    Xhigh,
-}
-
 /// How the agent works with the user: doing the task, or only planning it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -40,7 +40,7 @@ fn ops() -> Vec<Op> {
                 exclude_slash_tmp: true,
             },
             model: "m".into(),
-            effort: Some(ReasoningEffort::High),
+            effort: Some(ReasoningEffort::HIGH),
         },
         Op::OverrideTurnContext {
             cwd: None,
@@ -97,7 +97,7 @@ fn event_msgs() -> Vec<EventMsg> {
             approval_policy: AskForApproval::UnlessTrusted,
             sandbox_policy: SandboxPolicy::DangerFullAccess,
             cwd: PathBuf::from("/w"),
-            reasoning_effort: Some(ReasoningEffort::Low),
+            reasoning_effort: Some(ReasoningEffort::LOW),
             history_log_id: 0,
             history_entry_count: 0,
             initial_messages: Some(vec![EventMsg::AgentMessage(AgentMessageEvent {

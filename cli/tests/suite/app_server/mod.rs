@@ -11,6 +11,7 @@ mod environments;
 mod file_search;
 mod goals;
 mod items_list;
+mod models;
 mod plan_mode;
 mod protocol;
 mod read_state;

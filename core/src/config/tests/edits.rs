@@ -51,7 +51,7 @@ fn an_edit_keeps_comments_and_the_result_loads() -> TestResult {
     assert_eq!(config.model, "gpt-5");
     assert_eq!(
         config.model_reasoning_effort,
-        Some(keel_protocol::ReasoningEffort::High)
+        Some(keel_protocol::ReasoningEffort::HIGH)
     );
     Ok(())
 }

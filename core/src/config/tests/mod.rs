@@ -66,6 +66,8 @@ fn default_config(keel_home: &Path) -> Config {
         model_provider_id: "openai".to_string(),
         model_provider: model_providers["openai"].clone(),
         model_providers,
+        model_catalog: crate::model_catalog::ModelCatalog::builtin(),
+        code_mode: true,
         approval_policy: AskForApproval::OnRequest,
         sandbox_policy: SandboxPolicy::ReadOnly,
         shell_environment_policy: ShellEnvironmentPolicy::default(),
@@ -252,6 +254,8 @@ fn full_codex_style_file() -> TestResult {
         model_provider_id: "azure".to_string(),
         model_provider: azure,
         model_providers,
+        model_catalog: crate::model_catalog::ModelCatalog::builtin(),
+        code_mode: true,
         approval_policy: AskForApproval::UnlessTrusted,
         sandbox_policy: SandboxPolicy::WorkspaceWrite {
             writable_roots: vec![
@@ -277,7 +281,7 @@ fn full_codex_style_file() -> TestResult {
         sqlite_home: home.path().join("state"),
         keel_home: home.path().to_path_buf(),
         active_profile: None,
-        model_reasoning_effort: Some(ReasoningEffort::High),
+        model_reasoning_effort: Some(ReasoningEffort::HIGH),
         base_instructions: None,
         developer_instructions: Some("Prefer small diffs.".to_string()),
         project_doc_max_bytes: 65_536,
@@ -377,7 +381,7 @@ fn profile_from_file_wins_over_top_level() -> TestResult {
     let config = load_str(PROFILES_FILE, &[])?;
     assert_eq!(config.active_profile.as_deref(), Some("fast"));
     assert_eq!(config.model, "o4-mini");
-    assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::Low));
+    assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::LOW));
     assert_eq!(config.approval_policy, AskForApproval::Never);
     assert_eq!(config.model_provider_id, "openai");
     Ok(())
@@ -528,7 +532,7 @@ fn typed_overrides_win_over_everything() -> TestResult {
     assert_eq!(config.base_instructions.as_deref(), Some("typed base"));
     assert_eq!(config.developer_instructions.as_deref(), Some("typed dev"));
     // The profile selected by the file still supplies what no override sets.
-    assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::Low));
+    assert_eq!(config.model_reasoning_effort, Some(ReasoningEffort::LOW));
     Ok(())
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn override_turn_context(session: &Session, overrides: TurnOverrides)
             .unwrap_or_else(|| context.client.settings().model.clone());
         let effort = overrides
             .effort
-            .or(context.client.settings().reasoning_effort);
+            .or_else(|| context.client.settings().reasoning_effort.clone());
         context.client = context.client.with_model(model, effort);
     }
     session.set_turn_context(context);
