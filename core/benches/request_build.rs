@@ -38,12 +38,13 @@ fn history(turns: usize) -> Vec<ResponseItem> {
         items.push(ResponseItem::FunctionCall {
             id: None,
             name: "exec_command".to_string(),
+            namespace: None,
             arguments: json!({"cmd": format!("cargo test -p module{t} -- --nocapture 2>&1 | tail -n 80"), "yield_time_ms": 10000, "workdir": "/home/user/project"}).to_string(),
             call_id: format!("call_{t}"),
         });
         items.push(ResponseItem::FunctionCallOutput {
             call_id: format!("call_{t}"),
-            output: output.clone(),
+            output: output.clone().into(),
         });
         items.push(ResponseItem::Message {
             id: None,

@@ -21,7 +21,7 @@ impl ListThenAnswer {
     fn reply(prompt: &Prompt) -> ResponseItem {
         let listing = prompt.input.iter().rev().find_map(|item| match item {
             ResponseItem::FunctionCallOutput { call_id, output } if call_id == "ls-1" => {
-                Some(output.clone())
+                Some(output.text().into_owned())
             }
             _ => None,
         });
@@ -29,6 +29,7 @@ impl ListThenAnswer {
             None => ResponseItem::FunctionCall {
                 id: None,
                 name: "shell".into(),
+                namespace: None,
                 arguments: r#"{"command":["ls"]}"#.into(),
                 call_id: "ls-1".into(),
             },

@@ -71,6 +71,7 @@ mod models;
 mod permissions_message;
 mod processes;
 mod prompt_context;
+mod reasoning_settings;
 mod repo_root;
 pub mod review;
 mod rollout;
@@ -101,7 +102,7 @@ pub use environment_link::EnvironmentLink;
 pub use error::{CoreError, Result};
 pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;
-pub use models::{ContentItem, ReasoningSummary, ResponseItem, injectable_item};
+pub use models::{CallOutput, ContentItem, ReasoningSummary, ResponseItem, injectable_item};
 pub use processes::{ProcessError, exec_server_bearer_token, exec_server_bearer_token_from};
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{

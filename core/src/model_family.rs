@@ -8,10 +8,10 @@
 
 use keel_protocol::ReasoningEffort;
 
-use crate::config::Verbosity;
 use crate::model_catalog::{
     ApplyPatchToolType, ModelCatalog, ModelEntry, ShellType, TruncationMode,
 };
+use crate::reasoning_settings::Verbosity;
 
 /// The facts of one family.
 #[derive(Debug, Clone, PartialEq, Eq)]

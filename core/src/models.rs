@@ -36,6 +36,10 @@ pub enum ResponseItem {
         id: Option<String>,
         /// The tool's name.
         name: String,
+        /// The namespace the tool was offered in (code mode's `clock`, say), when not the
+        /// top level.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// The arguments as a JSON string.
         arguments: String,
         /// Pairs the call with its output.
@@ -46,7 +50,7 @@ pub enum ResponseItem {
         /// The call this answers.
         call_id: String,
         /// What the tool returned.
-        output: String,
+        output: CallOutput,
     },
     /// A call of a freeform (custom) tool such as `apply_patch`.
     CustomToolCall {
@@ -57,6 +61,9 @@ pub enum ResponseItem {
         call_id: String,
         /// The tool's name.
         name: String,
+        /// The namespace the tool was offered in, when not the top level.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// The raw input text.
         input: String,
     },
@@ -65,7 +72,7 @@ pub enum ResponseItem {
         /// The call this answers.
         call_id: String,
         /// What the tool returned.
-        output: String,
+        output: CallOutput,
     },
     /// The provider's opaque summary of the conversation so far, from remote compaction:
     /// sent back as it came, in place of the history it replaced.
@@ -135,6 +142,57 @@ impl ResponseItem {
             ),
             _ => None,
         }
+    }
+}
+
+/// What a tool returned to the model: text, or parts (text and images) as code mode's `exec`
+/// returns them. Sent as a string or as an array of input parts, as the Responses API takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CallOutput {
+    /// Text.
+    Text(String),
+    /// Parts: `input_text` and `input_image`.
+    Parts(Vec<ContentItem>),
+}
+
+impl CallOutput {
+    /// The text of the output, parts joined (images left out).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Text(text) => std::borrow::Cow::Borrowed(text),
+            Self::Parts(parts) => std::borrow::Cow::Owned(
+                parts
+                    .iter()
+                    .filter_map(ContentItem::text)
+                    .collect::<Vec<_>>()
+                    .join(""),
+            ),
+        }
+    }
+}
+
+impl From<String> for CallOutput {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<&str> for CallOutput {
+    fn from(text: &str) -> Self {
+        Self::Text(text.to_string())
+    }
+}
+
+impl PartialEq<str> for CallOutput {
+    fn eq(&self, other: &str) -> bool {
+        matches!(self, Self::Text(text) if text == other)
+    }
+}
+
+impl PartialEq<&str> for CallOutput {
+    fn eq(&self, other: &&str) -> bool {
+        self == *other
     }
 }
 
@@ -212,7 +270,7 @@ pub(crate) fn outputs_for_unanswered_calls(
             ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
                 Some(ResponseItem::FunctionCallOutput {
                     call_id: call_id.clone(),
-                    output: reason.to_string(),
+                    output: reason.into(),
                 })
             }
             ResponseItem::CustomToolCall { call_id, .. }
@@ -220,7 +278,7 @@ pub(crate) fn outputs_for_unanswered_calls(
             {
                 Some(ResponseItem::CustomToolCallOutput {
                     call_id: call_id.clone(),
-                    output: reason.to_string(),
+                    output: reason.into(),
                 })
             }
             _ => None,

@@ -462,6 +462,7 @@ impl ChatAccumulator {
             events.push(ResponseEvent::OutputItemDone(ResponseItem::FunctionCall {
                 id: None,
                 name: call.name,
+                namespace: None,
                 arguments,
                 call_id,
             }));

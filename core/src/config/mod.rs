@@ -26,7 +26,6 @@ mod mcp_oauth;
 mod mcp_servers;
 mod overrides;
 mod provider;
-mod reasoning;
 mod resolve;
 mod shell_env;
 mod stored_key;
@@ -39,6 +38,7 @@ mod tests;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+pub use crate::reasoning_settings::{ReasoningSummaryMode, ServiceTier, Verbosity};
 pub use edit::{
     ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
 };
@@ -58,7 +58,6 @@ pub use provider::{
     OPENAI_DEFAULT_BASE_URL, OPENAI_PROVIDER_ID, OSS_PROVIDER_ID, WireApi,
     built_in_model_providers, built_in_model_providers_with, process_env,
 };
-pub use reasoning::{ReasoningSummaryMode, ServiceTier, Verbosity};
 pub use resolve::{
     CONFIG_FILE_NAME, Config, ConfigEnv, DEFAULT_MODEL, DEFAULT_PROJECT_DOC_MAX_BYTES,
     oss_base_url_from,

@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode, SandboxPolicy};
 
-use super::reasoning::{ReasoningSummaryMode, Verbosity};
+use super::{ReasoningSummaryMode, Verbosity};
 use serde_path_to_error::Segment;
 
 use super::error::{ConfigError, ConfigOrigin, Result};

@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::mcp_servers::McpServerToml;
 use super::provider::ModelProviderInfo;
-use super::reasoning::{ReasoningSummaryMode, Verbosity};
 use super::shell_env::{ShellEnvironmentPolicy, ShellEnvironmentPolicyInherit};
+use super::{ReasoningSummaryMode, Verbosity};
 
 /// The whole file.
 #[cfg_attr(test, derive(serde::Serialize))]

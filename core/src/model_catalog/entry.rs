@@ -37,13 +37,13 @@ pub struct ModelEntry {
     pub supported_reasoning_levels: Option<Vec<EffortOption>>,
     /// The reasoning summary asked for when the user names none.
     #[serde(default)]
-    pub default_reasoning_summary: Option<crate::config::ReasoningSummaryMode>,
+    pub default_reasoning_summary: Option<crate::reasoning_settings::ReasoningSummaryMode>,
     /// Takes `text.verbosity`.
     #[serde(default)]
     pub support_verbosity: Option<bool>,
     /// The verbosity sent when the user names none.
     #[serde(default)]
-    pub default_verbosity: Option<crate::config::Verbosity>,
+    pub default_verbosity: Option<crate::reasoning_settings::Verbosity>,
     /// Which command tools the model was trained on.
     #[serde(default)]
     pub shell_type: Option<ShellType>,

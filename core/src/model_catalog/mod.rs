@@ -1,7 +1,7 @@
 //! The models Keel knows by name: Codex 0.171's catalogue (slugs, windows, efforts, how each
 //! is driven) built in, corrected or extended by the user's `model_catalog_json` file. Pickers
 //! (`model/list`) list it; requests, compaction and usage read their model's facts from it.
-//! A model the catalogue does not name falls back to the family table ([`crate::model_family`]),
+//! A model the catalogue does not name falls back to the family table of name prefixes,
 //! so custom providers keep their own models as before.
 
 mod entry;

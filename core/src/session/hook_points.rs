@@ -463,7 +463,7 @@ fn with_input(call: &ResponseItem, name: &str, updated: &serde_json::Value) -> R
 fn output_text(output: &ResponseItem) -> String {
     match output {
         ResponseItem::FunctionCallOutput { output, .. }
-        | ResponseItem::CustomToolCallOutput { output, .. } => output.clone(),
+        | ResponseItem::CustomToolCallOutput { output, .. } => output.text().into_owned(),
         _ => String::new(),
     }
 }
@@ -475,11 +475,13 @@ fn output_call(call_id: &str, output: &ResponseItem) -> ResponseItem {
             id: None,
             call_id: call_id.to_string(),
             name: String::new(),
+            namespace: None,
             input: String::new(),
         },
         _ => ResponseItem::FunctionCall {
             id: None,
             name: String::new(),
+            namespace: None,
             arguments: String::new(),
             call_id: call_id.to_string(),
         },
@@ -491,11 +493,11 @@ fn output_for(call: &ResponseItem, text: String) -> ResponseItem {
     match call {
         ResponseItem::CustomToolCall { call_id, .. } => ResponseItem::CustomToolCallOutput {
             call_id: call_id.clone(),
-            output: text,
+            output: text.into(),
         },
         other => ResponseItem::FunctionCallOutput {
             call_id: other.tool_call_id().unwrap_or_default().to_string(),
-            output: text,
+            output: text.into(),
         },
     }
 }

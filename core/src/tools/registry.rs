@@ -138,9 +138,15 @@ impl ToolRegistry {
         };
         let output = within_budget(text, limit);
         Ok(if freeform {
-            ResponseItem::CustomToolCallOutput { call_id, output }
+            ResponseItem::CustomToolCallOutput {
+                call_id,
+                output: output.into(),
+            }
         } else {
-            ResponseItem::FunctionCallOutput { call_id, output }
+            ResponseItem::FunctionCallOutput {
+                call_id,
+                output: output.into(),
+            }
         })
     }
 }
