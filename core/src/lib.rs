@@ -46,6 +46,7 @@ pub use keel_apply_patch as apply_patch;
 mod approvals;
 pub mod checkpoints;
 mod client;
+mod code_mode;
 pub mod config;
 mod conversation;
 mod conversation_manager;

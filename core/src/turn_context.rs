@@ -83,6 +83,8 @@ pub(crate) struct TurnContext {
     pub request_user_input_tool: bool,
     /// Offer the goal tools.
     pub goal_tools: bool,
+    /// Drive models whose catalogue entry says so in code mode (`features.code_mode`).
+    pub code_mode: bool,
     /// Plan mode: commands run read-only, `apply_patch` is not offered, and the mode's
     /// instructions lead each request.
     pub plan_mode: Option<PlanMode>,

@@ -132,6 +132,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         update_plan_tool: config.update_plan_tool,
         request_user_input_tool: config.request_user_input_tool,
         goal_tools: config.goals,
+        code_mode: config.code_mode,
         plan_mode: None,
     }
 }

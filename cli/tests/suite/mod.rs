@@ -1,6 +1,7 @@
 mod agents;
 mod app_server;
 mod chat_streams;
+mod code_mode;
 mod codex_sdk;
 mod codex_tui;
 mod codex_tui_agents;

@@ -124,6 +124,14 @@ impl HttpSender {
         if let Some(id) = &prompt.conversation_id {
             request = request.header("session_id", id);
         }
+        // Today's models are sent the lighter Responses shape, and told so, as Codex does.
+        if settings.wire_api == crate::config::WireApi::Responses
+            && crate::model_family::family(&settings.catalog, &settings.model).responses_lite
+        {
+            request = request
+                .header("x-openai-internal-codex-responses-lite", "true")
+                .header("x-codex-beta-features", "remote_compaction_v2");
+        }
         for (name, value) in &settings.headers {
             request = request.header(name, value);
         }

@@ -16,9 +16,11 @@ use crate::models::ResponseItem;
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
-    instructions: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
     input: InputItems<'a>,
-    tools: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [Value]>,
     tool_choice: &'static str,
     parallel_tool_calls: bool,
     store: bool,
@@ -35,19 +37,32 @@ struct RequestBody<'a> {
     text: Option<Value>,
 }
 
-/// The history as sent: every item but the ones Keel does not model.
-struct InputItems<'a>(&'a [ResponseItem]);
+/// The input as sent: in the Responses-lite shape first the tools (code mode's namespaces, as
+/// an `additional_tools` item) and the instructions (as a developer message), then the history,
+/// every item but the ones Keel does not model.
+struct InputItems<'a> {
+    lead: Vec<Value>,
+    history: &'a [ResponseItem],
+}
 
 impl Serialize for InputItems<'_> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_seq(
-            self.0
-                .iter()
-                .filter(|item| !matches!(item, ResponseItem::Other)),
-        )
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(None)?;
+        for item in &self.lead {
+            seq.serialize_element(item)?;
+        }
+        for item in self
+            .history
+            .iter()
+            .filter(|item| !matches!(item, ResponseItem::Other))
+        {
+            seq.serialize_element(item)?;
+        }
+        seq.end()
     }
 }
 
@@ -72,17 +87,42 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         if settings.reasoning_summary != ReasoningSummaryMode::None {
             reasoning.insert("summary".into(), json!(settings.reasoning_summary));
         }
+        if family.responses_lite {
+            // The model keeps its reasoning across every turn of the thread.
+            reasoning.insert("context".into(), json!("all_turns"));
+        }
         Value::Object(reasoning)
     });
+    // Code mode's namespaces travel in the input, ahead of everything, not as `tools`.
+    let code_mode = prompt.tools.iter().any(|tool| tool["type"] == "namespace");
+    let mut lead = Vec::new();
+    if code_mode {
+        lead.push(json!({
+            "type": "additional_tools",
+            "id": format!("at_{}", prompt.conversation_id.as_deref().unwrap_or("keel")),
+            "role": "developer",
+            "tools": prompt.tools,
+        }));
+    }
+    if family.responses_lite {
+        lead.push(
+            serde_json::to_value(ResponseItem::developer_text(&prompt.instructions))
+                .unwrap_or(Value::Null),
+        );
+    }
     let body = RequestBody {
         model: &settings.model,
-        instructions: &prompt.instructions,
-        input: InputItems(&prompt.input),
-        tools: &prompt.tools,
+        instructions: (!family.responses_lite).then_some(prompt.instructions.as_str()),
+        input: InputItems {
+            lead,
+            history: &prompt.input,
+        },
+        tools: (!code_mode).then_some(prompt.tools.as_slice()),
         tool_choice: "auto",
         // As Codex 0.169 sends for every model it has no catalogue entry for: the model may
-        // make several calls in one answer (Keel runs them in order).
-        parallel_tool_calls: true,
+        // make several calls in one answer (Keel runs them in order). Today's models make one
+        // at a time (their scripts make several).
+        parallel_tool_calls: !family.responses_lite,
         store: false,
         stream: true,
         service_tier: settings
@@ -95,7 +135,10 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         // across the tool rounds of a turn.
         include: reasons.then_some(["reasoning.encrypted_content"]),
         text: text_options(
-            settings.verbosity.filter(|_| family.verbosity),
+            settings
+                .verbosity
+                .or(family.default_verbosity)
+                .filter(|_| family.verbosity),
             prompt.output_schema.as_ref(),
         ),
     };

@@ -131,6 +131,8 @@ pub(crate) struct Session {
     goals: Arc<crate::goals::Goals>,
     /// Workspace checkpoints around each turn (recorded threads with `features.checkpoints`).
     checkpoints: Option<Arc<crate::checkpoints::Checkpoints>>,
+    /// Code mode's running scripts and stored values.
+    code_cells: Arc<crate::code_mode::CellStore>,
 }
 
 impl Session {
@@ -189,7 +191,13 @@ impl Session {
             environment_switch,
             goals: Arc::new(crate::goals::Goals::new(id.to_string())),
             checkpoints: None,
+            code_cells: Arc::default(),
         }
+    }
+
+    /// Code mode's running scripts and the values they stored.
+    pub(crate) fn code_cells(&self) -> &Arc<crate::code_mode::CellStore> {
+        &self.code_cells
     }
 
     /// The embedder's own tools, offered after the built-ins.

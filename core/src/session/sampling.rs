@@ -33,6 +33,8 @@ pub(super) async fn turn_loop(
     let ids = Arc::new(ids.clone());
     let host: Arc<dyn ToolHost> = session.clone();
     let mcp_tools = mcp_tools(session, cancel).await?;
+    // Scripts still running when the turn ends (however it ends) stop with it.
+    let _cells = TerminateCells(session.code_cells().clone());
     loop {
         session.drain_pending_input().await;
         // Before a new turn's first request, or after a tool round: compact when the last
@@ -40,6 +42,7 @@ pub(super) async fn turn_loop(
         let mut compacted = auto_compact_if_full(session, &ids, cancel).await?;
         let (items, registry) =
             sample_step(session, &ids, cancel, mcp_tools.as_deref(), &mut compacted).await?;
+        let registry = Arc::new(registry);
         session.record_items(&items).await;
         stop_if_unrecorded(session)?;
         let context = session.turn_context();
@@ -92,7 +95,10 @@ async fn sample_step(
 ) -> Result<(Vec<ResponseItem>, ToolRegistry), TurnStop> {
     loop {
         let context = session.turn_context();
-        let registry = tools::registry_for(&context, mcp_tools, session.embedder_tools());
+        let registry = crate::code_mode::registry(
+            &context,
+            tools::registry_for(&context, mcp_tools, session.embedder_tools()),
+        );
         let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
         prompt.conversation_id = Some(session.id().to_string());
         prompt.output_schema = ids.output_schema.clone();
@@ -156,32 +162,113 @@ async fn run_calls(
     ids: &Arc<TurnIds>,
     host: &Arc<dyn ToolHost>,
     context: &Arc<crate::turn_context::TurnContext>,
-    registry: &ToolRegistry,
+    registry: &Arc<ToolRegistry>,
     cancel: &CancellationToken,
     diff: &Arc<std::sync::Mutex<TurnDiffTracker>>,
     calls: Vec<ResponseItem>,
 ) -> Result<(), TurnStop> {
+    let calls_of = CallsOfTurn {
+        session: session.clone(),
+        ids: ids.clone(),
+        host: host.clone(),
+        context: context.clone(),
+        registry: registry.clone(),
+        cancel: cancel.clone(),
+        diff: diff.clone(),
+    };
     for call in calls {
         let Some(call_id) = call.tool_call_id() else {
             continue;
         };
-        let ctx = ToolContext {
-            host: host.clone(),
-            turn: context.clone(),
-            ids: ids.clone(),
-            cancel: cancel.clone(),
-            call_id: keel_protocol::CallId::new(call_id),
-            diff: diff.clone(),
-        };
+        let ctx = calls_of.context_for(call_id);
+        let calls_of = &calls_of;
         let items =
             super::hook_points::around_tool_call(session, ids, context, &call, |call| async move {
-                registry.dispatch(ctx, &call).await
+                match registry.script_tools() {
+                    Some(tools) if crate::code_mode::is_own_call(&call) => {
+                        Ok(crate::code_mode::run_call(
+                            calls_of.session.code_cells(),
+                            tools,
+                            &call,
+                            calls_of.nested_runner(),
+                            ctx,
+                        )
+                        .await)
+                    }
+                    _ => registry.dispatch(ctx, &call).await,
+                }
             })
             .await?;
         session.record_items(&items).await;
         stop_if_unrecorded(session)?;
     }
     Ok(())
+}
+
+/// Everything a tool call of this turn runs with, so code mode's scripts can make calls of
+/// their own the same way, after the call that started them returned.
+#[derive(Clone)]
+struct CallsOfTurn {
+    session: Arc<Session>,
+    ids: Arc<TurnIds>,
+    host: Arc<dyn ToolHost>,
+    context: Arc<crate::turn_context::TurnContext>,
+    registry: Arc<ToolRegistry>,
+    cancel: CancellationToken,
+    diff: Arc<std::sync::Mutex<TurnDiffTracker>>,
+}
+
+impl CallsOfTurn {
+    fn context_for(&self, call_id: &str) -> ToolContext {
+        ToolContext {
+            host: self.host.clone(),
+            turn: self.context.clone(),
+            ids: self.ids.clone(),
+            cancel: self.cancel.clone(),
+            call_id: keel_protocol::CallId::new(call_id),
+            diff: self.diff.clone(),
+        }
+    }
+
+    /// Runs a script's call through the hooks and the registry, as a model's call runs.
+    fn nested_runner(&self) -> crate::code_mode::NestedRunner {
+        let calls = self.clone();
+        Arc::new(move |request: crate::code_mode::NestedRequest| {
+            let calls = calls.clone();
+            Box::pin(async move {
+                let freeform = calls.registry.is_freeform(&request.tool);
+                let call = crate::code_mode::nested_call_item(&request, freeform)?;
+                let ctx = calls.context_for(&request.call_id);
+                let registry = calls.registry.clone();
+                let items = super::hook_points::around_tool_call(
+                    &calls.session,
+                    &calls.ids,
+                    &calls.context,
+                    &call,
+                    |call| async move { registry.dispatch(ctx, &call).await },
+                )
+                .await
+                .map_err(|stop| match stop {
+                    TurnStop::Interrupted => "the turn was interrupted".to_string(),
+                    TurnStop::Failed(err) => err.to_string(),
+                })?;
+                let output = items
+                    .iter()
+                    .find(|item| item.tool_output_call_id().is_some())
+                    .ok_or_else(|| format!("tool `{}` returned nothing", request.tool))?;
+                Ok(crate::code_mode::nested_result(&request.tool, output))
+            })
+        })
+    }
+}
+
+/// Stops the conversation's running scripts when dropped: at the end of the turn.
+struct TerminateCells(Arc<crate::code_mode::CellStore>);
+
+impl Drop for TerminateCells {
+    fn drop(&mut self) {
+        self.0.terminate_all();
+    }
 }
 
 /// Fails the turn once the conversation can no longer be recorded (a full disk, say): the

@@ -26,6 +26,7 @@ mod patch;
 mod plan;
 mod registry;
 mod shell;
+mod sleep;
 mod spec;
 mod tool;
 mod tool_command;
@@ -46,7 +47,8 @@ pub(crate) use dynamic::dynamic_tools;
 pub(crate) use host::ToolHost;
 pub(crate) use observed::ObservedTool;
 pub use registry::ToolRegistrationError;
-pub(crate) use registry::{ToolRegistry, ToolRegistryBuilder, valid_tool_name};
+pub(crate) use registry::{ScriptTool, ToolRegistry, ToolRegistryBuilder, valid_tool_name};
+pub(crate) use sleep::SleepTool;
 pub(crate) use tool::function_spec;
 pub use tool::{DynTool, Tool, ToolApproval, ToolInput};
 pub use tool_command::CommandOutput;
@@ -60,12 +62,13 @@ use crate::turn_context::TurnContext;
 
 /// The tools of one request: the built-ins this turn offers ([`builtin_table::BUILTINS`], in
 /// its order; a call to a built-in offered as "handled only", such as `shell` beside
-/// `exec_command`, is still run), then the MCP tools, then the embedder's.
+/// `exec_command`, is still run), then the MCP tools, then the embedder's. Unbuilt, so code
+/// mode can offer them its own way; [`ToolRegistryBuilder::build`] offers them one by one.
 pub(crate) fn registry_for(
     context: &TurnContext,
     mcp: Option<&McpToolCatalog>,
     embedder: &[Arc<dyn DynTool>],
-) -> ToolRegistry {
+) -> ToolRegistryBuilder {
     let mut builder = ToolRegistryBuilder::default();
     let add = |builder: &mut ToolRegistryBuilder, tool: Arc<dyn DynTool>, offered: bool| {
         let added = if offered {
@@ -104,5 +107,5 @@ pub(crate) fn registry_for(
     for tool in embedder {
         add(&mut builder, tool.clone(), true);
     }
-    builder.build()
+    builder
 }

@@ -27,8 +27,9 @@ pub(crate) fn valid_tool_name(name: &str) -> bool {
 #[derive(Default)]
 pub(crate) struct ToolRegistryBuilder {
     tools: Vec<Arc<dyn DynTool>>,
-    /// Definitions offered, in order: a registered tool's, or a provider-hosted one's.
-    specs: Vec<Value>,
+    /// Definitions offered, in order: a registered tool's (with its name), or a
+    /// provider-hosted one's.
+    specs: Vec<(Option<String>, Value)>,
     index: HashMap<String, usize>,
 }
 
@@ -36,8 +37,9 @@ impl ToolRegistryBuilder {
     /// Offers `tool` to the model and routes its calls to it.
     pub(crate) fn register(&mut self, tool: Arc<dyn DynTool>) -> Result<(), ToolRegistrationError> {
         let spec = tool.spec();
+        let name = tool.name().to_string();
         self.handle_only(tool)?;
-        self.specs.push(spec);
+        self.specs.push((Some(name), spec));
         Ok(())
     }
 
@@ -65,16 +67,49 @@ impl ToolRegistryBuilder {
 
     /// Offers a tool the provider runs itself (`web_search`): no handler here.
     pub(crate) fn hosted(&mut self, spec: Value) {
-        self.specs.push(spec);
+        self.specs.push((None, spec));
     }
 
     pub(crate) fn build(self) -> ToolRegistry {
         ToolRegistry {
             tools: self.tools,
-            specs: self.specs,
+            specs: self.specs.into_iter().map(|(_, spec)| spec).collect(),
             index: self.index,
+            script_tools: None,
         }
     }
+
+    /// Takes the definitions registered so far, with the names of the tools they offer
+    /// (`None` for a provider-hosted one), so they can be offered another way.
+    pub(crate) fn take_offered(&mut self) -> Vec<(Option<String>, Value)> {
+        std::mem::take(&mut self.specs)
+    }
+
+    /// The registry, offering `specs` instead of the tools' own definitions (code mode's
+    /// namespaces), with `script_tools` reachable from scripts.
+    pub(crate) fn build_offering(
+        self,
+        specs: Vec<Value>,
+        script_tools: Vec<ScriptTool>,
+    ) -> ToolRegistry {
+        ToolRegistry {
+            tools: self.tools,
+            specs,
+            index: self.index,
+            script_tools: Some(script_tools),
+        }
+    }
+}
+
+/// A tool as code mode's scripts see it.
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptTool {
+    /// Its name on `tools`.
+    pub js_name: String,
+    /// Its registered name.
+    pub tool: String,
+    /// Its description, for `ALL_TOOLS`.
+    pub description: String,
 }
 
 /// The tools of one request and the one path that runs their calls.
@@ -82,6 +117,8 @@ pub(crate) struct ToolRegistry {
     tools: Vec<Arc<dyn DynTool>>,
     specs: Vec<Value>,
     index: HashMap<String, usize>,
+    /// In code mode, the tools scripts reach through `tools`.
+    script_tools: Option<Vec<ScriptTool>>,
 }
 
 impl ToolRegistry {
@@ -93,6 +130,17 @@ impl ToolRegistry {
     /// The tool handling calls named `name`.
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
         self.index.get(name).and_then(|&at| self.tools.get(at))
+    }
+
+    /// In code mode, the tools scripts reach through `tools`; `None` otherwise.
+    pub(crate) fn script_tools(&self) -> Option<&[ScriptTool]> {
+        self.script_tools.as_deref()
+    }
+
+    /// Whether the tool called `name` takes free text (a custom tool) rather than JSON.
+    pub(crate) fn is_freeform(&self, name: &str) -> bool {
+        self.get(name)
+            .is_some_and(|tool| tool.spec()["type"] == "custom")
     }
 
     /// Runs one call and returns its output item. Bad arguments and tool failures become

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use keel_protocol::{CallId, ParsedCommand};
 use tokio::time::Instant;
 
-pub(crate) use model_output::{ChunkReport, ProcessStatus, head_and_tail, render_chunk};
+pub(crate) use model_output::{
+    ChunkReport, ProcessStatus, chunk_as_object, head_and_tail, render_chunk,
+};
 
 use crate::processes::{HeadTailBuffer, ProcessHandle};
 

@@ -85,6 +85,42 @@ pub(crate) fn head_and_tail(output: &str, max_tokens: usize) -> String {
     )
 }
 
+/// A rendered chunk read back as the object code mode's scripts get from
+/// `tools.exec_command` and `tools.write_stdin`: `{chunk_id, wall_time_seconds, exit_code |
+/// session_id, original_token_count, output}`. `None` for text that is not a chunk (an error).
+pub(crate) fn chunk_as_object(text: &str) -> Option<serde_json::Value> {
+    let (head, output) = text
+        .split_once("Output:\n")
+        .or_else(|| text.strip_suffix("Output:").map(|head| (head, "")))?;
+    let mut object = serde_json::Map::new();
+    let mut notes = Vec::new();
+    for line in head.lines() {
+        if let Some(id) = line.strip_prefix("Chunk ID: ") {
+            object.insert("chunk_id".into(), id.into());
+        } else if let Some(wall) = line.strip_prefix("Wall time: ") {
+            let seconds: f64 = wall.trim_end_matches(" seconds").parse().ok()?;
+            object.insert("wall_time_seconds".into(), seconds.into());
+        } else if let Some(code) = line.strip_prefix("Process exited with code ") {
+            object.insert("exit_code".into(), code.parse::<i64>().ok()?.into());
+        } else if let Some(id) = line.strip_prefix("Process running with session ID ") {
+            object.insert("session_id".into(), id.parse::<i64>().ok()?.into());
+        } else if let Some(count) = line.strip_prefix("Original token count: ") {
+            object.insert(
+                "original_token_count".into(),
+                count.parse::<u64>().ok()?.into(),
+            );
+        } else if let Some(note) = line.strip_prefix("Note: ") {
+            notes.push(serde_json::Value::from(note));
+        }
+    }
+    object.get("wall_time_seconds")?;
+    if !notes.is_empty() {
+        object.insert("notes".into(), notes.into());
+    }
+    object.insert("output".into(), output.into());
+    Some(serde_json::Value::Object(object))
+}
+
 fn floor_char_boundary(text: &str, mut index: usize) -> usize {
     while !text.is_char_boundary(index) {
         index -= 1;
@@ -125,6 +161,19 @@ mod tests {
         assert_eq!(lines[4], "Original token count: 1");
         assert_eq!(lines[5], "Output:");
         assert_eq!(lines[6], "hi");
+    }
+
+    #[test]
+    fn a_chunk_reads_back_as_an_object() {
+        let object = chunk_as_object(&report("hi\n", ProcessStatus::Exited(3), 100)).unwrap();
+        assert_eq!(object["exit_code"], 3);
+        assert_eq!(object["output"], "hi\n");
+        assert_eq!(object["wall_time_seconds"], 1.5);
+        assert_eq!(object["chunk_id"].as_str().map(str::len), Some(6));
+        let running = chunk_as_object(&report("", ProcessStatus::Running(7), 100)).unwrap();
+        assert_eq!(running["session_id"], 7);
+        assert!(running.get("exit_code").is_none());
+        assert!(chunk_as_object("no such session").is_none());
     }
 
     #[test]

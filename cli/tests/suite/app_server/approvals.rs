@@ -174,3 +174,82 @@ async fn an_error_answer_is_not_a_decision() -> anyhow::Result<()> {
     assert_eq!(world.mock.requests().len(), 1);
     Ok(())
 }
+
+/// A code-mode script's calls are asked about like the model's own: the client sees each
+/// approval with the nested call's id, a declined command does not run (the script reads
+/// why), an accepted patch is applied, and the `exec` cell is an item of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripts_calls_are_approved_like_the_models_own() -> anyhow::Result<()> {
+    let source = r#"const r = await tools.exec_command({cmd: "touch cmd.txt"});
+text(typeof r === "string" ? r : r.output);
+await tools.apply_patch("*** Begin Patch\n*** Add File: patch.txt\n+x\n*** End Patch\n");
+text("patched");
+"#;
+    let world = World::new(
+        Script::new([
+            Turn::new([keel_test_support::custom_tool_call("c1", "exec", source)]),
+            Turn::new([assistant_message("done")]),
+        ]),
+        &[
+            ("approval_policy", "untrusted".into()),
+            ("model", "gpt-6.2-sol".into()),
+        ],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "do it").await?;
+
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/commandExecution/requestApproval");
+    assert_eq!(request["params"]["itemId"], "c1/1");
+    assert_eq!(
+        request["params"]["command"],
+        "/bin/bash -lc 'touch cmd.txt'"
+    );
+    server
+        .respond(request["id"].clone(), json!({"decision": "decline"}))
+        .await?;
+    let request = server.read_server_request().await?;
+    assert_eq!(request["method"], "item/fileChange/requestApproval");
+    assert_eq!(request["params"]["itemId"], "c1/2");
+    server
+        .respond(request["id"].clone(), json!({"decision": "accept"}))
+        .await?;
+
+    let completed = server.read_turn_completed(&turn_id).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    assert!(!world.ws_file("cmd.txt").exists());
+    assert!(world.ws_file("patch.txt").exists());
+    let items = completed["turn"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let kinds: Vec<&str> = items
+        .iter()
+        .filter_map(|item| item["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"commandExecution"), "{kinds:?}");
+    assert!(kinds.contains(&"fileChange"), "{kinds:?}");
+    let cell = items
+        .iter()
+        .find(|item| item["type"] == "dynamicToolCall" && item["tool"] == "exec")
+        .ok_or_else(|| anyhow::anyhow!("no exec item in {items:#?}"))?;
+    assert_eq!(cell["status"], "completed");
+
+    let output = world.mock.requests()[1]
+        .input()
+        .iter()
+        .find(|item| item["type"] == "custom_tool_call_output")
+        .cloned()
+        .unwrap_or_default();
+    let texts: Vec<&str> = output["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    assert_eq!(texts[1], "exec command rejected by user", "{texts:?}");
+    assert_eq!(texts[2], "patched");
+    Ok(())
+}

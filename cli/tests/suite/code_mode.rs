@@ -1,0 +1,348 @@
+//! Code mode through `keel exec` against the mock, as Codex 0.171 drives today's models: the
+//! request's shape (checked field by field against the structure of Codex's own request,
+//! `fixtures/codex-0.171-request-gpt-6.2-sol.json`), and a scripted model whose `exec`
+//! JavaScript runs a command and writes a file through `tools`, yields and is waited for.
+
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, custom_tool_call, function_call, write_config,
+};
+use serde_json::{Value, json};
+
+use super::exec::keel_exec;
+
+const CODEX_REQUEST: &str = include_str!("../fixtures/codex-0.171-request-gpt-6.2-sol.json");
+
+/// What Keel's first request for a code-mode model leaves out of Codex's, on purpose.
+/// `client_metadata` carries Codex's installation and analytics ids.
+const TOP_LEVEL_NOT_SENT: &[&str] = &["client_metadata"];
+/// Codex's tools Keel does not offer in Codex's shape (yet): asynchronous user input and
+/// messages, and the second-generation sub-agent tools (Keel offers its own sub-agent tools
+/// under `collaboration`, some by the same names).
+const TOOLS_DIFFERENT: &[&str] = &[
+    "functions.request_user_input_async",
+    "functions.send_message_to_user_async",
+    "collaboration.followup_task",
+    "collaboration.interrupt_agent",
+    "collaboration.list_agents",
+    "collaboration.send_message",
+    "collaboration.spawn_agent",
+    "collaboration.wait_agent",
+];
+
+async fn run(
+    script: Script,
+    overrides: &[(&str, toml::Value)],
+    args: &[&str],
+) -> anyhow::Result<(MockModelServer, tempfile::TempDir, super::exec::Output)> {
+    let mock = MockModelServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let mut settings = vec![("model", toml::Value::from("gpt-6.2-sol"))];
+    settings.extend(overrides.iter().cloned());
+    write_config(home.path(), &mock.uri(), settings)?;
+    let out = keel_exec(home.path(), ws.path(), args, None).await?;
+    Ok((mock, ws, out))
+}
+
+/// Tool facts as the fixture states them: namespace.name → (type, params shape).
+fn tool_shapes(additional_tools: &Value) -> Vec<(String, Value)> {
+    let mut shapes = Vec::new();
+    for namespace in additional_tools["tools"].as_array().into_iter().flatten() {
+        let ns = namespace["name"].as_str().unwrap_or_default();
+        for tool in namespace["tools"].as_array().into_iter().flatten() {
+            let mut shape = json!({"type": tool["type"]});
+            if let Some(format) = tool.get("format") {
+                shape["format"] = json!({"type": format["type"], "syntax": format["syntax"]});
+            }
+            if let Some(parameters) = tool.get("parameters") {
+                let mut names: Vec<&str> = parameters["properties"]
+                    .as_object()
+                    .map(|properties| properties.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                names.sort_unstable();
+                let mut required: Vec<&str> = parameters["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                required.sort_unstable();
+                shape["strict"] = tool["strict"].clone();
+                shape["parameters"] = json!({"properties": names, "required": required,
+                    "additionalProperties": parameters["additionalProperties"]});
+            }
+            shapes.push((
+                format!("{ns}.{}", tool["name"].as_str().unwrap_or_default()),
+                shape,
+            ));
+        }
+    }
+    shapes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_matches_codex_field_by_field() -> anyhow::Result<()> {
+    let codex: Value = serde_json::from_str(CODEX_REQUEST)?;
+    let (mock, _ws, out) = run(
+        Script::new([Turn::new([assistant_message("hi")])]),
+        &[],
+        &["say hi"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let request = &mock.requests()[0];
+    let body = &request.body;
+
+    let mut ours: Vec<&str> = body
+        .as_object()
+        .map(|object| object.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    ours.sort_unstable();
+    let theirs: Vec<&str> = codex["top_level_keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|key| !TOP_LEVEL_NOT_SENT.contains(key))
+        .collect();
+    assert_eq!(ours, theirs, "top-level fields");
+    for (field, value) in codex["values"].as_object().into_iter().flatten() {
+        assert_eq!(&body[field], value, "`{field}`");
+    }
+    for (header, value) in codex["headers"].as_object().into_iter().flatten() {
+        assert_eq!(request.header(header), value.as_str(), "header `{header}`");
+    }
+
+    let input = request.input();
+    assert_eq!(input[0]["type"], "additional_tools");
+    assert_eq!(input[0]["role"], "developer");
+    assert_eq!(input[1]["type"], "message");
+    assert_eq!(input[1]["role"], "developer");
+    assert!(
+        input[1]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .len()
+            > 1000,
+        "the instructions lead the input"
+    );
+    assert_eq!(input.last().map(|item| &item["role"]), Some(&json!("user")));
+
+    let ours = tool_shapes(&input[0]);
+    let mut codex_tools: Vec<(String, Value)> = Vec::new();
+    for namespace in codex["additional_tools"]["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for tool in namespace["tools"].as_array().into_iter().flatten() {
+            let mut shape = json!({"type": tool["type"]});
+            for key in ["format", "strict", "parameters"] {
+                if let Some(value) = tool.get(key) {
+                    shape[key] = value.clone();
+                }
+            }
+            codex_tools.push((
+                format!(
+                    "{}.{}",
+                    namespace["name"].as_str().unwrap_or_default(),
+                    tool["name"].as_str().unwrap_or_default()
+                ),
+                shape,
+            ));
+        }
+    }
+    for (name, shape) in &codex_tools {
+        if TOOLS_DIFFERENT.contains(&name.as_str()) {
+            continue;
+        }
+        match ours.iter().find(|(ours, _)| ours == name) {
+            Some((_, ours)) => assert_eq!(ours, shape, "tool `{name}`"),
+            None => panic!("Codex offers `{name}`, Keel does not: {ours:#?}"),
+        }
+    }
+    // Keel's own additions are its sub-agent tools, in the namespace Codex uses for them.
+    for (name, _) in &ours {
+        assert!(
+            codex_tools.iter().any(|(theirs, _)| theirs == name)
+                || name.starts_with("collaboration."),
+            "Keel offers `{name}`, Codex does not"
+        );
+    }
+    // Every other tool is declared for scripts in exec's description.
+    let exec = &input[0]["tools"][0]["tools"][0];
+    let description = exec["description"].as_str().unwrap_or_default();
+    for nested in [
+        "exec_command(args:",
+        "write_stdin(args:",
+        "apply_patch(input: string)",
+    ] {
+        assert!(description.contains(nested), "`{nested}` in {description}");
+    }
+    Ok(())
+}
+
+/// A classic model in the catalogue keeps the classic request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classic_model_keeps_the_classic_request() -> anyhow::Result<()> {
+    let (mock, _ws, out) = run(
+        Script::new([Turn::new([assistant_message("hi")])]),
+        &[("model", "gpt-5.5".into())],
+        &["say hi"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let request = &mock.requests()[0];
+    assert!(request.body["instructions"].is_string());
+    assert!(request.body["tools"].is_array());
+    assert_eq!(request.body["parallel_tool_calls"], true);
+    assert_eq!(request.body["reasoning"], json!({"effort": "medium"}));
+    assert!(
+        request
+            .header("x-openai-internal-codex-responses-lite")
+            .is_none()
+    );
+    Ok(())
+}
+
+/// `features.code_mode = false` offers a code-mode model its tools one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_mode_can_be_turned_off() -> anyhow::Result<()> {
+    let (mock, _ws, out) = run(
+        Script::new([Turn::new([assistant_message("hi")])]),
+        &[("features.code_mode", false.into())],
+        &["say hi"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let body = &mock.requests()[0].body;
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(names.contains(&"exec_command"), "{names:?}");
+    assert!(!names.contains(&"exec"), "{names:?}");
+    Ok(())
+}
+
+/// The model's script runs a command and writes a file through `tools`, under the sandbox;
+/// `keel exec --json` shows the command and the patch as the items they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_runs_a_command_and_patches_a_file() -> anyhow::Result<()> {
+    let script = r#"const r = await tools.exec_command({cmd: "echo hi-from-script"});
+text(r.output.trim());
+text(`exit ${r.exit_code}`);
+const patched = await tools.apply_patch("*** Begin Patch\n*** Add File: hello.txt\n+hello world\n*** End Patch\n");
+text(typeof patched);
+"#;
+    let (mock, ws, out) = run(
+        Script::new([
+            Turn::new([custom_tool_call("c1", "exec", script)]),
+            Turn::new([assistant_message("done")]),
+        ]),
+        &[("sandbox_mode", "workspace-write".into())],
+        &["--json", "do it"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("hello.txt"))?,
+        "hello world\n"
+    );
+    let input = mock.requests()[1].input().to_vec();
+    let output = input
+        .iter()
+        .find(|item| item["type"] == "custom_tool_call_output")
+        .ok_or_else(|| anyhow::anyhow!("no exec output in {input:#?}"))?;
+    assert_eq!(output["call_id"], "c1");
+    let parts: Vec<&str> = output["output"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    assert!(
+        parts[0].starts_with("Script completed\nWall time "),
+        "{parts:?}"
+    );
+    assert_eq!(&parts[1..], ["hi-from-script", "exit 0", "string"]);
+
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let completed = |kind: &str| {
+        events
+            .iter()
+            .any(|event| event["type"] == "item.completed" && event["item"]["type"] == kind)
+    };
+    assert!(completed("command_execution"), "{}", out.stdout);
+    assert!(completed("file_change"), "{}", out.stdout);
+    Ok(())
+}
+
+/// A script still running at its yield time yields a cell; `wait` returns the rest. Errors
+/// come back as `Script failed` with the engine's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_script_yields_and_is_waited_for() -> anyhow::Result<()> {
+    let slow = "// @exec: {\"yield_time_ms\": 300}\ntext(\"start\");\nconst r = await tools.exec_command({cmd: \"sleep 1; echo late\", yield_time_ms: 10000});\ntext(r.output.trim());\n";
+    let (mock, _ws, out) = run(
+        Script::new([
+            Turn::new([custom_tool_call("c1", "exec", slow)]),
+            Turn::new([function_call(
+                "w1",
+                "wait",
+                json!({"cell_id": "1", "yield_time_ms": 20000}).to_string(),
+            )]),
+            Turn::new([custom_tool_call("c2", "exec", "const = ;")]),
+            Turn::new([function_call(
+                "w2",
+                "wait",
+                json!({"cell_id": "9"}).to_string(),
+            )]),
+            Turn::new([assistant_message("done")]),
+        ]),
+        &[],
+        &["go"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = mock.requests();
+    let output_of = |request: usize, call_id: &str| -> Vec<String> {
+        let input = requests[request].input();
+        let item = input
+            .iter()
+            .find(|item| item["call_id"] == call_id && item.get("output").is_some())
+            .cloned()
+            .unwrap_or_default();
+        match &item["output"] {
+            Value::String(text) => vec![text.clone()],
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|part| part["text"].as_str().map(str::to_string))
+                .collect(),
+            other => vec![other.to_string()],
+        }
+    };
+    let yielded = output_of(1, "c1");
+    assert!(
+        yielded[0].starts_with("Script running with cell ID 1\n"),
+        "{yielded:?}"
+    );
+    assert_eq!(yielded[1], "start");
+    let waited = output_of(2, "w1");
+    assert!(waited[0].starts_with("Script completed\n"), "{waited:?}");
+    assert_eq!(waited[1], "late");
+    let broken = output_of(3, "c2");
+    assert!(broken[0].starts_with("Script failed\n"), "{broken:?}");
+    assert!(
+        broken[1].starts_with("Script error:\nSyntaxError"),
+        "{broken:?}"
+    );
+    let unknown = output_of(4, "w2");
+    assert_eq!(unknown[1], "Script error:\nexec cell 9 not found");
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! Code mode, as Codex 0.171 drives today's models: instead of each tool, the model is offered
+//! `exec`, which runs its JavaScript in an embedded QuickJS engine where every other tool is a
+//! method of `tools`, and `wait`, for scripts still running when `exec` yields. Each nested
+//! call goes through the same path as a call the model makes itself (hooks, approvals,
+//! sandbox, events, rollout), so clients see the commands and patches it runs as usual, plus
+//! the `exec` cell as a tool call of its own.
+//!
+//! The engine starts only when a script runs, on a thread of its own per script, so
+//! conversations that never use it pay nothing. A script has no file system, network or
+//! process access but through `tools`, and its memory and stack are capped; a cell still
+//! running when its turn ends is stopped.
+
+mod cell_output;
+mod cells;
+mod pragma;
+#[cfg(feature = "code-mode")]
+mod script;
+#[cfg(not(feature = "code-mode"))]
+#[path = "script_disabled.rs"]
+mod script;
+mod specs;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub(crate) use cells::{CellStore, NestedRequest, NestedRunner};
+pub(crate) use script::{NestedInput, NestedResult};
+
+use crate::models::{CallOutput, ResponseItem};
+use crate::tools::{ScriptTool, ToolContext, ToolRegistry, ToolRegistryBuilder};
+use crate::turn_context::TurnContext;
+use cell_output::{CellStatus, render};
+
+/// The namespace code mode's own tools and the directly called ones are offered in.
+const FUNCTIONS: &str = "functions";
+
+/// Whether this turn's model is driven in code mode: its catalogue entry says so, the
+/// configuration allows it, the build has the engine, and the provider takes custom tools
+/// and namespaces (the Responses API).
+pub(crate) fn active(context: &TurnContext) -> bool {
+    let settings = context.client.settings();
+    cfg!(feature = "code-mode")
+        && context.code_mode
+        && context.client.capabilities().freeform_tools
+        && crate::model_family::family(&settings.catalog, &settings.model).code_mode
+}
+
+/// The registry of a request: in code mode every tool is still handled, but the model is
+/// offered `exec`, `wait` and the directly called tools in namespaces, with the rest reachable
+/// from scripts (a provider-hosted tool such as `web_search` cannot be called from a script
+/// and is not offered); otherwise each tool is offered as itself.
+pub(crate) fn registry(context: &TurnContext, mut builder: ToolRegistryBuilder) -> ToolRegistry {
+    if !active(context) {
+        return builder.build();
+    }
+    const DIRECT: &[&str] = &["request_user_input"];
+    const COLLABORATION: &[&str] = &[
+        "spawn_agent",
+        "send_input",
+        "wait_agent",
+        "close_agent",
+        "resume_agent",
+    ];
+    let offered_specs = builder.take_offered();
+    let mut direct = Vec::new();
+    let mut collaboration = Vec::new();
+    let mut nested = Vec::new();
+    for (name, spec) in &offered_specs {
+        match name.as_deref() {
+            None => {}
+            Some(name) if DIRECT.contains(&name) => direct.push(spec.clone()),
+            Some(name) if COLLABORATION.contains(&name) => collaboration.push(spec.clone()),
+            Some(name) => nested.push((name, spec)),
+        }
+    }
+    let (specs, script_tools) = offered(CodeModeOffer {
+        direct,
+        collaboration,
+        nested,
+        clock: true,
+    });
+    if let Err(err) = builder.handle_only(std::sync::Arc::new(crate::tools::SleepTool)) {
+        tracing::warn!("tool skipped: {err}");
+    }
+    builder.build_offering(specs, script_tools)
+}
+
+/// The tools of one code-mode request, split by how the model reaches them.
+struct CodeModeOffer<'a> {
+    /// Called directly by the model, in `functions` beside `exec` (`request_user_input`).
+    pub direct: Vec<Value>,
+    /// The sub-agent tools, in `collaboration`.
+    pub collaboration: Vec<Value>,
+    /// Reached from scripts only: (registered name, definition).
+    pub nested: Vec<(&'a str, &'a Value)>,
+    /// Offer `clock.sleep`.
+    pub clock: bool,
+}
+
+/// The definitions sent to a code-mode model (namespaces, in Codex's order), and the tools
+/// scripts see.
+fn offered(offer: CodeModeOffer<'_>) -> (Vec<Value>, Vec<ScriptTool>) {
+    let script_tools: Vec<ScriptTool> = offer
+        .nested
+        .iter()
+        .map(|(name, spec)| ScriptTool {
+            js_name: specs::js_identifier(name),
+            tool: (*name).to_string(),
+            description: specs::description_of(spec).to_string(),
+        })
+        .collect();
+    let declared: Vec<specs::NestedTool<'_>> = script_tools
+        .iter()
+        .zip(&offer.nested)
+        .map(|(tool, (_, spec))| specs::NestedTool {
+            js_name: &tool.js_name,
+            spec,
+        })
+        .collect();
+    let mut functions = vec![specs::exec_tool(&declared), specs::wait_tool()];
+    functions.extend(offer.direct);
+    let mut namespaces = vec![specs::namespace(FUNCTIONS, "", functions)];
+    if offer.clock {
+        namespaces.push(specs::namespace(
+            "clock",
+            "Tools for reading and waiting on time.",
+            vec![crate::tools::DynTool::spec(&crate::tools::SleepTool)],
+        ));
+    }
+    if !offer.collaboration.is_empty() {
+        namespaces.push(specs::namespace(
+            "collaboration",
+            "Tools for spawning and managing sub-agents.",
+            offer.collaboration,
+        ));
+    }
+    (namespaces, script_tools)
+}
+
+/// Whether `call` is code mode's own: `exec` or `wait`, at the top level or in `functions`.
+pub(crate) fn is_own_call(call: &ResponseItem) -> bool {
+    let top = |namespace: &Option<String>| namespace.as_deref().is_none_or(|ns| ns == FUNCTIONS);
+    match call {
+        ResponseItem::CustomToolCall {
+            name, namespace, ..
+        } => name == "exec" && top(namespace),
+        ResponseItem::FunctionCall {
+            name, namespace, ..
+        } => name == "wait" && top(namespace),
+        _ => false,
+    }
+}
+
+/// Runs an `exec` or `wait` call; the item answering it.
+pub(crate) async fn run_call(
+    cells: &Arc<CellStore>,
+    tools: &[ScriptTool],
+    call: &ResponseItem,
+    nested: NestedRunner,
+    ctx: ToolContext,
+) -> ResponseItem {
+    let started = Instant::now();
+    match call {
+        ResponseItem::CustomToolCall { call_id, input, .. } => ResponseItem::CustomToolCallOutput {
+            call_id: call_id.clone(),
+            output: exec(cells, tools, input, nested, ctx, started).await,
+        },
+        ResponseItem::FunctionCall {
+            call_id, arguments, ..
+        } => ResponseItem::FunctionCallOutput {
+            call_id: call_id.clone(),
+            output: wait(cells, arguments, &ctx, started).await,
+        },
+        other => ResponseItem::FunctionCallOutput {
+            call_id: other.tool_call_id().unwrap_or_default().to_string(),
+            output: "not a code-mode call".into(),
+        },
+    }
+}
+
+async fn exec(
+    cells: &Arc<CellStore>,
+    tools: &[ScriptTool],
+    input: &str,
+    nested: NestedRunner,
+    ctx: ToolContext,
+    started: Instant,
+) -> CallOutput {
+    let failed = |error: String| {
+        render(
+            &CellStatus::Failed(error),
+            started.elapsed(),
+            Vec::new(),
+            pragma::DEFAULT_MAX_OUTPUT_TOKENS,
+        )
+    };
+    let parsed = match pragma::parse(input) {
+        Ok(parsed) => parsed,
+        Err(error) => return failed(error),
+    };
+    let cancel = ctx.cancellation().clone();
+    let cell = match cells.start(parsed.source, tools, nested, ctx) {
+        Ok(cell) => cell,
+        Err(error) => return failed(error),
+    };
+    let (status, items) = cell
+        .wait_and_take(Duration::from_millis(parsed.yield_time_ms), &cancel)
+        .await;
+    if !matches!(status, CellStatus::Running(_)) {
+        cells.forget(cell.id());
+    }
+    render(&status, started.elapsed(), items, parsed.max_output_tokens)
+}
+
+/// The arguments of `wait`.
+#[derive(Deserialize)]
+struct WaitArgs {
+    cell_id: String,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    terminate: bool,
+    #[serde(default)]
+    yield_time_ms: Option<u64>,
+}
+
+async fn wait(
+    cells: &Arc<CellStore>,
+    arguments: &str,
+    ctx: &ToolContext,
+    started: Instant,
+) -> CallOutput {
+    let failed = |error: String| {
+        render(
+            &CellStatus::Failed(error),
+            started.elapsed(),
+            Vec::new(),
+            pragma::DEFAULT_MAX_OUTPUT_TOKENS,
+        )
+    };
+    let args: WaitArgs = match serde_json::from_str(arguments) {
+        Ok(args) => args,
+        Err(err) => return failed(format!("invalid arguments for `wait`: {err}")),
+    };
+    let Some(cell) = cells.get(&args.cell_id) else {
+        return failed(format!("exec cell {} not found", args.cell_id));
+    };
+    if args.terminate {
+        cell.terminate();
+    }
+    let yield_after = if args.terminate {
+        // A stopped script ends at its next instruction; give it a moment to say so.
+        Duration::from_secs(5)
+    } else {
+        Duration::from_millis(args.yield_time_ms.unwrap_or(pragma::DEFAULT_YIELD_TIME_MS))
+    };
+    let (status, items) = cell.wait_and_take(yield_after, ctx.cancellation()).await;
+    if !matches!(status, CellStatus::Running(_)) {
+        cells.forget(cell.id());
+    }
+    render(
+        &status,
+        started.elapsed(),
+        items,
+        args.max_tokens.unwrap_or(pragma::DEFAULT_MAX_OUTPUT_TOKENS),
+    )
+}
+
+/// The call item a nested request becomes: a custom call for a freeform tool (whose input
+/// must be a string), a function call otherwise (whose input must be an object).
+pub(crate) fn nested_call_item(
+    request: &NestedRequest,
+    freeform: bool,
+) -> Result<ResponseItem, String> {
+    match (&request.input, freeform) {
+        (NestedInput::Text(input), true) => Ok(ResponseItem::CustomToolCall {
+            id: None,
+            call_id: request.call_id.clone(),
+            name: request.tool.clone(),
+            namespace: None,
+            input: input.clone(),
+        }),
+        (NestedInput::Json(_), true) => {
+            Err(format!("tool `{}` expects a string input", request.tool))
+        }
+        (NestedInput::Json(arguments), false) => Ok(ResponseItem::FunctionCall {
+            id: None,
+            name: request.tool.clone(),
+            namespace: None,
+            arguments: arguments.clone(),
+            call_id: request.call_id.clone(),
+        }),
+        (NestedInput::Text(text), false) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(_)) => Ok(ResponseItem::FunctionCall {
+                id: None,
+                name: request.tool.clone(),
+                namespace: None,
+                arguments: text.clone(),
+                call_id: request.call_id.clone(),
+            }),
+            _ => Err(format!("tool `{}` expects an object input", request.tool)),
+        },
+    }
+}
+
+/// What a script's promise settles with for a nested call's output: the command tools'
+/// output as an object (`{output, exit_code, …}`), JSON output as the value, other text as a
+/// string.
+pub(crate) fn nested_result(tool: &str, output: &ResponseItem) -> NestedResult {
+    let text = match output {
+        ResponseItem::FunctionCallOutput { output, .. }
+        | ResponseItem::CustomToolCallOutput { output, .. } => output.text().into_owned(),
+        _ => String::new(),
+    };
+    if matches!(tool, "exec_command" | "write_stdin")
+        && let Some(object) = crate::unified_exec::chunk_as_object(&text)
+    {
+        return NestedResult::Json(object.to_string());
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => NestedResult::Json(value.to_string()),
+        Ok(Value::String(inner)) => NestedResult::Text(inner),
+        _ => NestedResult::Text(text),
+    }
+}
