@@ -62,6 +62,12 @@ pub const KEEL_FEATURES: &[FeatureInfo] = &[
         state: |config| Some(config.goals),
     },
     FeatureInfo {
+        name: "code_mode",
+        about: "drive the models whose catalogue entry says so in code mode (exec runs their JavaScript)",
+        default: Some(true),
+        state: |config| Some(config.code_mode),
+    },
+    FeatureInfo {
         name: "view_image",
         about: "offer view_image",
         default: Some(true),

@@ -23,8 +23,9 @@ use super::unknown_keys::{self, ConfigWarning};
 
 /// Name of the configuration file inside `KEEL_HOME`.
 pub const CONFIG_FILE_NAME: &str = "config.toml";
-/// The model used when neither the file, a profile nor an override names one (Codex's default).
-pub const DEFAULT_MODEL: &str = "gpt-5-codex";
+/// The model used when neither the file, a profile nor an override names one (Codex 0.171's
+/// default, the first model of the catalogue).
+pub const DEFAULT_MODEL: &str = crate::model_catalog::DEFAULT_CATALOG_MODEL;
 /// Default cap on the bytes of `AGENTS.md` project docs put in the prompt (32 KiB, as Codex).
 pub const DEFAULT_PROJECT_DOC_MAX_BYTES: usize = 32 * 1024;
 /// Default cap on each tool output sent to the model, in tokens (about 40 KB).

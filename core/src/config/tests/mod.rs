@@ -62,7 +62,7 @@ pub(super) fn load_err(toml: &str, cli_args: &[&str]) -> String {
 fn default_config(keel_home: &Path) -> Config {
     let model_providers = built_in_model_providers(None);
     Config {
-        model: "gpt-5-codex".to_string(),
+        model: "gpt-6.2-sol".to_string(),
         model_provider_id: "openai".to_string(),
         model_provider: model_providers["openai"].clone(),
         model_providers,
@@ -97,7 +97,8 @@ fn default_config(keel_home: &Path) -> Config {
         model_auto_compact_token_limit: None,
         compact_prompt: None,
         tool_output_token_limit: 10_000,
-        model_reasoning_summary: ReasoningSummaryMode::Auto,
+        // The catalogue's default for gpt-6.2-sol.
+        model_reasoning_summary: ReasoningSummaryMode::None,
         model_verbosity: None,
         model_supports_reasoning_summaries: None,
         web_search: false,
