@@ -151,7 +151,7 @@ impl TuiPane {
     /// Opens the model picker. The TUI refuses it, with a line saying so, until its start-up
     /// requests are all answered (which takes a while on busy cores, after the composer is
     /// already shown); each refusal is answered by asking again.
-    async fn open_model_picker(&self) -> anyhow::Result<()> {
+    pub(super) async fn open_model_picker(&self) -> anyhow::Result<()> {
         const NOT_YET: &str = "Model selection is disabled until startup completes";
         let refusals = |screen: &str| screen.matches(NOT_YET).count();
         tokio::time::timeout(SCREEN_WAIT, async {

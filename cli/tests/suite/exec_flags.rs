@@ -346,6 +346,11 @@ async fn a_codex_0171_config_with_every_key_loads_under_strict_config() -> anyho
     let w = world(Script::new([Turn::new([assistant_message("ok")])]), &[]).await?;
     let config = config.replace("http://127.0.0.1:9/v1", &w.mock.uri());
     std::fs::write(w.home.path().join("config.toml"), config)?;
+    // Keel reads `model_catalog_json`: one correction, in Codex's catalogue format.
+    std::fs::write(
+        w.home.path().join("catalog.json"),
+        r#"{"models": [{"slug": "mock-model", "display_name": "Mock", "visibility": "list"}]}"#,
+    )?;
     let out = keel_exec(w.home.path(), w.ws.path(), &["--strict-config", "hi"], None).await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(out.stdout, "ok\n");

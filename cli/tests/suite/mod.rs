@@ -6,6 +6,7 @@ mod codex_sdk;
 mod codex_tui;
 mod codex_tui_agents;
 mod codex_tui_commands;
+mod codex_tui_models;
 mod compaction;
 mod context_window_discovery;
 mod doc_commands;

@@ -26,6 +26,8 @@ const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 const JS_STACK_LIMIT: usize = 4 * 1024 * 1024;
 /// The thread's stack.
 const THREAD_STACK: usize = 16 * 1024 * 1024;
+/// The longest a script may run, waiting included; then it is stopped as failed.
+const MAX_RUN_TIME: Duration = Duration::from_secs(30 * 60);
 
 /// What a script is started with.
 #[derive(Debug, Clone)]
@@ -238,6 +240,24 @@ fn run(
     replies: &std_mpsc::Receiver<HostReply>,
     stop: &Arc<AtomicBool>,
 ) -> ScriptEnd {
+    let deadline = Instant::now() + MAX_RUN_TIME;
+    match run_until(start, events, replies, stop, deadline) {
+        ScriptEnd::Completed => ScriptEnd::Completed,
+        _ if Instant::now() >= deadline => ScriptEnd::Failed(format!(
+            "the script ran for more than {} minutes and was stopped",
+            MAX_RUN_TIME.as_secs() / 60
+        )),
+        end => end,
+    }
+}
+
+fn run_until(
+    start: ScriptStart,
+    events: &mpsc::UnboundedSender<ScriptEvent>,
+    replies: &std_mpsc::Receiver<HostReply>,
+    stop: &Arc<AtomicBool>,
+    deadline: Instant,
+) -> ScriptEnd {
     let runtime = match Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => return ScriptEnd::Failed(format!("cannot start the script runtime: {err}")),
@@ -256,6 +276,7 @@ fn run(
     let interrupt_shared = shared.clone();
     runtime.set_interrupt_handler(Some(Box::new(move || {
         interrupt_stop.load(Ordering::SeqCst)
+            || Instant::now() >= deadline
             || interrupt_shared
                 .try_borrow()
                 .is_ok_and(|shared| shared.exited)
@@ -341,18 +362,14 @@ fn run(
                 "the script awaits a promise that nothing will settle".to_string(),
             );
         }
-        let reply = match next_timer {
-            Some(due) => {
-                match replies.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                    Ok(reply) => Some(reply),
-                    Err(std_mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(std_mpsc::RecvTimeoutError::Disconnected) => return ScriptEnd::Terminated,
-                }
+        let wake = next_timer.map_or(deadline, |due| due.min(deadline));
+        let reply = match replies.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+            Ok(reply) => Some(reply),
+            Err(std_mpsc::RecvTimeoutError::Timeout) if Instant::now() >= deadline => {
+                return ScriptEnd::Terminated;
             }
-            None => match replies.recv() {
-                Ok(reply) => Some(reply),
-                Err(_) => return ScriptEnd::Terminated,
-            },
+            Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => return ScriptEnd::Terminated,
         };
         if stop.load(Ordering::SeqCst) {
             return ScriptEnd::Terminated;
