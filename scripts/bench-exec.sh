@@ -9,7 +9,7 @@
 #       --mock /work/target-bench/release/keel-mock-model \
 #       [--codex /path/to/codex] [--runs 5] [--warmup 1] [--turns "1 11 51"] \
 #       [--commands echo|bash-lc] [--profile-ms N | --real-home] [--keel-flag FLAG]... [--hooks noop] \
-#       [--tool shell|exec_command]
+#       [--tool shell|exec_command|exec-script]
 #
 # Realistic mode (`--commands bash-lc --profile-ms 100`): models send their commands as
 # `["bash", "-lc", "..."]`, and a developer's login profile (pyenv, nvm, conda, cargo env) costs
@@ -32,6 +32,9 @@
 # `{"cmd": "echo step K", "yield_time_ms": 10000, "login": false}`, i.e. `bash -c 'echo step K'`
 # (with `--commands bash-lc`: `"login": true`, i.e. `bash -lc 'echo step K'`). Codex 0.169 runs
 # its hooks on this path (tool name `Bash`) but not for `shell` calls, so hook figures need it.
+# `--tool exec-script` (Keel only) drives `gpt-6.2-sol` in code mode: every call is a custom
+# `exec` call whose JavaScript runs `await tools.exec_command({cmd: "echo step K", login:
+# false})` and returns its output with `text()`, so each call starts the embedded engine.
 #
 # For each script size N the harness writes a mock script of N model turns: N-1 turns that
 # each make one tool call (`echo "step K"`) and a last turn that answers "done". Every run
@@ -97,7 +100,11 @@ die() {
 [[ "$commands" == echo || "$commands" == bash-lc ]] || die "--commands must be echo or bash-lc"
 [[ "$profile_ms" =~ ^[0-9]+$ ]] || die "--profile-ms must be a non-negative integer"
 [[ -z "$hooks" || "$hooks" == noop ]] || die "--hooks must be noop"
-[[ "$tool_kind" == shell || "$tool_kind" == exec_command ]] || die "--tool must be shell or exec_command"
+[[ "$tool_kind" == shell || "$tool_kind" == exec_command || "$tool_kind" == exec-script ]] ||
+    die "--tool must be shell, exec_command or exec-script"
+[[ "$tool_kind" != exec-script || -z "$codex" ]] || die "--tool exec-script measures Keel only"
+model="mock-model"
+[[ "$tool_kind" == exec-script ]] && model="gpt-6.2-sol"
 /usr/bin/time --version 2>&1 | grep -q GNU || die "needs GNU time at /usr/bin/time (apt-get install time)"
 
 work="$(mktemp -d -t keel-bench.XXXXXX)"
@@ -124,9 +131,11 @@ gen_script() {
     local n="$1" file="$2" k login=false
     [[ "$commands" == bash-lc ]] && login=true
     {
-        printf '{"model":"mock-model","turns":[\n'
+        printf '{"model":"%s","turns":[\n' "$model"
         for ((k = 1; k < n; k++)); do
-            if [[ "$tool_kind" == exec_command ]]; then
+            if [[ "$tool_kind" == exec-script ]]; then
+                printf '{"items":[{"type":"custom_tool_call","call_id":"call-%d","name":"exec","input":"const r = await tools.exec_command({cmd: \\"echo step %d\\", login: false}); text(r.output);"}]},\n' "$k" "$k"
+            elif [[ "$tool_kind" == exec_command ]]; then
                 printf '{"items":[{"type":"function_call","call_id":"call-%d","name":"exec_command","arguments":{"cmd":"echo step %d","yield_time_ms":10000,"login":%s}}]},\n' "$k" "$k" "$login"
             elif [[ "$commands" == bash-lc ]]; then
                 printf '{"items":[{"type":"shell_call","call_id":"call-%d","command":["bash","-lc","echo step %d"]}]},\n' "$k" "$k"
@@ -179,7 +188,7 @@ check_mock() {
 write_config() {
     local home="$1" uri="$2"
     cat >"$home/config.toml" <<EOF
-model = "mock-model"
+model = "$model"
 model_provider = "mock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -295,7 +304,9 @@ elif ((profile_ms > 0)); then
 else
     home_note="no profile (empty HOME)"
 fi
-if [[ "$tool_kind" == exec_command && "$commands" == bash-lc ]]; then
+if [[ "$tool_kind" == exec-script ]]; then
+    echo "Workload: gpt-6.2-sol in code mode; each tool call is an exec script running exec_command {\"cmd\": \"echo step K\", \"login\": false}; HOME has ${home_note}."
+elif [[ "$tool_kind" == exec_command && "$commands" == bash-lc ]]; then
     echo "Workload: each tool call is exec_command {\"cmd\": \"echo step K\", \"login\": true} (\`bash -lc\`); HOME has ${home_note}; one \`bash -lc true\` takes ${login_ms} ms there, \`bash -c 'echo step'\` ${bare_ms} ms."
 elif [[ "$tool_kind" == exec_command ]]; then
     echo "Workload: each tool call is exec_command {\"cmd\": \"echo step K\", \"login\": false} (\`bash -c\`); HOME has ${home_note}."
