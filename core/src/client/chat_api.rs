@@ -85,7 +85,10 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
             }
             ResponseItem::FunctionCallOutput { call_id, output }
             | ResponseItem::CustomToolCallOutput { call_id, output } => {
-                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+                // Chat tool messages take text: code mode's parts are joined (images dropped).
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": call_id, "content": output.text()}),
+                );
             }
             ResponseItem::Reasoning { summary, .. } => {
                 let text: String = summary
