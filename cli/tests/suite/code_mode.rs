@@ -346,3 +346,85 @@ async fn a_slow_script_yields_and_is_waited_for() -> anyhow::Result<()> {
     assert_eq!(unknown[1], "Script error:\nexec cell 9 not found");
     Ok(())
 }
+
+/// A script that never ends on its own (a busy loop) yields its cell, and `wait` with
+/// `terminate` stops it: the engine is interrupted mid-loop and the cell reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_script_is_terminated() -> anyhow::Result<()> {
+    let runaway = "// @exec: {\"yield_time_ms\": 200}\ntext(\"spinning\");\nwhile (true) {}\n";
+    let (mock, _ws, out) = run(
+        Script::new([
+            Turn::new([custom_tool_call("c1", "exec", runaway)]),
+            Turn::new([function_call(
+                "w1",
+                "wait",
+                json!({"cell_id": "1", "terminate": true}).to_string(),
+            )]),
+            Turn::new([assistant_message("stopped")]),
+        ]),
+        &[],
+        &["spin"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = mock.requests();
+    let text_of = |request: usize, call_id: &str| -> String {
+        requests[request]
+            .input()
+            .iter()
+            .find(|item| item["call_id"] == call_id && item.get("output").is_some())
+            .map(|item| item["output"].to_string())
+            .unwrap_or_default()
+    };
+    let yielded = text_of(1, "c1");
+    assert!(
+        yielded.contains("Script running with cell ID 1"),
+        "{yielded}"
+    );
+    assert!(yielded.contains("spinning"), "{yielded}");
+    let stopped = text_of(2, "w1");
+    assert!(stopped.contains("Script terminated"), "{stopped}");
+    Ok(())
+}
+
+/// A script is confined: no module loader, network, console, process or file system globals,
+/// no imports, and a heap that cannot grow past its cap (the script fails, Keel goes on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_is_confined() -> anyhow::Result<()> {
+    let probe = "text([typeof require, typeof fetch, typeof console, typeof process, typeof std, typeof os, typeof XMLHttpRequest].join(\",\"));\n";
+    let import = "import { readFile } from \"fs\";\ntext(\"imported\");\n";
+    let hog = "const hoard = [];\nwhile (true) hoard.push(\"x\".repeat(1 << 20));\n";
+    let (mock, _ws, out) = run(
+        Script::new([
+            Turn::new([custom_tool_call("c1", "exec", probe)]),
+            Turn::new([custom_tool_call("c2", "exec", import)]),
+            Turn::new([custom_tool_call("c3", "exec", hog)]),
+            Turn::new([assistant_message("done")]),
+        ]),
+        &[],
+        &["probe"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let requests = mock.requests();
+    let text_of = |request: usize, call_id: &str| -> String {
+        requests[request]
+            .input()
+            .iter()
+            .find(|item| item["call_id"] == call_id && item.get("output").is_some())
+            .map(|item| item["output"].to_string())
+            .unwrap_or_default()
+    };
+    let globals = text_of(1, "c1");
+    assert!(
+        globals.contains("undefined,undefined,undefined,undefined,undefined,undefined,undefined"),
+        "{globals}"
+    );
+    let imported = text_of(2, "c2");
+    assert!(imported.contains("Script failed"), "{imported}");
+    assert!(!imported.contains("imported\""), "{imported}");
+    let hogged = text_of(3, "c3");
+    assert!(hogged.contains("Script failed"), "{hogged}");
+    assert!(hogged.contains("out of memory"), "{hogged}");
+    Ok(())
+}
