@@ -428,3 +428,66 @@ async fn a_script_is_confined() -> anyhow::Result<()> {
     assert!(hogged.contains("out of memory"), "{hogged}");
     Ok(())
 }
+
+/// A code-mode thread survives a server restart: `thread/read` shows its turn with the cell
+/// and the command, and after `thread/resume` the model is sent the earlier `exec` call and
+/// its output parts exactly as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_mode_thread_resumes_with_its_cells() -> anyhow::Result<()> {
+    use super::app_server::common::World;
+    let source = "const r = await tools.exec_command({cmd: \"echo resumed-cell\"});\ntext(r.output.trim());\n";
+    let world = World::new(
+        Script::new([
+            Turn::new([custom_tool_call("c1", "exec", source)]),
+            Turn::new([assistant_message("first done")]),
+            Turn::new([assistant_message("second done")]),
+        ]),
+        &[("model", "gpt-6.2-sol".into())],
+    )
+    .await?;
+    let thread = {
+        let mut first = world.server().await?;
+        let thread = first.start_thread(world.thread_params()).await?;
+        let turn = first.start_turn(&thread, "run it").await?;
+        first.read_turn_completed(&turn).await?;
+        thread
+    };
+    let mut second = world.server().await?;
+    let read = second
+        .request(
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": true}),
+        )
+        .await?;
+    let items = read["thread"]["turns"][0]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let kinds: Vec<&str> = items
+        .iter()
+        .filter_map(|item| item["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"commandExecution"), "{kinds:?}");
+    assert!(kinds.contains(&"agentMessage"), "{kinds:?}");
+
+    second
+        .request("thread/resume", json!({"threadId": thread}))
+        .await?;
+    let turn = second.start_turn(&thread, "again").await?;
+    second.read_turn_completed(&turn).await?;
+    let requests = world.mock.requests();
+    let before = requests[1].input().to_vec();
+    let after = requests[2].input().to_vec();
+    let cell_items = |input: &[Value]| -> Vec<Value> {
+        input
+            .iter()
+            .filter(|item| item["call_id"] == "c1")
+            .cloned()
+            .collect()
+    };
+    let replayed = cell_items(&after);
+    assert_eq!(replayed.len(), 2, "{after:#?}");
+    assert_eq!(replayed, cell_items(&before));
+    assert_eq!(replayed[1]["output"][1]["text"], "resumed-cell");
+    Ok(())
+}
