@@ -12,7 +12,7 @@ use super::app_server::review::{repository, review_json};
 use super::codex_tui::{TuiPane, codex_binary, poll_until};
 
 /// `keel app-server` from `builder`, listening on a loopback websocket; its `ws://` URL.
-async fn listening(
+pub(super) async fn listening(
     builder: keel_test_support::ProcessBuilder,
 ) -> anyhow::Result<(keel_test_support::JsonLinesProcess, String)> {
     let mut server = builder.arg("--listen").arg("ws://127.0.0.1:0").spawn()?;

@@ -8,6 +8,7 @@ use keel_test_support::{CapturedRequest, MockModelServer, Turn, assistant_messag
 
 use super::app_server::common::World;
 use super::codex_tui::{TuiPane, codex_binary};
+use super::codex_tui_commands::listening;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
@@ -21,12 +22,7 @@ async fn the_codex_tui_picks_a_catalogue_model_and_the_max_effort() -> anyhow::R
         .start()
         .await?;
     let world = World::with_mock(mock, &[("model", "gpt-6.2-sol".into())])?;
-    let mut server = world
-        .builder()
-        .arg("--listen")
-        .arg("ws://127.0.0.1:0")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    let (_server, url) = listening(world.builder()).await?;
     let tui = TuiPane::start(&codex, &[], &url, world.ws())?;
     tui.wait_for("Ask Codex to do anything").await?;
 

@@ -15,7 +15,10 @@ use keel_protocol::{EventMsg, ToolCallBeginEvent, ToolCallEndEvent};
 use tokio::sync::Notify;
 
 use super::cell_output::{CellItem, CellStatus};
-use super::script::{self, HostReply, NestedInput, NestedResult, ScriptEnd, ScriptEvent};
+use super::script;
+use super::script_protocol::{
+    HostReply, NestedInput, NestedResult, ScriptEnd, ScriptEvent, ScriptStart,
+};
 use crate::tools::{ScriptTool, ToolContext};
 
 /// One nested call a script made: which tool, with what, under which call id.
@@ -74,7 +77,7 @@ impl CellStore {
             .lock()
             .map(|stored| stored.clone())
             .unwrap_or_default();
-        let handle = script::start(script::ScriptStart {
+        let handle = script::start(ScriptStart {
             source: source.clone(),
             tools: tools
                 .iter()
@@ -167,7 +170,7 @@ impl Cell {
                 }
             }
         }
-        self.take_if_ready().unwrap_or_else(|| self.take(false))
+        self.take_if_ready().unwrap_or_else(|| self.take())
     }
 
     /// The output so far, when the script has ended or asked to yield.
@@ -177,10 +180,11 @@ impl Cell {
             .lock()
             .map(|state| state.end.is_some() || state.yield_asked)
             .unwrap_or(true);
-        ready.then(|| self.take(true))
+        ready.then(|| self.take())
     }
 
-    fn take(&self, _ready: bool) -> (CellStatus, Vec<CellItem>) {
+    /// The output since the last call, and where the script stands.
+    fn take(&self) -> (CellStatus, Vec<CellItem>) {
         let Ok(mut state) = self.state.lock() else {
             return (
                 CellStatus::Failed("the cell's state was lost".into()),

@@ -18,6 +18,7 @@ mod script;
 #[cfg(not(feature = "code-mode"))]
 #[path = "script_disabled.rs"]
 mod script;
+mod script_protocol;
 mod specs;
 
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub(crate) use cells::{CellStore, NestedRequest, NestedRunner};
-pub(crate) use script::{NestedInput, NestedResult};
+pub(crate) use script_protocol::{NestedInput, NestedResult};
 
 use crate::models::{CallOutput, ResponseItem};
 use crate::tools::{ScriptTool, ToolContext, ToolRegistry, ToolRegistryBuilder};
@@ -189,22 +190,14 @@ async fn exec(
     ctx: ToolContext,
     started: Instant,
 ) -> CallOutput {
-    let failed = |error: String| {
-        render(
-            &CellStatus::Failed(error),
-            started.elapsed(),
-            Vec::new(),
-            pragma::DEFAULT_MAX_OUTPUT_TOKENS,
-        )
-    };
     let parsed = match pragma::parse(input) {
         Ok(parsed) => parsed,
-        Err(error) => return failed(error),
+        Err(error) => return failed(started, error),
     };
     let cancel = ctx.cancellation().clone();
     let cell = match cells.start(parsed.source, tools, nested, ctx) {
         Ok(cell) => cell,
-        Err(error) => return failed(error),
+        Err(error) => return failed(started, error),
     };
     let (status, items) = cell
         .wait_and_take(Duration::from_millis(parsed.yield_time_ms), &cancel)
@@ -213,6 +206,16 @@ async fn exec(
         cells.forget(cell.id());
     }
     render(&status, started.elapsed(), items, parsed.max_output_tokens)
+}
+
+/// The output of a call that failed before its script ran (or of a `wait` on no cell).
+fn failed(started: Instant, error: String) -> CallOutput {
+    render(
+        &CellStatus::Failed(error),
+        started.elapsed(),
+        Vec::new(),
+        pragma::DEFAULT_MAX_OUTPUT_TOKENS,
+    )
 }
 
 /// The arguments of `wait`.
@@ -233,20 +236,12 @@ async fn wait(
     ctx: &ToolContext,
     started: Instant,
 ) -> CallOutput {
-    let failed = |error: String| {
-        render(
-            &CellStatus::Failed(error),
-            started.elapsed(),
-            Vec::new(),
-            pragma::DEFAULT_MAX_OUTPUT_TOKENS,
-        )
-    };
     let args: WaitArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return failed(format!("invalid arguments for `wait`: {err}")),
+        Err(err) => return failed(started, format!("invalid arguments for `wait`: {err}")),
     };
     let Some(cell) = cells.get(&args.cell_id) else {
-        return failed(format!("exec cell {} not found", args.cell_id));
+        return failed(started, format!("exec cell {} not found", args.cell_id));
     };
     if args.terminate {
         cell.terminate();

@@ -20,6 +20,10 @@ use rquickjs::{
 };
 use tokio::sync::mpsc;
 
+use super::script_protocol::{
+    HostReply, NestedInput, NestedResult, ScriptEnd, ScriptEvent, ScriptStart,
+};
+
 /// The most memory one script's heap may take.
 const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 /// The most stack one script may take (the thread has more, for the engine's own frames).
@@ -28,79 +32,6 @@ const JS_STACK_LIMIT: usize = 4 * 1024 * 1024;
 const THREAD_STACK: usize = 16 * 1024 * 1024;
 /// The longest a script may run, waiting included; then it is stopped as failed.
 const MAX_RUN_TIME: Duration = Duration::from_secs(30 * 60);
-
-/// What a script is started with.
-#[derive(Debug, Clone)]
-pub(super) struct ScriptStart {
-    /// The module source.
-    pub(super) source: String,
-    /// Nested tools: the JavaScript name on `tools`, and the description for `ALL_TOOLS`.
-    pub(super) tools: Vec<(String, String)>,
-    /// Values earlier cells stored, as a JSON object.
-    pub(super) stored: serde_json::Map<String, serde_json::Value>,
-}
-
-/// What a nested tool was given: a string, or an object as JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum NestedInput {
-    /// A string (a freeform tool's input).
-    Text(String),
-    /// An object, as JSON text (a function tool's arguments).
-    Json(String),
-}
-
-/// What a nested tool returned: a string, or a value as JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum NestedResult {
-    /// Text, as the tool wrote it.
-    Text(String),
-    /// A value, as JSON text.
-    Json(String),
-}
-
-/// How a script ended.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum ScriptEnd {
-    /// It ran to its end, or called `exit()`.
-    Completed,
-    /// It threw, or could not be compiled: the error as the model reads it.
-    Failed(String),
-    /// The host stopped it.
-    Terminated,
-}
-
-/// What a script asks of its host.
-#[derive(Debug)]
-pub(super) enum ScriptEvent {
-    /// `text(...)`.
-    Text(String),
-    /// `image(...)`: a `data:` URL.
-    Image(String),
-    /// `notify(...)`.
-    Notify(String),
-    /// `yield_control()`.
-    YieldControl,
-    /// `store(key, value)`.
-    Store(String, serde_json::Value),
-    /// `tools.<name>(input)`: answer with [`HostReply::ToolResult`] and this id.
-    ToolCall {
-        id: u64,
-        name: String,
-        input: NestedInput,
-    },
-    /// The script is over; nothing follows.
-    Finished(ScriptEnd),
-}
-
-/// What the host answers.
-#[derive(Debug)]
-pub(super) enum HostReply {
-    /// The result of the call with this id (an error message rejects its promise).
-    ToolResult {
-        id: u64,
-        result: Result<NestedResult, String>,
-    },
-}
 
 /// The host's end of a running script.
 pub(super) struct ScriptHandle {

@@ -121,3 +121,18 @@ pub fn reference_item_fields(
     };
     Ok((names("properties"), names("required")))
 }
+
+/// The error object of a request that must fail.
+pub async fn request_error(
+    server: &mut keel_test_support::AppServerProcess,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<Value> {
+    let id = server.send_request(method, params).await?;
+    let response = server.read_response(id).await?;
+    anyhow::ensure!(
+        response.get("error").is_some(),
+        "{method} succeeded: {response}"
+    );
+    Ok(response["error"].clone())
+}

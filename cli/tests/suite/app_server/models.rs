@@ -6,21 +6,7 @@
 use keel_test_support::Script;
 use serde_json::{Value, json};
 
-use super::common::World;
-
-async fn error_of(
-    server: &mut keel_test_support::AppServerProcess,
-    method: &str,
-    params: Value,
-) -> anyhow::Result<Value> {
-    let id = server.send_request(method, params).await?;
-    let response = server.read_response(id).await?;
-    anyhow::ensure!(
-        response.get("error").is_some(),
-        "{method} succeeded: {response}"
-    );
-    Ok(response["error"].clone())
-}
+use super::common::{World, request_error};
 
 fn slugs(models: &Value) -> Vec<String> {
     models["data"]
@@ -92,12 +78,13 @@ async fn model_list_pages_the_catalogue_as_codex_does() -> anyhow::Result<()> {
         .await?;
     assert_eq!(end["data"], json!([]));
 
-    let bad = error_of(&mut server, "model/list", json!({"cursor": "zzz"})).await?;
+    let bad = request_error(&mut server, "model/list", json!({"cursor": "zzz"})).await?;
     assert_eq!(bad["code"], -32600);
     assert_eq!(bad["message"], "invalid cursor: zzz");
-    let past = error_of(&mut server, "model/list", json!({"cursor": "999"})).await?;
+    let past = request_error(&mut server, "model/list", json!({"cursor": "999"})).await?;
     assert_eq!(past["message"], "cursor 999 exceeds total models 11");
-    let unknown = error_of(&mut server, "model/list", json!({"modelProvider": "nope"})).await?;
+    let unknown =
+        request_error(&mut server, "model/list", json!({"modelProvider": "nope"})).await?;
     assert_eq!(unknown["code"], -32600);
     assert_eq!(
         unknown["data"],
@@ -147,7 +134,7 @@ async fn a_catalogue_file_corrects_and_extends_the_catalogue() -> anyhow::Result
     assert_eq!(slugs(&listed).len(), 12);
 
     std::fs::write(world.home.path().join("my-models.json"), "{not json")?;
-    let broken = error_of(&mut server, "model/list", json!({})).await?;
+    let broken = request_error(&mut server, "model/list", json!({})).await?;
     let message = broken["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("model_catalog_json") && message.contains("my-models.json"),
@@ -184,7 +171,7 @@ async fn model_providers_are_listed_chosen_and_edited() -> anyhow::Result<()> {
 
     // Choosing a provider that is not configured changes nothing.
     let before = std::fs::read_to_string(&config_file)?;
-    let refused = error_of(
+    let refused = request_error(
         &mut server,
         "modelProvider/default/set",
         json!({"providerId": "nope"}),
@@ -275,7 +262,7 @@ async fn model_providers_are_listed_chosen_and_edited() -> anyhow::Result<()> {
             "Enter a provider name.",
         ),
     ] {
-        let error = error_of(
+        let error = request_error(
             &mut server,
             "modelProvider/config/write",
             json!({"settings": settings}),
@@ -283,7 +270,7 @@ async fn model_providers_are_listed_chosen_and_edited() -> anyhow::Result<()> {
         .await?;
         assert_eq!(error["message"], message, "{settings}");
     }
-    let bedrock = error_of(
+    let bedrock = request_error(
         &mut server,
         "modelProvider/config/write",
         json!({"settings": {"type": "bedrock", "providerId": "amazon-bedrock", "region": "us-east-1"}}),
@@ -296,7 +283,7 @@ async fn model_providers_are_listed_chosen_and_edited() -> anyhow::Result<()> {
             .contains("Bedrock"),
         "{bedrock}"
     );
-    let wrong = error_of(
+    let wrong = request_error(
         &mut server,
         "modelProvider/config/write",
         json!({"settings": {"type": "bedrock", "providerId": "mock"}}),

@@ -8,21 +8,6 @@ use serde_json::{Value, json};
 
 use super::common::*;
 
-/// The error object of a request that must fail.
-async fn request_error(
-    server: &mut keel_test_support::AppServerProcess,
-    method: &str,
-    params: Value,
-) -> anyhow::Result<Value> {
-    let id = server.send_request(method, params).await?;
-    let response = server.read_response(id).await?;
-    anyhow::ensure!(
-        response.get("error").is_some(),
-        "{method} succeeded: {response}"
-    );
-    Ok(response["error"].clone())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_writes_reach_the_file_and_new_threads_and_refusals_leave_it() -> anyhow::Result<()>
 {
