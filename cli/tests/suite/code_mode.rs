@@ -486,3 +486,79 @@ async fn a_code_mode_thread_resumes_with_its_cells() -> anyhow::Result<()> {
     assert_eq!(replayed[1]["output"][1]["text"], "resumed-cell");
     Ok(())
 }
+
+/// A script cannot get past the sandbox its nested calls run under: under `workspace-write`
+/// (without the /tmp allowances) with `never` approvals, a patch through a symlink out of the workspace, a patch to `..`,
+/// and a command writing outside all fail, and the script sees why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripts_calls_cannot_leave_the_workspace() -> anyhow::Result<()> {
+    let outside = tempfile::tempdir()?;
+    let target = outside.path().join("escaped.txt");
+    let via_link = "await tools.apply_patch(\"*** Begin Patch\\n*** Add File: out/escaped.txt\\n+x\\n*** End Patch\\n\").then(text, (e) => text(`refused: ${e.message}`));";
+    let via_dotdot = format!(
+        "await tools.apply_patch(\"*** Begin Patch\\n*** Add File: ../{}/escaped.txt\\n+x\\n*** End Patch\\n\").then(text, (e) => text(`refused: ${{e.message}}`));",
+        outside
+            .path()
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or_default()
+    );
+    let via_command = format!(
+        "const r = await tools.exec_command({{cmd: \"echo x > {}\"}}); text(JSON.stringify(r));",
+        target.display()
+    );
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([custom_tool_call("c1", "exec", via_link)]),
+        Turn::new([custom_tool_call("c2", "exec", via_dotdot)]),
+        Turn::new([custom_tool_call("c3", "exec", via_command)]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    // The workspace sits beside `outside`, so `..` reaches it.
+    let ws = tempfile::tempdir_in(outside.path().parent().unwrap_or(outside.path()))?;
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("out"))?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("model", toml::Value::from("gpt-6.2-sol")),
+            ("sandbox_mode", toml::Value::from("workspace-write")),
+            // `outside` is under /tmp, which workspace-write lets commands write by default.
+            (
+                "sandbox_workspace_write.exclude_slash_tmp",
+                toml::Value::from(true),
+            ),
+            (
+                "sandbox_workspace_write.exclude_tmpdir_env_var",
+                toml::Value::from(true),
+            ),
+        ],
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["escape"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(!target.exists(), "a script wrote {}", target.display());
+    assert_eq!(std::fs::read_dir(outside.path())?.count(), 0);
+    let requests = mock.requests();
+    let link = output_texts(&requests[1], "c1");
+    assert!(
+        link[1].contains("patch rejected") && link[1].contains("symlink"),
+        "{link:?}"
+    );
+    let dotdot = output_texts(&requests[2], "c2");
+    assert!(
+        dotdot[1].contains("outside the writable roots"),
+        "{dotdot:?}"
+    );
+    let command = output_texts(&requests[3], "c3");
+    let result: Value = serde_json::from_str(&command[1])?;
+    assert_eq!(result["exit_code"], 1, "{result}");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Permission denied"),
+        "{result}"
+    );
+    Ok(())
+}
