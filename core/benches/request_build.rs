@@ -108,6 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         input: history(turns),
         tools: tools(),
         conversation_id: Some("0199c0de-0000-7000-8000-000000000000".to_string()),
+        metadata: None,
     };
     let history_bytes: usize = prompt
         .input

@@ -641,6 +641,12 @@ impl ManagerShared {
             context.hooks = Arc::new((*context.hooks).clone().with_embedded(&self.hooks));
         }
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
+        context.agent_path = lineage.path.clone();
+        context.turn_trigger = match self.source_of(&lineage) {
+            SessionSource::SubAgent(_) => "subagent",
+            SessionSource::Exec => "exec",
+            _ => "user",
+        };
         context.agent_tools = AgentTools {
             collab: config.multi_agent && may_spawn,
             fanout: cfg!(feature = "agent-jobs") && config.enable_fanout && may_spawn,

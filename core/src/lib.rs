@@ -58,6 +58,7 @@ pub mod file_search;
 pub mod goals;
 pub mod hooks;
 mod images;
+mod installation_id;
 mod manager_builder;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -91,7 +92,8 @@ mod unified_exec;
 
 pub use client::{
     ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt,
-    ProviderCapabilities, ResponseEvent, ResponseStream, ResponsesApiProvider, model_ids_match,
+    ProviderCapabilities, RequestMetadata, ResponseEvent, ResponseStream, ResponsesApiProvider,
+    model_ids_match,
 };
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,

@@ -73,6 +73,7 @@ pub(crate) fn build_prompt(
         tools,
         conversation_id: None,
         output_schema: None,
+        metadata: None,
     }
 }
 

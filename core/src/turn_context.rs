@@ -88,6 +88,12 @@ pub(crate) struct TurnContext {
     /// Plan mode: commands run read-only, `apply_patch` is not offered, and the mode's
     /// instructions lead each request.
     pub plan_mode: Option<PlanMode>,
+    /// The agent's task path in its tree (`/root` for a client's conversation), told to the
+    /// provider with each request and to the agents it talks to.
+    pub agent_path: String,
+    /// What starts this conversation's turns, told to the provider: `exec`, `user` or
+    /// `subagent`.
+    pub turn_trigger: &'static str,
 }
 
 /// What plan mode keeps while it lasts.
@@ -160,4 +166,18 @@ pub(crate) struct TurnIds {
     pub turn_id: TurnId,
     /// The JSON Schema this turn's final answer must match, if the client set one.
     pub output_schema: Option<serde_json::Value>,
+    /// When the turn started, in milliseconds since the Unix epoch (told to the provider).
+    pub started_at_ms: i64,
+}
+
+impl TurnIds {
+    /// The ids of a turn starting now for submission `sub_id`.
+    pub(crate) fn starting(sub_id: SubmissionId, output_schema: Option<serde_json::Value>) -> Self {
+        Self {
+            turn_id: TurnId::new(sub_id.as_str()),
+            sub_id,
+            output_schema,
+            started_at_ms: chrono::Utc::now().timestamp_millis(),
+        }
+    }
 }

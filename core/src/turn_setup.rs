@@ -134,5 +134,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         goal_tools: config.goals,
         code_mode: config.code_mode,
         plan_mode: None,
+        agent_path: crate::client::ROOT_AGENT.to_string(),
+        turn_trigger: "user",
     }
 }

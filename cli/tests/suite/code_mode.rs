@@ -13,8 +13,7 @@ use super::exec::keel_exec;
 const CODEX_REQUEST: &str = include_str!("../fixtures/codex-0.171-request-gpt-6.2-sol.json");
 
 /// What Keel's first request for a code-mode model leaves out of Codex's, on purpose.
-/// `client_metadata` carries Codex's installation and analytics ids.
-const TOP_LEVEL_NOT_SENT: &[&str] = &["client_metadata"];
+const TOP_LEVEL_NOT_SENT: &[&str] = &[];
 /// Codex's tools Keel does not offer in Codex's shape (yet): asynchronous user input and
 /// messages, and the second-generation sub-agent tools (Keel offers its own sub-agent tools
 /// under `collaboration`, some by the same names).
@@ -131,6 +130,43 @@ async fn the_first_request_matches_codex_field_by_field() -> anyhow::Result<()> 
     for (header, value) in codex["headers"].as_object().into_iter().flatten() {
         assert_eq!(request.header(header), value.as_str(), "header `{header}`");
     }
+    // Who the request is for: the same fields as Codex's, in the body and the headers.
+    let keys = |value: &Value| -> Vec<String> {
+        let mut keys: Vec<String> = value
+            .as_object()
+            .map(|object| object.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.sort();
+        keys
+    };
+    let names = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|name| name.as_str().map(str::to_string))
+            .collect()
+    };
+    let metadata = &body["client_metadata"];
+    assert_eq!(keys(metadata), names(&codex["client_metadata_keys"]));
+    let turn: Value = serde_json::from_str(
+        metadata["x-codex-turn-metadata"]
+            .as_str()
+            .unwrap_or_default(),
+    )?;
+    assert_eq!(keys(&turn), names(&codex["turn_metadata_keys"]));
+    assert_eq!(turn["agent_name"], "/root");
+    assert_eq!(turn["turn_trigger"], "exec");
+    assert_eq!(turn["model"], "gpt-6.2-sol");
+    assert_eq!(turn["window_id"], metadata["x-codex-window-id"]);
+    assert_eq!(metadata["thread_id"], body["prompt_cache_key"]);
+    for header in names(&codex["metadata_headers"]) {
+        assert!(request.header(&header).is_some(), "header `{header}`");
+    }
+    assert_eq!(
+        request.header("x-codex-turn-metadata"),
+        metadata["x-codex-turn-metadata"].as_str()
+    );
 
     let input = request.input();
     assert_eq!(input[0]["type"], "additional_tools");

@@ -217,13 +217,14 @@ impl AgentControl {
         }
         let slot = self.try_slot()?;
         let manager = self.manager()?;
+        let task = format!("agent_{}", self.children().len() + 1);
         let new = manager
             .clone()
             .spawn_child(
                 config,
                 history,
                 false,
-                self.lineage.child(self.own_id, None),
+                self.lineage.child(self.own_id, None, &task),
             )
             .await?;
         let conversation = new.conversation;
@@ -264,7 +265,7 @@ impl AgentControl {
                 config,
                 Vec::new(),
                 true,
-                self.lineage.child(self.own_id, Some(worker)),
+                self.lineage.child(self.own_id, Some(worker), "job_worker"),
             )
             .await?;
         new.conversation.mark_running();
@@ -417,7 +418,12 @@ impl AgentControl {
         let slot = self.try_slot()?;
         let config = self.child_config(context, None, None);
         let new = manager
-            .resume_conversation(config, &path, self.lineage.child(self.own_id, None))
+            .resume_conversation(
+                config,
+                &path,
+                self.lineage
+                    .child(self.own_id, None, &format!("agent_{id}")),
+            )
             .await?;
         // It runs no turn until it gets input: it stands where it stood when closed.
         let state = if state.status.is_final() {

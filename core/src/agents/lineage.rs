@@ -20,6 +20,8 @@ pub(crate) struct Lineage {
     pub slots: Arc<Semaphore>,
     /// The job row this conversation works on, when it is a job worker.
     pub worker: Option<Arc<JobWorker>>,
+    /// Its task path: `/root` for a client's conversation, `<parent's path>/<task name>` below.
+    pub path: String,
 }
 
 impl Lineage {
@@ -30,16 +32,23 @@ impl Lineage {
             depth: 0,
             slots: Arc::new(Semaphore::new(config.agents_max_threads)),
             worker: None,
+            path: crate::client::ROOT_AGENT.to_string(),
         }
     }
 
-    /// The lineage of a conversation `parent` spawns.
-    pub(crate) fn child(&self, parent: ConversationId, worker: Option<Arc<JobWorker>>) -> Self {
+    /// The lineage of a conversation `parent` spawns as `task`.
+    pub(crate) fn child(
+        &self,
+        parent: ConversationId,
+        worker: Option<Arc<JobWorker>>,
+        task: &str,
+    ) -> Self {
         Self {
             parent: Some(parent),
             depth: self.depth + 1,
             slots: self.slots.clone(),
             worker,
+            path: format!("{}/{task}", self.path),
         }
     }
 }

@@ -124,6 +124,13 @@ impl HttpSender {
         if let Some(id) = &prompt.conversation_id {
             request = request.header("session_id", id);
         }
+        if settings.wire_api == crate::config::WireApi::Responses
+            && let Some(metadata) = &prompt.metadata
+        {
+            for (name, value) in metadata.headers() {
+                request = request.header(name, value);
+            }
+        }
         // Today's models are sent the lighter Responses shape, and told so, as Codex does.
         if settings.wire_api == crate::config::WireApi::Responses
             && crate::model_family::family(&settings.catalog, &settings.model).responses_lite

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::RequestMetadata;
 use crate::models::ResponseItem;
 
 /// The complete input of one model request.
@@ -18,4 +19,7 @@ pub struct Prompt {
     pub conversation_id: Option<String>,
     /// The JSON Schema the final answer must match, sent as the response format.
     pub output_schema: Option<Value>,
+    /// Who the request is for (installation, thread, turn, window), told to a Responses
+    /// provider as Codex tells it; `None` sends none of it.
+    pub metadata: Option<RequestMetadata>,
 }

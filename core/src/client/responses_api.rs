@@ -35,6 +35,8 @@ struct RequestBody<'a> {
     include: Option<[&'static str; 1]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_metadata: Option<Value>,
 }
 
 /// The input as sent: in the Responses-lite shape first the tools (code mode's namespaces, as
@@ -141,6 +143,10 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
                 .filter(|_| family.verbosity),
             prompt.output_schema.as_ref(),
         ),
+        client_metadata: prompt
+            .metadata
+            .as_ref()
+            .map(super::RequestMetadata::client_metadata),
     };
     serde_json::to_vec(&body)
         .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}")))

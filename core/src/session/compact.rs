@@ -72,6 +72,7 @@ pub(crate) async fn compact(
         // The summary is all that is wanted: no tool may be called.
         let mut prompt = build_prompt(&context, request_history, Vec::new());
         prompt.conversation_id = Some(session.id().to_string());
+        prompt.metadata = Some(session.request_metadata(ids, &context, "compaction"));
         match summarise(session, ids, &prompt, cancel).await {
             Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
                 match trim_point(&history, skipped) {
@@ -134,6 +135,7 @@ async fn remote_compaction(
     input.push(ResponseItem::CompactionTrigger);
     let mut prompt = build_prompt(context, input, Vec::new());
     prompt.conversation_id = Some(session.id().to_string());
+    prompt.metadata = Some(session.request_metadata(ids, context, "compaction"));
     let items = match sample_items(session, ids, &prompt, cancel).await {
         Ok(items) => items,
         Err(TurnStop::Failed(err)) => return Err(failed(err.to_string())),

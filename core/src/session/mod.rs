@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::turn_context::TurnContext;
+use crate::turn_context::{TurnContext, TurnIds};
 use pending_answers::PendingAnswers;
 pub(crate) use submission_loop::submission_loop;
 
@@ -68,6 +68,13 @@ struct SessionState {
     next_output_schema: Option<serde_json::Value>,
     /// The conversation's own history while a review turn works on a fresh one.
     review_parent_history: Option<Vec<ResponseItem>>,
+    /// How many times the history was compacted in this process: the number of the context
+    /// window requests now fill.
+    window_number: u64,
+    /// The unique id of that window, told to the provider.
+    context_window_id: String,
+    /// Whether the conversation started from recorded history (`resumed`) or empty (`new`).
+    history_initialization: &'static str,
 }
 
 /// What a session works with outside itself: where commands run, its place in the agent
@@ -155,6 +162,11 @@ impl Session {
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         // Nothing to report without servers (and nothing starts them).
         let mcp_reported = tokio::sync::watch::Sender::new(mcp.is_empty());
+        let history_initialization = if history.is_empty() {
+            "new"
+        } else {
+            "resumed"
+        };
         Self {
             id,
             tx_event,
@@ -169,6 +181,9 @@ impl Session {
                 last_turn: None,
                 next_output_schema: None,
                 review_parent_history: None,
+                window_number: 0,
+                context_window_id: uuid::Uuid::now_v7().to_string(),
+                history_initialization,
             }),
             approvals: PendingAnswers::new("approval"),
             user_inputs: PendingAnswers::new("answers"),
@@ -433,6 +448,45 @@ impl Session {
         self.state().history.clone()
     }
 
+    /// Who a request of turn `ids` made with `context` is for, told to the provider.
+    pub(crate) fn request_metadata(
+        &self,
+        ids: &TurnIds,
+        context: &TurnContext,
+        request_kind: &'static str,
+    ) -> crate::client::RequestMetadata {
+        let settings = context.client.settings();
+        let installation_id = crate::installation_id::installation_id(&context.keel_home());
+        let state = self.state();
+        crate::client::RequestMetadata {
+            installation_id,
+            thread_id: self.id.to_string(),
+            turn_id: ids.turn_id.to_string(),
+            root_turn_id: ids.turn_id.to_string(),
+            window_number: state.window_number,
+            context_window_id: state.context_window_id.clone(),
+            history_initialization: state.history_initialization,
+            agent_name: context.agent_path.clone(),
+            request_kind,
+            turn_trigger: context.turn_trigger.to_string(),
+            sandbox_mode: match &context.sandbox_policy {
+                keel_protocol::SandboxPolicy::DangerFullAccess => "danger-full-access",
+                keel_protocol::SandboxPolicy::ReadOnly => "read-only",
+                keel_protocol::SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
+            }
+            .to_string(),
+            model: settings.model.clone(),
+            reasoning_effort: settings
+                .reasoning_effort
+                .clone()
+                .or_else(|| {
+                    crate::model_family::family(&settings.catalog, &settings.model).default_effort
+                })
+                .map(|effort| effort.as_str().to_string()),
+            turn_started_at_unix_ms: ids.started_at_ms,
+        }
+    }
+
     /// Moves input queued during the turn into history; returns it for the rollout.
     pub(crate) async fn drain_pending_input(&self) -> bool {
         let pending = std::mem::take(&mut self.state().pending_input);
@@ -527,6 +581,8 @@ impl Session {
             let mut state = self.state();
             state.history = history.clone();
             state.last_response_tokens = None;
+            state.window_number += 1;
+            state.context_window_id = uuid::Uuid::now_v7().to_string();
         }
         self.persist(&[RolloutItem::Compacted(crate::rollout::CompactedItem {
             message: summary,

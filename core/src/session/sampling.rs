@@ -102,6 +102,7 @@ async fn sample_step(
         let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
         prompt.conversation_id = Some(session.id().to_string());
         prompt.output_schema = ids.output_schema.clone();
+        prompt.metadata = Some(session.request_metadata(ids, &context, "turn"));
         if session.is_reviewing() {
             prompt.instructions = crate::review::REVIEW_INSTRUCTIONS.to_string();
         }

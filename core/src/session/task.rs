@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use keel_protocol::{
     ErrorEvent, EventMsg, InputItem, SubmissionId, TaskCompleteEvent, TaskStartedEvent,
-    TurnAbortReason, TurnAbortedEvent, TurnId,
+    TurnAbortReason, TurnAbortedEvent,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -93,11 +93,7 @@ async fn run_turn(
     };
     // Only the turns that work for the user lead on to the goal's next turn.
     let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
-    let ids = TurnIds {
-        turn_id: TurnId::new(sub_id.as_str()),
-        sub_id,
-        output_schema,
-    };
+    let ids = TurnIds::starting(sub_id, output_schema);
     super::environment::apply_environment_move(&session, &ids).await;
     // The turns that may change files are checkpointed, so a revert can put them back; not
     // in a remote environment, whose files are not on this host.

@@ -58,11 +58,7 @@ pub(crate) async fn stop_turn(session: &Session) {
 
 /// Ids for work a submission does outside any turn (closing terminals, shutting down).
 fn outside_turn(sub_id: &SubmissionId) -> TurnIds {
-    TurnIds {
-        turn_id: keel_protocol::TurnId::new(sub_id.as_str()),
-        sub_id: sub_id.clone(),
-        output_schema: None,
-    }
+    TurnIds::starting(sub_id.clone(), None)
 }
 
 /// `Op::CloseBackgroundTerminals`: on a task of its own, so a session busy in a call is killed

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_protocol::{
-    EventMsg, InputItem, SubmissionId, ThreadGoalMutationOrigin, ThreadGoalUpdatedEvent, TurnId,
+    EventMsg, InputItem, SubmissionId, ThreadGoalMutationOrigin, ThreadGoalUpdatedEvent,
 };
 
 use super::super::Session;
@@ -145,11 +145,7 @@ pub(crate) fn run_user_shell_command(
     };
     let session = session.clone();
     tokio::spawn(async move {
-        let ids = TurnIds {
-            turn_id: TurnId::new(turn_sub.as_str()),
-            sub_id: turn_sub,
-            output_schema: None,
-        };
+        let ids = TurnIds::starting(turn_sub, None);
         // The running turn's model sees it with its next request.
         if let Ok(note) =
             super::super::user_shell::run(&session, &ids, &cancel, &command, timeout).await
