@@ -335,6 +335,7 @@ impl AppState {
                 parent_thread_id: child.parent_id.to_string(),
                 depth: i32::try_from(child.depth).unwrap_or(i32::MAX),
                 agent_nickname: None,
+                agent_path: Some(child.agent_path.clone()),
                 agent_role: None,
             })),
         };

@@ -91,6 +91,8 @@ pub struct SpawnedConversation {
     pub depth: u32,
     /// Whether it is recorded (job workers are not).
     pub ephemeral: bool,
+    /// Its task path in the agent tree (`/root/<task>`…).
+    pub agent_path: String,
 }
 
 impl Default for ConversationManager {
@@ -509,6 +511,7 @@ impl ManagerShared {
                 parent_thread_id: parent.to_string(),
                 depth: i32::try_from(lineage.depth).unwrap_or(i32::MAX),
                 agent_nickname: None,
+                agent_path: Some(lineage.path.clone()),
                 agent_role: None,
             })),
             None => self.session_source.clone(),
@@ -677,6 +680,7 @@ impl ManagerShared {
         ));
         let parent = lineage.parent;
         let depth = lineage.depth;
+        let agent_path = lineage.path.clone();
         let host: Arc<dyn ConversationHost> = self.clone();
         let agents = AgentControl::new(
             Arc::downgrade(&host),
@@ -756,6 +760,7 @@ impl ManagerShared {
                 parent_id,
                 depth,
                 ephemeral,
+                agent_path,
             });
         }
         Ok(new)

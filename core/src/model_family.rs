@@ -35,6 +35,8 @@ pub(crate) struct ModelFamily {
     pub code_mode: bool,
     /// Requests take the Responses-lite shape (its header, `reasoning.context`).
     pub responses_lite: bool,
+    /// The sub-agent tools are the second generation's (task names, messages, a mailbox).
+    pub multi_agent_v2: bool,
     /// The most tokens of one tool's output the model reads, when the model says.
     pub tool_output_tokens: Option<usize>,
 }
@@ -49,6 +51,7 @@ const UNKNOWN: ModelFamily = ModelFamily {
     default_verbosity: None,
     code_mode: false,
     responses_lite: false,
+    multi_agent_v2: false,
     tool_output_tokens: None,
 };
 
@@ -181,6 +184,7 @@ fn from_entry(entry: &ModelEntry) -> ModelFamily {
         default_verbosity: entry.default_verbosity,
         code_mode: entry.is_code_mode(),
         responses_lite: entry.use_responses_lite.unwrap_or(false),
+        multi_agent_v2: entry.multi_agent_version.as_deref() == Some("v2"),
         tool_output_tokens: entry.truncation_policy.map(|policy| {
             let tokens = match policy.mode {
                 TruncationMode::Tokens => policy.limit,

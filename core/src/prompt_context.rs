@@ -49,6 +49,10 @@ pub(crate) fn build_prompt(
             .map(|text| ContentItem::InputText { text })
             .collect(),
     });
+    if let Some((role, mode)) = multi_agent_messages(context) {
+        input.push(ResponseItem::developer_text(role));
+        input.push(ResponseItem::developer_text(mode));
+    }
     if let Some(developer) = &context.developer_instructions {
         input.push(ResponseItem::developer_text(developer.clone()));
     }
@@ -75,6 +79,42 @@ pub(crate) fn build_prompt(
         output_schema: None,
         metadata: None,
     }
+}
+
+/// For a model that takes the second generation of sub-agent tools: who the agent is in its
+/// tree, and whether it should hand work to sub-agents unasked (only at effort `ultra`, as
+/// Codex does).
+fn multi_agent_messages(context: &TurnContext) -> Option<(String, String)> {
+    let settings = context.client.settings();
+    let family = crate::model_family::family(&settings.catalog, &settings.model);
+    if !(family.multi_agent_v2 && context.agent_tools.collab) {
+        return None;
+    }
+    let path = &context.agent_path;
+    let role = if path == crate::client::ROOT_AGENT {
+        format!(
+            "<multi_agent_role>You are `{path}`, the agent the user talks to. Sub-agents you \
+             spawn work beside you; their answers arrive in your history.</multi_agent_role>"
+        )
+    } else {
+        format!(
+            "<multi_agent_role>You are `{path}`, a sub-agent. Do the task you were given and \
+             finish with your answer: it goes to the agent that spawned you.</multi_agent_role>"
+        )
+    };
+    let ultra = settings
+        .reasoning_effort
+        .as_ref()
+        .is_some_and(|effort| effort.as_str() == keel_protocol::ReasoningEffort::ULTRA.as_str());
+    let mode = if ultra {
+        "<multi_agent_mode>Proactive delegation is on: split the work into independent tasks, \
+         give them to sub-agents with spawn_agent, and put their answers together.\
+         </multi_agent_mode>"
+    } else {
+        "<multi_agent_mode>Proactive delegation is off, whatever earlier messages said: spawn \
+         sub-agents only when the user asks for them.</multi_agent_mode>"
+    };
+    Some((role, mode.to_string()))
 }
 
 fn environment_context(context: &TurnContext) -> String {

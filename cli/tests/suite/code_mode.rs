@@ -12,21 +12,6 @@ use super::exec::keel_exec;
 
 const CODEX_REQUEST: &str = include_str!("../fixtures/codex-0.171-request-gpt-6.2-sol.json");
 
-/// What Keel's first request for a code-mode model leaves out of Codex's, on purpose.
-const TOP_LEVEL_NOT_SENT: &[&str] = &[];
-/// Codex's tools Keel does not offer in Codex's shape (yet): asynchronous user input and
-/// messages, and the second-generation sub-agent tools (Keel offers its own sub-agent tools
-/// under `collaboration`, some by the same names).
-const TOOLS_DIFFERENT: &[&str] = &[
-    "functions.request_user_input_async",
-    "functions.send_message_to_user_async",
-    "collaboration.followup_task",
-    "collaboration.interrupt_agent",
-    "collaboration.list_agents",
-    "collaboration.send_message",
-    "collaboration.spawn_agent",
-    "collaboration.wait_agent",
-];
 
 async fn run(
     script: Script,
@@ -121,7 +106,6 @@ async fn the_first_request_matches_codex_field_by_field() -> anyhow::Result<()> 
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .filter(|key| !TOP_LEVEL_NOT_SENT.contains(key))
         .collect();
     assert_eq!(ours, theirs, "top-level fields");
     for (field, value) in codex["values"].as_object().into_iter().flatten() {
@@ -169,6 +153,15 @@ async fn the_first_request_matches_codex_field_by_field() -> anyhow::Result<()> 
     );
 
     let input = request.input();
+    let kinds: Vec<Value> = input
+        .iter()
+        .map(|item| json!([item["type"], item["role"]]))
+        .collect();
+    assert_eq!(
+        Value::Array(kinds),
+        codex["input_kinds"],
+        "the input's items"
+    );
     assert_eq!(input[0]["type"], "additional_tools");
     assert_eq!(input[0]["role"], "developer");
     assert_eq!(input[1]["type"], "message");
@@ -208,19 +201,14 @@ async fn the_first_request_matches_codex_field_by_field() -> anyhow::Result<()> 
         }
     }
     for (name, shape) in &codex_tools {
-        if TOOLS_DIFFERENT.contains(&name.as_str()) {
-            continue;
-        }
         match ours.iter().find(|(ours, _)| ours == name) {
             Some((_, ours)) => assert_eq!(ours, shape, "tool `{name}`"),
             None => panic!("Codex offers `{name}`, Keel does not: {ours:#?}"),
         }
     }
-    // Keel's own additions are its sub-agent tools, in the namespace Codex uses for them.
     for (name, _) in &ours {
         assert!(
-            codex_tools.iter().any(|(theirs, _)| theirs == name)
-                || name.starts_with("collaboration."),
+            codex_tools.iter().any(|(theirs, _)| theirs == name),
             "Keel offers `{name}`, Codex does not"
         );
     }

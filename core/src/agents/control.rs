@@ -42,6 +42,9 @@ pub(crate) enum AgentError {
     /// The agent is running already.
     #[error("agent `{0}` is already open")]
     AlreadyOpen(ConversationId),
+    /// No live agent of the tree has the task path.
+    #[error("no live agent at `{0}`; list_agents shows the agents of this tree")]
+    NoTask(String),
     /// The input given is unusable.
     #[error("{0}")]
     BadInput(String),
@@ -88,6 +91,9 @@ impl AgentControl {
         lineage: Lineage,
         status: Arc<watch::Sender<CollabAgentState>>,
     ) -> Self {
+        if !lineage.tree.join(&lineage.path, own_id) {
+            tracing::warn!(path = %lineage.path, "an agent of this tree already holds the path");
+        }
         Self {
             manager,
             config,
@@ -101,6 +107,28 @@ impl AgentControl {
     /// The conversation that spawned this one; `None` for one a client started.
     pub(crate) fn parent(&self) -> Option<ConversationId> {
         self.lineage.parent
+    }
+
+    /// This conversation's id.
+    pub(crate) fn own_id(&self) -> ConversationId {
+        self.own_id
+    }
+
+    /// This conversation's task path in its tree.
+    pub(crate) fn path(&self) -> &str {
+        &self.lineage.path
+    }
+
+    /// The live agents of this conversation's tree.
+    pub(crate) fn tree(&self) -> &Arc<super::AgentTree> {
+        &self.lineage.tree
+    }
+
+    /// A live conversation of this process (any agent of the tree).
+    pub(crate) fn conversation(&self, id: ConversationId) -> Result<Arc<Conversation>, AgentError> {
+        self.manager()?
+            .get(id)
+            .ok_or_else(|| AgentError::NotFound(id.to_string()))
     }
 
     /// Moves the conversation's own status on for an event it is sending.
@@ -205,19 +233,30 @@ impl AgentControl {
             .map_err(|_| AgentError::LimitReached(self.config.agents_max_threads))
     }
 
-    /// Spawns a recorded sub-agent that starts working on `input` at once.
+    /// Spawns a recorded sub-agent that starts working on `input` at once, as `task` (its
+    /// path is this conversation's path and `task`; `None` names it `agent_<n>`).
     pub(crate) async fn spawn(
         &self,
         config: Config,
         history: Vec<ResponseItem>,
         input: Vec<InputItem>,
-    ) -> Result<ConversationId, AgentError> {
+        task: Option<&str>,
+    ) -> Result<(ConversationId, Arc<Conversation>), AgentError> {
         if !self.may_spawn() {
             return Err(AgentError::TooDeep(self.config.agents_max_depth));
         }
+        let task = task.map_or_else(
+            || format!("agent_{}", self.children().len() + 1),
+            str::to_string,
+        );
+        let path = format!("{}/{task}", self.lineage.path);
+        if self.lineage.tree.holds(&path) {
+            return Err(AgentError::BadInput(format!(
+                "an agent named `{path}` is already running; pick another task_name"
+            )));
+        }
         let slot = self.try_slot()?;
         let manager = self.manager()?;
-        let task = format!("agent_{}", self.children().len() + 1);
         let new = manager
             .clone()
             .spawn_child(
@@ -244,7 +283,7 @@ impl AgentControl {
                 last_state: CollabAgentState::new(CollabAgentStatus::PendingInit),
             },
         );
-        Ok(new.conversation_id)
+        Ok((new.conversation_id, conversation))
     }
 
     /// Spawns an unrecorded job worker holding `slot`; the caller owns it and shuts it down.
@@ -463,8 +502,9 @@ impl AgentControl {
 }
 
 impl Drop for AgentControl {
-    /// A conversation that goes away takes its sub-agents with it.
+    /// A conversation that goes away takes its sub-agents with it, and leaves its tree.
     fn drop(&mut self) {
+        self.lineage.tree.leave(&self.lineage.path, self.own_id);
         let manager = self.manager.upgrade();
         for (id, child) in self.children().drain() {
             if let Some(live) = child.live {

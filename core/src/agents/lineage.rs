@@ -6,6 +6,7 @@ use std::sync::Arc;
 use keel_protocol::ConversationId;
 use tokio::sync::Semaphore;
 
+use super::tree::AgentTree;
 use crate::agent_jobs::JobWorker;
 use crate::config::Config;
 
@@ -22,6 +23,8 @@ pub(crate) struct Lineage {
     pub worker: Option<Arc<JobWorker>>,
     /// Its task path: `/root` for a client's conversation, `<parent's path>/<task name>` below.
     pub path: String,
+    /// The live agents of the tree by path, with their mailboxes, shared by the whole tree.
+    pub tree: Arc<AgentTree>,
 }
 
 impl Lineage {
@@ -33,6 +36,7 @@ impl Lineage {
             slots: Arc::new(Semaphore::new(config.agents_max_threads)),
             worker: None,
             path: crate::client::ROOT_AGENT.to_string(),
+            tree: Arc::new(AgentTree::default()),
         }
     }
 
@@ -49,6 +53,7 @@ impl Lineage {
             slots: self.slots.clone(),
             worker,
             path: format!("{}/{task}", self.path),
+            tree: self.tree.clone(),
         }
     }
 }

@@ -8,6 +8,7 @@ mod host;
 mod job_workers;
 mod lineage;
 mod status;
+mod tree;
 
 pub(crate) use control::{AgentControl, AgentError};
 pub(crate) use drain::drain_unobserved;
@@ -16,3 +17,4 @@ pub(crate) use host::ConversationHost;
 pub(crate) use job_workers::ManagerWorkers;
 pub(crate) use lineage::Lineage;
 pub(crate) use status::{StatusTracker, wait_any_final};
+pub(crate) use tree::{AgentTree, MailboxUpdate};

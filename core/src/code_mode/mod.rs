@@ -64,6 +64,10 @@ pub(crate) fn registry(context: &TurnContext, mut builder: ToolRegistryBuilder) 
         "wait_agent",
         "close_agent",
         "resume_agent",
+        "followup_task",
+        "interrupt_agent",
+        "list_agents",
+        "send_message",
     ];
     let offered_specs = builder.take_offered();
     let mut direct = Vec::new();
@@ -75,6 +79,26 @@ pub(crate) fn registry(context: &TurnContext, mut builder: ToolRegistryBuilder) 
             Some(name) if DIRECT.contains(&name) => direct.push(spec.clone()),
             Some(name) if COLLABORATION.contains(&name) => collaboration.push(spec.clone()),
             Some(name) => nested.push((name, spec)),
+        }
+    }
+    // The asynchronous ways to reach the user, for the models whose catalogue entry lists
+    // them, beside `exec` in `functions`.
+    let settings = context.client.settings();
+    let listed = settings
+        .catalog
+        .find(&settings.model)
+        .and_then(|entry| entry.experimental_supported_tools.clone())
+        .unwrap_or_default();
+    let asynchronous: [std::sync::Arc<dyn crate::tools::DynTool>; 2] = [
+        std::sync::Arc::new(crate::tools::RequestUserInputAsync),
+        std::sync::Arc::new(crate::tools::SendMessageToUserAsync),
+    ];
+    for tool in asynchronous {
+        if listed.iter().any(|name| name == tool.name()) {
+            direct.push(tool.spec());
+            if let Err(err) = builder.handle_only(tool) {
+                tracing::warn!("tool skipped: {err}");
+            }
         }
     }
     let (specs, script_tools) = offered(CodeModeOffer {

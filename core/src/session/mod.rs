@@ -162,11 +162,7 @@ impl Session {
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         // Nothing to report without servers (and nothing starts them).
         let mcp_reported = tokio::sync::watch::Sender::new(mcp.is_empty());
-        let history_initialization = if history.is_empty() {
-            "new"
-        } else {
-            "resumed"
-        };
+        let history_initialization = if history.is_empty() { "new" } else { "resumed" };
         Self {
             id,
             tx_event,

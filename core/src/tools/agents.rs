@@ -71,6 +71,7 @@ impl DynTool for CollabTool {
                 CollabAgentTool::Wait => wait_agent(&ctx, &call_id, arguments).await?,
                 CollabAgentTool::CloseAgent => close_agent(&ctx, &call_id, arguments).await,
                 CollabAgentTool::ResumeAgent => resume_agent(&ctx, &call_id, arguments).await,
+                _ => refused("not a first-generation sub-agent tool"),
             })
         })
     }
@@ -185,19 +186,19 @@ fn prompt_text(input: &[InputItem]) -> Option<String> {
     (!text.is_empty()).then(|| text.join("\n"))
 }
 
-fn refused(err: impl std::fmt::Display) -> String {
+pub(super) fn refused(err: impl std::fmt::Display) -> String {
     json!({ "error": err.to_string() }).to_string()
 }
 
 /// What a collab event says beyond the tool and its receivers.
 #[derive(Default)]
-struct CallDetails {
-    prompt: Option<String>,
-    model: Option<String>,
-    reasoning_effort: Option<ReasoningEffort>,
+pub(super) struct CallDetails {
+    pub prompt: Option<String>,
+    pub model: Option<String>,
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
-async fn collab_event(
+pub(super) async fn collab_event(
     ctx: &ToolContext,
     call_id: &str,
     tool: CollabAgentTool,
@@ -230,7 +231,7 @@ async fn collab_event(
     ctx.host.send_event(&ctx.ids.sub_id, msg).await;
 }
 
-async fn collab_end(
+pub(super) async fn collab_end(
     ctx: &ToolContext,
     call_id: &str,
     tool: CollabAgentTool,
@@ -288,8 +289,8 @@ async fn spawn_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> Strin
     } else {
         Vec::new()
     };
-    match agents.spawn(config, history, input).await {
-        Ok(id) => {
+    match agents.spawn(config, history, input, None).await {
+        Ok((id, _)) => {
             collab_end(ctx, call_id, tool, &[id], &details, true).await;
             json!({ "agent_id": id.to_string(), "status": "running" }).to_string()
         }
@@ -475,5 +476,6 @@ fn tool_name(tool: CollabAgentTool) -> &'static str {
         CollabAgentTool::ResumeAgent => "resume_agent",
         CollabAgentTool::Wait => "wait_agent",
         CollabAgentTool::CloseAgent => "close_agent",
+        _ => "",
     }
 }

@@ -53,6 +53,12 @@ fn one(tool: impl DynTool + 'static) -> Made {
     Made::Tools(vec![Arc::new(tool)])
 }
 
+/// Whether the turn's model takes the second generation of sub-agent tools.
+fn multi_agent_v2(context: &TurnContext) -> bool {
+    let settings = context.client.settings();
+    crate::model_family::family(&settings.catalog, &settings.model).multi_agent_v2
+}
+
 fn capabilities(context: &TurnContext) -> ProviderCapabilities {
     context.client.capabilities()
 }
@@ -120,8 +126,20 @@ pub(super) const BUILTINS: &[Builtin] = &[
             "close_agent",
             "resume_agent",
         ],
-        offer: |context| offered_if(context.agent_tools.collab),
+        offer: |context| offered_if(context.agent_tools.collab && !multi_agent_v2(context)),
         make: |_| tools(super::agents::collab_tools()),
+    },
+    Builtin {
+        names: &[
+            "followup_task",
+            "interrupt_agent",
+            "list_agents",
+            "send_message",
+            "spawn_agent",
+            "wait_agent",
+        ],
+        offer: |context| offered_if(context.agent_tools.collab && multi_agent_v2(context)),
+        make: |_| tools(super::agent_tasks::task_tools()),
     },
     Builtin {
         names: &["spawn_agents_on_csv"],

@@ -11,6 +11,7 @@ mod agent_job_runner;
 #[cfg(feature = "agent-jobs")]
 mod agent_jobs;
 mod agent_spec;
+mod agent_tasks;
 mod agents;
 mod builtin;
 mod builtin_table;
@@ -33,6 +34,7 @@ mod tool_command;
 mod tool_error;
 mod turn_diff;
 mod unified_exec;
+mod user_async;
 mod user_input;
 mod user_shell;
 mod view_image;
@@ -55,6 +57,7 @@ pub use tool_command::CommandOutput;
 pub use tool_error::ToolError;
 pub(crate) use turn_diff::TurnDiffTracker;
 pub(crate) use unified_exec::{close_all_sessions, close_sessions};
+pub(crate) use user_async::{RequestUserInputAsync, SendMessageToUserAsync};
 pub(crate) use user_shell::user_shell as run_user_shell;
 
 use crate::mcp::McpToolCatalog;

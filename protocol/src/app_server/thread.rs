@@ -68,6 +68,9 @@ pub enum SubAgentSource {
         /// A display name, when the agent has one.
         #[serde(default)]
         agent_nickname: Option<String>,
+        /// Its task path (`/root/<task>/…`), when it was spawned by task name.
+        #[serde(default)]
+        agent_path: Option<String>,
         /// Its role, when it has one.
         #[serde(default)]
         agent_role: Option<String>,

@@ -70,6 +70,14 @@ pub enum CollabAgentTool {
     Wait,
     /// `close_agent`.
     CloseAgent,
+    /// `send_message` (second generation): a message for an agent, no new turn.
+    SendMessage,
+    /// `followup_task` (second generation): a task for an agent, run as its next turn.
+    FollowupTask,
+    /// `interrupt_agent` (second generation).
+    InterruptAgent,
+    /// `list_agents` (second generation).
+    ListAgents,
 }
 
 /// Progress of a sub-agent tool call.

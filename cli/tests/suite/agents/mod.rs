@@ -2,6 +2,7 @@
 //! answer is decided from the request itself (a worker's request carries its `Job ID:` and
 //! `Item ID:` lines), so any number of agents can share one mock.
 
+mod agent_tasks;
 mod jobs;
 mod resume;
 mod shared_store;

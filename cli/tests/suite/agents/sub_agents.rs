@@ -145,7 +145,8 @@ async fn spawn_wait_send_close_resume_round_trip_on_the_app_server() -> anyhow::
     assert_eq!(
         started[0]["params"]["thread"]["source"],
         json!({"subAgent": {"thread_spawn": {
-            "parent_thread_id": parent, "depth": 1, "agent_nickname": null, "agent_role": null
+            "parent_thread_id": parent, "depth": 1, "agent_nickname": null,
+            "agent_path": "/root/agent_1", "agent_role": null
         }}})
     );
     // Its events carry its own thread id.
