@@ -3,6 +3,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// The first line of a successful apply's tool output: callers tell success by it.
+pub const SUCCESS_HEADING: &str = "Success. Updated the following files:";
+
 /// What a successful apply changed, with paths as the patch wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppliedSummary {
@@ -19,7 +22,7 @@ pub struct AppliedSummary {
 impl fmt::Display for AppliedSummary {
     /// Renders the tool output: `Success. Updated the following files:` then `A/M/D path`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Success. Updated the following files:")?;
+        writeln!(f, "{SUCCESS_HEADING}")?;
         let groups = [
             ("A", &self.added),
             ("M", &self.modified),

@@ -51,7 +51,7 @@ mod update;
 
 use std::path::Path;
 
-pub use applied_summary::AppliedSummary;
+pub use applied_summary::{AppliedSummary, SUCCESS_HEADING};
 pub use apply::{apply, apply_checked};
 pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
 pub use links::{ResolvedPath, SymlinkHop, resolve_links};

@@ -12,7 +12,6 @@ use super::exec::keel_exec;
 
 const CODEX_REQUEST: &str = include_str!("../fixtures/codex-0.171-request-gpt-6.2-sol.json");
 
-
 async fn run(
     script: Script,
     overrides: &[(&str, toml::Value)],
@@ -278,7 +277,7 @@ async fn a_script_runs_a_command_and_patches_a_file() -> anyhow::Result<()> {
 text(r.output.trim());
 text(`exit ${r.exit_code}`);
 const patched = await tools.apply_patch("*** Begin Patch\n*** Add File: hello.txt\n+hello world\n*** End Patch\n");
-text(typeof patched);
+text(`${typeof patched} ${JSON.stringify(patched)}`);
 "#;
     let (mock, ws, out) = run(
         Script::new([
@@ -310,7 +309,7 @@ text(typeof patched);
         parts[0].starts_with("Script completed\nWall time "),
         "{parts:?}"
     );
-    assert_eq!(&parts[1..], ["hi-from-script", "exit 0", "string"]);
+    assert_eq!(&parts[1..], ["hi-from-script", "exit 0", "object {}"]);
 
     let events: Vec<Value> = out
         .stdout

@@ -326,14 +326,25 @@ pub(crate) fn nested_call_item(
 }
 
 /// What a script's promise settles with for a nested call's output: the command tools'
-/// output as an object (`{output, exit_code, …}`), JSON output as the value, other text as a
-/// string.
-pub(crate) fn nested_result(tool: &str, output: &ResponseItem) -> NestedResult {
+/// output as an object (`{output, exit_code, …}`), a patch applied as `{}` (as in Codex; a
+/// patch that failed rejects with why), JSON output as the value, other text as a string.
+pub(crate) fn nested_result(tool: &str, output: &ResponseItem) -> Result<NestedResult, String> {
     let text = match output {
         ResponseItem::FunctionCallOutput { output, .. }
         | ResponseItem::CustomToolCallOutput { output, .. } => output.text().into_owned(),
         _ => String::new(),
     };
+    if tool == "apply_patch" {
+        return if text.starts_with(keel_apply_patch::SUCCESS_HEADING) {
+            Ok(NestedResult::Json("{}".to_string()))
+        } else {
+            Err(text)
+        };
+    }
+    Ok(nested_value(tool, text))
+}
+
+fn nested_value(tool: &str, text: String) -> NestedResult {
     if matches!(tool, "exec_command" | "write_stdin")
         && let Some(object) = crate::unified_exec::chunk_as_object(&text)
     {

@@ -257,7 +257,7 @@ impl CallsOfTurn {
                     .iter()
                     .find(|item| item.tool_output_call_id().is_some())
                     .ok_or_else(|| format!("tool `{}` returned nothing", request.tool))?;
-                Ok(crate::code_mode::nested_result(&request.tool, output))
+                crate::code_mode::nested_result(&request.tool, output)
             })
         })
     }
