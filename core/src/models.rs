@@ -87,12 +87,86 @@ pub enum ResponseItem {
     /// Asks the provider to compact everything before it (the last input item of a remote
     /// compaction request; never kept in history).
     CompactionTrigger,
+    /// A message between two agents of one tree (a task, a message, a final answer), as
+    /// Codex 0.171 sends it: a header naming the sender and the text.
+    AgentMessage {
+        /// Keel-assigned id (`amsg_<uuid>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The sender's task path.
+        author: String,
+        /// The receiver's task path.
+        recipient: String,
+        /// The header, then the text (in an `encrypted_content` part for tasks and messages,
+        /// inline for final answers).
+        content: Vec<AgentMessagePart>,
+    },
     /// An item type Keel does not use; kept out of history.
     #[serde(other)]
     Other,
 }
 
+/// One part of an [`ResponseItem::AgentMessage`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentMessagePart {
+    /// Text the model reads as it is.
+    InputText {
+        /// The text.
+        text: String,
+    },
+    /// Text carried in Codex's `encrypted_content` part (Keel sends it as written).
+    EncryptedContent {
+        /// The text.
+        encrypted_content: String,
+    },
+}
+
 impl ResponseItem {
+    /// A message from agent `author` to agent `recipient` of kind `message_type`
+    /// (`NEW_TASK`, `MESSAGE`, `FINAL_ANSWER`), in Codex's layout.
+    pub fn agent_message(message_type: &str, author: &str, recipient: &str, payload: &str) -> Self {
+        let header = format!(
+            "Message Type: {message_type}\nTask name: {recipient}\nSender: {author}\nPayload:\n"
+        );
+        let content = if message_type == "FINAL_ANSWER" {
+            vec![AgentMessagePart::InputText {
+                text: format!("{header}{payload}"),
+            }]
+        } else {
+            vec![
+                AgentMessagePart::InputText { text: header },
+                AgentMessagePart::EncryptedContent {
+                    encrypted_content: payload.to_string(),
+                },
+            ]
+        };
+        Self::AgentMessage {
+            id: Some(format!("amsg_{}", uuid::Uuid::now_v7())),
+            author: author.to_string(),
+            recipient: recipient.to_string(),
+            content,
+        }
+    }
+
+    /// An agent message's whole text (header and payload), for a wire without the item.
+    pub fn agent_message_text(&self) -> Option<String> {
+        match self {
+            Self::AgentMessage { content, .. } => Some(
+                content
+                    .iter()
+                    .map(|part| match part {
+                        AgentMessagePart::InputText { text } => text.as_str(),
+                        AgentMessagePart::EncryptedContent { encrypted_content } => {
+                            encrypted_content.as_str()
+                        }
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// A user message with one text part.
     pub fn user_text(text: impl Into<String>) -> Self {
         Self::Message {
@@ -300,10 +374,11 @@ pub fn injectable_item(value: serde_json::Value) -> Result<ResponseItem, String>
         | ResponseItem::FunctionCall { .. }
         | ResponseItem::FunctionCallOutput { .. }
         | ResponseItem::CustomToolCall { .. }
-        | ResponseItem::CustomToolCallOutput { .. } => Ok(item),
+        | ResponseItem::CustomToolCallOutput { .. }
+        | ResponseItem::AgentMessage { .. } => Ok(item),
         _ => Err(format!(
             "items of type `{}` cannot be added; use message, function_call, \
-             function_call_output, custom_tool_call or custom_tool_call_output",
+             function_call_output, custom_tool_call, custom_tool_call_output or agent_message",
             kind.unwrap_or_default()
         )),
     }

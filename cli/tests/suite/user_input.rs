@@ -99,26 +99,37 @@ async fn keel_exec_tells_the_model_nobody_answered() -> anyhow::Result<()> {
 }
 
 /// `send_message_to_user_async` and `request_user_input_async` (offered to `gpt-6.2-sol` in
-/// code mode): the message reaches the client as an agent message at once; the questions as
-/// `item/tool/requestUserInput` without holding the turn, and the answers reach the model as a
-/// user message whenever they come.
+/// code mode): both show their text to the client at once as agent messages (the questions
+/// with their options as `- option` lines), answer `{"accepted":true}`, and the turn goes on;
+/// bad arguments are refused in Codex's words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asynchronous_messages_and_questions_do_not_hold_the_turn() -> anyhow::Result<()> {
     let mock = MockModelServer::builder()
         .responder(|request| {
-            let questions =
-                json!({"questions": [{"title": "Which DB?", "options": ["pg", "sqlite"]}]});
-            let step = if request.tool_output("m1").is_none() {
-                function_call(
+            let steps = [
+                (
                     "m1",
                     "send_message_to_user_async",
-                    json!({"message": "HEADS-UP"}).to_string(),
-                )
-            } else if request.tool_output("q1").is_none() {
-                function_call("q1", "request_user_input_async", questions.to_string())
-            } else {
-                assistant_message("ok")
-            };
+                    json!({"message": "HEADS-UP"}),
+                ),
+                (
+                    "q1",
+                    "request_user_input_async",
+                    json!({"questions": [
+                        {"title": "Which DB?", "options": ["pg", "sqlite"]},
+                        {"title": "Anything else?"}
+                    ]}),
+                ),
+                ("e1", "request_user_input_async", json!({"questions": []})),
+                ("e2", "send_message_to_user_async", json!({"message": ""})),
+            ];
+            let step = steps
+                .into_iter()
+                .find(|(call_id, _, _)| request.tool_output(call_id).is_none())
+                .map_or_else(
+                    || assistant_message("ok"),
+                    |(call_id, tool, args)| function_call(call_id, tool, args.to_string()),
+                );
             Some(Turn::new([step]))
         })
         .start()
@@ -127,53 +138,46 @@ async fn asynchronous_messages_and_questions_do_not_hold_the_turn() -> anyhow::R
     let mut server = world.server().await?;
     let thread = server.start_thread(world.thread_params()).await?;
     let turn = server.start_turn(&thread, "set up the service").await?;
-    let mut heads_up = false;
-    let mut asked = None;
+    let mut shown = Vec::new();
     loop {
         let message = server.read_message().await?;
+        assert_ne!(
+            message["method"], "item/tool/requestUserInput",
+            "no question holds the turn"
+        );
         if message["method"] == "item/completed"
             && message["params"]["item"]["type"] == "agentMessage"
-            && message["params"]["item"]["text"] == "HEADS-UP"
         {
-            heads_up = true;
-        }
-        if message["method"] == "item/tool/requestUserInput" {
-            let question = &message["params"]["questions"][0];
-            assert_eq!(question["question"], "Which DB?");
-            assert_eq!(question["options"][0]["label"], "pg");
-            asked = Some(message["id"].clone());
+            shown.push(message["params"]["item"]["text"].clone());
         }
         if message["method"] == "turn/completed" && message["params"]["turn"]["id"] == turn {
+            assert_eq!(message["params"]["turn"]["status"], "completed");
             break;
         }
     }
-    assert!(heads_up, "the message was shown during the turn");
-    // The turn ended without the answers; they join the conversation when they come.
-    let asked = asked.ok_or_else(|| anyhow::anyhow!("no question reached the client"))?;
-    let outputs = world.mock.requests();
-    let q1 = outputs
-        .iter()
-        .find_map(|r| {
-            r.tool_output("q1")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    assert!(q1.contains("answers will arrive"), "{q1}");
-    server
-        .respond(asked, json!({"answers": {"q1": {"answers": ["pg"]}}}))
-        .await?;
-    let next = server.start_turn(&thread, "go on").await?;
-    let completed = server.read_turn_completed(&next).await?;
-    assert_eq!(completed["turn"]["status"], "completed");
-    let answered = world.mock.requests().iter().any(|request| {
-        request.input().iter().any(|item| {
-            item["role"] == "user"
-                && item
-                    .to_string()
-                    .contains("<user_answers>\\nQ: Which DB?\\nA: pg")
-        })
-    });
-    assert!(answered, "the answers reached the model");
+    assert_eq!(
+        shown,
+        [
+            json!("HEADS-UP"),
+            json!("Which DB?\n- pg\n- sqlite\n\nAnything else?"),
+            json!("ok")
+        ]
+    );
+    let output = |call_id: &str| {
+        world
+            .mock
+            .requests()
+            .iter()
+            .find_map(|r| {
+                r.tool_output(call_id)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(output("m1"), r#"{"accepted":true}"#);
+    assert_eq!(output("q1"), r#"{"accepted":true}"#);
+    assert_eq!(output("e1"), "questions must not be empty");
+    assert_eq!(output("e2"), "message must not be empty");
     Ok(())
 }

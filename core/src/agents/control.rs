@@ -42,9 +42,9 @@ pub(crate) enum AgentError {
     /// The agent is running already.
     #[error("agent `{0}` is already open")]
     AlreadyOpen(ConversationId),
-    /// No live agent of the tree has the task path.
-    #[error("no live agent at `{0}`; list_agents shows the agents of this tree")]
-    NoTask(String),
+    /// A live agent of the tree holds the path.
+    #[error("agent path `{0}` already exists")]
+    PathTaken(String),
     /// The input given is unusable.
     #[error("{0}")]
     BadInput(String),
@@ -251,9 +251,7 @@ impl AgentControl {
         );
         let path = format!("{}/{task}", self.lineage.path);
         if self.lineage.tree.holds(&path) {
-            return Err(AgentError::BadInput(format!(
-                "an agent named `{path}` is already running; pick another task_name"
-            )));
+            return Err(AgentError::PathTaken(path));
         }
         let slot = self.try_slot()?;
         let manager = self.manager()?;

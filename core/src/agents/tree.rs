@@ -21,6 +21,8 @@ pub(crate) struct MailboxUpdate {
 /// One agent of the tree.
 struct Member {
     id: ConversationId,
+    /// When it joined, for listing in creation order.
+    joined: u64,
     /// What arrived since the agent last waited.
     unread: Vec<MailboxUpdate>,
 }
@@ -29,6 +31,8 @@ struct Member {
 #[derive(Default)]
 pub(crate) struct AgentTree {
     members: Mutex<BTreeMap<String, Member>>,
+    /// How many agents ever joined.
+    joins: std::sync::atomic::AtomicU64,
     /// Woken whenever anything arrives for anyone; a waiter checks its own mailbox.
     arrived: Notify,
 }
@@ -46,10 +50,14 @@ impl AgentTree {
         if members.get(path).is_some_and(|member| member.id != id) {
             return false;
         }
+        let joined = self
+            .joins
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         members.insert(
             path.to_string(),
             Member {
                 id,
+                joined,
                 unread: Vec::new(),
             },
         );
@@ -82,10 +90,13 @@ impl AgentTree {
             .map(|(path, _)| path.clone())
     }
 
-    /// Every live agent whose path is `prefix` or below it, in path order.
+    /// Every live agent whose path is `prefix` or below it, in the order they joined.
     pub(crate) fn list(&self, prefix: Option<&str>) -> Vec<(String, ConversationId)> {
-        self.members()
-            .iter()
+        let members = self.members();
+        let mut listed: Vec<(&String, &Member)> = members.iter().collect();
+        listed.sort_by_key(|(_, member)| member.joined);
+        listed
+            .into_iter()
             .filter(|(path, _)| match prefix {
                 None => true,
                 Some(prefix) => {
@@ -145,6 +156,12 @@ mod tests {
         assert!(tree.join("/root/a", a));
         assert!(!tree.join("/root/a", b), "a live agent keeps its path");
         assert!(tree.join("/root/ab", b));
+        let all: Vec<String> = tree.list(None).into_iter().map(|(path, _)| path).collect();
+        assert_eq!(
+            all,
+            ["/root", "/root/a", "/root/ab"],
+            "in the order they joined"
+        );
         let under_a: Vec<String> = tree
             .list(Some("/root/a"))
             .into_iter()

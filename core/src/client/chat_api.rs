@@ -101,6 +101,12 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
                     reasoning = Some(text);
                 }
             }
+            // Chat has no agent-message item: the sender's header and the text, as the user's.
+            ResponseItem::AgentMessage { .. } => {
+                reasoning = None;
+                let text = item.agent_message_text().unwrap_or_default();
+                messages.push(json!({"role": "user", "content": text}));
+            }
             // Chat servers cannot read a provider's compaction summary.
             ResponseItem::Compaction { .. }
             | ResponseItem::CompactionTrigger

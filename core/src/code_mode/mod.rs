@@ -93,8 +93,10 @@ pub(crate) fn registry(context: &TurnContext, mut builder: ToolRegistryBuilder) 
         std::sync::Arc::new(crate::tools::RequestUserInputAsync),
         std::sync::Arc::new(crate::tools::SendMessageToUserAsync),
     ];
+    // Only the agent the user talks to reaches them (sub-agents report to their parent).
+    let top_level = context.agent_path == crate::client::ROOT_AGENT;
     for tool in asynchronous {
-        if listed.iter().any(|name| name == tool.name()) {
+        if top_level && listed.iter().any(|name| name == tool.name()) {
             direct.push(tool.spec());
             if let Err(err) = builder.handle_only(tool) {
                 tracing::warn!("tool skipped: {err}");

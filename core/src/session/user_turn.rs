@@ -7,7 +7,7 @@ use keel_protocol::{EventMsg, InputItem};
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
-use super::input_items::{user_input_item, user_message_event};
+use super::input_items::{user_input_items, user_message_event};
 use super::sampling::{auto_compact_if_full, turn_loop};
 use crate::turn_context::{TurnContext, TurnIds, TurnStop};
 
@@ -52,7 +52,7 @@ pub(super) async fn answer(
     };
     // Skills the user names (`$name`) come with the message they are named in; hook context
     // follows.
-    let mut items = vec![user_input_item(&context.cwd, &input)];
+    let mut items = user_input_items(&context.cwd, &input);
     items.extend(crate::skills::attached_skill_items(&context.skills, &input));
     items.extend(hook_context);
     session.record_items(&items).await;

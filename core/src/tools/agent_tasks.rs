@@ -19,7 +19,7 @@ use keel_protocol::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::agents::{CallDetails, collab_end, collab_event, refused};
+use super::agents::{CallDetails, collab_end, collab_event};
 use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
 use crate::agents::{AgentControl, AgentError, MailboxUpdate};
 use crate::models::ResponseItem;
@@ -127,20 +127,59 @@ struct ListArgs {
     path_prefix: Option<String>,
 }
 
-/// A task name: lowercase letters, digits and underscores.
+/// A task name: lowercase letters, digits and underscores, not `root` (Codex's rules and
+/// messages).
 fn check_task_name(name: &str) -> Result<(), String> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if valid {
-        Ok(())
+    if name.is_empty() {
+        Err("agent_name must not be empty".to_string())
+    } else if name == "root" {
+        Err("agent_name `root` is reserved".to_string())
+    } else if name.contains('/') {
+        Err("agent_name must not contain `/`".to_string())
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        Err("agent_name must use only lowercase letters, digits, and underscores".to_string())
     } else {
-        Err(format!(
-            "invalid task_name `{name}`: use 1 to 64 lowercase letters, digits and underscores"
-        ))
+        Ok(())
     }
+}
+
+/// An effort the catalogue says `model` does not take, refused in Codex's words.
+fn check_effort(
+    catalog: &crate::model_catalog::ModelCatalog,
+    model: &str,
+    effort: Option<&ReasoningEffort>,
+) -> Result<(), String> {
+    let (Some(effort), Some(levels)) = (
+        effort,
+        catalog
+            .find(model)
+            .and_then(|entry| entry.supported_reasoning_levels.as_ref()),
+    ) else {
+        return Ok(());
+    };
+    if levels.iter().any(|level| &level.effort == effort) {
+        return Ok(());
+    }
+    let supported: Vec<&str> = levels.iter().map(|level| level.effort.as_str()).collect();
+    Err(format!(
+        "Reasoning effort `{}` is not supported for model `{model}`. Supported reasoning \
+         efforts: {}",
+        effort.as_str(),
+        supported.join(", ")
+    ))
+}
+
+/// A refusal, as Codex words its failed collaboration calls: the sentence alone.
+fn failed(err: impl std::fmt::Display) -> String {
+    err.to_string()
+}
+
+/// Arguments that do not parse, in Codex's words.
+fn unparsed(err: &serde_json::Error) -> String {
+    format!("failed to parse function arguments: {err}")
 }
 
 /// `spawn_agent`: a new agent at `<caller's path>/<task_name>` starts on the message, with
@@ -149,10 +188,11 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
     let call_id = ctx.call_id().to_string();
     let args: SpawnArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return refused(format!("bad spawn_agent arguments: {err}")),
+        Err(err) => return unparsed(&err),
     };
     let agents = ctx.host.agents();
-    let config = agents.child_config(&ctx.turn, args.model, args.reasoning_effort);
+    let catalog = ctx.turn.client.settings().catalog.clone();
+    let config = agents.child_config(&ctx.turn, args.model, args.reasoning_effort.clone());
     let details = CallDetails {
         prompt: Some(args.message.clone()),
         model: Some(config.model.clone()),
@@ -168,44 +208,42 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         CollabAgentToolCallStatus::InProgress,
     )
     .await;
-    let checked = check_task_name(&args.task_name).and_then(|()| {
-        match args.fork_turns.as_deref().unwrap_or("all") {
+    let checked = check_task_name(&args.task_name)
+        .and_then(|()| check_effort(&catalog, &config.model, args.reasoning_effort.as_ref()))
+        .and_then(|()| match args.fork_turns.as_deref().unwrap_or("all") {
             "all" => Ok(true),
             "none" => Ok(false),
-            other => Err(format!(
-                "invalid fork_turns `{other}`: only `all` and `none` are supported"
-            )),
-        }
-    });
+            _ => Err("fork_turns must be `none` or `all`".to_string()),
+        });
     let fork = match checked {
         Ok(fork) => fork,
         Err(err) => {
             collab_end(ctx, &call_id, tool, &[], &details, false).await;
-            return refused(err);
+            return failed(err);
         }
     };
+    let parent_path = agents.path().to_string();
+    let path = format!("{parent_path}/{}", args.task_name);
     let history = if fork {
         let mut history = ctx.host.history();
-        let closing = crate::models::outputs_for_unanswered_calls(
-            &history,
-            "this call is being answered by the parent agent",
-        );
+        let closing = crate::models::outputs_for_unanswered_calls(&history, "aborted");
         history.extend(closing);
+        history.push(ResponseItem::developer_text(format!(
+            "You are now `{path}`, a sub-agent of `{parent_path}`. The conversation above is \
+             your parent's, inherited as context: its tasks, identities and approvals are \
+             your ancestors', its tool calls are history (no process or session of theirs is \
+             yours). Do the task below and report the result to your parent."
+        )));
         history
     } else {
         Vec::new()
     };
-    let path = format!("{}/{}", agents.path(), args.task_name);
-    let input = vec![
-        InputItem::Text {
-            text: format!(
-                "You are the agent `{path}`. Other agents reach you by that name; your final \
-                 answer goes to `{}` when you finish.",
-                agents.path()
-            ),
-        },
-        InputItem::Text { text: args.message },
-    ];
+    let input = vec![InputItem::AgentMessage {
+        author: parent_path,
+        recipient: path.clone(),
+        message_type: "NEW_TASK".to_string(),
+        payload: args.message,
+    }];
     match agents
         .spawn(config, history, input, Some(&args.task_name))
         .await
@@ -213,11 +251,19 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         Ok((id, child)) => {
             report_to_parent(agents, path.clone(), &child);
             collab_end(ctx, &call_id, tool, &[id], &details, true).await;
-            json!({"agent_id": id.to_string(), "task_name": path, "status": "running"}).to_string()
+            json!({"task_name": path}).to_string()
         }
         Err(err) => {
             collab_end(ctx, &call_id, tool, &[], &details, false).await;
-            refused(err)
+            match err {
+                AgentError::LimitReached(_) => {
+                    failed("collab spawn failed: agent thread limit reached")
+                }
+                AgentError::PathTaken(path) => {
+                    failed(format!("agent path `{path}` already exists"))
+                }
+                other => failed(other),
+            }
         }
     }
 }
@@ -235,18 +281,21 @@ fn report_to_parent(agents: &AgentControl, path: String, child: &Arc<crate::Conv
     tokio::spawn(async move {
         while status.changed().await.is_ok() {
             let state = status.borrow_and_update().clone();
-            if !state.status.is_final() || state.status == CollabAgentStatus::Shutdown {
-                continue;
-            }
-            let kind = status_name(state.status);
+            let answer = match state.status {
+                CollabAgentStatus::Completed => state.message.clone().unwrap_or_default(),
+                CollabAgentStatus::Errored => format!(
+                    "Agent errored: {}\n\nThis agent's turn failed. If you still need this \
+                     agent, use the available collaboration tools to give it another task.",
+                    state.message.as_deref().unwrap_or("")
+                ),
+                // An interrupted agent says nothing; one still working has nothing to say.
+                _ => continue,
+            };
             let Some(parent) = parent.upgrade() else {
                 break;
             };
-            let text = format!(
-                "<agent_update from=\"{path}\" status=\"{kind}\">\n{}\n</agent_update>",
-                state.message.as_deref().unwrap_or("")
-            );
-            if let Err(err) = parent.submit(inject(text)).await {
+            let item = ResponseItem::agent_message("FINAL_ANSWER", &path, &parent_path, &answer);
+            if let Err(err) = parent.submit(inject(item)).await {
                 tracing::debug!(agent = %path, "parent gone: {err}");
                 break;
             }
@@ -254,19 +303,32 @@ fn report_to_parent(agents: &AgentControl, path: String, child: &Arc<crate::Conv
                 &parent_path,
                 MailboxUpdate {
                     from: path.clone(),
-                    kind,
+                    kind: status_name(state.status),
                 },
             );
         }
     });
 }
 
-/// An `Op` that adds a user message to a conversation's history without starting a turn.
-fn inject(text: String) -> Op {
-    let items = serde_json::to_value(ResponseItem::user_text(text))
+/// An `Op` that adds `item` to a conversation's history without starting a turn: with its
+/// running turn's next request, or before its next turn.
+fn inject(item: ResponseItem) -> Op {
+    let items = serde_json::to_value(item)
         .map(|item| vec![item])
         .unwrap_or_default();
     Op::InjectItems { items }
+}
+
+/// An agent's status as `list_agents` and `interrupt_agent` show it: `running`,
+/// `interrupted`, …, or `{"completed": answer}` / `{"errored": error}`.
+fn status_value(state: &keel_protocol::CollabAgentState) -> Value {
+    match state.status {
+        CollabAgentStatus::Completed => json!({"completed": state.message}),
+        CollabAgentStatus::Errored => json!({"errored": state.message}),
+        CollabAgentStatus::PendingInit => json!("pending_init"),
+        CollabAgentStatus::NotFound => json!("not_found"),
+        other => json!(status_name(other)),
+    }
 }
 
 fn status_name(status: CollabAgentStatus) -> String {
@@ -276,9 +338,9 @@ fn status_name(status: CollabAgentStatus) -> String {
         .unwrap_or_default()
 }
 
-/// The path and conversation a target names: a canonical path (`/root/…`), an agent id, or a
-/// task name relative to the caller.
-fn resolve(agents: &AgentControl, target: &str) -> Result<(String, ConversationId), AgentError> {
+/// The path and conversation a target names: a full path (`/root/…`), an agent id, or a
+/// task name relative to the caller; refused in Codex's words.
+fn resolve(agents: &AgentControl, target: &str) -> Result<(String, ConversationId), String> {
     let target = target.trim();
     let tree = agents.tree();
     if let Ok(id) = target.parse::<ConversationId>()
@@ -289,11 +351,12 @@ fn resolve(agents: &AgentControl, target: &str) -> Result<(String, ConversationI
     let path = if target.starts_with('/') {
         target.trim_end_matches('/').to_string()
     } else {
+        check_task_name(target)?;
         format!("{}/{target}", agents.path())
     };
     tree.id_at(&path)
         .map(|id| (path.clone(), id))
-        .ok_or(AgentError::NoTask(path))
+        .ok_or_else(|| format!("live agent path `{path}` not found"))
 }
 
 /// `send_message`, `followup_task` and `interrupt_agent`: one target, named by path or id.
@@ -301,7 +364,7 @@ async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str
     let call_id = ctx.call_id().to_string();
     let args: TargetArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return refused(format!("bad {} arguments: {err}", name(tool))),
+        Err(err) => return unparsed(&err),
     };
     let agents = ctx.host.agents();
     let target = resolve(agents, &args.target);
@@ -324,10 +387,7 @@ async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str
         Err(err) => Err(err),
     };
     collab_end(ctx, &call_id, tool, &receivers, &details, answer.is_ok()).await;
-    match answer {
-        Ok(answer) => answer.to_string(),
-        Err(err) => refused(err),
-    }
+    answer.unwrap_or_else(failed)
 }
 
 async fn act(
@@ -336,22 +396,19 @@ async fn act(
     path: String,
     id: ConversationId,
     message: Option<String>,
-) -> Result<Value, AgentError> {
-    let conversation = agents.conversation(id)?;
+) -> Result<String, String> {
+    let conversation = agents.conversation(id).map_err(|err| err.to_string())?;
     let message = || {
         message
             .clone()
             .filter(|message| !message.trim().is_empty())
-            .ok_or_else(|| AgentError::BadInput("`message` is empty".to_string()))
+            .ok_or_else(|| "message must not be empty".to_string())
     };
+    let sent = |err: crate::error::CoreError| err.to_string();
     match tool {
         CollabAgentTool::SendMessage => {
-            let text = format!(
-                "<agent_message from=\"{}\">\n{}\n</agent_message>",
-                agents.path(),
-                message()?
-            );
-            conversation.submit(inject(text)).await?;
+            let item = ResponseItem::agent_message("MESSAGE", agents.path(), &path, &message()?);
+            conversation.submit(inject(item)).await.map_err(sent)?;
             agents.tree().post(
                 &path,
                 MailboxUpdate {
@@ -359,48 +416,57 @@ async fn act(
                     kind: "message".to_string(),
                 },
             );
-            Ok(json!({"delivered_to": path}))
+            Ok(String::new())
         }
         CollabAgentTool::FollowupTask => {
             if path == crate::client::ROOT_AGENT {
-                return Err(AgentError::BadInput(
-                    "followup_task gives a task to a sub-agent, not to the root agent; \
-                     send_message reaches it"
-                        .to_string(),
-                ));
+                return Err("Follow-up tasks can't target the root agent".to_string());
             }
-            let text = message()?;
+            let payload = message()?;
             conversation.mark_running();
             conversation
                 .submit(Op::UserInput {
-                    items: vec![InputItem::Text { text }],
+                    items: vec![InputItem::AgentMessage {
+                        author: agents.path().to_string(),
+                        recipient: path,
+                        message_type: "NEW_TASK".to_string(),
+                        payload,
+                    }],
                 })
-                .await?;
-            Ok(json!({"task_name": path, "status": "running"}))
+                .await
+                .map_err(sent)?;
+            Ok(String::new())
         }
         _ => {
             let before = conversation.agent_status();
             if before.status == CollabAgentStatus::Running {
-                conversation.submit(Op::Interrupt).await?;
+                conversation.submit(Op::Interrupt).await.map_err(sent)?;
             }
-            Ok(json!({"task_name": path, "previous_status": before}))
+            Ok(json!({"previous_status": status_value(&before)}).to_string())
         }
     }
 }
 
-/// `wait_agent`: until something arrives in the caller's mailbox (a message, an agent's news)
-/// or the timeout; says what arrived, not its content (which is in the history).
+/// `wait_agent`: until something arrives in the caller's mailbox (a message, an agent's
+/// answer) or the timeout; says which, not what (that is in the history).
 async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnStop> {
     let call_id = ctx.call_id().to_string();
     let args: WaitArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return Ok(refused(format!("bad wait_agent arguments: {err}"))),
+        Err(err) => return Ok(unparsed(&err)),
     };
-    let timeout = args
+    let asked = args
         .timeout_ms
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map_or(DEFAULT_WAIT, |ms| Duration::from_millis(ms as u64))
-        .clamp(MIN_WAIT, MAX_WAIT);
+        .map_or(DEFAULT_WAIT, |ms| Duration::from_millis(ms as u64));
+    let timeout = asked.clamp(MIN_WAIT, MAX_WAIT);
+    let clamped = if asked < MIN_WAIT {
+        Some(("minimum", MIN_WAIT))
+    } else if asked > MAX_WAIT {
+        Some(("maximum", MAX_WAIT))
+    } else {
+        None
+    };
     let tool = CollabAgentTool::Wait;
     let details = CallDetails::default();
     collab_event(
@@ -421,30 +487,28 @@ async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnSt
         }
         updates = tokio::time::timeout(timeout, tree.next(agents.path())) => updates.ok(),
     };
-    let receivers: Vec<ConversationId> = updates
-        .iter()
-        .flatten()
-        .filter_map(|update| tree.id_at(&update.from))
-        .collect();
-    collab_end(ctx, &call_id, tool, &receivers, &details, true).await;
-    Ok(match updates {
-        Some(updates) => json!({
-            "timed_out": false,
-            "updates": updates
-                .iter()
-                .map(|update| json!({"from": update.from, "kind": update.kind}))
-                .collect::<Vec<_>>(),
-        }),
-        None => json!({"timed_out": true, "updates": []}),
+    collab_end(ctx, &call_id, tool, &[], &details, true).await;
+    let mut message = if updates.is_some() {
+        "Wait completed.".to_string()
+    } else {
+        "Wait timed out.".to_string()
+    };
+    if let Some((bound, to)) = clamped {
+        message.push_str(&format!(
+            "\n\nRequested timeout of {}ms was clamped to the {bound} of {}ms.",
+            asked.as_millis(),
+            to.as_millis()
+        ));
     }
-    .to_string())
+    Ok(json!({"message": message, "timed_out": updates.is_none()}).to_string())
 }
 
-/// `list_agents`: the live agents of the caller's tree, under `path_prefix` if given.
+/// `list_agents`: the live agents of the caller's tree, under `path_prefix` if given, in the
+/// order they were spawned.
 fn list_agents(ctx: &ToolContext, arguments: &str) -> String {
     let args: ListArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return refused(format!("bad list_agents arguments: {err}")),
+        Err(err) => return unparsed(&err),
     };
     let agents = ctx.host.agents();
     let prefix = args
@@ -457,11 +521,11 @@ fn list_agents(ctx: &ToolContext, arguments: &str) -> String {
         .list(prefix)
         .into_iter()
         .map(|(path, id)| {
-            let status = agents
-                .conversation(id)
-                .map(|conversation| conversation.agent_status().status)
-                .unwrap_or(CollabAgentStatus::NotFound);
-            json!({"task_name": path, "agent_id": id.to_string(), "status": status})
+            let state = agents.conversation(id).map_or_else(
+                |_| keel_protocol::CollabAgentState::new(CollabAgentStatus::NotFound),
+                |conversation| conversation.agent_status(),
+            );
+            json!({"agent_name": path, "agent_status": status_value(&state)})
         })
         .collect();
     json!({ "agents": listed }).to_string()

@@ -1,20 +1,16 @@
 //! The model talks to the user without stopping its work (Codex 0.171 offers these to the
-//! models whose catalogue entry lists them, in code mode): `send_message_to_user_async` shows
-//! a message at once, as an agent message; `request_user_input_async` asks questions the way
-//! `request_user_input` does, returns at once, and the answers join the conversation as a user
-//! message whenever they come (with the running turn's next request, or before the next turn).
-
-use std::collections::BTreeMap;
+//! top-level agent of the models whose catalogue entry lists them, in code mode):
+//! `send_message_to_user_async` shows a message at once, as an agent message;
+//! `request_user_input_async` shows its questions the same way (each title, then its options
+//! as `- option` lines). Both answer `{"accepted":true}` and the turn goes on; the user's
+//! reply is their next message.
 
 use futures::future::BoxFuture;
-use keel_protocol::{
-    AgentMessageEvent, EventMsg, RequestUserInputEvent, UserInputOption, UserInputQuestion,
-};
+use keel_protocol::{AgentMessageEvent, EventMsg};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
-use crate::models::ResponseItem;
 
 /// `send_message_to_user_async`.
 pub(crate) struct SendMessageToUserAsync;
@@ -40,6 +36,19 @@ struct AsyncQuestion {
     title: String,
     #[serde(default)]
     options: Option<Vec<String>>,
+}
+
+/// What both tools answer: the user was shown it; the turn goes on.
+const ACCEPTED: &str = r#"{"accepted":true}"#;
+
+/// Shows `text` to the user at once, as an agent message of the running turn.
+async fn show(ctx: &ToolContext, text: String) {
+    ctx.host
+        .send_event(
+            &ctx.ids.sub_id,
+            EventMsg::AgentMessage(AgentMessageEvent { message: text }),
+        )
+        .await;
 }
 
 fn function(name: &str, description: &str, parameters: Value) -> Value {
@@ -83,22 +92,13 @@ impl DynTool for SendMessageToUserAsync {
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
             let args: MessageArgs = serde_json::from_str(input.text()).map_err(|err| {
-                ToolError::Respond(format!(
-                    "invalid arguments for `send_message_to_user_async`: {err}"
-                ))
+                ToolError::Respond(format!("failed to parse function arguments: {err}"))
             })?;
             if args.message.trim().is_empty() {
-                return Err(ToolError::Respond("`message` is empty".to_string()));
+                return Err(ToolError::Respond("message must not be empty".to_string()));
             }
-            ctx.host
-                .send_event(
-                    &ctx.ids.sub_id,
-                    EventMsg::AgentMessage(AgentMessageEvent {
-                        message: args.message,
-                    }),
-                )
-                .await;
-            Ok("The message was shown to the user.".to_string())
+            show(&ctx, args.message).await;
+            Ok(ACCEPTED.to_string())
         })
     }
 }
@@ -112,7 +112,7 @@ impl DynTool for RequestUserInputAsync {
         function(
             self.name(),
             "Ask the user one or more questions while you keep working: this returns at once, \
-             and the answers arrive later as a user message. Ask only for what you cannot \
+             and the reply arrives later as a user message. Ask only for what you cannot \
              find out yourself. The user can always answer in free text.",
             json!({
                 "type": "object",
@@ -154,78 +154,30 @@ impl DynTool for RequestUserInputAsync {
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
             let args: QuestionsArgs = serde_json::from_str(input.text()).map_err(|err| {
-                ToolError::Respond(format!(
-                    "invalid arguments for `request_user_input_async`: {err}"
-                ))
+                ToolError::Respond(format!("failed to parse function arguments: {err}"))
             })?;
             if args.questions.is_empty() {
                 return Err(ToolError::Respond(
-                    "`questions` is empty: ask at least one question".to_string(),
+                    "questions must not be empty".to_string(),
                 ));
             }
-            let titles: BTreeMap<String, String> = args
-                .questions
-                .iter()
-                .enumerate()
-                .map(|(i, q)| (format!("q{}", i + 1), q.title.clone()))
-                .collect();
-            let questions: Vec<UserInputQuestion> = args
-                .questions
-                .into_iter()
-                .enumerate()
-                .map(|(i, q)| UserInputQuestion {
-                    id: format!("q{}", i + 1),
-                    header: String::new(),
-                    question: q.title,
-                    options: q.options.map(|options| {
-                        options
-                            .into_iter()
-                            .map(|label| UserInputOption {
-                                label,
-                                description: String::new(),
-                            })
-                            .collect()
-                    }),
-                    is_other: true,
-                    is_secret: false,
-                })
-                .collect();
-            let call_id = ctx.call_id().clone();
-            let answers = ctx.host.register_user_input(call_id.clone());
-            ctx.host
-                .send_event(
-                    &ctx.ids.sub_id,
-                    EventMsg::RequestUserInput(RequestUserInputEvent {
-                        call_id,
-                        turn_id: ctx.ids.turn_id.clone(),
-                        questions,
-                    }),
-                )
-                .await;
-            let host = ctx.host.clone();
-            tokio::spawn(async move {
-                // A client that never answers (or a conversation that ends) drops the
-                // sender: nothing joins the history.
-                let Ok(response) = answers.await else {
-                    return;
-                };
-                let mut text = String::from("<user_answers>\n");
-                for (id, title) in &titles {
-                    let answer = response
-                        .answers
-                        .get(id)
-                        .map(|answer| answer.answers.join(", "))
-                        .unwrap_or_default();
-                    text.push_str(&format!("Q: {title}\nA: {answer}\n"));
+            let mut shown = Vec::new();
+            for question in args.questions {
+                let mut text = question.title;
+                if let Some(options) = question.options {
+                    if !options.iter().any(|option| !option.trim().is_empty()) {
+                        return Err(ToolError::Respond(
+                            "options must contain at least one non-empty answer".to_string(),
+                        ));
+                    }
+                    for option in options {
+                        text.push_str(&format!("\n- {option}"));
+                    }
                 }
-                text.push_str("</user_answers>");
-                host.queue_input(ResponseItem::user_text(text));
-            });
-            Ok(
-                "The questions were shown to the user; the answers will arrive as a user \
-                message."
-                    .to_string(),
-            )
+                shown.push(text);
+            }
+            show(&ctx, shown.join("\n\n")).await;
+            Ok(ACCEPTED.to_string())
         })
     }
 }

@@ -24,6 +24,18 @@ pub enum InputItem {
         /// The image file.
         path: PathBuf,
     },
+    /// A message from another agent of the same tree (a task, a message, a final answer),
+    /// which the model sees as Codex's `agent_message` item rather than as the user's words.
+    AgentMessage {
+        /// The sender's task path (`/root`, `/root/worker`).
+        author: String,
+        /// The receiver's task path.
+        recipient: String,
+        /// `NEW_TASK`, `MESSAGE` or `FINAL_ANSWER`.
+        message_type: String,
+        /// The text.
+        payload: String,
+    },
 }
 
 impl InputItem {

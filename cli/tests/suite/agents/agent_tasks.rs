@@ -9,15 +9,17 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
-use super::input_text;
 use crate::suite::exec::keel_exec;
 
-/// The text `spawn_agent` puts first in a child's task.
-const CHILD_MARK: &str = "You are the agent `/root/worker`";
+/// The whole input of a request, as JSON text (agent messages keep their payload in an
+/// `encrypted_content` part, which plain-text helpers skip).
+fn input_json(request: &CapturedRequest) -> String {
+    serde_json::to_string(request.input()).unwrap_or_default()
+}
 
 fn responder(request: &CapturedRequest) -> Option<Turn> {
-    let text = input_text(request);
-    if text.contains(CHILD_MARK) {
+    let text = input_json(request);
+    if text.contains("Task name: /root/worker\\n") {
         let reply = if text.contains("WORK-2") {
             "child done 2"
         } else {
@@ -25,7 +27,7 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
         };
         return Some(Turn::new([assistant_message(reply)]));
     }
-    let steps: [(&str, &str, Value); 9] = [
+    let steps: [(&str, &str, Value); 11] = [
         (
             "s1",
             "spawn_agent",
@@ -55,6 +57,16 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
             "spawn_agent",
             json!({"task_name": "worker", "message": "again"}),
         ),
+        (
+            "x1",
+            "send_message",
+            json!({"target": "nobody", "message": "x"}),
+        ),
+        (
+            "r1",
+            "followup_task",
+            json!({"target": "/root", "message": "x"}),
+        ),
     ];
     for (call_id, tool, args) in steps {
         if request.tool_output(call_id).is_none() {
@@ -64,22 +76,34 @@ fn responder(request: &CapturedRequest) -> Option<Turn> {
     Some(Turn::new([assistant_message("PARENT DONE")]))
 }
 
-/// The JSON output the parent got for `call_id`.
-fn output(mock: &MockModelServer, call_id: &str) -> anyhow::Result<Value> {
-    let text = mock
-        .requests()
+/// The output the parent got for `call_id`, as text.
+fn output(mock: &MockModelServer, call_id: &str) -> anyhow::Result<String> {
+    mock.requests()
         .iter()
         .find_map(|r| {
             r.tool_output(call_id)
                 .and_then(Value::as_str)
                 .map(str::to_string)
         })
-        .ok_or_else(|| anyhow::anyhow!("no output for {call_id}"))?;
-    Ok(serde_json::from_str(&text)?)
+        .ok_or_else(|| anyhow::anyhow!("no output for {call_id}"))
+}
+
+fn output_json(mock: &MockModelServer, call_id: &str) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&output(mock, call_id)?)?)
 }
 
 fn is_child(request: &CapturedRequest) -> bool {
-    input_text(request).contains(CHILD_MARK)
+    input_json(request).contains("Task name: /root/worker\\n")
+}
+
+/// The agent messages in a request's input.
+fn agent_messages(request: &CapturedRequest) -> Vec<Value> {
+    request
+        .input()
+        .iter()
+        .filter(|item| item["type"] == "agent_message")
+        .cloned()
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,17 +138,36 @@ async fn agents_spawned_by_task_name_report_message_and_take_follow_ups() -> any
         !offered.contains("\"send_input\""),
         "first generation not offered"
     );
-    assert!(input_text(first).contains("<multi_agent_role>You are `/root`"));
-    assert!(input_text(first).contains("Proactive delegation is off"));
+    assert!(input_json(first).contains("<multi_agent_role>You are `/root`"));
+    assert!(input_json(first).contains("Proactive delegation is off"));
+    assert_eq!(
+        output_json(&mock, "s1")?,
+        json!({"task_name": "/root/worker"})
+    );
 
-    let spawned = output(&mock, "s1")?;
-    assert_eq!(spawned["task_name"], "/root/worker");
-
-    // The child starts with its name and the task only (fork_turns none), as /root/worker.
+    // The child starts with the task only (fork_turns none), as Codex's NEW_TASK agent
+    // message, and without the asynchronous user tools.
     let children: Vec<CapturedRequest> = mock.requests().into_iter().filter(is_child).collect();
     assert_eq!(children.len(), 2, "two turns of the child");
-    let child_first = input_text(&children[0]);
-    assert!(child_first.contains("WORK-1") && !child_first.contains("delegate"));
+    assert!(!input_json(&children[0]).contains("delegate"));
+    assert!(
+        !children[0].input()[0]
+            .to_string()
+            .contains("request_user_input_async")
+    );
+    assert_eq!(
+        agent_messages(&children[0]),
+        [json!({
+            "type": "agent_message",
+            "id": agent_messages(&children[0])[0]["id"],
+            "author": "/root",
+            "recipient": "/root/worker",
+            "content": [
+                {"type": "input_text", "text": "Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\n"},
+                {"type": "encrypted_content", "encrypted_content": "WORK-1"}
+            ]
+        })]
+    );
     let metadata: Value = serde_json::from_str(
         children[0]
             .header("x-codex-turn-metadata")
@@ -133,65 +176,91 @@ async fn agents_spawned_by_task_name_report_message_and_take_follow_ups() -> any
     assert_eq!(metadata["agent_name"], "/root/worker");
     assert_eq!(metadata["turn_trigger"], "subagent");
 
-    // The parent's mailbox said who finished; the answer itself came into its history.
-    let waited = output(&mock, "w1")?;
-    assert_eq!(waited["timed_out"], false);
+    // The parent's mailbox said something arrived; the answer came into its history.
     assert_eq!(
-        waited["updates"][0],
-        json!({"from": "/root/worker", "kind": "completed"})
+        output_json(&mock, "w1")?,
+        json!({"message": "Wait completed.", "timed_out": false})
     );
     let last_parent = mock
         .requests()
         .into_iter()
         .rfind(|request| !is_child(request))
         .ok_or_else(|| anyhow::anyhow!("no parent request"))?;
-    let parent_text = input_text(&last_parent);
-    assert!(
-        parent_text
-            .contains("<agent_update from=\"/root/worker\" status=\"completed\">\nchild done 1"),
-        "{parent_text}"
-    );
-    assert!(parent_text.contains("child done 2"), "{parent_text}");
-
-    let listed = output(&mock, "l1")?;
-    let paths: Vec<&str> = listed["agents"]
-        .as_array()
+    let answers: Vec<Value> = agent_messages(&last_parent)
         .into_iter()
-        .flatten()
-        .filter_map(|agent| agent["task_name"].as_str())
+        .map(|message| message["content"][0]["text"].clone())
         .collect();
-    assert_eq!(paths, ["/root", "/root/worker"]);
+    assert_eq!(
+        answers,
+        [
+            json!(
+                "Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/worker\nPayload:\nchild done 1"
+            ),
+            json!(
+                "Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/worker\nPayload:\nchild done 2"
+            ),
+        ]
+    );
+
+    assert_eq!(
+        output_json(&mock, "l1")?,
+        json!({"agents": [
+            {"agent_name": "/root", "agent_status": "running"},
+            {"agent_name": "/root/worker", "agent_status": {"completed": "child done 1"}}
+        ]})
+    );
 
     // The message joined the child's history without a turn of its own; the follow-up ran
     // as its second turn, which saw both.
-    assert_eq!(output(&mock, "m1")?["delivered_to"], "/root/worker");
-    let child_second = input_text(&children[1]);
-    assert!(
-        child_second.contains("<agent_message from=\"/root\">\nNOTE-1")
-            && child_second.contains("WORK-2"),
-        "{child_second}"
-    );
-    assert_eq!(output(&mock, "w2")?["updates"][0]["from"], "/root/worker");
+    assert_eq!(output(&mock, "m1")?, "");
+    assert_eq!(output(&mock, "f1")?, "");
+    let second: Vec<(Value, Value)> = agent_messages(&children[1])
+        .into_iter()
+        .map(|message| {
+            (
+                message["content"][0]["text"].clone(),
+                message["content"][1].clone(),
+            )
+        })
+        .collect();
     assert_eq!(
-        output(&mock, "i1")?["previous_status"]["status"],
-        "completed"
+        second[1..],
+        [
+            (
+                json!("Message Type: MESSAGE\nTask name: /root/worker\nSender: /root\nPayload:\n"),
+                json!({"type": "encrypted_content", "encrypted_content": "NOTE-1"})
+            ),
+            (
+                json!("Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\n"),
+                json!({"type": "encrypted_content", "encrypted_content": "WORK-2"})
+            ),
+        ]
+    );
+    assert_eq!(
+        output_json(&mock, "w2")?,
+        json!({"message": "Wait completed.", "timed_out": false})
+    );
+    assert_eq!(
+        output_json(&mock, "i1")?,
+        json!({"previous_status": {"completed": "child done 2"}})
     );
 
-    let bad = output(&mock, "b1")?;
-    assert!(
-        bad["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("invalid task_name `Bad Name!`"),
-        "{bad}"
+    // Refusals, in Codex's words.
+    assert_eq!(
+        output(&mock, "b1")?,
+        "agent_name must use only lowercase letters, digits, and underscores"
     );
-    let taken = output(&mock, "d1")?;
-    assert!(
-        taken["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("`/root/worker` is already running"),
-        "{taken}"
+    assert_eq!(
+        output(&mock, "d1")?,
+        "agent path `/root/worker` already exists"
+    );
+    assert_eq!(
+        output(&mock, "x1")?,
+        "live agent path `/root/nobody` not found"
+    );
+    assert_eq!(
+        output(&mock, "r1")?,
+        "Follow-up tasks can't target the root agent"
     );
     Ok(())
 }

@@ -10,7 +10,7 @@ use keel_protocol::{
 };
 
 use super::super::Session;
-use super::super::input_items::user_input_item;
+use super::super::input_items::user_input_items;
 use super::super::task::{TurnTask, continue_goal, start_turn};
 use crate::goals::user_change_note;
 use crate::models::ResponseItem;
@@ -47,7 +47,7 @@ pub(crate) fn start_or_join_turn(
         if state.active_turn.is_some() {
             // Input while a turn runs joins that turn: it is sent with the next model request.
             let cwd = state.turn_context.cwd.clone();
-            state.pending_input.push(user_input_item(&cwd, &items));
+            state.pending_input.extend(user_input_items(&cwd, &items));
             return;
         }
     }
