@@ -6,7 +6,7 @@
 //! - the MCP client tests need the reference MCP server `@modelcontextprotocol/server-everything`
 //!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
 //!   `target/npm` and sets the variable);
-//! - the Codex TUI test needs Codex 0.169's binary (`KEEL_CODEX_TUI`, installed from npm by
+//! - the Codex TUI test needs Codex 0.171's binary (`KEEL_CODEX_TUI`, installed from npm by
 //!   `.ci/run`) and `tmux`;
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
 //!   installed from npm by `.ci/run`) and `node`;

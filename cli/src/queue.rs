@@ -88,6 +88,17 @@ pub async fn run(args: QueueArgs) -> anyhow::Result<ExitCode> {
 
 async fn queue<C: AppServerClient>(client: &C, args: &QueueArgs) -> anyhow::Result<ExitCode> {
     let thread_id = crate::sessions::lookup::thread_id(client, &args.thread, false).await?;
+    // What waits before this message, and the message: what a `--resume` run delivers
+    // (counted here, as a server with the thread loaded may run it before we follow).
+    let waiting = client
+        .request::<client_request::ThreadQueueList>(ThreadQueueListParams {
+            thread_id: thread_id.clone(),
+            cursor: None,
+            limit: None,
+        })
+        .await
+        .map(|list| list.data.len())
+        .map_err(|err| anyhow::anyhow!("failed to read the thread's queue: {err}"))?;
     let added = client
         .request::<client_request::ThreadQueueAdd>(ThreadQueueAddParams {
             thread_id: thread_id.clone(),
@@ -116,44 +127,47 @@ async fn queue<C: AppServerClient>(client: &C, args: &QueueArgs) -> anyhow::Resu
         .map_err(|err| {
             anyhow::anyhow!("the message is queued, but resuming the thread failed: {err}")
         })?;
-    // Until the queue is empty and the turn running its last message has ended.
-    let mut ran = 0;
-    loop {
+    // Until the queue is empty and no turn runs: checked now (a server that had the thread
+    // loaded may have run everything before this connection followed it) and after each turn.
+    while !all_delivered(client, &thread_id).await? {
         let Some(event) = client.next_event().await else {
             anyhow::bail!("the app-server closed before the queue was delivered");
         };
         match event {
             InProcessEvent::Notification(ServerNotification::TurnCompleted(done))
-                if done.thread_id == thread_id =>
-            {
-                ran += 1;
-                let left = client
-                    .request::<client_request::ThreadQueueList>(ThreadQueueListParams {
-                        thread_id: thread_id.clone(),
-                        cursor: None,
-                        limit: Some(1),
-                    })
-                    .await?;
-                // Empty, and no turn claimed for a message taken just now: all delivered.
-                let read = client
-                    .request::<client_request::ThreadRead>(ThreadReadParams {
-                        thread_id: thread_id.clone(),
-                        include_turns: false,
-                    })
-                    .await?;
-                if left.data.is_empty() && read.thread.status == ThreadStatus::Idle {
-                    break;
-                }
-            }
+                if done.thread_id == thread_id => {}
             InProcessEvent::ServerRequest { id, request } => {
                 // Nobody is here to answer: as `keel exec` answers.
                 client
                     .respond(id, crate::exec::drive::unattended_answer(request))
                     .await?;
+                continue;
             }
-            _ => {}
+            _ => continue,
         }
     }
-    eprintln!("Ran {ran} queued message(s) on thread {thread_id}.");
+    eprintln!(
+        "Ran {} queued message(s) on thread {thread_id}.",
+        waiting + 1
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the thread's queue is empty and no turn runs (none claimed for a message taken
+/// just now either).
+async fn all_delivered<C: AppServerClient>(client: &C, thread_id: &str) -> anyhow::Result<bool> {
+    let left = client
+        .request::<client_request::ThreadQueueList>(ThreadQueueListParams {
+            thread_id: thread_id.to_string(),
+            cursor: None,
+            limit: Some(1),
+        })
+        .await?;
+    let read = client
+        .request::<client_request::ThreadRead>(ThreadReadParams {
+            thread_id: thread_id.to_string(),
+            include_turns: false,
+        })
+        .await?;
+    Ok(left.data.is_empty() && read.thread.status == ThreadStatus::Idle)
 }

@@ -36,22 +36,28 @@ async fn remote(script: Script) -> anyhow::Result<Remote> {
     let mock = MockModelServer::start(script).await?;
     let home = tempfile::tempdir()?;
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
-    let token_file = home.path().join("ws-token");
-    std::fs::write(&token_file, "s3cret-token\n")?;
-    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
-        .args(["--ws-auth", "capability-token", "--ws-token-file"])
-        .arg(token_file.to_string_lossy().as_ref())
-        .env("KEEL_HOME", home.path())
-        .env_remove("RUST_LOG")
-        .spawn()?;
-    let url = format!("ws://{}", server.websocket_address().await?);
+    std::fs::write(home.path().join("ws-token"), "s3cret-token\n")?;
+    let (server, url) = serve(home.path()).await?;
     Ok(Remote {
         mock,
         home,
         _server: server,
         url,
     })
+}
+
+/// An app-server on `home` that wants the token in `home/ws-token`, and its URL.
+async fn serve(home: &std::path::Path) -> anyhow::Result<(JsonLinesProcess, String)> {
+    let token_file = home.join("ws-token");
+    let mut server = ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .args(["--ws-auth", "capability-token", "--ws-token-file"])
+        .arg(token_file.to_string_lossy().as_ref())
+        .env("KEEL_HOME", home)
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    let url = format!("ws://{}", server.websocket_address().await?);
+    Ok((server, url))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,6 +75,7 @@ async fn a_turn_runs_on_a_token_protected_app_server() -> anyhow::Result<()> {
             })
             .to_string(),
         )]),
+        Turn::new([assistant_message("forked remotely")]),
     ]))
     .await?;
     let ws = tempfile::tempdir()?;
@@ -99,6 +106,12 @@ async fn a_turn_runs_on_a_token_protected_app_server() -> anyhow::Result<()> {
         .collect();
     assert_eq!(kinds.first().map(String::as_str), Some("thread.started"));
     assert_eq!(kinds.last().map(String::as_str), Some("turn.completed"));
+    let started: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().unwrap_or_default())?;
+    let second_thread = started["thread_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
 
     // `resume --last` finds the newest thread in the server's records.
     let out = exec(
@@ -134,11 +147,27 @@ async fn a_turn_runs_on_a_token_protected_app_server() -> anyhow::Result<()> {
             .contains("look at the naming")
     );
 
+    // `exec fork --remote`: a new thread on the server from a copy of the second one.
+    let mut fork_args = with(&["--json", "fork"]);
+    fork_args.extend([second_thread.as_str(), "branch off"]);
+    let out = exec(ws.path(), &fork_args, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let started: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().unwrap_or_default())?;
+    let fork = started["thread_id"].as_str().unwrap_or_default();
+    assert!(!fork.is_empty() && fork != second_thread, "{}", out.stdout);
+    assert!(out.stdout.contains("forked remotely"), "{}", out.stdout);
+    let forked = remote.mock.requests()[4].body.to_string();
+    assert!(
+        forked.contains("again") && forked.contains("branch off"),
+        "the copy carries the second thread's history: {forked}"
+    );
+
     // A wrong token is turned away by the server.
     let out = exec(ws.path(), &with(&["hi"]), "wrong-token").await?;
     assert_eq!(out.code, Some(1), "{}", out.stderr);
     assert!(out.stderr.contains("401"), "{}", out.stderr);
-    assert_eq!(remote.mock.requests().len(), 4);
+    assert_eq!(remote.mock.requests().len(), 5);
     Ok(())
 }
 
@@ -235,5 +264,96 @@ async fn a_turn_runs_on_an_app_server_on_a_unix_socket() -> anyhow::Result<()> {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(out.stdout, "over the home's socket\n");
     assert_eq!(mock.requests().len(), 2);
+    Ok(())
+}
+
+/// `keel queue --remote`: a message kept for a thread of the server (restarted, so nothing
+/// has the thread loaded), then `--resume` runs every queued message there, from a machine
+/// with no records of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_messages_run_on_the_remote_server() -> anyhow::Result<()> {
+    let mut remote = remote(Script::new([
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("queued answer 1")]),
+        Turn::new([assistant_message("queued answer 2")]),
+        Turn::new([assistant_message("queued answer 3")]),
+    ]))
+    .await?;
+    let ws = tempfile::tempdir()?;
+    let connect = |url: &str| {
+        vec![
+            "--remote".to_string(),
+            url.to_string(),
+            "--remote-auth-token-env".to_string(),
+            "KEEL_TEST_TOKEN".to_string(),
+        ]
+    };
+    let mut first = connect(&remote.url);
+    first.extend(["--json".to_string(), "start here".to_string()]);
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    let out = exec(ws.path(), &first, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let started: serde_json::Value =
+        serde_json::from_str(out.stdout.lines().next().unwrap_or_default())?;
+    let thread = started["thread_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    remote._server.kill().await?;
+    let (server, url) = serve(remote.home.path()).await?;
+    remote._server = server;
+    let queue = |message: &str, resume: bool| {
+        let mut args = vec![
+            "queue".to_string(),
+            "--thread".to_string(),
+            thread.clone(),
+            "--message".to_string(),
+            message.to_string(),
+        ];
+        args.extend(connect(&url));
+        if resume {
+            args.push("--resume".to_string());
+        }
+        args
+    };
+    let args = queue("queued one", false);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = keel(ws.path(), &args, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.starts_with("Queued message "), "{}", out.stdout);
+
+    let args = queue("queued two", true);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = keel(ws.path(), &args, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Ran 2 queued message(s)"),
+        "{}",
+        out.stderr
+    );
+    let requests = remote.mock.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[1].body.to_string().contains("queued one"));
+    let last = requests[2].body.to_string();
+    assert!(
+        last.contains("start here") && last.contains("queued one") && last.contains("queued two"),
+        "both ran on the same thread, in order: {last}"
+    );
+
+    // With the thread still loaded on the server, a message may run before `--resume`
+    // follows the thread: the command still sees it through and ends.
+    let args = queue("queued three", true);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = keel(ws.path(), &args, "s3cret-token").await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Ran 1 queued message(s)"),
+        "{}",
+        out.stderr
+    );
+    let requests = remote.mock.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests[3].body.to_string().contains("queued three"));
     Ok(())
 }

@@ -213,3 +213,52 @@ async fn an_index_copied_with_its_home_lists_each_thread_once() -> anyhow::Resul
     );
     Ok(())
 }
+
+/// An index built before lineage was recorded (schema version 1) is rebuilt when opened: the
+/// threads come back with their sources, sub-agents are hidden from the interactive listing,
+/// and rollouts that predate sources count as top-level and interactive.
+#[tokio::test]
+async fn an_index_of_an_older_schema_is_rebuilt_with_lineage() -> anyhow::Result<()> {
+    let home = tempfile::tempdir()?;
+    for n in 1..=24 {
+        write_rollout(home.path(), n)?;
+    }
+    let interactive = ThreadFilter {
+        limit: 100,
+        source_kinds: ThreadSourceKind::INTERACTIVE.to_vec(),
+        ..ThreadFilter::default()
+    };
+    ThreadIndex::open(home.path())?.list(&interactive)?;
+    {
+        // What an index of the first schema looks like to this one: another version, and
+        // rows without lineage.
+        let db = rusqlite::Connection::open(home.path().join("thread-index.sqlite"))?;
+        db.execute_batch("DELETE FROM threads; PRAGMA user_version = 1;")?;
+    }
+    let listed: Vec<ConversationId> = ThreadIndex::open(home.path())?
+        .list(&interactive)?
+        .items
+        .iter()
+        .map(|summary| summary.id)
+        .collect();
+    let all = list_conversations_in(&home.path().join("sessions"), 1000, None)
+        .await?
+        .items;
+    let expected: Vec<ConversationId> = interactive
+        .page(all)
+        .items
+        .iter()
+        .map(|summary| summary.id)
+        .collect();
+    assert_eq!(listed, expected);
+    for old in [id(11), id(22)] {
+        assert!(
+            listed.contains(&old),
+            "a rollout without a source is interactive"
+        );
+    }
+    for sub_agent in [id(2), id(5), id(8)] {
+        assert!(!listed.contains(&sub_agent), "sub-agents are not listed");
+    }
+    Ok(())
+}
