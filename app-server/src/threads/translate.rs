@@ -397,7 +397,9 @@ impl Translator {
             EventMsg::EnteredReviewMode(_)
             | EventMsg::ExitedReviewMode(_)
             | EventMsg::CollabToolCallBegin(_)
-            | EventMsg::CollabToolCallEnd(_) => out.extend(self.review(&event.msg)),
+            | EventMsg::CollabToolCallEnd(_)
+            | EventMsg::SubAgentActivity(_)
+            | EventMsg::AsyncAgentMessage(_) => out.extend(self.review(&event.msg)),
             EventMsg::StreamError(_)
             | EventMsg::SkillsChanged(_)
             | EventMsg::HookStarted(_)
@@ -463,6 +465,9 @@ impl Translator {
         let item = ThreadItem::AgentMessage {
             id: fresh.clone(),
             text: String::new(),
+            phase: None,
+            delivery: None,
+            questions: None,
         };
         turn.agent_item = Some(fresh.clone());
         turn.upsert(item.clone());

@@ -74,7 +74,10 @@ fn agent_message_keeps_one_item_id_from_delta_to_completion() {
         completed.item,
         ThreadItem::AgentMessage {
             id,
-            text: "Hello".into()
+            text: "Hello".into(),
+            phase: None,
+            delivery: None,
+            questions: None,
         }
     );
 }

@@ -185,7 +185,7 @@ impl JsonlStream {
     /// streams).
     fn item(&mut self, item: &ThreadItem, completed: bool) -> Option<ExecItem> {
         let (item_id, details) = match item {
-            ThreadItem::AgentMessage { id, text } if completed => {
+            ThreadItem::AgentMessage { id, text, .. } if completed => {
                 (id, ExecItemDetails::AgentMessage { text: text.clone() })
             }
             ThreadItem::Reasoning { id, summary, .. } if completed => {

@@ -73,6 +73,9 @@ mod tests {
                 items: vec![ThreadItem::AgentMessage {
                     id: "m".into(),
                     text: "final".into(),
+                    phase: None,
+                    delivery: None,
+                    questions: None,
                 }],
                 status,
                 error: (status == TurnStatus::Failed).then(|| TurnError {

@@ -139,6 +139,7 @@ async fn asynchronous_messages_and_questions_do_not_hold_the_turn() -> anyhow::R
     let thread = server.start_thread(world.thread_params()).await?;
     let turn = server.start_turn(&thread, "set up the service").await?;
     let mut shown = Vec::new();
+    let mut asked = Value::Null;
     loop {
         let message = server.read_message().await?;
         assert_ne!(
@@ -148,7 +149,11 @@ async fn asynchronous_messages_and_questions_do_not_hold_the_turn() -> anyhow::R
         if message["method"] == "item/completed"
             && message["params"]["item"]["type"] == "agentMessage"
         {
-            shown.push(message["params"]["item"]["text"].clone());
+            let item = &message["params"]["item"];
+            shown.push(item["text"].clone());
+            if item["id"] == "q1" {
+                asked = item.clone();
+            }
         }
         if message["method"] == "turn/completed" && message["params"]["turn"]["id"] == turn {
             assert_eq!(message["params"]["turn"]["status"], "completed");
@@ -162,6 +167,16 @@ async fn asynchronous_messages_and_questions_do_not_hold_the_turn() -> anyhow::R
             json!("Which DB?\n- pg\n- sqlite\n\nAnything else?"),
             json!("ok")
         ]
+    );
+    // As Codex 0.171 shows them: the call's id, delivered asynchronously, with the questions.
+    assert_eq!(asked["delivery"], "async");
+    assert_eq!(asked["phase"], "final_answer");
+    assert_eq!(
+        asked["questions"],
+        json!([
+            {"title": "Which DB?", "options": ["pg", "sqlite"]},
+            {"title": "Anything else?", "options": null}
+        ])
     );
     let output = |call_id: &str| {
         world

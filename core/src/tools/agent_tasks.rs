@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use keel_protocol::{
-    CollabAgentStatus, CollabAgentTool, CollabAgentToolCallStatus, ConversationId, InputItem, Op,
-    ReasoningEffort,
+    CollabAgentStatus, CollabAgentTool, CollabAgentToolCallStatus, ConversationId, EventMsg,
+    InputItem, Op, ReasoningEffort, SubAgentActivityEvent, SubAgentActivityKind,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -198,16 +198,6 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         model: Some(config.model.clone()),
         reasoning_effort: config.model_reasoning_effort.clone(),
     };
-    let tool = CollabAgentTool::SpawnAgent;
-    collab_event(
-        ctx,
-        &call_id,
-        tool,
-        &[],
-        &details,
-        CollabAgentToolCallStatus::InProgress,
-    )
-    .await;
     let checked = check_task_name(&args.task_name)
         .and_then(|()| check_effort(&catalog, &config.model, args.reasoning_effort.as_ref()))
         .and_then(|()| match args.fork_turns.as_deref().unwrap_or("all") {
@@ -217,10 +207,7 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         });
     let fork = match checked {
         Ok(fork) => fork,
-        Err(err) => {
-            collab_end(ctx, &call_id, tool, &[], &details, false).await;
-            return failed(err);
-        }
+        Err(err) => return failed(err),
     };
     let parent_path = agents.path().to_string();
     let path = format!("{parent_path}/{}", args.task_name);
@@ -249,29 +236,41 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         .await
     {
         Ok((id, child)) => {
-            report_to_parent(agents, path.clone(), &child);
-            collab_end(ctx, &call_id, tool, &[id], &details, true).await;
+            report_to_parent(ctx, agents, path.clone(), &child);
+            activity(
+                ctx,
+                call_id,
+                SubAgentActivityKind::Started,
+                id,
+                path.clone(),
+                details,
+            )
+            .await;
             json!({"task_name": path}).to_string()
         }
-        Err(err) => {
-            collab_end(ctx, &call_id, tool, &[], &details, false).await;
-            match err {
-                AgentError::LimitReached(_) => {
-                    failed("collab spawn failed: agent thread limit reached")
-                }
-                AgentError::PathTaken(path) => {
-                    failed(format!("agent path `{path}` already exists"))
-                }
-                other => failed(other),
+        Err(err) => match err {
+            AgentError::LimitReached(_) => {
+                failed("collab spawn failed: agent thread limit reached")
             }
-        }
+            AgentError::PathTaken(path) => failed(format!("agent path `{path}` already exists")),
+            other => failed(other),
+        },
     }
 }
 
 /// Each time the child `path` finishes a turn, its answer joins the parent's history (with
 /// the parent's next request, or before its next turn) and the parent's mailbox says so.
-fn report_to_parent(agents: &AgentControl, path: String, child: &Arc<crate::Conversation>) {
+fn report_to_parent(
+    ctx: &ToolContext,
+    agents: &AgentControl,
+    path: String,
+    child: &Arc<crate::Conversation>,
+) {
     let mut status = child.watch_agent_status();
+    let child_id = child.id();
+    // Weakly: a parent that goes away is not kept for its child's sake.
+    let host = Arc::downgrade(&ctx.host);
+    let sub_id = ctx.ids.sub_id.clone();
     let tree = agents.tree().clone();
     let parent_path = agents.path().to_string();
     let parent = agents.conversation(agents.own_id());
@@ -306,8 +305,42 @@ fn report_to_parent(agents: &AgentControl, path: String, child: &Arc<crate::Conv
                     kind: status_name(state.status),
                 },
             );
+            if let Some(host) = host.upgrade() {
+                let event = SubAgentActivityEvent {
+                    id: format!("subagent-completed-{}", uuid::Uuid::now_v7()),
+                    kind: SubAgentActivityKind::Completed,
+                    agent_thread_id: child_id,
+                    agent_path: path.clone(),
+                    model: None,
+                    reasoning_effort: None,
+                };
+                host.send_event(&sub_id, EventMsg::SubAgentActivity(event))
+                    .await;
+            }
         }
     });
+}
+
+/// Tells the caller's clients what happened to a sub-agent (a `subAgentActivity` item).
+async fn activity(
+    ctx: &ToolContext,
+    id: String,
+    kind: SubAgentActivityKind,
+    agent: ConversationId,
+    path: String,
+    details: CallDetails,
+) {
+    let event = SubAgentActivityEvent {
+        id,
+        kind,
+        agent_thread_id: agent,
+        agent_path: path,
+        model: details.model,
+        reasoning_effort: details.reasoning_effort,
+    };
+    ctx.host
+        .send_event(&ctx.ids.sub_id, EventMsg::SubAgentActivity(event))
+        .await;
 }
 
 /// An `Op` that adds `item` to a conversation's history without starting a turn: with its
@@ -367,27 +400,22 @@ async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str
         Err(err) => return unparsed(&err),
     };
     let agents = ctx.host.agents();
-    let target = resolve(agents, &args.target);
-    let receivers: Vec<ConversationId> = target.iter().map(|(_, id)| *id).collect();
-    let details = CallDetails {
-        prompt: args.message.clone(),
-        ..CallDetails::default()
+    let (path, id) = match resolve(agents, &args.target) {
+        Ok(target) => target,
+        Err(err) => return failed(err),
     };
-    collab_event(
-        ctx,
-        &call_id,
-        tool,
-        &receivers,
-        &details,
-        CollabAgentToolCallStatus::InProgress,
-    )
-    .await;
-    let answer = match target {
-        Ok((path, id)) => act(agents, tool, path, id, args.message).await,
-        Err(err) => Err(err),
-    };
-    collab_end(ctx, &call_id, tool, &receivers, &details, answer.is_ok()).await;
-    answer.unwrap_or_else(failed)
+    match act(agents, tool, path.clone(), id, args.message).await {
+        Ok(answer) => {
+            let kind = if tool == CollabAgentTool::InterruptAgent {
+                SubAgentActivityKind::Interrupted
+            } else {
+                SubAgentActivityKind::Interacted
+            };
+            activity(ctx, call_id, kind, id, path, CallDetails::default()).await;
+            answer
+        }
+        Err(err) => failed(err),
+    }
 }
 
 async fn act(

@@ -6,7 +6,7 @@
 //! reply is their next message.
 
 use futures::future::BoxFuture;
-use keel_protocol::{AgentMessageEvent, EventMsg};
+use keel_protocol::{AsyncAgentMessageEvent, AsyncUserInputQuestion, EventMsg};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -41,12 +41,17 @@ struct AsyncQuestion {
 /// What both tools answer: the user was shown it; the turn goes on.
 const ACCEPTED: &str = r#"{"accepted":true}"#;
 
-/// Shows `text` to the user at once, as an agent message of the running turn.
-async fn show(ctx: &ToolContext, text: String) {
+/// Shows `text` to the user at once, as a message of the running turn that does not hold it
+/// (`questions` for `request_user_input_async`).
+async fn show(ctx: &ToolContext, text: String, questions: Option<Vec<AsyncUserInputQuestion>>) {
     ctx.host
         .send_event(
             &ctx.ids.sub_id,
-            EventMsg::AgentMessage(AgentMessageEvent { message: text }),
+            EventMsg::AsyncAgentMessage(AsyncAgentMessageEvent {
+                call_id: ctx.call_id().to_string(),
+                message: text,
+                questions,
+            }),
         )
         .await;
 }
@@ -97,7 +102,7 @@ impl DynTool for SendMessageToUserAsync {
             if args.message.trim().is_empty() {
                 return Err(ToolError::Respond("message must not be empty".to_string()));
             }
-            show(&ctx, args.message).await;
+            show(&ctx, args.message, None).await;
             Ok(ACCEPTED.to_string())
         })
     }
@@ -162,7 +167,12 @@ impl DynTool for RequestUserInputAsync {
                 ));
             }
             let mut shown = Vec::new();
+            let mut asked = Vec::new();
             for question in args.questions {
+                asked.push(AsyncUserInputQuestion {
+                    title: question.title.clone(),
+                    options: question.options.clone(),
+                });
                 let mut text = question.title;
                 if let Some(options) = question.options {
                     if !options.iter().any(|option| !option.trim().is_empty()) {
@@ -176,7 +186,7 @@ impl DynTool for RequestUserInputAsync {
                 }
                 shown.push(text);
             }
-            show(&ctx, shown.join("\n\n")).await;
+            show(&ctx, shown.join("\n\n"), Some(asked)).await;
             Ok(ACCEPTED.to_string())
         })
     }

@@ -215,6 +215,16 @@ pub enum ThreadItem {
         id: String,
         /// The text so far (complete in `item/completed`).
         text: String,
+        /// `final_answer` for a message shown without ending the turn; absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<String>,
+        /// `async` for a message shown without holding the turn (`send_message_to_user_async`,
+        /// `request_user_input_async`); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delivery: Option<String>,
+        /// The questions of `request_user_input_async`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        questions: Option<Vec<crate::AsyncUserInputQuestion>>,
     },
     /// The agent's plan, as text.
     Plan {
@@ -299,6 +309,8 @@ pub enum ThreadItem {
     },
     /// A call to a sub-agent tool (spawn, message, wait, close, resume).
     CollabAgentToolCall(Box<CollabAgentToolCallItem>),
+    /// A second-generation sub-agent started, was reached, interrupted or finished a turn.
+    SubAgentActivity(Box<SubAgentActivityItem>),
     /// A call to a tool of an external MCP server.
     McpToolCall(Box<super::McpToolCallItem>),
     /// A call to a tool the client defined (`dynamicTools`) and ran.
@@ -370,6 +382,26 @@ pub struct CollabAgentToolCallItem {
     pub agents_states: std::collections::BTreeMap<String, crate::CollabAgentState>,
 }
 
+/// A `subAgentActivity` item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentActivityItem {
+    /// Item id.
+    pub id: String,
+    /// What happened.
+    pub kind: crate::SubAgentActivityKind,
+    /// The sub-agent's thread.
+    pub agent_thread_id: String,
+    /// Its task path.
+    pub agent_path: String,
+    /// The model it runs, when it was started.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The effort it runs at, when it was started.
+    #[serde(default)]
+    pub reasoning_effort: Option<crate::ReasoningEffort>,
+}
+
 impl ThreadItem {
     /// The item's id.
     pub fn id(&self) -> &str {
@@ -384,6 +416,7 @@ impl ThreadItem {
             | Self::ExitedReviewMode { id, .. }
             | Self::ContextCompaction { id } => id,
             Self::CollabAgentToolCall(call) => &call.id,
+            Self::SubAgentActivity(activity) => &activity.id,
             Self::McpToolCall(call) => &call.id,
             Self::DynamicToolCall(call) => &call.id,
         }

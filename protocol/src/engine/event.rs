@@ -97,6 +97,10 @@ pub enum EventMsg {
     CollabToolCallBegin(CollabToolCallEvent),
     /// A sub-agent tool call ended.
     CollabToolCallEnd(CollabToolCallEvent),
+    /// A sub-agent of the second generation started, was reached, interrupted or finished.
+    SubAgentActivity(crate::SubAgentActivityEvent),
+    /// A message to the user that does not hold the turn.
+    AsyncAgentMessage(crate::AsyncAgentMessageEvent),
     /// A `spawn_agents_on_csv` job made progress.
     AgentJobProgress(AgentJobProgressEvent),
     /// An MCP server changed state while starting.

@@ -53,6 +53,9 @@ impl Translator {
                 let item = ThreadItem::AgentMessage {
                     id: item_id,
                     text: message.message.clone(),
+                    phase: None,
+                    delivery: None,
+                    questions: None,
                 };
                 if let Some(turn) = self.turn.as_mut() {
                     turn.upsert(item.clone());

@@ -1,5 +1,7 @@
-//! Reviews and sub-agents: entering and leaving review mode as items, and a collaboration
-//! tool call as a `collabAgentToolCall` item.
+//! Reviews and sub-agents: entering and leaving review mode as items, a collaboration tool
+//! call as a `collabAgentToolCall` item, what happened to a second-generation sub-agent as a
+//! `subAgentActivity` item, and a message to the user that does not hold the turn as an
+//! `agentMessage` item with `delivery: "async"`.
 
 use keel_protocol::EventMsg;
 use keel_protocol::app_server::ThreadItem;
@@ -16,6 +18,26 @@ impl Translator {
             }
             EventMsg::CollabToolCallEnd(call) => {
                 out.extend(self.complete(crate::threads::items::collab_item(call)));
+            }
+            EventMsg::SubAgentActivity(activity) => {
+                let item = keel_protocol::app_server::SubAgentActivityItem {
+                    id: activity.id.clone(),
+                    kind: activity.kind,
+                    agent_thread_id: activity.agent_thread_id.to_string(),
+                    agent_path: activity.agent_path.clone(),
+                    model: activity.model.clone(),
+                    reasoning_effort: activity.reasoning_effort.clone(),
+                };
+                out.extend(self.start_and_complete(ThreadItem::SubAgentActivity(Box::new(item))));
+            }
+            EventMsg::AsyncAgentMessage(message) => {
+                out.extend(self.start_and_complete(ThreadItem::AgentMessage {
+                    id: message.call_id.clone(),
+                    text: message.message.clone(),
+                    phase: Some("final_answer".to_string()),
+                    delivery: Some("async".to_string()),
+                    questions: message.questions.clone(),
+                }));
             }
             EventMsg::EnteredReviewMode(request) => {
                 let id = self.item_id("review");

@@ -264,3 +264,101 @@ async fn agents_spawned_by_task_name_report_message_and_take_follow_ups() -> any
     );
     Ok(())
 }
+
+/// On the app-server, the second generation shows as Codex 0.171 shows it: `subAgentActivity`
+/// items on the caller's thread (started, interacted, interrupted, and completed when the
+/// child finishes a turn), `wait_agent` as a `collabAgentToolCall` of tool `wait`, and the
+/// child as a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_server_shows_sub_agent_activity() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            if input_json(request).contains("Task name: /root/worker\\n") {
+                return Some(Turn::new([assistant_message("child done")]));
+            }
+            let steps = [
+                (
+                    "s1",
+                    "spawn_agent",
+                    json!({"task_name": "worker", "message": "WORK", "fork_turns": "none"}),
+                ),
+                ("w1", "wait_agent", json!({"timeout_ms": 60000})),
+                (
+                    "m1",
+                    "send_message",
+                    json!({"target": "worker", "message": "NOTE"}),
+                ),
+                ("i1", "interrupt_agent", json!({"target": "worker"})),
+                ("l1", "list_agents", json!({})),
+            ];
+            let step = steps
+                .into_iter()
+                .find(|(call_id, _, _)| request.tool_output(call_id).is_none())
+                .map_or_else(
+                    || assistant_message("PARENT DONE"),
+                    |(call_id, tool, args)| function_call(call_id, tool, args.to_string()),
+                );
+            Some(Turn::new([step]))
+        })
+        .start()
+        .await?;
+    let world = crate::suite::app_server::common::World::with_mock(
+        mock,
+        &[("model", toml::Value::from("gpt-6.2-sol"))],
+    )?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "delegate").await?;
+    let mut items = Vec::new();
+    let mut child_thread = None;
+    loop {
+        let message = server.read_message().await?;
+        let params = &message["params"];
+        if message["method"] == "item/completed" && params["threadId"] == thread.as_str() {
+            items.push(params["item"].clone());
+        }
+        if message["method"] == "thread/started" && params["thread"]["id"] != thread.as_str() {
+            child_thread = params["thread"]["id"].as_str().map(str::to_string);
+        }
+        if message["method"] == "turn/completed" && params["turn"]["id"] == turn {
+            break;
+        }
+    }
+    let child = child_thread.ok_or_else(|| anyhow::anyhow!("no thread for the child"))?;
+    let activity: Vec<Value> = items
+        .iter()
+        .filter(|item| item["type"] == "subAgentActivity")
+        .map(|item| {
+            json!([
+                item["kind"],
+                item["agentPath"],
+                item["agentThreadId"] == child.as_str()
+            ])
+        })
+        .collect();
+    assert_eq!(
+        activity,
+        [
+            json!(["started", "/root/worker", true]),
+            json!(["completed", "/root/worker", true]),
+            json!(["interacted", "/root/worker", true]),
+            json!(["interrupted", "/root/worker", true]),
+        ],
+        "{items:#?}"
+    );
+    let started = items
+        .iter()
+        .find(|item| item["type"] == "subAgentActivity" && item["kind"] == "started")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(started["id"], "s1");
+    assert_eq!(started["model"], "gpt-6.2-sol");
+    let collab: Vec<&Value> = items
+        .iter()
+        .filter(|item| item["type"] == "collabAgentToolCall")
+        .collect();
+    assert_eq!(collab.len(), 1, "only the wait: {collab:#?}");
+    assert_eq!(collab[0]["tool"], "wait");
+    assert_eq!(collab[0]["status"], "completed");
+    Ok(())
+}
