@@ -645,6 +645,14 @@ impl ManagerShared {
         }
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.agent_path = lineage.path.clone();
+        context.origin = lineage
+            .parent
+            .map(|parent| crate::turn_context::AgentOrigin {
+                parent_thread: parent.to_string(),
+                parent_turn: lineage.parent_turn.clone(),
+                root_thread: lineage.root.unwrap_or(parent).to_string(),
+                root_turn: lineage.root_turn.clone(),
+            });
         context.turn_trigger = match self.source_of(&lineage) {
             SessionSource::SubAgent(_) => "subagent",
             SessionSource::Exec => "exec",

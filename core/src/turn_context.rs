@@ -94,6 +94,21 @@ pub(crate) struct TurnContext {
     /// What starts this conversation's turns, told to the provider: `exec`, `user` or
     /// `subagent`.
     pub turn_trigger: &'static str,
+    /// For a sub-agent: who spawned it, told to the provider.
+    pub origin: Option<AgentOrigin>,
+}
+
+/// Where a sub-agent comes from, as its requests tell the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentOrigin {
+    /// The conversation that spawned it.
+    pub parent_thread: String,
+    /// Its turn that did, when known.
+    pub parent_turn: Option<String>,
+    /// The tree's top-level conversation: the session the provider caches by.
+    pub root_thread: String,
+    /// The top-level conversation's turn that led here, when known.
+    pub root_turn: Option<String>,
 }
 
 /// What plan mode keeps while it lasts.

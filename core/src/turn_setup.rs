@@ -136,5 +136,6 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         plan_mode: None,
         agent_path: crate::client::ROOT_AGENT.to_string(),
         turn_trigger: "user",
+        origin: None,
     }
 }

@@ -241,6 +241,7 @@ impl AgentControl {
         history: Vec<ResponseItem>,
         input: Vec<InputItem>,
         task: Option<&str>,
+        parent_turn: &str,
     ) -> Result<(ConversationId, Arc<Conversation>), AgentError> {
         if !self.may_spawn() {
             return Err(AgentError::TooDeep(self.config.agents_max_depth));
@@ -261,7 +262,8 @@ impl AgentControl {
                 config,
                 history,
                 false,
-                self.lineage.child(self.own_id, None, &task),
+                self.lineage
+                    .child(self.own_id, None, &task, Some(parent_turn)),
             )
             .await?;
         let conversation = new.conversation;
@@ -302,7 +304,8 @@ impl AgentControl {
                 config,
                 Vec::new(),
                 true,
-                self.lineage.child(self.own_id, Some(worker), "job_worker"),
+                self.lineage
+                    .child(self.own_id, Some(worker), "job_worker", None),
             )
             .await?;
         new.conversation.mark_running();
@@ -459,7 +462,7 @@ impl AgentControl {
                 config,
                 &path,
                 self.lineage
-                    .child(self.own_id, None, &format!("agent_{id}")),
+                    .child(self.own_id, None, &format!("agent_{id}"), None),
             )
             .await?;
         // It runs no turn until it gets input: it stands where it stood when closed.

@@ -25,6 +25,12 @@ pub(crate) struct Lineage {
     pub path: String,
     /// The live agents of the tree by path, with their mailboxes, shared by the whole tree.
     pub tree: Arc<AgentTree>,
+    /// The top-level conversation of the tree; `None` for that conversation itself.
+    pub root: Option<ConversationId>,
+    /// The parent's turn that spawned it, when known.
+    pub parent_turn: Option<String>,
+    /// The top-level conversation's turn that led to it, when known.
+    pub root_turn: Option<String>,
 }
 
 impl Lineage {
@@ -37,16 +43,21 @@ impl Lineage {
             worker: None,
             path: crate::client::ROOT_AGENT.to_string(),
             tree: Arc::new(AgentTree::default()),
+            root: None,
+            parent_turn: None,
+            root_turn: None,
         }
     }
 
-    /// The lineage of a conversation `parent` spawns as `task`.
+    /// The lineage of a conversation `parent` spawns as `task` in its turn `parent_turn`.
     pub(crate) fn child(
         &self,
         parent: ConversationId,
         worker: Option<Arc<JobWorker>>,
         task: &str,
+        parent_turn: Option<&str>,
     ) -> Self {
+        let parent_turn = parent_turn.map(str::to_string);
         Self {
             parent: Some(parent),
             depth: self.depth + 1,
@@ -54,6 +65,9 @@ impl Lineage {
             worker,
             path: format!("{}/{task}", self.path),
             tree: self.tree.clone(),
+            root: Some(self.root.unwrap_or(parent)),
+            root_turn: self.root_turn.clone().or_else(|| parent_turn.clone()),
+            parent_turn,
         }
     }
 }

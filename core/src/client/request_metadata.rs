@@ -13,6 +13,11 @@ pub struct RequestMetadata {
     pub installation_id: Option<String>,
     /// The conversation the request belongs to.
     pub thread_id: String,
+    /// The session the provider caches by: the tree's top-level conversation (the thread
+    /// itself for a top-level thread).
+    pub session_id: String,
+    /// For a sub-agent: the conversation and turn that spawned it.
+    pub parent: Option<(String, Option<String>)>,
     /// The turn the request belongs to.
     pub turn_id: String,
     /// The turn of the top-level thread that led to this one (the same turn for a top-level
@@ -23,7 +28,8 @@ pub struct RequestMetadata {
     pub window_number: u64,
     /// A unique id of that context window.
     pub context_window_id: String,
-    /// `new` for a conversation started empty, `resumed` for one that started from history.
+    /// `new` for a conversation started empty, `resumed` for one that started from history,
+    /// `warm_fork` for a sub-agent that started from its parent's.
     pub history_initialization: &'static str,
     /// The agent's task path: `/root` for a top-level thread, `/root/<task>` below it.
     pub agent_name: String,
@@ -49,6 +55,12 @@ struct TurnMetadata<'a> {
     session_id: &'a str,
     thread_id: &'a str,
     agent_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_thread_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_turn_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subagent_kind: Option<&'a str>,
     turn_id: &'a str,
     window_id: &'a str,
     window_number: u64,
@@ -84,9 +96,12 @@ impl RequestMetadata {
         let window_id = self.window_id();
         let metadata = TurnMetadata {
             installation_id: self.installation_id.as_deref(),
-            session_id: &self.thread_id,
+            session_id: &self.session_id,
             thread_id: &self.thread_id,
             agent_name: &self.agent_name,
+            parent_thread_id: self.parent.as_ref().map(|(thread, _)| thread.as_str()),
+            parent_turn_id: self.parent.as_ref().and_then(|(_, turn)| turn.as_deref()),
+            subagent_kind: self.parent.as_ref().map(|_| "thread_spawn"),
             turn_id: &self.turn_id,
             window_id: &window_id,
             window_number: self.window_number,
@@ -123,26 +138,41 @@ impl RequestMetadata {
             "thread_id": self.thread_id,
             "turn_id": self.turn_id,
             "root_turn_id": self.root_turn_id,
-            "session_id": self.thread_id,
+            "session_id": self.session_id,
             "x-codex-window-id": self.window_id(),
             "x-codex-turn-metadata": self.turn_metadata(),
         });
         if let Some(id) = &self.installation_id {
             object["x-codex-installation-id"] = json!(id);
         }
+        if let Some((thread, turn)) = &self.parent {
+            object["x-codex-parent-thread-id"] = json!(thread);
+            object["x-openai-subagent"] = json!(SUBAGENT);
+            if let Some(turn) = turn {
+                object["parent_turn_id"] = json!(turn);
+            }
+        }
         object
     }
 
     /// The headers Codex sends beside the body: name and value.
-    pub fn headers(&self) -> [(&'static str, String); 4] {
-        [
-            ("session-id", self.thread_id.clone()),
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            ("session-id", self.session_id.clone()),
             ("thread-id", self.thread_id.clone()),
             ("x-codex-window-id", self.window_id()),
             ("x-codex-turn-metadata", self.turn_metadata()),
-        ]
+        ];
+        if let Some((thread, _)) = &self.parent {
+            headers.push(("x-openai-subagent", SUBAGENT.to_string()));
+            headers.push(("x-codex-parent-thread-id", thread.clone()));
+        }
+        headers
     }
 }
+
+/// What a spawned agent's requests say they are (`x-openai-subagent`).
+const SUBAGENT: &str = "collab_spawn";
 
 /// The task path of a top-level thread.
 pub const ROOT_AGENT: &str = "/root";
@@ -156,6 +186,8 @@ mod tests {
         let metadata = RequestMetadata {
             installation_id: Some("install".into()),
             thread_id: "thread".into(),
+            session_id: "thread".into(),
+            parent: None,
             turn_id: "turn".into(),
             root_turn_id: "turn".into(),
             window_number: 2,

@@ -71,8 +71,10 @@ pub(crate) async fn compact(
         request_history.push(ResponseItem::user_text(instructions));
         // The summary is all that is wanted: no tool may be called.
         let mut prompt = build_prompt(&context, request_history, Vec::new());
-        prompt.conversation_id = Some(session.id().to_string());
-        prompt.metadata = Some(session.request_metadata(ids, &context, "compaction"));
+        let metadata = session.request_metadata(ids, &context, "compaction");
+        // A sub-agent's requests share its tree's session, as Codex's do.
+        prompt.conversation_id = Some(metadata.session_id.clone());
+        prompt.metadata = Some(metadata);
         match summarise(session, ids, &prompt, cancel).await {
             Err(TurnStop::Failed(err)) if err.is_context_overflow() => {
                 match trim_point(&history, skipped) {
@@ -134,8 +136,10 @@ async fn remote_compaction(
     let mut input = history.to_vec();
     input.push(ResponseItem::CompactionTrigger);
     let mut prompt = build_prompt(context, input, Vec::new());
-    prompt.conversation_id = Some(session.id().to_string());
-    prompt.metadata = Some(session.request_metadata(ids, context, "compaction"));
+    let metadata = session.request_metadata(ids, context, "compaction");
+    // A sub-agent's requests share its tree's session, as Codex's do.
+    prompt.conversation_id = Some(metadata.session_id.clone());
+    prompt.metadata = Some(metadata);
     let items = match sample_items(session, ids, &prompt, cancel).await {
         Ok(items) => items,
         Err(TurnStop::Failed(err)) => return Err(failed(err.to_string())),

@@ -73,7 +73,8 @@ struct SessionState {
     window_number: u64,
     /// The unique id of that window, told to the provider.
     context_window_id: String,
-    /// Whether the conversation started from recorded history (`resumed`) or empty (`new`).
+    /// Whether the conversation started empty (`new`), from recorded history (`resumed`) or,
+    /// for a sub-agent, from its parent's (`warm_fork`).
     history_initialization: &'static str,
 }
 
@@ -162,7 +163,11 @@ impl Session {
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         // Nothing to report without servers (and nothing starts them).
         let mcp_reported = tokio::sync::watch::Sender::new(mcp.is_empty());
-        let history_initialization = if history.is_empty() { "new" } else { "resumed" };
+        let history_initialization = match (history.is_empty(), &turn_context.origin) {
+            (true, _) => "new",
+            (false, Some(_)) => "warm_fork",
+            (false, None) => "resumed",
+        };
         Self {
             id,
             tx_event,
@@ -457,8 +462,20 @@ impl Session {
         crate::client::RequestMetadata {
             installation_id,
             thread_id: self.id.to_string(),
+            session_id: context
+                .origin
+                .as_ref()
+                .map_or_else(|| self.id.to_string(), |origin| origin.root_thread.clone()),
+            parent: context
+                .origin
+                .as_ref()
+                .map(|origin| (origin.parent_thread.clone(), origin.parent_turn.clone())),
             turn_id: ids.turn_id.to_string(),
-            root_turn_id: ids.turn_id.to_string(),
+            root_turn_id: context
+                .origin
+                .as_ref()
+                .and_then(|origin| origin.root_turn.clone())
+                .unwrap_or_else(|| ids.turn_id.to_string()),
             window_number: state.window_number,
             context_window_id: state.context_window_id.clone(),
             history_initialization: state.history_initialization,

@@ -100,9 +100,11 @@ async fn sample_step(
             tools::registry_for(&context, mcp_tools, session.embedder_tools()),
         );
         let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
-        prompt.conversation_id = Some(session.id().to_string());
+        let metadata = session.request_metadata(ids, &context, "turn");
+        // A sub-agent's requests share its tree's session, as Codex's do.
+        prompt.conversation_id = Some(metadata.session_id.clone());
         prompt.output_schema = ids.output_schema.clone();
-        prompt.metadata = Some(session.request_metadata(ids, &context, "turn"));
+        prompt.metadata = Some(metadata);
         if session.is_reviewing() {
             prompt.instructions = crate::review::REVIEW_INSTRUCTIONS.to_string();
         }

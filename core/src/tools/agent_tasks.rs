@@ -232,7 +232,13 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
         payload: args.message,
     }];
     match agents
-        .spawn(config, history, input, Some(&args.task_name))
+        .spawn(
+            config,
+            history,
+            input,
+            Some(&args.task_name),
+            &ctx.ids.turn_id.to_string(),
+        )
         .await
     {
         Ok((id, child)) => {

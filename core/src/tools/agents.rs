@@ -289,7 +289,8 @@ async fn spawn_agent(ctx: &ToolContext, call_id: &str, arguments: &str) -> Strin
     } else {
         Vec::new()
     };
-    match agents.spawn(config, history, input, None).await {
+    let turn = ctx.ids.turn_id.to_string();
+    match agents.spawn(config, history, input, None, &turn).await {
         Ok((id, _)) => {
             collab_end(ctx, call_id, tool, &[id], &details, true).await;
             json!({ "agent_id": id.to_string(), "status": "running" }).to_string()

@@ -175,6 +175,31 @@ async fn agents_spawned_by_task_name_report_message_and_take_follow_ups() -> any
     )?;
     assert_eq!(metadata["agent_name"], "/root/worker");
     assert_eq!(metadata["turn_trigger"], "subagent");
+    // Who spawned it, as Codex tells the provider: the parent's thread and turn, the tree's
+    // session (the cache key too), a fresh history (fork_turns none).
+    let parent: Value =
+        serde_json::from_str(first.header("x-codex-turn-metadata").unwrap_or_default())?;
+    let child = &children[0];
+    assert_eq!(child.header("x-openai-subagent"), Some("collab_spawn"));
+    assert_eq!(
+        child.header("x-codex-parent-thread-id"),
+        parent["thread_id"].as_str()
+    );
+    assert_eq!(child.header("session-id"), parent["thread_id"].as_str());
+    assert_ne!(child.header("thread-id"), parent["thread_id"].as_str());
+    assert_eq!(
+        child.body["prompt_cache_key"],
+        first.body["prompt_cache_key"]
+    );
+    assert_eq!(metadata["parent_thread_id"], parent["thread_id"]);
+    assert_eq!(metadata["parent_turn_id"], parent["turn_id"]);
+    assert_eq!(metadata["root_turn_id"], parent["turn_id"]);
+    assert_eq!(metadata["subagent_kind"], "thread_spawn");
+    assert_eq!(metadata["thread_source"], "subagent");
+    assert_eq!(metadata["history_initialization"], "new");
+    let client_metadata = &child.body["client_metadata"];
+    assert_eq!(client_metadata["x-openai-subagent"], "collab_spawn");
+    assert_eq!(client_metadata["parent_turn_id"], parent["turn_id"]);
 
     // The parent's mailbox said something arrived; the answer came into its history.
     assert_eq!(
