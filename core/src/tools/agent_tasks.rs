@@ -237,7 +237,7 @@ async fn spawn_agent(ctx: &ToolContext, arguments: &str) -> String {
             history,
             input,
             Some(&args.task_name),
-            &ctx.ids.turn_id.to_string(),
+            ctx.ids.turn_id.as_ref(),
         )
         .await
     {
