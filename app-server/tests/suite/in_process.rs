@@ -248,3 +248,105 @@ async fn a_consumer_that_stops_reading_still_gets_every_completion() -> anyhow::
     assert!(lagged > 0, "the consumer's queue never filled");
     Ok(())
 }
+
+/// `thread/queue/start` on a server that does not deliver queued messages by itself (an
+/// embedder's choice): the named message runs now as the thread's next turn, and leaves the
+/// queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_start_runs_a_queued_message_now() -> anyhow::Result<()> {
+    use keel_protocol::app_server::{
+        ThreadQueueAddParams, ThreadQueueListParams, ThreadQueueStartParams,
+    };
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("queued answer")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
+    let client = InProcessAppServerClient::start(
+        ServerConfig {
+            keel_home: home.path().to_path_buf(),
+            cli_overrides: Vec::new(),
+            cwd: workspace.path().to_path_buf(),
+            session_source: keel_protocol::app_server::SessionSource::Vscode,
+            deliver_queued_messages: false,
+        },
+        ClientInfo {
+            name: "test".into(),
+            title: None,
+            version: "1".into(),
+        },
+        None,
+    )
+    .await?;
+    let thread = client
+        .request::<client_request::ThreadStart>(ThreadStartParams::default())
+        .await?
+        .thread
+        .id;
+    let text = |text: &str| {
+        vec![UserInput::Text {
+            text: text.into(),
+            text_elements: Vec::new(),
+        }]
+    };
+    let first = client
+        .request::<client_request::TurnStart>(TurnStartParams {
+            thread_id: thread.clone(),
+            input: text("first"),
+            ..TurnStartParams::default()
+        })
+        .await?
+        .turn
+        .id;
+    completed(&client, &first).await?;
+    let added = client
+        .request::<client_request::ThreadQueueAdd>(ThreadQueueAddParams {
+            thread_id: thread.clone(),
+            client_user_message_id: "m-1".into(),
+            input: text("run me now"),
+            responsesapi_client_metadata: None,
+        })
+        .await?;
+    let started = client
+        .request::<client_request::ThreadQueueStart>(ThreadQueueStartParams {
+            thread_id: thread.clone(),
+            queued_submission_id: Some(added.queued_submission.id.clone()),
+        })
+        .await?;
+    assert_eq!(started.turn.status, TurnStatus::InProgress);
+    completed(&client, &started.turn.id).await?;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].body.to_string().contains("run me now"));
+    let left = client
+        .request::<client_request::ThreadQueueList>(ThreadQueueListParams {
+            thread_id: thread,
+            cursor: None,
+            limit: None,
+        })
+        .await?;
+    assert!(left.data.is_empty(), "{left:?}");
+    Ok(())
+}
+
+/// Reads events until `turn/completed` for `turn`.
+async fn completed(client: &InProcessAppServerClient, turn: &str) -> anyhow::Result<()> {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            match client.next_event().await {
+                Some(InProcessEvent::Notification(ServerNotification::TurnCompleted(done)))
+                    if done.turn.id == turn =>
+                {
+                    assert_eq!(done.turn.status, TurnStatus::Completed);
+                    return Ok(());
+                }
+                Some(_) => {}
+                None => anyhow::bail!("the server closed"),
+            }
+        }
+    })
+    .await?
+}
