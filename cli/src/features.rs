@@ -4,9 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use keel_core::config::{
-    ConfigEdit, ConfigEnv, KEEL_FEATURES as FEATURES, MergeStrategy, write_config_edits,
-};
+use keel_core::config::{ConfigEdit, ConfigEnv, MergeStrategy, write_config_edits};
 use keel_core::{Config, ConfigOverrides, find_keel_home};
 
 use crate::failure::usage;
@@ -31,11 +29,12 @@ pub enum FeaturesCommand {
 /// Runs `keel features …`.
 pub async fn run(command: FeaturesCommand) -> anyhow::Result<ExitCode> {
     let home = find_keel_home(std::env::var_os("KEEL_HOME").as_deref())?;
+    let features = keel_core::features();
     let (feature, on) = match command {
         FeaturesCommand::List => {
             let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;
-            for feature in FEATURES {
-                let state = match (feature.state)(&config) {
+            for feature in &features {
+                let state = match feature.state_in(&config) {
                     Some(true) => "true",
                     Some(false) => "false",
                     None => "model default",
@@ -50,8 +49,8 @@ pub async fn run(command: FeaturesCommand) -> anyhow::Result<ExitCode> {
         FeaturesCommand::Enable { feature } => (feature, true),
         FeaturesCommand::Disable { feature } => (feature, false),
     };
-    if !FEATURES.iter().any(|known| known.name == feature) {
-        let names: Vec<&str> = FEATURES.iter().map(|known| known.name).collect();
+    if !features.iter().any(|known| known.name == feature) {
+        let names: Vec<&str> = features.iter().map(|known| known.name).collect();
         return Err(usage(format!(
             "unknown feature `{feature}`; Keel's features: {}",
             names.join(", ")

@@ -53,6 +53,7 @@ mod conversation_manager;
 mod environment_link;
 mod error;
 mod error_advice;
+mod feature_list;
 #[cfg(feature = "file-search")]
 pub mod file_search;
 pub mod goals;
@@ -103,6 +104,7 @@ pub use conversation::{Conversation, NewConversation};
 pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversation};
 pub use environment_link::EnvironmentLink;
 pub use error::{CoreError, Result};
+pub use feature_list::features;
 pub use images::{ImageError, check_image_file};
 pub use manager_builder::ConversationManagerBuilder;
 pub use models::{CallOutput, ContentItem, ReasoningSummary, ResponseItem, injectable_item};

@@ -73,8 +73,8 @@ pub(crate) struct TurnContext {
     pub agent_tools: AgentTools,
     /// Offer the provider's built-in `web_search`.
     pub web_search: bool,
-    /// Offer `view_image`.
-    pub view_image: bool,
+    /// The switches of built-ins that declare one ([`crate::Config::switches`]).
+    pub switches: std::sync::Arc<BTreeMap<String, bool>>,
     /// Offer the command tools (`shell`, `exec_command`, `write_stdin`).
     pub shell_tool: bool,
     /// Offer `update_plan`.
@@ -121,6 +121,11 @@ pub(crate) struct PlanMode {
 }
 
 impl TurnContext {
+    /// Whether the switch `key` is on (`default` when the configuration does not set it).
+    pub(crate) fn switch(&self, key: &str, default: bool) -> bool {
+        self.switches.get(key).copied().unwrap_or(default)
+    }
+
     /// The Keel home the configuration came from (where sessions, hook outputs and shell
     /// snapshots are kept).
     pub(crate) fn keel_home(&self) -> PathBuf {

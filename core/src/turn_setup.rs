@@ -127,7 +127,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         stream_max_retries: provider.stream_max_retries(),
         agent_tools: AgentTools::default(),
         web_search: config.web_search,
-        view_image: config.view_image,
+        switches: std::sync::Arc::new(config.switches.clone()),
         shell_tool: config.shell_tool,
         update_plan_tool: config.update_plan_tool,
         request_user_input_tool: config.request_user_input_tool,

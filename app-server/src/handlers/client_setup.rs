@@ -54,7 +54,7 @@ pub(crate) fn plugin_list() -> PluginListResponse {
 /// with their state under the server's configuration.
 pub(crate) fn experimental_features(state: &AppState) -> Result<ExperimentalFeatureListResponse> {
     let config = state.resolve_config(&ThreadOverrides::default())?;
-    let data = keel_core::config::KEEL_FEATURES
+    let data = keel_core::features()
         .iter()
         .map(|feature| {
             let default_enabled = feature.default.unwrap_or(true);
@@ -65,7 +65,7 @@ pub(crate) fn experimental_features(state: &AppState) -> Result<ExperimentalFeat
                 description: Some(feature.about.to_string()),
                 announcement: None,
                 default_enabled,
-                enabled: (feature.state)(&config).unwrap_or(default_enabled),
+                enabled: feature.state_in(&config).unwrap_or(default_enabled),
             }
         })
         .collect();

@@ -29,6 +29,7 @@ mod provider;
 mod resolve;
 mod shell_env;
 mod stored_key;
+mod switch_value;
 mod toml_model;
 mod unknown_keys;
 

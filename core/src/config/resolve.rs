@@ -163,8 +163,10 @@ pub struct Config {
     pub model_supports_reasoning_summaries: Option<bool>,
     /// Offer the provider's built-in `web_search` tool (`tools.web_search`, default off).
     pub web_search: bool,
-    /// Offer `view_image` (`tools.view_image` or `features.view_image`, default on).
-    pub view_image: bool,
+    /// The switches of built-ins that declare one, by key: `[tools]` values (a boolean, or
+    /// a table's `enabled`) over `[features]` ones. A built-in reads its own with
+    /// [`Config::switch`].
+    pub switches: BTreeMap<String, bool>,
     /// Offer the command tools (`features.shell_tool`, default on).
     pub shell_tool: bool,
     /// Thread goals: offer `get_goal`/`create_goal`/`update_goal` (`features.goals`, default
@@ -198,6 +200,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Whether the switch `key` is on (`default` when the files do not set it).
+    pub fn switch(&self, key: &str, default: bool) -> bool {
+        self.switches.get(key).copied().unwrap_or(default)
+    }
+
     /// Loads `$keel_home/config.toml` (a missing file means defaults) and applies the
     /// overrides, reading the cwd and `OPENAI_BASE_URL` from the process.
     pub fn load(
@@ -689,7 +696,12 @@ fn resolve(
         model_verbosity: profile.model_verbosity.or(model_verbosity),
         model_supports_reasoning_summaries,
         web_search: tools.web_search.unwrap_or(false),
-        view_image: tools.view_image.or(features.view_image).unwrap_or(true),
+        switches: features
+            .switches
+            .iter()
+            .chain(&tools.switches)
+            .filter_map(|(key, value)| value.0.map(|on| (key.clone(), on)))
+            .collect(),
         shell_tool: features.shell_tool.unwrap_or(true),
         goals: features.goals.unwrap_or(true),
         checkpoints: features.checkpoints.unwrap_or(true),

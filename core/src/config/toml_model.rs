@@ -81,12 +81,13 @@ pub(crate) struct ProjectToml {
 pub(crate) struct ToolsToml {
     /// Offer the provider's built-in `web_search` (Responses API; default off).
     pub web_search: Option<bool>,
-    /// Offer `view_image` (default on).
-    pub view_image: Option<bool>,
     /// `[tools.update_plan]`: offer `update_plan` (default on).
     pub update_plan: Option<ToolSwitchToml>,
     /// `[tools.experimental_request_user_input]`: offer `request_user_input` (default on).
     pub experimental_request_user_input: Option<ToolSwitchToml>,
+    /// Every other key: the switches of built-ins that declare one (`view_image = false`).
+    #[serde(flatten)]
+    pub switches: BTreeMap<String, super::switch_value::SwitchValue>,
 }
 
 /// A tool's own table, as Codex writes it (`[tools.update_plan] enabled = false`).
@@ -134,8 +135,6 @@ pub(crate) struct FeaturesToml {
     pub enable_fanout: Option<bool>,
     /// Offer the command tools (`shell`, or `exec_command`/`write_stdin`; default on).
     pub shell_tool: Option<bool>,
-    /// Offer `view_image` (default on; `tools.view_image` wins when both are set).
-    pub view_image: Option<bool>,
     /// Offer the goal tools (default on).
     pub goals: Option<bool>,
     /// Keep workspace checkpoints around turns (default on).
@@ -143,6 +142,9 @@ pub(crate) struct FeaturesToml {
     /// Drive the models whose catalogue entry says so in code mode (default on; off sends
     /// every model its tools one by one).
     pub code_mode: Option<bool>,
+    /// Every other key: the switches of built-ins that declare one, and Codex's others.
+    #[serde(flatten)]
+    pub switches: BTreeMap<String, super::switch_value::SwitchValue>,
 }
 
 /// A `[profiles.<name>]` table: a named set of values that win over the top-level ones.

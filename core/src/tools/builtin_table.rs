@@ -31,10 +31,25 @@ pub(super) enum Made {
     Hosted(Value),
 }
 
+/// A built-in's own switch: a key under `[features]` or `[tools]` (a boolean, or
+/// `[tools.KEY] enabled = …`) that turns it off or on, listed by `keel features` and
+/// `experimentalFeature/list`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolSwitch {
+    /// The key.
+    pub key: &'static str,
+    /// What it does, in a few words.
+    pub about: &'static str,
+    /// Its state when no file sets it.
+    pub default: bool,
+}
+
 /// One row: a built-in (or a group offered together) in the order the model sees them.
 pub(super) struct Builtin {
     /// The names its tools take.
     pub names: &'static [&'static str],
+    /// Its switch, if it has one: off, the built-in is absent whatever `offer` says.
+    pub switch: Option<ToolSwitch>,
     /// When a turn offers it.
     pub offer: fn(&TurnContext) -> Offer,
     /// Its tools for this turn.
@@ -67,6 +82,7 @@ fn capabilities(context: &TurnContext) -> ProviderCapabilities {
 pub(super) const BUILTINS: &[Builtin] = &[
     Builtin {
         names: &["exec_command", "write_stdin"],
+        switch: None,
         offer: |context| offered_if(context.shell_tool && context.unified_exec),
         make: |_| {
             tools(vec![
@@ -77,6 +93,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         names: &["shell"],
+        switch: None,
         offer: |context| match (context.shell_tool, context.unified_exec) {
             (false, _) => Offer::Absent,
             (true, true) => Offer::HandledOnly,
@@ -87,6 +104,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     Builtin {
         names: &["apply_patch"],
         // Plan mode changes nothing: no patch tool at all (a call to it is answered as unknown).
+        switch: None,
         offer: |context| offered_if(context.plan_mode.is_none()),
         make: |context| {
             let freeform = capabilities(context).freeform_tools
@@ -100,21 +118,29 @@ pub(super) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         names: &["update_plan"],
+        switch: None,
         offer: |context| offered_if(context.update_plan_tool),
         make: |_| one(super::plan::UpdatePlanTool),
     },
     Builtin {
         names: &["request_user_input"],
+        switch: None,
         offer: |context| offered_if(context.request_user_input_tool),
         make: |_| one(super::user_input::RequestUserInputTool),
     },
     Builtin {
         names: &["view_image"],
-        offer: |context| offered_if(context.view_image),
+        switch: Some(ToolSwitch {
+            key: "view_image",
+            about: "offer view_image",
+            default: true,
+        }),
+        offer: |_| Offer::Offered,
         make: |_| one(TypedBuiltin(super::view_image::ViewImageTool)),
     },
     Builtin {
         names: &["web_search"],
+        switch: None,
         offer: |context| offered_if(context.web_search && capabilities(context).hosted_tools),
         make: |_| Made::Hosted(serde_json::json!({"type": "web_search"})),
     },
@@ -126,6 +152,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
             "close_agent",
             "resume_agent",
         ],
+        switch: None,
         offer: |context| offered_if(context.agent_tools.collab && !multi_agent_v2(context)),
         make: |_| tools(super::agents::collab_tools()),
     },
@@ -138,17 +165,20 @@ pub(super) const BUILTINS: &[Builtin] = &[
             "spawn_agent",
             "wait_agent",
         ],
+        switch: None,
         offer: |context| offered_if(context.agent_tools.collab && multi_agent_v2(context)),
         make: |_| tools(super::agent_tasks::task_tools()),
     },
     Builtin {
         names: &["spawn_agents_on_csv"],
+        switch: None,
         offer: |context| offered_if(cfg!(feature = "agent-jobs") && context.agent_tools.fanout),
         make: |_| agent_job_tool(AgentJobTool::SpawnAgentsOnCsv),
     },
     Builtin {
         names: &["get_goal", "create_goal", "update_goal"],
         // Job workers answer one row each; a goal is not theirs to keep.
+        switch: None,
         offer: |context| offered_if(context.goal_tools && !context.agent_tools.report),
         make: |_| {
             tools(vec![
@@ -160,6 +190,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         names: &["report_agent_job_result"],
+        switch: None,
         offer: |context| offered_if(cfg!(feature = "agent-jobs") && context.agent_tools.report),
         make: |_| agent_job_tool(AgentJobTool::ReportAgentJobResult),
     },
@@ -185,6 +216,11 @@ fn agent_job_tool(tool: AgentJobTool) -> Made {
 #[cfg(not(feature = "agent-jobs"))]
 fn agent_job_tool(_tool: AgentJobTool) -> Made {
     Made::Tools(Vec::new())
+}
+
+/// The switches of the built-ins that declare one, in table order.
+pub(crate) fn tool_switches() -> impl Iterator<Item = ToolSwitch> {
+    BUILTINS.iter().filter_map(|builtin| builtin.switch)
 }
 
 /// Whether `name` is one of Keel's own tools (or an alias models use for one): a call to one

@@ -42,8 +42,8 @@ mod view_image;
 use std::sync::Arc;
 
 pub(crate) use builtin::builtin_tool;
-pub(crate) use builtin_table::is_builtin_name;
 use builtin_table::{Made, Offer};
+pub(crate) use builtin_table::{is_builtin_name, tool_switches};
 pub use context::ToolContext;
 pub(crate) use dynamic::dynamic_tools;
 pub(crate) use host::ToolHost;
@@ -84,6 +84,11 @@ pub(crate) fn registry_for(
         }
     };
     for builtin in builtin_table::BUILTINS {
+        if let Some(switch) = builtin.switch
+            && !context.switch(switch.key, switch.default)
+        {
+            continue;
+        }
         let offered = match (builtin.offer)(context) {
             Offer::Offered => true,
             Offer::HandledOnly => false,

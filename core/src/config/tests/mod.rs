@@ -102,7 +102,7 @@ fn default_config(keel_home: &Path) -> Config {
         model_verbosity: None,
         model_supports_reasoning_summaries: None,
         web_search: false,
-        view_image: true,
+        switches: Default::default(),
         shell_tool: true,
         goals: true,
         checkpoints: true,
@@ -304,7 +304,7 @@ fn full_codex_style_file() -> TestResult {
         model_verbosity: Some(Verbosity::Low),
         model_supports_reasoning_summaries: Some(true),
         web_search: false,
-        view_image: true,
+        switches: Default::default(),
         shell_tool: true,
         goals: true,
         checkpoints: true,
@@ -634,7 +634,7 @@ fn codex_tool_switches_turn_tools_off() -> TestResult {
          [tools.experimental_request_user_input]\nenabled = false\n",
         &[],
     )?;
-    assert!(!config.shell_tool && !config.view_image);
+    assert!(!config.shell_tool && !config.switch("view_image", true));
     assert!(!config.update_plan_tool && !config.request_user_input_tool);
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     // `tools.view_image` wins over the feature switch.
@@ -642,6 +642,6 @@ fn codex_tool_switches_turn_tools_off() -> TestResult {
         "[features]\nview_image = false\n[tools]\nview_image = true\n",
         &["tools.update_plan.enabled=true"],
     )?;
-    assert!(config.view_image && config.update_plan_tool && config.shell_tool);
+    assert!(config.switch("view_image", true) && config.update_plan_tool && config.shell_tool);
     Ok(())
 }
