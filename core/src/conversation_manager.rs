@@ -350,6 +350,25 @@ impl ConversationManager {
         crate::mcp::server_states(&self.shared.mcp, &config.mcp_servers, &self.shared.http()).await
     }
 
+    /// Reads resource `uri` of MCP server `server` of `config` (starting the server if it is
+    /// not running): its `{"contents": [...]}`, or why it could not be read.
+    #[cfg(feature = "mcp")]
+    pub async fn read_mcp_resource(
+        &self,
+        config: &Config,
+        server: &str,
+        uri: &str,
+    ) -> std::result::Result<serde_json::Value, String> {
+        crate::mcp::read_resource(
+            &self.shared.mcp,
+            &config.mcp_servers,
+            &self.shared.http(),
+            server,
+            uri,
+        )
+        .await
+    }
+
     /// Ids of every live conversation.
     pub async fn conversation_ids(&self) -> Vec<ConversationId> {
         read(&self.shared.conversations).keys().copied().collect()

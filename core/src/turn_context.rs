@@ -96,6 +96,8 @@ pub(crate) struct TurnContext {
     pub turn_trigger: &'static str,
     /// For a sub-agent: who spawned it, told to the provider.
     pub origin: Option<AgentOrigin>,
+    /// Whether any MCP server is configured (the resource tools are offered then).
+    pub mcp_configured: bool,
 }
 
 /// Where a sub-agent comes from, as its requests tell the provider.

@@ -137,5 +137,6 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         agent_path: crate::client::ROOT_AGENT.to_string(),
         turn_trigger: "user",
         origin: None,
+        mcp_configured: config.mcp_servers.values().any(|server| server.enabled),
     }
 }

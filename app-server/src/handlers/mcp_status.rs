@@ -66,3 +66,23 @@ pub(crate) async fn mcp_server_status_list(
         .collect();
     Ok(ListMcpServerStatusResponse { data, next_cursor })
 }
+
+/// `mcpServer/resource/read`: one resource of a configured server, started if it is not
+/// running; an unknown server or a failed read is an invalid request naming why.
+pub(crate) async fn mcp_resource_read(
+    state: &AppState,
+    params: keel_protocol::app_server::McpResourceReadParams,
+) -> Result<keel_protocol::app_server::McpResourceReadResponse> {
+    let config = state.resolve_config(&ThreadOverrides::default())?;
+    let read = state
+        .manager
+        .read_mcp_resource(&config, &params.server, &params.uri)
+        .await
+        .map_err(AppServerError::InvalidRequest)?;
+    let contents = read
+        .get("contents")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Ok(keel_protocol::app_server::McpResourceReadResponse { contents })
+}

@@ -182,5 +182,8 @@ pub(crate) async fn dispatch(
         ClientRequest::McpServerStatusList(p) => {
             Reply::now(&mcp_server_status_list(state, p).await?)
         }
+        ClientRequest::McpResourceRead(p) => {
+            Reply::now(&mcp_status::mcp_resource_read(state, p).await?)
+        }
     }
 }

@@ -235,6 +235,25 @@ impl McpConnection {
         )
     }
 
+    /// Reads one resource (`resources/read`): the server's result as JSON (`{"contents":
+    /// [...]}`), or why it could not be read.
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<serde_json::Value, String> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri);
+        let read = tokio::time::timeout(
+            self.config.tool_timeout,
+            self.service.peer().read_resource(params),
+        )
+        .await
+        .map_err(|_| {
+            format!(
+                "resources/read timed out after {} s",
+                self.config.tool_timeout.as_secs()
+            )
+        })?
+        .map_err(|err| format!("resources/read failed: {err}"))?;
+        serde_json::to_value(read).map_err(|err| err.to_string())
+    }
+
     /// Whether the session has ended (the server exited or the transport closed).
     pub(crate) fn is_closed(&self) -> bool {
         self.service.is_closed() || self.service.peer().is_transport_closed()

@@ -121,6 +121,41 @@ impl McpServers {
             .clone()
     }
 
+    /// The started servers (all, or the one named), each with its connection, in
+    /// configuration order; waits for their start. A name no server has is an error naming
+    /// the configured ones.
+    pub(crate) async fn connected(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Vec<(&str, &McpConnection)>, String> {
+        if let Some(name) = name
+            && !self.names().any(|known| known == name)
+        {
+            let known: Vec<&str> = self.names().collect();
+            return Err(format!(
+                "unknown MCP server `{name}`; configured: {}",
+                known.join(", ")
+            ));
+        }
+        let mut connected = Vec::new();
+        for (entry, _) in &self.servers {
+            if name.is_some_and(|name| name != entry.name()) {
+                continue;
+            }
+            match entry.connect(&self.http).await {
+                Ok(connection) => connected.push((entry.name(), connection)),
+                Err(err) if name.is_some() => {
+                    return Err(format!(
+                        "MCP server `{}` is not running: {err}",
+                        entry.name()
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(connected)
+    }
+
     /// The catalog, if start-up has been waited for already.
     pub(crate) fn catalog_if_ready(&self) -> Option<Arc<McpToolCatalog>> {
         self.catalog.get().cloned()

@@ -67,3 +67,33 @@ pub(crate) async fn server_states(
     });
     futures::future::join_all(states).await
 }
+
+/// Reads resource `uri` of server `name` (starting it if it is not running): the server's
+/// result as JSON (`{"contents": [...]}`), or why it could not be read.
+pub(crate) async fn read_resource(
+    registry: &McpRegistry,
+    servers: &BTreeMap<String, McpServerConfig>,
+    http: &reqwest::Client,
+    name: &str,
+    uri: &str,
+) -> Result<Value, String> {
+    let config = servers
+        .get(name)
+        .filter(|config| config.enabled)
+        .ok_or_else(|| {
+            let known: Vec<&str> = servers
+                .iter()
+                .filter(|(_, config)| config.enabled)
+                .map(|(name, _)| name.as_str())
+                .collect();
+            format!(
+                "unknown MCP server `{name}`; configured: {}",
+                known.join(", ")
+            )
+        })?;
+    let entry = registry.entry(name, config);
+    match entry.connect(http).await {
+        Ok(connection) => connection.read_resource(uri).await,
+        Err(err) => Err(format!("MCP server `{name}` is not running: {err}")),
+    }
+}

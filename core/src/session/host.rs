@@ -85,6 +85,11 @@ impl ToolHost for Session {
             .register(super::elicitation_key(server, request_id))
     }
 
+    #[cfg(feature = "mcp")]
+    fn mcp_servers(&self) -> &crate::mcp::McpServers {
+        Session::mcp(self)
+    }
+
     fn agents(&self) -> &AgentControl {
         Session::agents(self)
     }

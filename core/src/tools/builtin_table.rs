@@ -139,6 +139,16 @@ pub(super) const BUILTINS: &[Builtin] = &[
         make: |_| one(TypedBuiltin(super::view_image::ViewImageTool)),
     },
     Builtin {
+        names: &[
+            "list_mcp_resources",
+            "list_mcp_resource_templates",
+            "read_mcp_resource",
+        ],
+        switch: None,
+        offer: |context| offered_if(cfg!(feature = "mcp") && context.mcp_configured),
+        make: |_| mcp_resource_tools(),
+    },
+    Builtin {
         names: &["web_search"],
         switch: None,
         offer: |context| offered_if(context.web_search && capabilities(context).hosted_tools),
@@ -198,6 +208,23 @@ pub(super) const BUILTINS: &[Builtin] = &[
 
 /// Other names models use for built-ins: (the alias, the tool it reaches).
 pub(super) const ALIASES: &[(&str, &str)] = &[("container.exec", "shell"), ("wait", "wait_agent")];
+
+/// The MCP resource tools, which exist only in builds with the `mcp` feature.
+#[cfg(feature = "mcp")]
+fn mcp_resource_tools() -> Made {
+    tools(vec![
+        Arc::new(TypedBuiltin(super::mcp_resources::ListMcpResourcesTool)),
+        Arc::new(TypedBuiltin(
+            super::mcp_resources::ListMcpResourceTemplatesTool,
+        )),
+        Arc::new(TypedBuiltin(super::mcp_resources::ReadMcpResourceTool)),
+    ])
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp_resource_tools() -> Made {
+    Made::Tools(Vec::new())
+}
 
 /// The agent-job tools, which exist only in builds with the `agent-jobs` feature.
 enum AgentJobTool {

@@ -70,6 +70,10 @@ pub(crate) trait ToolHost: Send + Sync {
         request_id: &serde_json::Value,
     ) -> oneshot::Receiver<rmcp::model::ElicitResult>;
 
+    /// The conversation's MCP servers (for their resources).
+    #[cfg(feature = "mcp")]
+    fn mcp_servers(&self) -> &crate::mcp::McpServers;
+
     /// The sub-agents of this conversation.
     fn agents(&self) -> &AgentControl;
 

@@ -22,6 +22,8 @@ mod goals;
 mod host;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_resources;
 mod observed;
 mod patch;
 mod plan;

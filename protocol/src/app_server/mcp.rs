@@ -171,6 +171,27 @@ pub struct ListMcpServerStatusParams {
     pub limit: Option<u32>,
 }
 
+/// Params of `mcpServer/resource/read` (Codex 0.171): one resource of a configured server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResourceReadParams {
+    /// The server, by its configured name.
+    pub server: String,
+    /// The resource's URI.
+    pub uri: String,
+    /// The thread asking (Keel reads from the server's configuration either way).
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Response of `mcpServer/resource/read`: what the server returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResourceReadResponse {
+    /// The resource's contents (`{uri, mimeType?, text}` or `{uri, mimeType?, blob}`).
+    pub contents: Vec<serde_json::Value>,
+}
+
 /// How a server authenticates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -147,6 +147,8 @@ crate::request_table! {
         ConfigRead("config/read", ConfigReadParams) -> ConfigReadResponse,
         /// Lists the configured MCP servers with their state and tools.
         McpServerStatusList("mcpServerStatus/list", ListMcpServerStatusParams) -> ListMcpServerStatusResponse,
+        /// Reads one resource of a configured MCP server (Codex 0.171).
+        McpResourceRead("mcpServer/resource/read", McpResourceReadParams) -> McpResourceReadResponse,
         /// The account the server uses (Codex 0.169; API-key authentication in Keel).
         AccountRead("account/read", GetAccountParams) -> GetAccountResponse,
         /// Whether the account is a Bedrock GovCloud one (never; Codex 0.169, experimental).

@@ -1,5 +1,5 @@
 //! The app-server with MCP servers: `mcpToolCall` items in the reference shape, progress,
-//! start-up status, `mcpServerStatus/list`, approvals under `on-request`, elicitation, a server
+//! start-up status, `mcpServerStatus/list`, `mcpServer/resource/read`, approvals under `on-request`, elicitation, a server
 //! that exits mid-call, and an interrupt that cancels a running call.
 
 use std::collections::BTreeSet;
@@ -186,6 +186,32 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
         .await?;
     assert_eq!(rest["data"][0]["name"], "everything");
     assert_eq!(rest["nextCursor"], Value::Null);
+
+    // `mcpServer/resource/read`: a listed resource's contents, and why a read is refused.
+    let uri = resources[0]["uri"].as_str().unwrap_or_default().to_string();
+    let read = server
+        .request(
+            "mcpServer/resource/read",
+            json!({"server": "everything", "uri": uri}),
+        )
+        .await?;
+    let contents = read["contents"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !contents.is_empty() && contents.iter().all(|c| c["uri"] == uri.as_str()),
+        "{read}"
+    );
+    let error = crate::suite::app_server::common::request_error(
+        &mut server,
+        "mcpServer/resource/read",
+        json!({"server": "nowhere", "uri": uri}),
+    )
+    .await?;
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown MCP server `nowhere`")),
+        "{error}"
+    );
     Ok(())
 }
 

@@ -392,3 +392,92 @@ async fn a_required_server_that_cannot_start_fails_the_turn_naming_it() -> anyho
     );
     Ok(())
 }
+
+/// The model lists the servers' resources and templates and reads one, through Codex's
+/// `list_mcp_resources`, `list_mcp_resource_templates` and `read_mcp_resource`; an unknown
+/// server is named in the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn the_model_lists_and_reads_mcp_resources() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-resources-{}", std::process::id());
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([
+            function_call("r1", "list_mcp_resources", "{}".to_string()),
+            function_call(
+                "r2",
+                "list_mcp_resource_templates",
+                json!({"server": "everything"}).to_string(),
+            ),
+            function_call(
+                "r3",
+                "read_mcp_resource",
+                json!({"server": "everything", "uri": "demo://resource/static/document/architecture.md"})
+                    .to_string(),
+            ),
+            function_call(
+                "r4",
+                "list_mcp_resources",
+                json!({"server": "nowhere"}).to_string(),
+            ),
+        ]),
+        Turn::new([assistant_message("read them")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        stdio_server("everything", &marker)?,
+    )?;
+    let out = keel_exec(home.path(), ws.path(), &["look at the resources"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    let offered = mock.requests()[0].tool_names();
+    for tool in [
+        "list_mcp_resources",
+        "list_mcp_resource_templates",
+        "read_mcp_resource",
+    ] {
+        assert!(offered.iter().any(|name| name == tool), "{offered:?}");
+    }
+
+    let listed: Value = serde_json::from_str(&output_text(&mock, 1, "r1"))?;
+    let resources = listed["resources"].as_array().cloned().unwrap_or_default();
+    assert!(!resources.is_empty(), "{listed}");
+    assert!(
+        resources
+            .iter()
+            .all(|resource| resource["server"] == "everything" && resource["uri"].is_string()),
+        "{listed}"
+    );
+    let templates: Value = serde_json::from_str(&output_text(&mock, 1, "r2"))?;
+    assert!(
+        templates["resourceTemplates"]
+            .as_array()
+            .is_some_and(|templates| !templates.is_empty()),
+        "{templates}"
+    );
+    assert!(
+        resources
+            .iter()
+            .any(|resource| resource["uri"] == "demo://resource/static/document/architecture.md"),
+        "the pinned server lists the document read below: {listed}"
+    );
+    let read: Value = serde_json::from_str(&output_text(&mock, 1, "r3"))?;
+    assert_eq!(read["server"], "everything");
+    assert!(
+        read["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("Architecture")),
+        "{read}"
+    );
+    assert_eq!(
+        output_text(&mock, 1, "r4"),
+        "unknown MCP server `nowhere`; configured: everything"
+    );
+    wait_gone(&marker, std::time::Duration::from_secs(20)).await?;
+    Ok(())
+}
