@@ -369,6 +369,28 @@ impl ConversationManager {
         .await
     }
 
+    /// Calls `tool` of MCP server `server` of `config` for a client (starting the server if
+    /// it is not running; what the server asks meanwhile is declined): its result as JSON,
+    /// or why the call failed.
+    #[cfg(feature = "mcp")]
+    pub async fn call_mcp_tool(
+        &self,
+        config: &Config,
+        server: &str,
+        tool: &str,
+        arguments: Option<serde_json::Value>,
+    ) -> std::result::Result<serde_json::Value, String> {
+        crate::mcp::call_tool(
+            &self.shared.mcp,
+            &config.mcp_servers,
+            &self.shared.http(),
+            server,
+            tool,
+            arguments,
+        )
+        .await
+    }
+
     /// Ids of every live conversation.
     pub async fn conversation_ids(&self) -> Vec<ConversationId> {
         read(&self.shared.conversations).keys().copied().collect()

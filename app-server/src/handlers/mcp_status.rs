@@ -86,3 +86,38 @@ pub(crate) async fn mcp_resource_read(
         .unwrap_or_default();
     Ok(keel_protocol::app_server::McpResourceReadResponse { contents })
 }
+
+/// `mcpServer/tool/call`: a client calls a server's tool itself, for a loaded thread (the
+/// server started if it is not running, the call bounded by its `tool_timeout_sec`, what the
+/// server asks meanwhile declined); an unknown thread, server or tool, or a failed call, is
+/// an invalid request naming why.
+pub(crate) async fn mcp_server_tool_call(
+    state: &AppState,
+    params: keel_protocol::app_server::McpServerToolCallParams,
+) -> Result<keel_protocol::app_server::McpServerToolCallResponse> {
+    let id = crate::state::parse_thread_id(&params.thread_id)?;
+    if state.loaded(id).await.is_none() {
+        return Err(AppServerError::InvalidRequest(format!(
+            "thread {} is not loaded; start or resume it first",
+            params.thread_id
+        )));
+    }
+    let config = state.resolve_config(&ThreadOverrides::default())?;
+    let result = state
+        .manager
+        .call_mcp_tool(&config, &params.server, &params.tool, params.arguments)
+        .await
+        .map_err(AppServerError::InvalidRequest)?;
+    Ok(keel_protocol::app_server::McpServerToolCallResponse {
+        content: result
+            .get("content")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        is_error: result.get("isError").and_then(serde_json::Value::as_bool),
+        structured_content: result
+            .get("structuredContent")
+            .filter(|value| !value.is_null())
+            .cloned(),
+    })
+}

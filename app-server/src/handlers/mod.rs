@@ -185,5 +185,8 @@ pub(crate) async fn dispatch(
         ClientRequest::McpResourceRead(p) => {
             Reply::now(&mcp_status::mcp_resource_read(state, p).await?)
         }
+        ClientRequest::McpServerToolCall(p) => {
+            Reply::now(&mcp_status::mcp_server_tool_call(state, p).await?)
+        }
     }
 }

@@ -28,4 +28,4 @@ pub(crate) use registry::McpRegistry;
 pub(crate) use server_asks::ServerAsk;
 pub(crate) use servers::{McpServers, McpToolCatalog, McpToolEntry};
 pub use status::McpServerState;
-pub(crate) use status::{read_resource, server_states};
+pub(crate) use status::{call_tool, read_resource, server_states};

@@ -1,5 +1,6 @@
-//! The state of the configured MCP servers, for clients that list them (the app-server's
-//! `mcpServerStatus/list`).
+//! The configured MCP servers as a client reaches them outside any turn: their state (the
+//! app-server's `mcpServerStatus/list`), one resource (`mcpServer/resource/read`) and a tool
+//! call (`mcpServer/tool/call`).
 
 use std::collections::BTreeMap;
 
@@ -68,15 +69,13 @@ pub(crate) async fn server_states(
     futures::future::join_all(states).await
 }
 
-/// Reads resource `uri` of server `name` (starting it if it is not running): the server's
-/// result as JSON (`{"contents": [...]}`), or why it could not be read.
-pub(crate) async fn read_resource(
+/// The enabled server `name` of `servers`, started (or joined) through the shared registry;
+/// an unknown or disabled name is an error naming the configured ones.
+fn server_entry(
     registry: &McpRegistry,
     servers: &BTreeMap<String, McpServerConfig>,
-    http: &reqwest::Client,
     name: &str,
-    uri: &str,
-) -> Result<Value, String> {
+) -> Result<std::sync::Arc<super::registry::ServerEntry>, String> {
     let config = servers
         .get(name)
         .filter(|config| config.enabled)
@@ -91,9 +90,55 @@ pub(crate) async fn read_resource(
                 known.join(", ")
             )
         })?;
-    let entry = registry.entry(name, config);
+    Ok(registry.entry(name, config))
+}
+
+/// Reads resource `uri` of server `name` (starting it if it is not running): the server's
+/// result as JSON (`{"contents": [...]}`), or why it could not be read.
+pub(crate) async fn read_resource(
+    registry: &McpRegistry,
+    servers: &BTreeMap<String, McpServerConfig>,
+    http: &reqwest::Client,
+    name: &str,
+    uri: &str,
+) -> Result<Value, String> {
+    let entry = server_entry(registry, servers, name)?;
     match entry.connect(http).await {
         Ok(connection) => connection.read_resource(uri).await,
         Err(err) => Err(format!("MCP server `{name}` is not running: {err}")),
     }
+}
+
+/// Calls `tool` of server `name` for a client (starting the server if it is not running),
+/// bounded by its `tool_timeout_sec`; what the server asks meanwhile is declined. The
+/// server's result as JSON (`{"content": [...], "isError"?, "structuredContent"?}`), or why
+/// the call failed.
+pub(crate) async fn call_tool(
+    registry: &McpRegistry,
+    servers: &BTreeMap<String, McpServerConfig>,
+    http: &reqwest::Client,
+    name: &str,
+    tool: &str,
+    arguments: Option<Value>,
+) -> Result<Value, String> {
+    let arguments = match arguments {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(object)) => Some(object),
+        Some(other) => return Err(format!("`arguments` must be an object, not {other}")),
+    };
+    let entry = server_entry(registry, servers, name)?;
+    let connection = entry
+        .connect(http)
+        .await
+        .as_ref()
+        .map_err(|err| format!("MCP server `{name}` is not running: {err}"))?;
+    if !connection.tools().iter().any(|known| known.name == tool) {
+        return Err(format!("MCP server `{name}` has no tool `{tool}`"));
+    }
+    let never = tokio_util::sync::CancellationToken::new();
+    let result = connection
+        .call_tool(tool, arguments, &never, drop)
+        .await
+        .map_err(|err| err.to_string())?;
+    serde_json::to_value(result).map_err(|err| err.to_string())
 }

@@ -192,6 +192,35 @@ pub struct McpResourceReadResponse {
     pub contents: Vec<serde_json::Value>,
 }
 
+/// Params of `mcpServer/tool/call` (Codex 0.171): a client calls a server's tool itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerToolCallParams {
+    /// The thread the call is made for (it must be loaded).
+    pub thread_id: String,
+    /// The server, by its configured name.
+    pub server: String,
+    /// The tool, as the server names it.
+    pub tool: String,
+    /// The tool's arguments (an object).
+    #[serde(default)]
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// Response of `mcpServer/tool/call`: the server's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerToolCallResponse {
+    /// The result's content blocks, as the server sent them.
+    pub content: Vec<serde_json::Value>,
+    /// Whether the server reports the call as failed.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// The structured result, when the server gave one.
+    #[serde(default)]
+    pub structured_content: Option<serde_json::Value>,
+}
+
 /// How a server authenticates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

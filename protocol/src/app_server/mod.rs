@@ -149,6 +149,8 @@ crate::request_table! {
         McpServerStatusList("mcpServerStatus/list", ListMcpServerStatusParams) -> ListMcpServerStatusResponse,
         /// Reads one resource of a configured MCP server (Codex 0.171).
         McpResourceRead("mcpServer/resource/read", McpResourceReadParams) -> McpResourceReadResponse,
+        /// Calls a configured MCP server's tool for a loaded thread (Codex 0.171).
+        McpServerToolCall("mcpServer/tool/call", McpServerToolCallParams) -> McpServerToolCallResponse,
         /// The account the server uses (Codex 0.169; API-key authentication in Keel).
         AccountRead("account/read", GetAccountParams) -> GetAccountResponse,
         /// Whether the account is a Bedrock GovCloud one (never; Codex 0.169, experimental).

@@ -1,5 +1,5 @@
 //! The app-server with MCP servers: `mcpToolCall` items in the reference shape, progress,
-//! start-up status, `mcpServerStatus/list`, `mcpServer/resource/read`, approvals under `on-request`, elicitation, a server
+//! start-up status, `mcpServerStatus/list`, `mcpServer/resource/read`, `mcpServer/tool/call`, approvals under `on-request`, elicitation, a server
 //! that exits mid-call, and an interrupt that cancels a running call.
 
 use std::collections::BTreeSet;
@@ -212,6 +212,46 @@ async fn calls_are_items_with_progress_and_servers_are_listed() -> anyhow::Resul
             .is_some_and(|m| m.contains("unknown MCP server `nowhere`")),
         "{error}"
     );
+
+    // `mcpServer/tool/call`: the client calls a tool itself, for a loaded thread.
+    let called = server
+        .request(
+            "mcpServer/tool/call",
+            json!({"threadId": thread, "server": "everything", "tool": "echo",
+                   "arguments": {"message": "from the client"}}),
+        )
+        .await?;
+    assert!(
+        called["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("from the client")),
+        "{called}"
+    );
+    for (params, why) in [
+        (
+            json!({"threadId": thread, "server": "everything", "tool": "no-such-tool"}),
+            "has no tool `no-such-tool`",
+        ),
+        (
+            json!({"threadId": thread, "server": "everything", "tool": "echo", "arguments": [1]}),
+            "`arguments` must be an object",
+        ),
+        (
+            json!({"threadId": "01a22199-0000-7000-8000-000000000000", "server": "everything", "tool": "echo"}),
+            "is not loaded",
+        ),
+    ] {
+        let error = crate::suite::app_server::common::request_error(
+            &mut server,
+            "mcpServer/tool/call",
+            params,
+        )
+        .await?;
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.contains(why)),
+            "{why}: {error}"
+        );
+    }
     Ok(())
 }
 
