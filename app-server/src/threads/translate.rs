@@ -399,7 +399,9 @@ impl Translator {
             | EventMsg::CollabToolCallBegin(_)
             | EventMsg::CollabToolCallEnd(_)
             | EventMsg::SubAgentActivity(_)
-            | EventMsg::AsyncAgentMessage(_) => out.extend(self.review(&event.msg)),
+            | EventMsg::AsyncAgentMessage(_)
+            | EventMsg::SleepStarted(_)
+            | EventMsg::SleepEnded(_) => out.extend(self.review(&event.msg)),
             EventMsg::StreamError(_)
             | EventMsg::SkillsChanged(_)
             | EventMsg::HookStarted(_)

@@ -90,6 +90,10 @@ impl ToolHost for Session {
         Session::mcp(self)
     }
 
+    fn input_arrived(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Session::input_arrived(self))
+    }
+
     fn agents(&self) -> &AgentControl {
         Session::agents(self)
     }

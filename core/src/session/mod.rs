@@ -99,6 +99,9 @@ pub(crate) struct Session {
     state: Mutex<SessionState>,
     /// Commands and patches waiting for the client's decision.
     pub(super) approvals: PendingAnswers<CallId, ReviewDecision>,
+    /// Woken when input from outside (a steer, an injected item, another agent's message)
+    /// joins the running turn: a `sleep` or `wait_agent` ends early for it.
+    input_arrived: tokio::sync::Notify,
     /// `request_user_input` calls waiting for the user's answers.
     pub(super) user_inputs: PendingAnswers<CallId, keel_protocol::UserInputResponse>,
     /// Calls of the client's own tools waiting for its answers.
@@ -187,6 +190,7 @@ impl Session {
                 history_initialization,
             }),
             approvals: PendingAnswers::new("approval"),
+            input_arrived: tokio::sync::Notify::new(),
             user_inputs: PendingAnswers::new("answers"),
             dynamic_calls: PendingAnswers::new("tool output"),
             rollout,
@@ -506,6 +510,17 @@ impl Session {
         let any = !pending.is_empty();
         self.record_items(&pending).await;
         any
+    }
+
+    /// Tells whoever waits in the running turn (`sleep`, `wait_agent`) that input from
+    /// outside joined it.
+    pub(crate) fn note_input_arrived(&self) {
+        self.input_arrived.notify_waiters();
+    }
+
+    /// Returns once input from outside joins the running turn.
+    pub(crate) async fn input_arrived(&self) {
+        self.input_arrived.notified().await;
     }
 
     /// Adds an item to send with the next request of the running turn (an image a tool

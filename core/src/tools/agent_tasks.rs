@@ -299,11 +299,7 @@ fn report_to_parent(
             let Some(parent) = parent.upgrade() else {
                 break;
             };
-            let item = ResponseItem::agent_message("FINAL_ANSWER", &path, &parent_path, &answer);
-            if let Err(err) = parent.submit(inject(item)).await {
-                tracing::debug!(agent = %path, "parent gone: {err}");
-                break;
-            }
+            // The mailbox first: a `wait_agent` the answer wakes finds it there.
             tree.post(
                 &parent_path,
                 MailboxUpdate {
@@ -311,6 +307,11 @@ fn report_to_parent(
                     kind: status_name(state.status),
                 },
             );
+            let item = ResponseItem::agent_message("FINAL_ANSWER", &path, &parent_path, &answer);
+            if let Err(err) = parent.submit(inject(item)).await {
+                tracing::debug!(agent = %path, "parent gone: {err}");
+                break;
+            }
             if let Some(host) = host.upgrade() {
                 let event = SubAgentActivityEvent {
                     id: format!("subagent-completed-{}", uuid::Uuid::now_v7()),
@@ -442,7 +443,7 @@ async fn act(
     match tool {
         CollabAgentTool::SendMessage => {
             let item = ResponseItem::agent_message("MESSAGE", agents.path(), &path, &message()?);
-            conversation.submit(inject(item)).await.map_err(sent)?;
+            // The mailbox first: a `wait_agent` the message wakes finds it there.
             agents.tree().post(
                 &path,
                 MailboxUpdate {
@@ -450,6 +451,7 @@ async fn act(
                     kind: "message".to_string(),
                 },
             );
+            conversation.submit(inject(item)).await.map_err(sent)?;
             Ok(String::new())
         }
         CollabAgentTool::FollowupTask => {
@@ -514,15 +516,24 @@ async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnSt
     .await;
     let agents = ctx.host.agents();
     let tree = agents.tree();
-    let updates = tokio::select! {
+    let (updates, steered) = tokio::select! {
+        biased;
         () = ctx.cancel.cancelled() => {
             collab_end(ctx, &call_id, tool, &[], &details, false).await;
             return Err(TurnStop::Interrupted);
         }
-        updates = tokio::time::timeout(timeout, tree.next(agents.path())) => updates.ok(),
+        updates = tokio::time::timeout(timeout, tree.next(agents.path())) => (updates.ok(), false),
+        // Input from outside (the user steering the turn) ends the wait too, unless the
+        // mailbox has news by then.
+        () = ctx.host.input_arrived() => {
+            let updates = tree.take(agents.path());
+            (Some(updates.clone()).filter(|_| !updates.is_empty()), updates.is_empty())
+        }
     };
     collab_end(ctx, &call_id, tool, &[], &details, true).await;
-    let mut message = if updates.is_some() {
+    let mut message = if steered {
+        "Wait interrupted by new input.".to_string()
+    } else if updates.is_some() {
         "Wait completed.".to_string()
     } else {
         "Wait timed out.".to_string()
@@ -534,7 +545,7 @@ async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnSt
             to.as_millis()
         ));
     }
-    Ok(json!({"message": message, "timed_out": updates.is_none()}).to_string())
+    Ok(json!({"message": message, "timed_out": updates.is_none() && !steered}).to_string())
 }
 
 /// `list_agents`: the live agents of the caller's tree, under `path_prefix` if given, in the

@@ -74,6 +74,10 @@ pub(crate) trait ToolHost: Send + Sync {
     #[cfg(feature = "mcp")]
     fn mcp_servers(&self) -> &crate::mcp::McpServers;
 
+    /// Returns once input from outside (a steer, another agent's message) joins the running
+    /// turn.
+    fn input_arrived(&self) -> BoxFuture<'_, ()>;
+
     /// The sub-agents of this conversation.
     fn agents(&self) -> &AgentControl;
 

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use keel_protocol::EventMsg;
 use serde::Deserialize;
 
 use super::{DynTool, ToolApproval, ToolContext, ToolError, ToolInput};
@@ -28,7 +29,7 @@ impl DynTool for SleepTool {
         serde_json::json!({
             "type": "function",
             "name": "sleep",
-            "description": "Waits the given time, then says how long it waited. Ends early if the turn is interrupted.",
+            "description": "Waits the given time, then says how long it waited. Ends early when new input arrives for the turn (or it is interrupted).",
             "strict": false,
             "parameters": {
                 "type": "object",
@@ -61,12 +62,28 @@ impl DynTool for SleepTool {
                 )));
             }
             let started = Instant::now();
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_secs_f64(args.duration_ms / 1000.0)) => {}
-                () = ctx.cancellation().cancelled() => return Err(ToolError::Interrupted),
-            }
+            let sleep = keel_protocol::SleepEvent {
+                call_id: ctx.call_id().to_string(),
+                duration_ms: args.duration_ms as u64,
+            };
+            ctx.host
+                .send_event(&ctx.ids.sub_id, EventMsg::SleepStarted(sleep.clone()))
+                .await;
+            let ended = tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs_f64(args.duration_ms / 1000.0)) => {
+                    "Sleep completed."
+                }
+                () = ctx.host.input_arrived() => "Sleep interrupted by new input.",
+                () = ctx.cancellation().cancelled() => {
+                    ctx.host.send_event(&ctx.ids.sub_id, EventMsg::SleepEnded(sleep)).await;
+                    return Err(ToolError::Interrupted);
+                }
+            };
+            ctx.host
+                .send_event(&ctx.ids.sub_id, EventMsg::SleepEnded(sleep))
+                .await;
             Ok(format!(
-                "Wall time: {:.4} seconds\nSleep completed.",
+                "Wall time: {:.4} seconds\n{ended}",
                 started.elapsed().as_secs_f64()
             ))
         })

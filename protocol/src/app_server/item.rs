@@ -311,6 +311,14 @@ pub enum ThreadItem {
     CollabAgentToolCall(Box<CollabAgentToolCallItem>),
     /// A second-generation sub-agent started, was reached, interrupted or finished a turn.
     SubAgentActivity(Box<SubAgentActivityItem>),
+    /// The model's `clock.sleep` (Codex 0.171), which new input cuts short.
+    #[serde(rename_all = "camelCase")]
+    Sleep {
+        /// Item id (the call's).
+        id: String,
+        /// How long the model asked to sleep.
+        duration_ms: u64,
+    },
     /// A call to a tool of an external MCP server.
     McpToolCall(Box<super::McpToolCallItem>),
     /// A call to a tool the client defined (`dynamicTools`) and ran.
@@ -414,7 +422,8 @@ impl ThreadItem {
             | Self::FileChange { id, .. }
             | Self::EnteredReviewMode { id, .. }
             | Self::ExitedReviewMode { id, .. }
-            | Self::ContextCompaction { id } => id,
+            | Self::ContextCompaction { id }
+            | Self::Sleep { id, .. } => id,
             Self::CollabAgentToolCall(call) => &call.id,
             Self::SubAgentActivity(activity) => &activity.id,
             Self::McpToolCall(call) => &call.id,

@@ -101,6 +101,10 @@ pub enum EventMsg {
     SubAgentActivity(crate::SubAgentActivityEvent),
     /// A message to the user that does not hold the turn.
     AsyncAgentMessage(crate::AsyncAgentMessageEvent),
+    /// The model started a `clock.sleep`.
+    SleepStarted(crate::SleepEvent),
+    /// A `clock.sleep` ended (its time passed, new input came, or the turn was interrupted).
+    SleepEnded(crate::SleepEvent),
     /// A `spawn_agents_on_csv` job made progress.
     AgentJobProgress(AgentJobProgressEvent),
     /// An MCP server changed state while starting.

@@ -1,6 +1,7 @@
 //! What the second generation of sub-agent tools shows a parent's clients: an agent started,
 //! was given a message or a task, was interrupted, or finished a turn (Codex 0.171's
-//! `subAgentActivity` item), and the model's messages to the user that do not hold its turn.
+//! `subAgentActivity` item), the model's messages to the user that do not hold its turn, and
+//! its interruptible sleeps.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -62,4 +63,14 @@ pub struct AsyncAgentMessageEvent {
     /// The questions, for `request_user_input_async`.
     #[serde(default)]
     pub questions: Option<Vec<AsyncUserInputQuestion>>,
+}
+
+/// Payload of `sleep_started` / `sleep_ended`: the model's `clock.sleep` call, which new
+/// input cuts short (Codex 0.171's `sleep` item).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SleepEvent {
+    /// The call's id (the item's id).
+    pub call_id: String,
+    /// How long the model asked to sleep.
+    pub duration_ms: u64,
 }

@@ -1,7 +1,7 @@
 //! Reviews and sub-agents: entering and leaving review mode as items, a collaboration tool
 //! call as a `collabAgentToolCall` item, what happened to a second-generation sub-agent as a
 //! `subAgentActivity` item, and a message to the user that does not hold the turn as an
-//! `agentMessage` item with `delivery: "async"`.
+//! `agentMessage` item with `delivery: "async"`, and a `clock.sleep` as a `sleep` item.
 
 use keel_protocol::EventMsg;
 use keel_protocol::app_server::ThreadItem;
@@ -29,6 +29,18 @@ impl Translator {
                     reasoning_effort: activity.reasoning_effort.clone(),
                 };
                 out.extend(self.start_and_complete(ThreadItem::SubAgentActivity(Box::new(item))));
+            }
+            EventMsg::SleepStarted(sleep) => {
+                out.extend(self.start_once(ThreadItem::Sleep {
+                    id: sleep.call_id.clone(),
+                    duration_ms: sleep.duration_ms,
+                }));
+            }
+            EventMsg::SleepEnded(sleep) => {
+                out.extend(self.complete(ThreadItem::Sleep {
+                    id: sleep.call_id.clone(),
+                    duration_ms: sleep.duration_ms,
+                }));
             }
             EventMsg::AsyncAgentMessage(message) => {
                 out.extend(self.start_and_complete(ThreadItem::AgentMessage {

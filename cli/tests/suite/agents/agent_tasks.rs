@@ -387,3 +387,60 @@ async fn the_app_server_shows_sub_agent_activity() -> anyhow::Result<()> {
     assert_eq!(collab[0]["status"], "completed");
     Ok(())
 }
+
+/// The user steering the turn ends a `wait_agent` early (as Codex's does), and the steered
+/// input reaches the model with the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_the_turn_ends_a_wait() -> anyhow::Result<()> {
+    let mock = MockModelServer::builder()
+        .responder(|request| {
+            let step = if request.tool_output("w1").is_none() {
+                function_call(
+                    "w1",
+                    "wait_agent",
+                    json!({"timeout_ms": 600000}).to_string(),
+                )
+            } else {
+                assistant_message("done waiting")
+            };
+            Some(Turn::new([step]))
+        })
+        .start()
+        .await?;
+    let world = crate::suite::app_server::common::World::with_mock(
+        mock,
+        &[("model", toml::Value::from("gpt-6.2-sol"))],
+    )?;
+    let mut server = world.server().await?;
+    let thread = server.start_thread(world.thread_params()).await?;
+    let turn = server.start_turn(&thread, "wait for news").await?;
+    server
+        .read_until("the wait started", |m| {
+            m["method"] == "item/started"
+                && m["params"]["item"]["type"] == "collabAgentToolCall"
+                && m["params"]["item"]["tool"] == "wait"
+        })
+        .await?;
+    server
+        .request(
+            "turn/steer",
+            json!({"threadId": thread, "expectedTurnId": turn,
+                   "input": [{"type": "text", "text": "stop waiting"}]}),
+        )
+        .await?;
+    let completed = server.read_turn_completed(&turn).await?;
+    assert_eq!(completed["turn"]["status"], "completed");
+    let requests = world.mock.requests();
+    let last = requests
+        .last()
+        .ok_or_else(|| anyhow::anyhow!("no request"))?;
+    assert_eq!(
+        last.tool_output("w1")
+            .and_then(Value::as_str)
+            .map(serde_json::from_str::<Value>)
+            .transpose()?,
+        Some(json!({"message": "Wait interrupted by new input.", "timed_out": false}))
+    );
+    assert!(input_json(last).contains("stop waiting"));
+    Ok(())
+}

@@ -48,6 +48,8 @@ pub(crate) fn start_or_join_turn(
             // Input while a turn runs joins that turn: it is sent with the next model request.
             let cwd = state.turn_context.cwd.clone();
             state.pending_input.extend(user_input_items(&cwd, &items));
+            drop(state);
+            session.note_input_arrived();
             return;
         }
     }
@@ -94,6 +96,7 @@ pub(crate) async fn inject_items(session: &Arc<Session>, items: Vec<serde_json::
         for item in items {
             session.queue_input(item);
         }
+        session.note_input_arrived();
     } else {
         session.record_items(&items).await;
     }
