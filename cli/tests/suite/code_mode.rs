@@ -647,3 +647,36 @@ async fn a_sleep_is_an_item_and_new_input_ends_it() -> anyhow::Result<()> {
     assert!(serde_json::to_string(last.input())?.contains("wake up"));
     Ok(())
 }
+
+/// `notify()` as Codex 0.171 sends it: not in the call's output but an output item of its
+/// own, for the same call, right after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notified_value_is_an_output_item_of_its_own() -> anyhow::Result<()> {
+    let (mock, _ws, out) = run(
+        Script::new([
+            Turn::new([custom_tool_call(
+                "c1",
+                "exec",
+                "notify(\"early note\");\ntext(\"final\");",
+            )]),
+            Turn::new([assistant_message("done")]),
+        ]),
+        &[],
+        &["notify me"],
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let input = mock.requests()[1].input().to_vec();
+    let outputs: Vec<&Value> = input
+        .iter()
+        .filter(|item| item["type"] == "custom_tool_call_output" && item["call_id"] == "c1")
+        .collect();
+    assert_eq!(outputs.len(), 2, "{outputs:#?}");
+    let main = outputs[0]["output"].to_string();
+    assert!(
+        main.contains("Script completed") && main.contains("final") && !main.contains("early note"),
+        "{main}"
+    );
+    assert_eq!(outputs[1]["output"], "early note");
+    Ok(())
+}

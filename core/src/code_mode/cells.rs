@@ -57,6 +57,9 @@ pub(super) struct Cell {
 struct CellState {
     /// Produced since the last `exec`/`wait` took the output.
     items: Vec<CellItem>,
+    /// `notify()` values since the last call took them: each becomes an output item of its
+    /// own after the call's output.
+    notes: Vec<String>,
     /// `yield_control()` was called since.
     yield_asked: bool,
     /// How the script ended, once it has.
@@ -202,6 +205,14 @@ impl Cell {
         (status, items)
     }
 
+    /// The `notify()` values since the last call took them.
+    pub(super) fn take_notes(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|mut state| std::mem::take(&mut state.notes))
+            .unwrap_or_default()
+    }
+
     fn update(&self, change: impl FnOnce(&mut CellState)) {
         if let Ok(mut state) = self.state.lock() {
             change(&mut state);
@@ -238,8 +249,11 @@ async fn drive(
             event = handle.events.recv() => match event {
                 None => break ScriptEnd::Terminated,
                 Some(ScriptEvent::Finished(end)) => break end,
-                Some(ScriptEvent::Text(text) | ScriptEvent::Notify(text)) => {
+                Some(ScriptEvent::Text(text)) => {
                     cell.update(|state| state.items.push(CellItem::Text(text)));
+                }
+                Some(ScriptEvent::Notify(text)) => {
+                    cell.update(|state| state.notes.push(text));
                 }
                 Some(ScriptEvent::Image(url)) => {
                     cell.update(|state| state.items.push(CellItem::Image(url)));

@@ -181,30 +181,56 @@ pub(crate) fn is_own_call(call: &ResponseItem) -> bool {
     }
 }
 
-/// Runs an `exec` or `wait` call; the item answering it.
+/// Runs an `exec` or `wait` call: the item answering it, then one output item per value the
+/// script passed to `notify()` (as Codex 0.171 sends them).
 pub(crate) async fn run_call(
     cells: &Arc<CellStore>,
     tools: &[ScriptTool],
     call: &ResponseItem,
     nested: NestedRunner,
     ctx: ToolContext,
-) -> ResponseItem {
+) -> (ResponseItem, Vec<ResponseItem>) {
     let started = Instant::now();
     match call {
-        ResponseItem::CustomToolCall { call_id, input, .. } => ResponseItem::CustomToolCallOutput {
-            call_id: call_id.clone(),
-            output: exec(cells, tools, input, nested, ctx, started).await,
-        },
+        ResponseItem::CustomToolCall { call_id, input, .. } => {
+            let (output, notes) = exec(cells, tools, input, nested, ctx, started).await;
+            let notes = notes
+                .into_iter()
+                .map(|note| ResponseItem::CustomToolCallOutput {
+                    call_id: call_id.clone(),
+                    output: CallOutput::Text(note),
+                })
+                .collect();
+            let output = ResponseItem::CustomToolCallOutput {
+                call_id: call_id.clone(),
+                output,
+            };
+            (output, notes)
+        }
         ResponseItem::FunctionCall {
             call_id, arguments, ..
-        } => ResponseItem::FunctionCallOutput {
-            call_id: call_id.clone(),
-            output: wait(cells, arguments, &ctx, started).await,
-        },
-        other => ResponseItem::FunctionCallOutput {
-            call_id: other.tool_call_id().unwrap_or_default().to_string(),
-            output: "not a code-mode call".into(),
-        },
+        } => {
+            let (output, notes) = wait(cells, arguments, &ctx, started).await;
+            let notes = notes
+                .into_iter()
+                .map(|note| ResponseItem::FunctionCallOutput {
+                    call_id: call_id.clone(),
+                    output: CallOutput::Text(note),
+                })
+                .collect();
+            let output = ResponseItem::FunctionCallOutput {
+                call_id: call_id.clone(),
+                output,
+            };
+            (output, notes)
+        }
+        other => (
+            ResponseItem::FunctionCallOutput {
+                call_id: other.tool_call_id().unwrap_or_default().to_string(),
+                output: "not a code-mode call".into(),
+            },
+            Vec::new(),
+        ),
     }
 }
 
@@ -215,15 +241,15 @@ async fn exec(
     nested: NestedRunner,
     ctx: ToolContext,
     started: Instant,
-) -> CallOutput {
+) -> (CallOutput, Vec<String>) {
     let parsed = match pragma::parse(input) {
         Ok(parsed) => parsed,
-        Err(error) => return failed(started, error),
+        Err(error) => return (failed(started, error), Vec::new()),
     };
     let cancel = ctx.cancellation().clone();
     let cell = match cells.start(parsed.source, tools, nested, ctx) {
         Ok(cell) => cell,
-        Err(error) => return failed(started, error),
+        Err(error) => return (failed(started, error), Vec::new()),
     };
     let (status, items) = cell
         .wait_and_take(Duration::from_millis(parsed.yield_time_ms), &cancel)
@@ -231,7 +257,8 @@ async fn exec(
     if !matches!(status, CellStatus::Running(_)) {
         cells.forget(cell.id());
     }
-    render(&status, started.elapsed(), items, parsed.max_output_tokens)
+    let output = render(&status, started.elapsed(), items, parsed.max_output_tokens);
+    (output, cell.take_notes())
 }
 
 /// The output of a call that failed before its script ran (or of a `wait` on no cell).
@@ -261,13 +288,17 @@ async fn wait(
     arguments: &str,
     ctx: &ToolContext,
     started: Instant,
-) -> CallOutput {
+) -> (CallOutput, Vec<String>) {
     let args: WaitArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
-        Err(err) => return failed(started, format!("invalid arguments for `wait`: {err}")),
+        Err(err) => {
+            let error = format!("invalid arguments for `wait`: {err}");
+            return (failed(started, error), Vec::new());
+        }
     };
     let Some(cell) = cells.get(&args.cell_id) else {
-        return failed(started, format!("exec cell {} not found", args.cell_id));
+        let error = format!("exec cell {} not found", args.cell_id);
+        return (failed(started, error), Vec::new());
     };
     if args.terminate {
         cell.terminate();
@@ -282,12 +313,13 @@ async fn wait(
     if !matches!(status, CellStatus::Running(_)) {
         cells.forget(cell.id());
     }
-    render(
+    let output = render(
         &status,
         started.elapsed(),
         items,
         args.max_tokens.unwrap_or(pragma::DEFAULT_MAX_OUTPUT_TOKENS),
-    )
+    );
+    (output, cell.take_notes())
 }
 
 /// The call item a nested request becomes: a custom call for a freeform tool (whose input

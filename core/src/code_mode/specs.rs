@@ -19,7 +19,7 @@ const EXEC_INTRO: &str = "Runs JavaScript that calls tools and computes with the
 Globals:
 - `text(value)`: adds a text item to the output (non-strings as JSON).
 - `image(urlOrItem)`: adds an image: a `data:` URL, `{image_url}`, or an MCP image content block.
-- `notify(value)`: adds a text item at once, like `text`.
+- `notify(value)`: sends the value to you as an output item of its own, right after this call's output.
 - `store(key, value)` / `load(key)`: keep a JSON value for later `exec` calls of this conversation.
 - `exit()`: ends the script successfully at once.
 - `yield_control()`: returns the output so far to you now; the script keeps running.

@@ -185,24 +185,35 @@ async fn run_calls(
         };
         let ctx = calls_of.context_for(call_id);
         let calls_of = &calls_of;
+        // A script's `notify()` values, each an output item after the call's own.
+        let notes = std::sync::Mutex::new(Vec::new());
+        let notes_ref = &notes;
         let items =
             super::hook_points::around_tool_call(session, ids, context, &call, |call| async move {
                 match registry.script_tools() {
                     Some(tools) if crate::code_mode::is_own_call(&call) => {
-                        Ok(crate::code_mode::run_call(
+                        let (output, extra) = crate::code_mode::run_call(
                             calls_of.session.code_cells(),
                             tools,
                             &call,
                             calls_of.nested_runner(),
                             ctx,
                         )
-                        .await)
+                        .await;
+                        if let Ok(mut notes) = notes_ref.lock() {
+                            *notes = extra;
+                        }
+                        Ok(output)
                     }
                     _ => registry.dispatch(ctx, &call).await,
                 }
             })
             .await?;
         session.record_items(&items).await;
+        let notes = notes.into_inner().unwrap_or_default();
+        if !notes.is_empty() {
+            session.record_items(&notes).await;
+        }
         stop_if_unrecorded(session)?;
     }
     Ok(())
