@@ -1,6 +1,7 @@
 mod agents;
 mod app_server;
 mod chat_streams;
+mod clock_sleep;
 mod code_mode;
 mod codex_sdk;
 mod codex_tui;

@@ -71,7 +71,8 @@ pub(crate) async fn compact(
         request_history.push(ResponseItem::user_text(instructions));
         // The summary is all that is wanted: no tool may be called.
         let mut prompt = build_prompt(&context, request_history, Vec::new());
-        let metadata = session.request_metadata(ids, &context, "compaction");
+        let metadata =
+            super::request_metadata::request_metadata(session, ids, &context, "compaction");
         // A sub-agent's requests share its tree's session, as Codex's do.
         prompt.conversation_id = Some(metadata.session_id.clone());
         prompt.metadata = Some(metadata);
@@ -136,7 +137,7 @@ async fn remote_compaction(
     let mut input = history.to_vec();
     input.push(ResponseItem::CompactionTrigger);
     let mut prompt = build_prompt(context, input, Vec::new());
-    let metadata = session.request_metadata(ids, context, "compaction");
+    let metadata = super::request_metadata::request_metadata(session, ids, context, "compaction");
     // A sub-agent's requests share its tree's session, as Codex's do.
     prompt.conversation_id = Some(metadata.session_id.clone());
     prompt.metadata = Some(metadata);

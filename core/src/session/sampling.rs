@@ -100,7 +100,7 @@ async fn sample_step(
             tools::registry_for(&context, mcp_tools, session.embedder_tools()),
         );
         let mut prompt = build_prompt(&context, session.history(), registry.specs().to_vec());
-        let metadata = session.request_metadata(ids, &context, "turn");
+        let metadata = super::request_metadata::request_metadata(session, ids, &context, "turn");
         // A sub-agent's requests share its tree's session, as Codex's do.
         prompt.conversation_id = Some(metadata.session_id.clone());
         prompt.output_schema = ids.output_schema.clone();
