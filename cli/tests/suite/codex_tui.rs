@@ -412,7 +412,10 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     tui.type_line("KEEL-STEP-1 write a file").await?;
     tui.wait_for("Would you like to run the following command?")
         .await?;
-    tui.keys(&["y"])?;
+    // A key read while the prompt is still being drawn is lost on busy cores: pressed until
+    // the prompt goes.
+    tui.press_until_gone(&["y"], "Would you like to run the following command?")
+        .await?;
     tui.wait_for("keel wrote the file").await?;
     assert_eq!(
         std::fs::read_to_string(world.ws_file("tui.txt"))?,
@@ -422,7 +425,8 @@ async fn the_codex_tui_runs_a_session_on_keel() -> anyhow::Result<()> {
     tui.type_line("KEEL-STEP-2 wait a while").await?;
     tui.wait_for("Would you like to run the following command?")
         .await?;
-    tui.keys(&["y"])?;
+    tui.press_until_gone(&["y"], "Would you like to run the following command?")
+        .await?;
     tui.wait_for("esc to interrupt").await?;
     tui.keys(&["Escape"])?;
     tui.wait_for("interrupted").await?;
@@ -587,7 +591,9 @@ async fn the_codex_tui_pickers_new_thread_and_resume_work_on_keel() -> anyhow::R
     resumed
         .wait_for("Would you like to run the following command?")
         .await?;
-    resumed.keys(&["y"])?;
+    resumed
+        .press_until_gone(&["y"], "Would you like to run the following command?")
+        .await?;
     resumed.wait_for("keel left it running").await?;
     assert!(background_command_runs());
     resumed.type_line("/ps").await?;
