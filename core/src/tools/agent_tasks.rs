@@ -30,20 +30,39 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 const MIN_WAIT: Duration = Duration::from_secs(10);
 const MAX_WAIT: Duration = Duration::from_secs(3600);
 
+/// The six tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TaskKind {
+    FollowupTask,
+    InterruptAgent,
+    ListAgents,
+    SendMessage,
+    SpawnAgent,
+    WaitAgent,
+}
+
+/// The three that act on one target agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TargetAction {
+    SendMessage,
+    FollowupTask,
+    Interrupt,
+}
+
 /// One of the six tools.
 struct TaskTool {
-    kind: CollabAgentTool,
+    kind: TaskKind,
 }
 
 /// The second-generation sub-agent tools.
 pub(super) fn task_tools() -> Vec<Arc<dyn DynTool>> {
     [
-        CollabAgentTool::FollowupTask,
-        CollabAgentTool::InterruptAgent,
-        CollabAgentTool::ListAgents,
-        CollabAgentTool::SendMessage,
-        CollabAgentTool::SpawnAgent,
-        CollabAgentTool::Wait,
+        TaskKind::FollowupTask,
+        TaskKind::InterruptAgent,
+        TaskKind::ListAgents,
+        TaskKind::SendMessage,
+        TaskKind::SpawnAgent,
+        TaskKind::WaitAgent,
     ]
     .into_iter()
     .map(|kind| Arc::new(TaskTool { kind }) as Arc<dyn DynTool>)
@@ -70,25 +89,32 @@ impl DynTool for TaskTool {
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
             let arguments = input.text();
-            let kind = self.kind;
-            Ok(match kind {
-                CollabAgentTool::SpawnAgent => spawn_agent(&ctx, arguments).await,
-                CollabAgentTool::Wait => wait_agent(&ctx, arguments).await?,
-                CollabAgentTool::ListAgents => list_agents(&ctx, arguments),
-                _ => act_on_target(&ctx, kind, arguments).await,
+            Ok(match self.kind {
+                TaskKind::SpawnAgent => spawn_agent(&ctx, arguments).await,
+                TaskKind::WaitAgent => wait_agent(&ctx, arguments).await?,
+                TaskKind::ListAgents => list_agents(&ctx, arguments),
+                TaskKind::SendMessage => {
+                    act_on_target(&ctx, TargetAction::SendMessage, arguments).await
+                }
+                TaskKind::FollowupTask => {
+                    act_on_target(&ctx, TargetAction::FollowupTask, arguments).await
+                }
+                TaskKind::InterruptAgent => {
+                    act_on_target(&ctx, TargetAction::Interrupt, arguments).await
+                }
             })
         })
     }
 }
 
-fn name(kind: CollabAgentTool) -> &'static str {
+fn name(kind: TaskKind) -> &'static str {
     match kind {
-        CollabAgentTool::SpawnAgent => "spawn_agent",
-        CollabAgentTool::Wait => "wait_agent",
-        CollabAgentTool::SendMessage => "send_message",
-        CollabAgentTool::FollowupTask => "followup_task",
-        CollabAgentTool::InterruptAgent => "interrupt_agent",
-        _ => "list_agents",
+        TaskKind::SpawnAgent => "spawn_agent",
+        TaskKind::WaitAgent => "wait_agent",
+        TaskKind::SendMessage => "send_message",
+        TaskKind::FollowupTask => "followup_task",
+        TaskKind::InterruptAgent => "interrupt_agent",
+        TaskKind::ListAgents => "list_agents",
     }
 }
 
@@ -294,7 +320,11 @@ fn report_to_parent(
                     state.message.as_deref().unwrap_or("")
                 ),
                 // An interrupted agent says nothing; one still working has nothing to say.
-                _ => continue,
+                CollabAgentStatus::PendingInit
+                | CollabAgentStatus::Running
+                | CollabAgentStatus::Interrupted
+                | CollabAgentStatus::Shutdown
+                | CollabAgentStatus::NotFound => continue,
             };
             let Some(parent) = parent.upgrade() else {
                 break;
@@ -400,7 +430,7 @@ fn resolve(agents: &AgentControl, target: &str) -> Result<(String, ConversationI
 }
 
 /// `send_message`, `followup_task` and `interrupt_agent`: one target, named by path or id.
-async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str) -> String {
+async fn act_on_target(ctx: &ToolContext, tool: TargetAction, arguments: &str) -> String {
     let call_id = ctx.call_id().to_string();
     let args: TargetArgs = match serde_json::from_str(arguments) {
         Ok(args) => args,
@@ -413,10 +443,11 @@ async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str
     };
     match act(agents, tool, path.clone(), id, args.message).await {
         Ok(answer) => {
-            let kind = if tool == CollabAgentTool::InterruptAgent {
-                SubAgentActivityKind::Interrupted
-            } else {
-                SubAgentActivityKind::Interacted
+            let kind = match tool {
+                TargetAction::Interrupt => SubAgentActivityKind::Interrupted,
+                TargetAction::SendMessage | TargetAction::FollowupTask => {
+                    SubAgentActivityKind::Interacted
+                }
             };
             activity(ctx, call_id, kind, id, path, CallDetails::default()).await;
             answer
@@ -427,7 +458,7 @@ async fn act_on_target(ctx: &ToolContext, tool: CollabAgentTool, arguments: &str
 
 async fn act(
     agents: &AgentControl,
-    tool: CollabAgentTool,
+    tool: TargetAction,
     path: String,
     id: ConversationId,
     message: Option<String>,
@@ -441,7 +472,7 @@ async fn act(
     };
     let sent = |err: crate::error::CoreError| err.to_string();
     match tool {
-        CollabAgentTool::SendMessage => {
+        TargetAction::SendMessage => {
             let item = ResponseItem::agent_message("MESSAGE", agents.path(), &path, &message()?);
             // The mailbox first: a `wait_agent` the message wakes finds it there.
             agents.tree().post(
@@ -454,7 +485,7 @@ async fn act(
             conversation.submit(inject(item)).await.map_err(sent)?;
             Ok(String::new())
         }
-        CollabAgentTool::FollowupTask => {
+        TargetAction::FollowupTask => {
             if path == crate::client::ROOT_AGENT {
                 return Err("Follow-up tasks can't target the root agent".to_string());
             }
@@ -473,7 +504,7 @@ async fn act(
                 .map_err(sent)?;
             Ok(String::new())
         }
-        _ => {
+        TargetAction::Interrupt => {
             let before = conversation.agent_status();
             if before.status == CollabAgentStatus::Running {
                 conversation.submit(Op::Interrupt).await.map_err(sent)?;

@@ -71,7 +71,11 @@ impl DynTool for CollabTool {
                 CollabAgentTool::Wait => wait_agent(&ctx, &call_id, arguments).await?,
                 CollabAgentTool::CloseAgent => close_agent(&ctx, &call_id, arguments).await,
                 CollabAgentTool::ResumeAgent => resume_agent(&ctx, &call_id, arguments).await,
-                _ => refused("not a first-generation sub-agent tool"),
+                // `collab_tools` makes none of these: they are the second generation's.
+                CollabAgentTool::SendMessage
+                | CollabAgentTool::FollowupTask
+                | CollabAgentTool::InterruptAgent
+                | CollabAgentTool::ListAgents => refused("not a first-generation sub-agent tool"),
             })
         })
     }
@@ -477,6 +481,9 @@ fn tool_name(tool: CollabAgentTool) -> &'static str {
         CollabAgentTool::ResumeAgent => "resume_agent",
         CollabAgentTool::Wait => "wait_agent",
         CollabAgentTool::CloseAgent => "close_agent",
-        _ => "",
+        CollabAgentTool::SendMessage => "send_message",
+        CollabAgentTool::FollowupTask => "followup_task",
+        CollabAgentTool::InterruptAgent => "interrupt_agent",
+        CollabAgentTool::ListAgents => "list_agents",
     }
 }
