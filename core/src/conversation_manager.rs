@@ -503,7 +503,7 @@ impl ManagerShared {
                         config.model_provider.headers(&env),
                     )
                 };
-                let window = crate::client::discover_context_window(
+                let window = crate::context_window::discover_context_window(
                     &self.http(),
                     &config.model_provider_id,
                     &config.model_provider,

@@ -10,7 +10,7 @@ use keel_protocol::ConversationId;
 pub enum CoreError {
     /// Configuration could not be loaded or is invalid.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::config_error::ConfigError),
 
     /// The provider needs an API key that is not set.
     #[error("{0}")]

@@ -48,6 +48,8 @@ pub mod checkpoints;
 mod client;
 mod code_mode;
 pub mod config;
+mod config_error;
+mod context_window;
 mod conversation;
 mod conversation_manager;
 mod environment_link;
@@ -94,12 +96,12 @@ mod unified_exec;
 pub use client::{
     ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt,
     ProviderCapabilities, RequestMetadata, ResponseEvent, ResponseStream, ResponsesApiProvider,
-    model_ids_match,
 };
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,
     ShellEnvironmentPolicy, WireApi, find_keel_home, parse_cli_override,
 };
+pub use context_window::model_ids_match;
 pub use conversation::{Conversation, NewConversation};
 pub use conversation_manager::{ConversationManager, EnvLookup, SpawnedConversation};
 pub use environment_link::EnvironmentLink;

@@ -34,8 +34,8 @@ impl ModelBackend {
         match self {
             Self::Provider(provider) => ModelClient::with_provider(provider, settings),
             Self::Http(http, key) => {
-                let provider = crate::client::http_provider(settings.wire_api, http, key);
-                ModelClient::with_provider(provider, settings)
+                let provider = crate::client::ConfiguredHttpProvider::new(http, key);
+                ModelClient::with_provider(Arc::new(provider), settings)
             }
         }
     }

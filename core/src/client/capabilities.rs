@@ -1,8 +1,6 @@
 //! What a model provider can take beyond plain function tools, so the engine asks the provider
 //! instead of checking which wire API it speaks.
 
-use crate::config::WireApi;
-
 /// What a provider's requests may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -11,18 +9,7 @@ pub struct ProviderCapabilities {
     pub freeform_tools: bool,
     /// Tools the provider runs itself (`web_search`).
     pub hosted_tools: bool,
-}
-
-impl ProviderCapabilities {
-    /// What Keel's own client for `wire_api` can send: the Responses API takes both; Chat
-    /// Completions neither.
-    pub fn of_wire_api(wire_api: WireApi) -> Self {
-        match wire_api {
-            WireApi::Responses => Self {
-                freeform_tools: true,
-                hosted_tools: true,
-            },
-            WireApi::Chat => Self::default(),
-        }
-    }
+    /// A conversation the provider can compact itself (a request ending in a
+    /// `compaction_trigger` item), where the provider's host offers it.
+    pub remote_compaction: bool,
 }

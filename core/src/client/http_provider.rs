@@ -1,5 +1,6 @@
-//! Keel's own model backends: an OpenAI-compatible server over HTTP, speaking the Responses
-//! API or the Chat Completions API, streamed as server-sent events.
+//! Keel's own model backends: an OpenAI-compatible server over HTTP, speaking one of the wire
+//! APIs in `wire/` (the format builds the request and reads the answer), streamed as
+//! server-sent events.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -9,8 +10,9 @@ use futures::future::BoxFuture;
 
 use super::response_stream::{ResponseStream, Source};
 use super::settings::{ClientSettings, ORIGINATOR};
-use super::wire_decoder::WireDecoder;
-use super::{ModelProvider, Prompt, chat_api, rate_limits, responses_api, sse};
+use super::wire::WireApi;
+use super::wire_format::WireFormat;
+use super::{ModelProvider, Prompt, ProviderCapabilities, rate_limits, sse};
 use crate::error::{CoreError, Result};
 
 /// Supplies the API key for each request (a key that rotates, or one kept in a secret
@@ -66,11 +68,14 @@ impl ModelProvider for ResponsesApiProvider {
         settings: &'a ClientSettings,
         prompt: &'a Prompt,
     ) -> BoxFuture<'a, Result<ResponseStream>> {
-        Box::pin(async move {
-            let body = responses_api::request_bytes(settings, prompt)?;
-            let decoder = Box::new(responses_api::ResponsesDecoder);
-            self.http.send(settings, prompt, body, decoder).await
-        })
+        Box::pin(
+            self.http
+                .send(WireApi::Responses.format(), settings, prompt),
+        )
+    }
+
+    fn capabilities(&self, _settings: &ClientSettings) -> ProviderCapabilities {
+        WireApi::Responses.capabilities()
     }
 }
 
@@ -80,11 +85,37 @@ impl ModelProvider for ChatApiProvider {
         settings: &'a ClientSettings,
         prompt: &'a Prompt,
     ) -> BoxFuture<'a, Result<ResponseStream>> {
-        Box::pin(async move {
-            let body = chat_api::request_bytes(settings, prompt)?;
-            let decoder = Box::new(chat_api::ChatAccumulator::for_tools(&prompt.tools));
-            self.http.send(settings, prompt, body, decoder).await
-        })
+        Box::pin(self.http.send(WireApi::Chat.format(), settings, prompt))
+    }
+
+    fn capabilities(&self, _settings: &ClientSettings) -> ProviderCapabilities {
+        WireApi::Chat.capabilities()
+    }
+}
+
+/// The provider the configuration names: Keel's HTTP client speaking the provider's
+/// `wire_api`, whichever it is.
+#[derive(Clone)]
+pub(crate) struct ConfiguredHttpProvider {
+    http: HttpSender,
+}
+
+impl ConfiguredHttpProvider {
+    /// A provider sending on `http`, taking the API key from `key` when given.
+    pub(crate) fn new(http: reqwest::Client, key: Option<ApiKeyFn>) -> Self {
+        Self {
+            http: HttpSender { http, key },
+        }
+    }
+}
+
+impl ModelProvider for ConfiguredHttpProvider {
+    fn stream<'a>(
+        &'a self,
+        settings: &'a ClientSettings,
+        prompt: &'a Prompt,
+    ) -> BoxFuture<'a, Result<ResponseStream>> {
+        Box::pin(self.http.send(settings.wire_api.format(), settings, prompt))
     }
 }
 
@@ -100,11 +131,13 @@ impl HttpSender {
     /// missing key) are returned here; errors mid-stream arrive on the stream.
     async fn send(
         &self,
+        format: &'static dyn WireFormat,
         settings: &ClientSettings,
         prompt: &Prompt,
-        body: Vec<u8>,
-        decoder: Box<dyn WireDecoder>,
     ) -> Result<ResponseStream> {
+        let options = settings.request_options();
+        let body = format.request_bytes(&options, prompt)?;
+        let decoder = format.decoder(prompt);
         let api_key = match self.key.as_ref().and_then(|key| key()) {
             Some(key) => Some(key),
             None => settings.api_key.clone().map_err(CoreError::MissingApiKey)?,
@@ -124,20 +157,8 @@ impl HttpSender {
         if let Some(id) = &prompt.conversation_id {
             request = request.header("session_id", id);
         }
-        if settings.wire_api == crate::config::WireApi::Responses
-            && let Some(metadata) = &prompt.metadata
-        {
-            for (name, value) in metadata.headers() {
-                request = request.header(name, value);
-            }
-        }
-        // Today's models are sent the lighter Responses shape, and told so, as Codex does.
-        if settings.wire_api == crate::config::WireApi::Responses
-            && crate::model_family::family(&settings.catalog, &settings.model).responses_lite
-        {
-            request = request
-                .header("x-openai-internal-codex-responses-lite", "true")
-                .header("x-codex-beta-features", "remote_compaction_v2");
+        for (name, value) in format.headers(&options, prompt) {
+            request = request.header(name, value);
         }
         for (name, value) in &settings.headers {
             request = request.header(name, value);

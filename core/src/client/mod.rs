@@ -1,34 +1,33 @@
 //! The model client: one streaming request to an OpenAI-compatible provider, over the
-//! Responses API or the Chat Completions API, mapped to one stream of [`ResponseEvent`]s.
+//! wire APIs in `wire/` (Responses, Chat Completions), mapped to one stream of [`ResponseEvent`]s.
 //!
 //! Retries are the caller's: a failed request or a broken stream comes back as a
 //! [`CoreError`] whose [`CoreError::is_retryable`] says whether to try again, so the turn loop
 //! can tell the user about each retry.
 
 mod capabilities;
-mod chat_api;
-mod context_window;
+
 mod http_provider;
 mod prompt;
 mod provider;
 mod rate_limits;
 mod request_metadata;
+mod request_options;
 mod response_event;
 mod response_stream;
-mod responses_api;
 mod settings;
 mod sse;
-mod text_tool_calls;
 mod wire;
 mod wire_decoder;
+mod wire_format;
 
 use std::sync::Arc;
 
 use keel_protocol::ReasoningEffort;
 
 pub use capabilities::ProviderCapabilities;
-pub(crate) use context_window::discover_context_window;
-pub use context_window::model_ids_match;
+
+pub(crate) use http_provider::ConfiguredHttpProvider;
 pub use http_provider::{ApiKeyFn, ChatApiProvider, ResponsesApiProvider};
 pub use prompt::Prompt;
 pub use provider::ModelProvider;
@@ -36,7 +35,7 @@ pub use request_metadata::{ROOT_AGENT, RequestMetadata};
 pub use response_event::ResponseEvent;
 pub use response_stream::ResponseStream;
 pub use settings::ClientSettings;
-pub(crate) use wire::http_provider;
+pub use wire::WireApi;
 
 use crate::error::Result;
 
@@ -86,8 +85,7 @@ impl ModelClient {
     /// A client for `settings` on an existing connection pool (conversations of one
     /// process share one, so sub-agents reuse the parent's connections).
     pub fn with_http(http: reqwest::Client, settings: ClientSettings) -> Self {
-        let provider = wire::http_provider(settings.wire_api, http, None);
-        Self::with_provider(provider, settings)
+        Self::with_provider(Arc::new(ConfiguredHttpProvider::new(http, None)), settings)
     }
 
     /// A client sampling through `provider` (the embedder's own backend) with `settings`'
@@ -119,7 +117,10 @@ impl ModelClient {
 
     /// The request body `prompt` becomes on this provider's wire API, as sent.
     pub fn request_bytes(&self, prompt: &Prompt) -> Result<Vec<u8>> {
-        wire::request_bytes(&self.settings, prompt)
+        self.settings
+            .wire_api
+            .format()
+            .request_bytes(&self.settings.request_options(), prompt)
     }
 
     /// Sends one streaming request. Errors before the first event (connection, HTTP status,

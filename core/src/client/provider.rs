@@ -57,6 +57,6 @@ pub trait ModelProvider: Send + Sync {
     /// What requests to this provider may carry beyond plain function tools. By default, what
     /// Keel's own client for the configured wire API can send (`settings.wire_api`).
     fn capabilities(&self, settings: &ClientSettings) -> ProviderCapabilities {
-        ProviderCapabilities::of_wire_api(settings.wire_api)
+        settings.wire_api.capabilities()
     }
 }

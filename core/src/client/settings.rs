@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use keel_protocol::ReasoningEffort;
 
-use crate::config::WireApi;
+use super::request_options::RequestOptions;
+use super::wire::WireApi;
 
 /// Names Keel to providers in the `originator` header.
 pub(super) const ORIGINATOR: &str = "keel";
@@ -25,11 +26,11 @@ pub struct ClientSettings {
     /// Reasoning effort, for models that reason.
     pub reasoning_effort: Option<ReasoningEffort>,
     /// How much reasoning summary to ask for.
-    pub reasoning_summary: crate::config::ReasoningSummaryMode,
+    pub reasoning_summary: crate::reasoning_settings::ReasoningSummaryMode,
     /// Answer length, for models that take it.
-    pub verbosity: Option<crate::config::Verbosity>,
+    pub verbosity: Option<crate::reasoning_settings::Verbosity>,
     /// The processing tier asked of the provider (`service_tier`).
-    pub service_tier: Option<crate::config::ServiceTier>,
+    pub service_tier: Option<crate::reasoning_settings::ServiceTier>,
     /// Chat wire: the assistant-message field reasoning goes back in, if any.
     pub chat_reasoning_field: Option<String>,
     /// Whether the model reasons, whatever the family table says.
@@ -38,4 +39,20 @@ pub struct ClientSettings {
     pub stream_idle_timeout: Duration,
     /// The models known by name, whose facts shape each request.
     pub catalog: std::sync::Arc<crate::model_catalog::ModelCatalog>,
+}
+
+impl ClientSettings {
+    /// What of these settings shapes a request body.
+    pub(super) fn request_options(&self) -> RequestOptions<'_> {
+        RequestOptions {
+            model: &self.model,
+            reasoning_effort: self.reasoning_effort.as_ref(),
+            reasoning_summary: self.reasoning_summary,
+            verbosity: self.verbosity,
+            service_tier: self.service_tier,
+            chat_reasoning_field: self.chat_reasoning_field.as_deref(),
+            reasoning_override: self.reasoning_override,
+            catalog: &self.catalog,
+        }
+    }
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::EnvironmentToml;
-use super::error::{ConfigError, ConfigOrigin, Result};
 use super::toml_model::ConfigToml;
+use crate::config_error::{ConfigError, ConfigOrigin, Result};
 
 /// The file's name in the Keel home.
 pub const ENVIRONMENTS_FILE_NAME: &str = "environments.toml";

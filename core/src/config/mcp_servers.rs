@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::error::{ConfigError, ConfigOrigin, Result};
 use super::mcp_oauth::{McpOAuthSettings, McpOAuthToml, resolve_oauth};
+use crate::config_error::{ConfigError, ConfigOrigin, Result};
 
 /// How long a server may take to start and list its tools when `startup_timeout_sec` is not
 /// set (Codex's default).

@@ -20,7 +20,6 @@
 mod edit;
 mod environments;
 mod environments_file;
-mod error;
 mod features;
 mod mcp_oauth;
 mod mcp_servers;
@@ -39,13 +38,13 @@ mod tests;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+pub use crate::config_error::{ConfigError, ConfigOrigin, Result};
 pub use crate::reasoning_settings::{ReasoningSummaryMode, ServiceTier, Verbosity};
 pub use edit::{
     ConfigEdit, ConfigWriteError, ConfigWritten, MergeStrategy, config_version, write_config_edits,
 };
 pub use environments::{EnvironmentToml, LOCAL_ENVIRONMENT};
 pub use environments_file::ENVIRONMENTS_FILE_NAME;
-pub use error::{ConfigError, ConfigOrigin, Result};
 pub use features::{FeatureInfo, KEEL_FEATURES};
 pub use mcp_oauth::{McpOAuthSettings, TokenEndpointAuthMethod};
 pub use mcp_servers::{

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use keel_protocol::{AskForApproval, SandboxMode};
 
-use super::error::{ConfigError, Result};
+use crate::config_error::{ConfigError, Result};
 
 /// Typed overrides from a server request or CLI flags; each `Some` wins over every other source.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

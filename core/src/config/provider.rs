@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{ConfigError, Result};
+pub use crate::client::WireApi;
+
+use crate::config_error::{ConfigError, Result};
 
 /// Id of the built-in OpenAI provider (the default `model_provider`).
 pub const OPENAI_PROVIDER_ID: &str = "openai";
@@ -33,29 +35,6 @@ pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
 pub const MAX_REQUEST_MAX_RETRIES: u64 = 100;
 /// Upper bound on `stream_max_retries`, whatever the file says (as in Codex).
 pub const MAX_STREAM_MAX_RETRIES: u64 = 100;
-
-/// Which HTTP API a provider speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WireApi {
-    /// The OpenAI Responses API (`POST /responses`); the default for a provider that does not
-    /// say, as in Codex 0.169.
-    #[default]
-    Responses,
-    /// The Chat Completions API (`POST /chat/completions`), which most local servers and
-    /// gateways speak (`wire_api = "chat"`).
-    Chat,
-}
-
-impl WireApi {
-    /// The path of this API's endpoint relative to a provider's base URL.
-    pub fn endpoint_path(self) -> &'static str {
-        match self {
-            Self::Responses => "responses",
-            Self::Chat => "chat/completions",
-        }
-    }
-}
 
 /// One model provider, as written under `[model_providers.<id>]` (same keys as Codex).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +136,7 @@ impl ModelProviderInfo {
     /// `compaction_trigger` item), as Codex decides it: OpenAI's API (the provider named
     /// `OpenAI`) and Azure OpenAI (named `azure`, or on an Azure host).
     pub fn supports_remote_compaction(&self) -> bool {
-        if self.wire_api != WireApi::Responses {
+        if !self.wire_api.capabilities().remote_compaction {
             return false;
         }
         let base_url = self.base_url().to_ascii_lowercase();

@@ -13,13 +13,13 @@ use keel_protocol::{AskForApproval, ReasoningEffort, SandboxMode, SandboxPolicy}
 use super::{ReasoningSummaryMode, Verbosity};
 use serde_path_to_error::Segment;
 
-use super::error::{ConfigError, ConfigOrigin, Result};
 use super::mcp_servers::{McpServerConfig, resolve_mcp_servers};
 use super::overrides::{ConfigOverrides, apply_cli_override, key_segments};
 use super::provider::{ModelProviderInfo, OPENAI_PROVIDER_ID, built_in_model_providers_with};
 use super::shell_env::ShellEnvironmentPolicy;
 use super::toml_model::{ConfigProfileToml, ConfigToml};
 use super::unknown_keys::{self, ConfigWarning};
+use crate::config_error::{ConfigError, ConfigOrigin, Result};
 
 /// Name of the configuration file inside `KEEL_HOME`.
 pub const CONFIG_FILE_NAME: &str = "config.toml";

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::error::ConfigOrigin;
+use crate::config_error::ConfigOrigin;
 
 /// A key the configuration does not use, found while loading it.
 #[derive(Debug, Clone, PartialEq)]

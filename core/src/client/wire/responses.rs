@@ -4,12 +4,12 @@ use keel_protocol::TokenUsage;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::settings::ClientSettings;
-use super::sse::Frame;
-use super::{Prompt, ResponseEvent};
-use crate::config::ReasoningSummaryMode;
+use crate::client::request_options::RequestOptions;
+use crate::client::sse::Frame;
+use crate::client::{Prompt, ResponseEvent};
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
+use crate::reasoning_settings::ReasoningSummaryMode;
 
 /// The body of `POST /responses`, borrowing the prompt: serialised straight to bytes, with no
 /// intermediate JSON tree of the (possibly megabytes of) history.
@@ -69,8 +69,8 @@ impl Serialize for InputItems<'_> {
 }
 
 /// The JSON body of `POST /responses`, as bytes.
-pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
-    let family = crate::model_family::family(&settings.catalog, &settings.model);
+fn request_bytes(settings: &RequestOptions<'_>, prompt: &Prompt) -> Result<Vec<u8>> {
+    let family = crate::model_family::family(settings.catalog, settings.model);
     // A model reasons if the table or the configuration says so, or if the user asked for an
     // effort (an unknown model named with an effort is taken at its word).
     let reasons = settings
@@ -78,12 +78,8 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         .unwrap_or(family.reasoning || settings.reasoning_effort.is_some());
     let reasoning = reasons.then(|| {
         let mut reasoning = serde_json::Map::new();
-        if let Some(effort) = settings
-            .reasoning_effort
-            .as_ref()
-            .or(family.default_effort.as_ref())
-        {
-            let effort = settings.catalog.wire_effort(&settings.model, effort);
+        if let Some(effort) = settings.reasoning_effort.or(family.default_effort.as_ref()) {
+            let effort = settings.catalog.wire_effort(settings.model, effort);
             reasoning.insert("effort".into(), json!(effort));
         }
         if settings.reasoning_summary != ReasoningSummaryMode::None {
@@ -113,7 +109,7 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         );
     }
     let body = RequestBody {
-        model: &settings.model,
+        model: settings.model,
         instructions: (!family.responses_lite).then_some(prompt.instructions.as_str()),
         input: InputItems {
             lead,
@@ -129,7 +125,7 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         stream: true,
         service_tier: settings
             .service_tier
-            .and_then(crate::config::ServiceTier::wire_value),
+            .and_then(crate::reasoning_settings::ServiceTier::wire_value),
         prompt_cache_key: prompt.conversation_id.as_deref(),
         reasoning,
         // With `store: false` the provider keeps nothing: the reasoning comes back encrypted
@@ -146,7 +142,7 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
         client_metadata: prompt
             .metadata
             .as_ref()
-            .map(super::RequestMetadata::client_metadata),
+            .map(crate::client::RequestMetadata::client_metadata),
     };
     serde_json::to_vec(&body)
         .map_err(|err| CoreError::Stream(format!("cannot encode the request: {err}")))
@@ -155,7 +151,7 @@ pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Resul
 /// The `text` options: verbosity for models that take it, and the output schema as a strict
 /// `json_schema` format when the turn has one.
 fn text_options(
-    verbosity: Option<crate::config::Verbosity>,
+    verbosity: Option<crate::reasoning_settings::Verbosity>,
     output_schema: Option<&Value>,
 ) -> Option<Value> {
     let mut text = serde_json::Map::new();
@@ -229,7 +225,7 @@ impl From<Usage> for TokenUsage {
 }
 
 /// Maps one SSE frame to zero or more response events.
-pub(super) fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
+fn map_frame(frame: &Frame) -> Result<Vec<ResponseEvent>> {
     let envelope: EventEnvelope = serde_json::from_str(&frame.data).map_err(|err| {
         CoreError::Stream(format!(
             "unreadable `{}` event data: {err}",
@@ -326,10 +322,54 @@ fn keep_known_parts(item: &mut Value) {
 
 /// The Responses API's frames: each one says what it is (`response.output_text.delta`, ...),
 /// and `response.completed` ends the answer.
-pub(super) struct ResponsesDecoder;
+struct ResponsesDecoder;
 
-impl super::wire_decoder::WireDecoder for ResponsesDecoder {
+impl crate::client::wire_decoder::WireDecoder for ResponsesDecoder {
     fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
         map_frame(frame)
+    }
+}
+
+/// The OpenAI Responses API (`POST /responses`): freeform and hosted tools, remote
+/// compaction, and Codex's request metadata as headers.
+pub(super) struct ResponsesFormat;
+
+impl crate::client::wire_format::WireFormat for ResponsesFormat {
+    fn endpoint_path(&self) -> &'static str {
+        "responses"
+    }
+
+    fn capabilities(&self) -> crate::client::ProviderCapabilities {
+        crate::client::ProviderCapabilities {
+            freeform_tools: true,
+            hosted_tools: true,
+            remote_compaction: true,
+        }
+    }
+
+    fn request_bytes(&self, settings: &RequestOptions<'_>, prompt: &Prompt) -> Result<Vec<u8>> {
+        request_bytes(settings, prompt)
+    }
+
+    fn decoder(&self, _prompt: &Prompt) -> Box<dyn crate::client::wire_decoder::WireDecoder> {
+        Box::new(ResponsesDecoder)
+    }
+
+    fn headers(
+        &self,
+        settings: &RequestOptions<'_>,
+        prompt: &Prompt,
+    ) -> Vec<(&'static str, String)> {
+        let mut headers: Vec<(&'static str, String)> = prompt
+            .metadata
+            .as_ref()
+            .map(crate::client::RequestMetadata::headers)
+            .unwrap_or_default();
+        // Today's models are sent the lighter Responses shape, and told so, as Codex does.
+        if crate::model_family::family(settings.catalog, settings.model).responses_lite {
+            headers.push(("x-openai-internal-codex-responses-lite", "true".into()));
+            headers.push(("x-codex-beta-features", "remote_compaction_v2".into()));
+        }
+        headers
     }
 }

@@ -6,20 +6,20 @@ use std::collections::BTreeMap;
 use keel_protocol::TokenUsage;
 use serde_json::{Value, json};
 
-use super::settings::ClientSettings;
-use super::sse::Frame;
-use super::{Prompt, ResponseEvent};
+use crate::client::request_options::RequestOptions;
+use crate::client::sse::Frame;
+use crate::client::{Prompt, ResponseEvent};
 use crate::error::{CoreError, Result};
 use crate::models::ResponseItem;
 
 /// The JSON body of `POST /chat/completions`.
 /// The request body `prompt` becomes, as sent.
-pub(super) fn request_bytes(settings: &ClientSettings, prompt: &Prompt) -> Result<Vec<u8>> {
+fn request_bytes(settings: &RequestOptions<'_>, prompt: &Prompt) -> Result<Vec<u8>> {
     serde_json::to_vec(&request_body(settings, prompt))
         .map_err(|err| crate::error::CoreError::Stream(format!("cannot encode the request: {err}")))
 }
 
-pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value {
+pub(super) fn request_body(settings: &RequestOptions<'_>, prompt: &Prompt) -> Value {
     let mut messages = vec![json!({"role": "system", "content": prompt.instructions})];
     // Reasoning goes back (when the provider wants it) only within the running turn: after
     // the last user message.
@@ -34,7 +34,7 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
             if let (Some(field), Some(text)) = (&settings.chat_reasoning_field, reasoning.take())
                 && index > turn_start
             {
-                message[field.as_str()] = Value::String(text);
+                message[*field] = Value::String(text);
             }
         };
         match item {
@@ -123,16 +123,16 @@ pub(super) fn request_body(settings: &ClientSettings, prompt: &Prompt) -> Value 
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    if let Some(effort) = &settings.reasoning_effort {
+    if let Some(effort) = settings.reasoning_effort {
         // Only when the user chose one: servers of models that do not reason may refuse it.
-        let effort = settings.catalog.wire_effort(&settings.model, effort);
+        let effort = settings.catalog.wire_effort(settings.model, effort);
         body["reasoning_effort"] = Value::String(effort.as_str().to_string());
     }
     if let Some(schema) = &prompt.output_schema {
         body["response_format"] = json!({
             "type": "json_schema",
             "json_schema": {
-                "name": super::responses_api::OUTPUT_SCHEMA_NAME,
+                "name": super::responses::OUTPUT_SCHEMA_NAME,
                 "schema": schema,
                 "strict": true,
             },
@@ -487,7 +487,7 @@ impl ChatAccumulator {
     }
 }
 
-impl super::wire_decoder::WireDecoder for ChatAccumulator {
+impl crate::client::wire_decoder::WireDecoder for ChatAccumulator {
     fn map_frame(&mut self, frame: &Frame) -> Result<Vec<ResponseEvent>> {
         ChatAccumulator::map_frame(self, frame)
     }
@@ -498,5 +498,26 @@ impl super::wire_decoder::WireDecoder for ChatAccumulator {
 
     fn finish(&mut self) -> Vec<ResponseEvent> {
         ChatAccumulator::finish(self)
+    }
+}
+
+/// The Chat Completions API (`POST /chat/completions`): function tools only.
+pub(super) struct ChatFormat;
+
+impl crate::client::wire_format::WireFormat for ChatFormat {
+    fn endpoint_path(&self) -> &'static str {
+        "chat/completions"
+    }
+
+    fn capabilities(&self) -> crate::client::ProviderCapabilities {
+        crate::client::ProviderCapabilities::default()
+    }
+
+    fn request_bytes(&self, settings: &RequestOptions<'_>, prompt: &Prompt) -> Result<Vec<u8>> {
+        request_bytes(settings, prompt)
+    }
+
+    fn decoder(&self, prompt: &Prompt) -> Box<dyn crate::client::wire_decoder::WireDecoder> {
+        Box::new(ChatAccumulator::for_tools(&prompt.tools))
     }
 }
