@@ -45,4 +45,4 @@ pub use jsonrpc::{
     JsonRpcErrorObject, JsonRpcFraming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest,
     JsonRpcResponse, METHOD_NOT_FOUND, PARSE_ERROR, RequestId, SERVER_OVERLOADED, echo_bounded,
 };
-pub use rpc::{MethodTable, RpcNotification, RpcRequest};
+pub use rpc::{Handles, MethodTable, RequestHandler, RpcNotification, RpcRequest};

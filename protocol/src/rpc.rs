@@ -16,6 +16,21 @@ pub trait RpcRequest {
     type Response: Serialize + DeserializeOwned;
 }
 
+/// A server's side of a request table: what handling any request gives back (a response, a
+/// future of one). The table's `dispatch` takes a handler that [`Handles`] every method in it,
+/// so a server that lacks one does not compile.
+pub trait RequestHandler {
+    /// What handling one request gives.
+    type Output;
+}
+
+/// Handles method `M`: the one place a server writes what `M` does, beside its other methods
+/// of the same topic.
+pub trait Handles<M: RpcRequest>: RequestHandler {
+    /// Handles one `M` request.
+    fn handle(self, params: M::Params) -> Self::Output;
+}
+
 /// A notification method: its wire name and the type of its params.
 pub trait RpcNotification {
     /// The JSON-RPC method name.
@@ -123,6 +138,20 @@ macro_rules! request_table {
                     type Response = $response;
                 }
             )*
+        }
+
+        impl $name {
+            /// Hands the request to `handler`'s handler for its method.
+            pub fn dispatch<H>(self, handler: H) -> H::Output
+            where
+                H: $crate::RequestHandler $(+ $crate::Handles<$markers::$variant>)*,
+            {
+                match self {
+                    $(Self::$variant(params) => {
+                        <H as $crate::Handles<$markers::$variant>>::handle(handler, params)
+                    })*
+                }
+            }
         }
     };
 }

@@ -94,3 +94,29 @@ pub(crate) fn collaboration_modes() -> CollaborationModeListResponse {
         ],
     }
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(Initialize, |_, _| Err(
+    crate::error::AppServerError::AlreadyInitialized
+));
+handle!(AccountRead, |ctx, _| Reply::now(&account_read(ctx.state)?));
+handle!(AccountBedrockCheckGovCloudRequirements, |_, _| Reply::now(
+    &check_gov_cloud()
+));
+handle!(ConfigRequirementsRead, |_, _| Reply::now(
+    &config_requirements()
+));
+handle!(PluginInstalled, |_, _| Reply::now(&plugin_installed()));
+handle!(PluginList, |_, _| Reply::now(&plugin_list()));
+handle!(ExperimentalFeatureList, |ctx, _| Reply::now(
+    &experimental_features(ctx.state)?
+));
+handle!(CollaborationModeList, |_, _| Reply::now(
+    &collaboration_modes()
+));
+handle!(AccountLogout, |_, _| Reply::now(
+    &keel_protocol::app_server::EmptyResponse {}
+));
+handle!(ExternalAgentConfigDetect, |_, _| Reply::now(
+    &keel_protocol::app_server::ExternalAgentConfigDetectResponse::default()
+));

@@ -468,6 +468,28 @@ fn sandboxed(
     ))
 }
 
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(CommandExec, |ctx, p| {
+    // The server's own settings decide the default sandbox (read per request, so an edit
+    // of `config.toml` applies to the next command).
+    let server = ctx.state.resolve_config(&Default::default())?;
+    Reply::now(
+        &ctx.connection
+            .execs
+            .exec(p, &server, ctx.outgoing())
+            .await?,
+    )
+});
+handle!(CommandExecWrite, |ctx, p| Reply::now(
+    &ctx.connection.execs.write(p).await?
+));
+handle!(CommandExecResize, |ctx, p| Reply::now(
+    &ctx.connection.execs.resize(p).await?
+));
+handle!(CommandExecTerminate, |ctx, p| Reply::now(
+    &ctx.connection.execs.terminate(p).await?
+));
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,3 +118,11 @@ pub(crate) fn write(
         overridden_metadata,
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ConfigValueWrite, |ctx, p| Reply::now(&config_value_write(
+    ctx.state, p
+)?));
+handle!(ConfigBatchWrite, |ctx, p| Reply::now(&config_batch_write(
+    ctx.state, p
+)?));

@@ -202,3 +202,11 @@ pub(crate) fn resolve_thread_config(
     }
     Ok(config)
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(EnvironmentAdd, |ctx, p| Reply::now(
+    &add(ctx.state, p).await?
+));
+handle!(EnvironmentStatus, |ctx, p| Reply::now(
+    &status(ctx.state, p).await?
+));

@@ -246,3 +246,18 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(FuzzyFileSearch, |ctx, p| Reply::now(
+    &ctx.connection.file_searches.search(p).await?
+));
+handle!(FuzzyFileSearchSessionStart, |ctx, p| Reply::now(
+    &ctx.connection.file_searches.start_session(p)?
+));
+handle!(FuzzyFileSearchSessionUpdate, |ctx, p| ctx
+    .connection
+    .file_searches
+    .update_session(p, ctx.outgoing()));
+handle!(FuzzyFileSearchSessionStop, |ctx, p| Reply::now(
+    &ctx.connection.file_searches.stop_session(p)
+));

@@ -181,3 +181,28 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(FsReadFile, |_, p| Reply::now(&fs_read_file(p).await?));
+handle!(FsWriteFile, |ctx, p| {
+    ctx.state.check_client_write("fs/writeFile", &p.path)?;
+    Reply::now(&fs_write_file(p).await?)
+});
+handle!(FsCreateDirectory, |ctx, p| {
+    ctx.state
+        .check_client_write("fs/createDirectory", &p.path)?;
+    Reply::now(&fs_create_directory(p).await?)
+});
+handle!(FsGetMetadata, |_, p| Reply::now(&fs_get_metadata(p).await?));
+handle!(FsReadDirectory, |_, p| Reply::now(
+    &fs_read_directory(p).await?
+));
+handle!(FsRemove, |ctx, p| {
+    ctx.state.check_client_write("fs/remove", &p.path)?;
+    Reply::now(&fs_remove(p).await?)
+});
+handle!(FsCopy, |ctx, p| {
+    ctx.state
+        .check_client_write("fs/copy", &p.destination_path)?;
+    Reply::now(&fs_copy(p).await?)
+});

@@ -41,3 +41,7 @@ pub(crate) async fn clear(state: &AppState, params: ThreadGoalClearParams) -> Re
     let cleared = thread.conversation.clear_goal(params.origin).await;
     Reply::now(&ThreadGoalClearResponse { cleared })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadGoalSet, |ctx, p| set(ctx.state, p).await);
+handle!(ThreadGoalClear, |ctx, p| clear(ctx.state, p).await);

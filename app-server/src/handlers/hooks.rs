@@ -52,3 +52,6 @@ fn entry(cwd: String, inventory: &HookInventory) -> HooksListEntry {
         errors: Vec::new(),
     }
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(HooksList, |ctx, p| Reply::now(&hooks_list(ctx.state, p)?));

@@ -32,3 +32,6 @@ pub(crate) fn config_read(
         origins: serde_json::Map::new(),
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ConfigRead, |ctx, p| Reply::now(&config_read(ctx.state, p)?));

@@ -32,3 +32,6 @@ pub(crate) async fn inject(state: &AppState, params: ThreadInjectItemsParams) ->
         .await?;
     Reply::now(&EmptyResponse::default())
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadInjectItems, |ctx, p| inject(ctx.state, p).await);

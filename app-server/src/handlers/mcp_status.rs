@@ -121,3 +121,14 @@ pub(crate) async fn mcp_server_tool_call(
             .cloned(),
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(McpServerStatusList, |ctx, p| Reply::now(
+    &mcp_server_status_list(ctx.state, p).await?
+));
+handle!(McpResourceRead, |ctx, p| Reply::now(
+    &mcp_resource_read(ctx.state, p).await?
+));
+handle!(McpServerToolCall, |ctx, p| Reply::now(
+    &mcp_server_tool_call(ctx.state, p).await?
+));

@@ -181,3 +181,6 @@ fn page(models: Vec<Model>, cursor: Option<&str>, limit: Option<u32>) -> Result<
         next_cursor,
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ModelList, |ctx, p| Reply::now(&model_list(ctx.state, p)?));

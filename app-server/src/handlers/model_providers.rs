@@ -364,6 +364,18 @@ fn acceptable_base_url(url: &str) -> bool {
     })
 }
 
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ModelProviderList, |ctx, p| Reply::now(&list(ctx.state, p)?));
+handle!(ModelProviderDefaultSet, |ctx, p| Reply::now(&default_set(
+    ctx.state, p
+)?));
+handle!(ModelProviderConfigWrite, |ctx, p| Reply::now(
+    &config_write(ctx.state, p)?
+));
+handle!(ModelProviderCapabilitiesRead, |ctx, p| Reply::now(
+    &capabilities_read(ctx.state, p)?
+));
+
 #[cfg(test)]
 mod tests {
     use super::*;

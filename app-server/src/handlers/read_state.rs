@@ -43,3 +43,8 @@ pub(crate) async fn update(
     }
     Ok(ThreadReadStateUpdateResponse { read_state })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadReadStateUpdate, |ctx, p| Reply::now(
+    &update(ctx.state, p).await?
+));

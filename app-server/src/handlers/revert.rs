@@ -76,3 +76,7 @@ pub(crate) async fn revert(
         }),
     )
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadRevert, |ctx, p| revert(ctx.state, p, ctx.outgoing())
+    .await);

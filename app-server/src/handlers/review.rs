@@ -51,3 +51,6 @@ pub(crate) async fn start(state: &AppState, params: ReviewStartParams) -> Result
         }
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ReviewStart, |ctx, p| start(ctx.state, p).await);

@@ -179,3 +179,17 @@ pub(crate) async fn clean_background_terminals(
         .await?;
     Ok(EmptyResponse::default())
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(PermissionProfileList, |_, p| Reply::now(
+    &permission_profiles(p)?
+));
+handle!(ThreadSettingsUpdate, |ctx, p| Reply::now(
+    &update(ctx.state, p).await?
+));
+handle!(ThreadBackgroundTerminalsClean, |ctx, p| Reply::now(
+    &clean_background_terminals(ctx.state, p).await?
+));
+handle!(ThreadBackgroundTerminalsList, |ctx, p| Reply::now(
+    &background_terminals(ctx.state, p).await?
+));

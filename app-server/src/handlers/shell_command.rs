@@ -40,3 +40,6 @@ pub(crate) async fn run(state: &AppState, params: ThreadShellCommandParams) -> R
         }
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadShellCommand, |ctx, p| run(ctx.state, p).await);

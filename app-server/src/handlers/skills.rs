@@ -112,3 +112,9 @@ pub(crate) fn skills_config_write(
         effective_enabled: params.enabled,
     })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(SkillsList, |ctx, p| Reply::now(&skills_list(ctx.state, p)?));
+handle!(SkillsConfigWrite, |ctx, p| Reply::now(
+    &skills_config_write(ctx.state, p)?
+));

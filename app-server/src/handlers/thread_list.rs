@@ -232,3 +232,9 @@ fn file_name(summary: Option<&ConversationSummary>) -> Option<String> {
         .and_then(|s| s.path.file_name())
         .map(|n| n.to_string_lossy().into_owned())
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadList, |ctx, p| Reply::now(&list(ctx.state, p).await?));
+handle!(ThreadSearch, |ctx, p| Reply::now(
+    &search(ctx.state, p).await?
+));

@@ -213,3 +213,23 @@ fn submission(message: QueuedMessage) -> QueuedSubmission {
         responsesapi_client_metadata: message.metadata,
     }
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadQueueAdd, |ctx, p| Reply::now(
+    &add(ctx.state, p).await?
+));
+handle!(ThreadQueueList, |ctx, p| Reply::now(
+    &list(ctx.state, p).await?
+));
+handle!(ThreadQueueDelete, |ctx, p| Reply::now(
+    &delete(ctx.state, p).await?
+));
+handle!(ThreadQueueReorder, |ctx, p| Reply::now(
+    &reorder(ctx.state, p).await?
+));
+handle!(ThreadQueueUpdate, |ctx, p| Reply::now(
+    &update(ctx.state, p).await?
+));
+handle!(ThreadQueueStart, |ctx, p| Reply::now(
+    &start(ctx.state, p).await?
+));

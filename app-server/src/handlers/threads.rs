@@ -696,3 +696,53 @@ pub(crate) async fn goal_get(
     let loaded = keel_core::load_rollout(&path).await?;
     Ok(ThreadGoalGetResponse { goal: loaded.goal })
 }
+
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadStart, |ctx, p| start(ctx.state, p, ctx.outgoing())
+    .await);
+handle!(ThreadResume, |ctx, p| resume(ctx.state, p, ctx.outgoing())
+    .await);
+handle!(ThreadFork, |ctx, p| fork(ctx.state, p, ctx.outgoing())
+    .await);
+handle!(ThreadRead, |ctx, p| Reply::now(&read(ctx.state, p).await?));
+handle!(ThreadLoadedList, |ctx, p| Reply::now(
+    &loaded_list(ctx.state, p).await?
+));
+handle!(ThreadArchive, |ctx, p| archive(
+    ctx.state,
+    p,
+    ctx.outgoing()
+)
+.await);
+handle!(ThreadUnarchive, |ctx, p| unarchive(
+    ctx.state,
+    p,
+    ctx.outgoing()
+)
+.await);
+handle!(ThreadDelete, |ctx, p| delete(ctx.state, p, ctx.outgoing())
+    .await);
+handle!(ThreadSetName, |ctx, p| set_name(
+    ctx.state,
+    p,
+    ctx.outgoing()
+)
+.await);
+handle!(ThreadUnsubscribe, |ctx, p| unsubscribe(
+    ctx.state,
+    p,
+    ctx.outgoing()
+)
+.await);
+handle!(ThreadRollback, |ctx, p| Reply::now(
+    &rollback(ctx.state, p).await?
+));
+handle!(ThreadTurnsList, |ctx, p| Reply::now(
+    &turns_list(ctx.state, p).await?
+));
+handle!(ThreadItemsList, |ctx, p| Reply::now(
+    &items_list(ctx.state, p).await?
+));
+handle!(ThreadGoalGet, |ctx, p| Reply::now(
+    &goal_get(ctx.state, p).await?
+));

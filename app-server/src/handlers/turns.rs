@@ -177,6 +177,14 @@ pub(crate) async fn interrupt(
     }
 }
 
+// What each of this topic's methods does (the dispatch finds them by method).
+handle!(ThreadCompactStart, |ctx, p| compact(ctx.state, p).await);
+handle!(TurnStart, |ctx, p| start(ctx.state, p).await);
+handle!(TurnSteer, |ctx, p| Reply::now(&steer(ctx.state, p).await?));
+handle!(TurnInterrupt, |ctx, p| Reply::now(
+    &interrupt(ctx.state, p).await?
+));
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
