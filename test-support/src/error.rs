@@ -119,6 +119,17 @@ pub enum Error {
         error: serde_json::Value,
     },
 
+    /// A message did not match the type its method's table gives it.
+    #[error("{what} does not match its type: {source}; the message: {message}")]
+    Shape {
+        /// Which message (the method and whether it is a result or params).
+        what: String,
+        /// The serde error, naming the field.
+        source: serde_json::Error,
+        /// The message as received.
+        message: serde_json::Value,
+    },
+
     /// A message could not be serialized.
     #[error("could not serialize message: {0}")]
     Serialize(#[from] serde_json::Error),

@@ -3,6 +3,7 @@
 
 use std::ops::{Deref, DerefMut};
 
+use keel_protocol::{RpcNotification, RpcRequest};
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
@@ -72,6 +73,48 @@ impl AppServerProcess {
             .await?;
         Ok(message["params"].clone())
     }
+}
+
+/// The typed side of the client: requests and notifications named by their marker types in
+/// keel-protocol's method tables (`client_request::ThreadStart`, `server_notification::…`),
+/// so a test builds params and reads results as the protocol's own structs and the compiler
+/// checks every field name. Raw JSON (`request`, `read_until`) stays for tests of wire shapes.
+impl AppServerProcess {
+    /// Sends request `M` and returns its result as `M`'s response type; a JSON-RPC error is
+    /// [`Error::JsonRpc`], a result of another shape [`Error::Shape`].
+    pub async fn call<M: RpcRequest>(&mut self, params: M::Params) -> Result<M::Response> {
+        let params = serde_json::to_value(params)?;
+        let result = self.process.request(M::METHOD, params).await?;
+        decode(&format!("the result of {}", M::METHOD), result)
+    }
+
+    /// Reads until notification `N` whose params satisfy `matches`, and returns them.
+    pub async fn next_notification<N: RpcNotification>(
+        &mut self,
+        matches: impl Fn(&N::Params) -> bool,
+    ) -> Result<N::Params> {
+        let message = self
+            .process
+            .read_until(N::METHOD, |message| {
+                message["method"] == N::METHOD
+                    && serde_json::from_value::<N::Params>(message["params"].clone())
+                        .is_ok_and(|params| matches(&params))
+            })
+            .await?;
+        decode(
+            &format!("the params of {}", N::METHOD),
+            message["params"].clone(),
+        )
+    }
+}
+
+/// `value` as `T`, or [`Error::Shape`] naming `what`.
+fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T> {
+    serde_json::from_value(value.clone()).map_err(|source| Error::Shape {
+        what: what.to_string(),
+        source,
+        message: value,
+    })
 }
 
 fn string_at(value: &Value, pointer: &str) -> Result<String> {

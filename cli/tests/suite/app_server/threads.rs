@@ -1,3 +1,8 @@
+use keel_protocol::app_server::{
+    ThreadIdParams, ThreadItem, ThreadListCwdFilter, ThreadListParams, ThreadListResponse,
+    ThreadLoadedListParams, ThreadReadParams, ThreadSetNameParams, ThreadStatus,
+    client_request as rq, server_notification as nt,
+};
 use keel_test_support::{Script, Turn, assistant_message, shell_call};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -74,6 +79,23 @@ async fn resume_after_restart_keeps_history_and_fork_copies_it() -> anyhow::Resu
     Ok(())
 }
 
+/// The texts of a turn's agent messages.
+fn agent_texts(turn: &keel_protocol::app_server::Turn) -> Vec<&str> {
+    turn.items
+        .iter()
+        .filter_map(|item| match item {
+            ThreadItem::AgentMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ids of listed threads, in order.
+fn ids_of(list: &ThreadListResponse) -> Vec<&str> {
+    list.data.iter().map(|thread| thread.id.as_str()).collect()
+}
+
+// Written with the typed client: params and results are the protocol's structs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
     let script = Script::new([
@@ -89,91 +111,115 @@ async fn list_read_name_archive_and_unarchive() -> anyhow::Result<()> {
         server.read_turn_completed(&turn).await?;
         ids.push(id);
     }
+    let set_name = |thread_id: &str, name: &str| ThreadSetNameParams {
+        thread_id: thread_id.to_string(),
+        name: name.to_string(),
+    };
+    let thread = |thread_id: &str| ThreadIdParams {
+        thread_id: thread_id.to_string(),
+    };
     // A thread that never had a turn is not listed (as in Codex), even once named.
     let idle = server.start_thread(world.thread_params()).await?;
     server
-        .request(
-            "thread/name/set",
-            json!({"threadId": idle, "name": "never used"}),
-        )
+        .call::<rq::ThreadSetName>(set_name(&idle, "never used"))
         .await?;
-    server.read_notification("thread/name/updated").await?;
-    let list = server.request("thread/list", json!({})).await?;
-    let listed: Vec<&str> = list["data"]
-        .as_array()
-        .map(|d| {
-            d.iter()
-                .map(|t| t["id"].as_str().unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default();
+    server
+        .next_notification::<nt::ThreadNameUpdated>(|n| n.thread_id == idle)
+        .await?;
+    let list = server
+        .call::<rq::ThreadList>(ThreadListParams::default())
+        .await?;
     assert_eq!(
-        listed,
+        ids_of(&list),
         vec![ids[1].as_str(), ids[0].as_str()],
         "newest first"
     );
-    assert_eq!(list["data"][0]["preview"], "beta task");
+    assert_eq!(list.data[0].preview, "beta task");
 
-    let page = server.request("thread/list", json!({"limit": 1})).await?;
-    assert_eq!(page["data"].as_array().map(Vec::len), Some(1));
-    let cursor = page["nextCursor"].clone();
-    assert!(cursor.is_string(), "{page}");
-    let page2 = server
-        .request("thread/list", json!({"limit": 1, "cursor": cursor}))
+    let page = server
+        .call::<rq::ThreadList>(ThreadListParams {
+            limit: Some(1),
+            ..Default::default()
+        })
         .await?;
-    assert_eq!(page2["data"][0]["id"], ids[0].as_str());
+    assert_eq!(page.data.len(), 1);
+    let cursor = page.next_cursor.clone();
+    assert!(cursor.is_some(), "{page:?}");
+    let page2 = server
+        .call::<rq::ThreadList>(ThreadListParams {
+            limit: Some(1),
+            cursor,
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(ids_of(&page2), vec![ids[0].as_str()]);
 
     let search = server
-        .request("thread/list", json!({"searchTerm": "ALPHA"}))
+        .call::<rq::ThreadList>(ThreadListParams {
+            search_term: Some("ALPHA".into()),
+            ..Default::default()
+        })
         .await?;
-    assert_eq!(search["data"].as_array().map(Vec::len), Some(1));
+    assert_eq!(ids_of(&search), vec![ids[0].as_str()]);
     let elsewhere = server
-        .request("thread/list", json!({"cwd": "/nonexistent"}))
+        .call::<rq::ThreadList>(ThreadListParams {
+            cwd: Some(ThreadListCwdFilter::One("/nonexistent".into())),
+            ..Default::default()
+        })
         .await?;
-    assert_eq!(elsewhere["data"].as_array().map(Vec::len), Some(0));
+    assert!(elsewhere.data.is_empty(), "{elsewhere:?}");
 
     server
-        .request(
-            "thread/name/set",
-            json!({"threadId": ids[0], "name": "Named"}),
-        )
+        .call::<rq::ThreadSetName>(set_name(&ids[0], "Named"))
         .await?;
-    let renamed = server.read_notification("thread/name/updated").await?;
-    assert_eq!(renamed["params"]["threadName"], "Named");
+    let renamed = server
+        .next_notification::<nt::ThreadNameUpdated>(|n| n.thread_id == ids[0])
+        .await?;
+    assert_eq!(renamed.thread_name.as_deref(), Some("Named"));
     let read = server
-        .request(
-            "thread/read",
-            json!({"threadId": ids[0], "includeTurns": true}),
-        )
+        .call::<rq::ThreadRead>(ThreadReadParams {
+            thread_id: ids[0].clone(),
+            include_turns: true,
+        })
         .await?;
-    assert_eq!(read["thread"]["name"], "Named");
-    assert_eq!(read["thread"]["turns"][0]["items"][1]["text"], "one");
+    assert_eq!(read.thread.name.as_deref(), Some("Named"));
+    assert_eq!(agent_texts(&read.thread.turns[0]), vec!["one"]);
 
     // Loaded: the two threads with turns and the idle one.
-    let loaded = server.request("thread/loaded/list", json!({})).await?;
-    assert_eq!(loaded["data"].as_array().map(Vec::len), Some(3));
+    let loaded = server
+        .call::<rq::ThreadLoadedList>(ThreadLoadedListParams::default())
+        .await?;
+    assert_eq!(loaded.data.len(), 3, "{loaded:?}");
 
+    server.call::<rq::ThreadArchive>(thread(&ids[0])).await?;
     server
-        .request("thread/archive", json!({"threadId": ids[0]}))
+        .next_notification::<nt::ThreadArchived>(|n| n.thread_id == ids[0])
         .await?;
-    server.read_notification("thread/archived").await?;
-    let list = server.request("thread/list", json!({})).await?;
-    assert_eq!(list["data"].as_array().map(Vec::len), Some(1));
+    let list = server
+        .call::<rq::ThreadList>(ThreadListParams::default())
+        .await?;
+    assert_eq!(ids_of(&list), vec![ids[1].as_str()]);
     let archived = server
-        .request("thread/list", json!({"archived": true}))
+        .call::<rq::ThreadList>(ThreadListParams {
+            archived: Some(true),
+            ..Default::default()
+        })
         .await?;
-    assert_eq!(archived["data"][0]["id"], ids[0].as_str());
+    assert_eq!(ids_of(&archived), vec![ids[0].as_str()]);
     let read = server
-        .request("thread/read", json!({"threadId": ids[0]}))
+        .call::<rq::ThreadRead>(ThreadReadParams {
+            thread_id: ids[0].clone(),
+            include_turns: false,
+        })
         .await?;
-    assert_eq!(read["thread"]["status"]["type"], "notLoaded");
+    assert_eq!(read.thread.status, ThreadStatus::NotLoaded);
 
-    let back = server
-        .request("thread/unarchive", json!({"threadId": ids[0]}))
+    let back = server.call::<rq::ThreadUnarchive>(thread(&ids[0])).await?;
+    assert_eq!(back.thread.id, ids[0]);
+    let list = server
+        .call::<rq::ThreadList>(ThreadListParams::default())
         .await?;
-    assert_eq!(back["thread"]["id"], ids[0].as_str());
-    let list = server.request("thread/list", json!({})).await?;
-    assert_eq!(list["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(list.data.len(), 2);
     Ok(())
 }
 
