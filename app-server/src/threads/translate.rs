@@ -5,8 +5,8 @@
 
 use keel_protocol::app_server::{
     CommandExecutionStatus, ErrorNotification, ItemCompletedNotification, ItemNotification,
-    McpToolCallStatus, PatchApplyStatus, ServerNotification, ServerRequest, ThreadIdNotification,
-    ThreadItem, Turn, TurnError, TurnNotification, TurnStatus, UserInput,
+    PatchApplyStatus, ServerNotification, ServerRequest, ThreadIdNotification, ThreadItem, Turn,
+    TurnError, TurnStatus, UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg};
 
@@ -19,6 +19,7 @@ mod patches;
 mod progress;
 mod reasoning;
 mod review;
+mod turn_lifecycle;
 
 impl Output {
     fn notify(notification: ServerNotification) -> Self {
@@ -326,20 +327,7 @@ impl Translator {
             | EventMsg::ExecCommandOutputDelta(_)
             | EventMsg::TerminalInteraction(_)
             | EventMsg::ExecCommandEnd(_) => out.extend(self.commands(&event.msg)),
-            EventMsg::RequestUserInput(request) => {
-                out.push(Output::UserInput {
-                    call_id: request.call_id.clone(),
-                    request: ServerRequest::ToolRequestUserInput(
-                        keel_protocol::app_server::ToolRequestUserInputParams {
-                            thread_id,
-                            turn_id: request.turn_id.to_string(),
-                            item_id: request.call_id.to_string(),
-                            questions: request.questions.clone(),
-                            is_blocking: true,
-                        },
-                    ),
-                });
-            }
+            EventMsg::RequestUserInput(request) => out.push(self.user_input_request(request)),
             EventMsg::McpToolCallBegin(_)
             | EventMsg::McpToolCallEnd(_)
             | EventMsg::McpToolCallProgress(_)
@@ -356,24 +344,14 @@ impl Translator {
                 // running turn alone.
                 out.push(self.error(&error.message, error.codex_error_info, false));
             }
-            EventMsg::Error(error) => {
-                out.push(self.error(&error.message, error.codex_error_info, false));
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.error = Some(TurnError {
-                        message: error.message.clone(),
-                        additional_details: None,
-                        codex_error_info: error.codex_error_info,
-                    });
-                }
-                out.extend(self.finish(TurnStatus::Failed, None));
+            EventMsg::Error(error) => out.extend(self.turn_failed(error)),
+            EventMsg::TaskComplete(done) => {
+                out.extend(self.ended(TurnStatus::Completed, done.completed_at, done.duration_ms))
             }
-            EventMsg::TaskComplete(done) => out.extend(self.finish(
-                TurnStatus::Completed,
-                EndTime::of(done.completed_at, done.duration_ms),
-            )),
-            EventMsg::TurnAborted(aborted) => out.extend(self.finish(
+            EventMsg::TurnAborted(aborted) => out.extend(self.ended(
                 TurnStatus::Interrupted,
-                EndTime::of(aborted.completed_at, aborted.duration_ms),
+                aborted.completed_at,
+                aborted.duration_ms,
             )),
             EventMsg::ShutdownComplete => {
                 out.push(Output::notify(ServerNotification::ThreadClosed(
@@ -423,21 +401,22 @@ impl Translator {
         out
     }
 
-    /// `turn/started`, and the new turn's state.
-    fn turn_started(&mut self, started: &keel_protocol::TaskStartedEvent) -> Output {
-        let id = started.turn_id.to_string();
-        self.turn = Some(TurnInProgress {
-            id: id.clone(),
-            started_at: started.started_at,
-            ..TurnInProgress::default()
-        });
-        Output::notify(ServerNotification::TurnStarted(TurnNotification {
-            thread_id: self.thread_id.clone(),
-            turn: Turn::in_progress(id, started.started_at),
-        }))
+    /// The model's question to the user, as a `tool/requestUserInput` server request.
+    fn user_input_request(&self, request: &keel_protocol::RequestUserInputEvent) -> Output {
+        Output::UserInput {
+            call_id: request.call_id.clone(),
+            request: ServerRequest::ToolRequestUserInput(
+                keel_protocol::app_server::ToolRequestUserInputParams {
+                    thread_id: self.thread_id.clone(),
+                    turn_id: request.turn_id.to_string(),
+                    item_id: request.call_id.to_string(),
+                    questions: request.questions.clone(),
+                    is_blocking: true,
+                },
+            ),
+        }
     }
 
-    /// An `error` notification for the running turn.
     fn error(
         &self,
         message: &str,
@@ -506,107 +485,6 @@ impl Translator {
 
     fn start_and_complete(&mut self, item: ThreadItem) -> Vec<Output> {
         self.complete(item)
-    }
-
-    fn finish(&mut self, status: TurnStatus, end: Option<EndTime>) -> Vec<Output> {
-        let Some(mut turn) = self.turn.take() else {
-            return Vec::new();
-        };
-        // A message or reasoning item still streaming when the turn ends belongs to a response
-        // that never completed: the model never saw it, so the turn's record leaves it out.
-        let unfinished = [turn.agent_item.take(), turn.reasoning_item.take()];
-        turn.items
-            .retain(|item| !unfinished.iter().flatten().any(|id| id == item.id()));
-        // An interrupt stops every command, patch and MCP call of the turn (and withdraws its
-        // approvals): their items end with it, as failed, so no client is left showing them
-        // running. A turn that completes leaves its `exec_command` sessions running; their
-        // items complete once the engine reports their end (see `commands`).
-        let mut out = Vec::new();
-        for item in &mut turn.items {
-            if status == TurnStatus::Interrupted && end_unfinished(item) {
-                out.push(Output::notify(ServerNotification::ItemCompleted(
-                    ItemCompletedNotification {
-                        thread_id: self.thread_id.clone(),
-                        turn_id: turn.id.clone(),
-                        item: item.clone(),
-                        completed_at_ms: now_ms(),
-                    },
-                )));
-            }
-        }
-        let turn = Turn {
-            id: turn.id,
-            items: turn.items,
-            status,
-            error: turn.error,
-            started_at: turn.started_at,
-            completed_at: end.map(|end| end.at),
-            duration_ms: end.map(|end| end.duration_ms),
-        };
-        self.lingering.extend(
-            turn.items
-                .iter()
-                .filter(|item| is_running_command(item))
-                .map(|item| item.id().to_string()),
-        );
-        self.turns.push(turn.clone());
-        out.push(Output::notify(ServerNotification::TurnCompleted(
-            TurnNotification {
-                thread_id: self.thread_id.clone(),
-                turn,
-            },
-        )));
-        out
-    }
-}
-
-/// When a turn ended and how long it ran, as the engine recorded them.
-#[derive(Debug, Clone, Copy)]
-struct EndTime {
-    at: i64,
-    duration_ms: u64,
-}
-
-impl EndTime {
-    fn of(at: Option<i64>, duration_ms: Option<u64>) -> Option<Self> {
-        Some(Self {
-            at: at?,
-            duration_ms: duration_ms?,
-        })
-    }
-}
-
-/// Marks an item still in progress as failed; `true` if it was in progress.
-fn end_unfinished(item: &mut ThreadItem) -> bool {
-    match item {
-        ThreadItem::CommandExecution { status, .. }
-            if *status == CommandExecutionStatus::InProgress =>
-        {
-            *status = CommandExecutionStatus::Failed;
-            true
-        }
-        ThreadItem::FileChange { status, .. } if *status == PatchApplyStatus::InProgress => {
-            *status = PatchApplyStatus::Failed;
-            true
-        }
-        ThreadItem::McpToolCall(call) if call.status == McpToolCallStatus::InProgress => {
-            call.status = McpToolCallStatus::Failed;
-            true
-        }
-        ThreadItem::CollabAgentToolCall(call)
-            if call.status == keel_protocol::CollabAgentToolCallStatus::InProgress =>
-        {
-            call.status = keel_protocol::CollabAgentToolCallStatus::Failed;
-            true
-        }
-        ThreadItem::DynamicToolCall(call)
-            if call.status == keel_protocol::app_server::DynamicToolCallStatus::InProgress =>
-        {
-            call.status = keel_protocol::app_server::DynamicToolCallStatus::Failed;
-            call.success = Some(false);
-            true
-        }
-        _ => false,
     }
 }
 
