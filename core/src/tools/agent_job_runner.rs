@@ -34,7 +34,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 const FAILURES_SHOWN: usize = 5;
 
 /// Arguments of `spawn_agents_on_csv`, with Codex's names.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobArgs {
     csv_path: String,

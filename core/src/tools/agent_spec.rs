@@ -106,62 +106,6 @@ pub(crate) fn collab_tools() -> Vec<Value> {
     ]
 }
 
-/// `spawn_agents_on_csv`.
-#[cfg_attr(
-    not(feature = "agent-jobs"),
-    expect(dead_code, reason = "offered by agent jobs only")
-)]
-pub(crate) fn spawn_agents_on_csv_tool() -> Value {
-    function(
-        "spawn_agents_on_csv",
-        "Process a CSV file with one worker agent per row, several at once, and wait until \
-         every row is done. Each worker gets `instruction` with `{column}` placeholders \
-         filled from its row and reports its result with report_agent_job_result. Writes a \
-         results CSV (the input columns plus status, result_json, last_error, ...) and \
-         returns counts per status and its path. Calling it again with the same arguments \
-         after an interruption resumes the job.",
-        json!({
-            "type": "object",
-            "properties": {
-                "csv_path": {"type": "string", "description": "The input CSV (header row first)."},
-                "instruction": {"type": "string", "description": "The task for each row; `{column}` is replaced by the row's value."},
-                "id_column": {"type": "string", "description": "A column identifying rows (copied to source_id)."},
-                "output_csv_path": {"type": "string", "description": "Where to write results (default: <input>.results.csv)."},
-                "output_schema": {"type": "object", "description": "JSON Schema each result must match.", "properties": {}},
-                "max_concurrency": {"type": "number", "description": "Workers at once (default 16, at most agents.max_threads)."},
-                "max_workers": {"type": "number", "description": "Same as max_concurrency."},
-                "max_runtime_seconds": {"type": "number", "description": "Time limit per worker (default 1800)."}
-            },
-            "required": ["csv_path", "instruction"],
-            "additionalProperties": false
-        }),
-    )
-}
-
-/// `report_agent_job_result`, offered to job workers only.
-#[cfg_attr(
-    not(feature = "agent-jobs"),
-    expect(dead_code, reason = "offered by agent jobs only")
-)]
-pub(crate) fn report_agent_job_result_tool() -> Value {
-    function(
-        "report_agent_job_result",
-        "Record the result for your row of the agent job. Call it exactly once, with the \
-         Job ID and Item ID from your instructions; `stop` true cancels the rest of the job.",
-        json!({
-            "type": "object",
-            "properties": {
-                "job_id": {"type": "string"},
-                "item_id": {"type": "string"},
-                "result": {"type": "object", "description": "Your result, matching the job's result schema.", "properties": {}},
-                "stop": {"type": "boolean", "description": "Cancel the rows not yet done."}
-            },
-            "required": ["job_id", "item_id", "result"],
-            "additionalProperties": false
-        }),
-    )
-}
-
 /// The definition of one second-generation sub-agent tool (`collaboration` in code mode), by
 /// name, with Codex 0.171's parameters.
 pub(crate) fn task_tool(name: &str) -> Value {

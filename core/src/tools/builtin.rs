@@ -1,5 +1,5 @@
-//! The macro that declares one of Keel's own tools, and how a stopped turn reads as a tool
-//! error.
+//! The trait every one of Keel's own tools implements, and how a stopped turn reads as a
+//! tool error.
 
 use super::context::ToolContext;
 use super::tool_error::ToolError;
@@ -16,46 +16,6 @@ impl From<TurnStop> for ToolError {
     }
 }
 
-/// Declares a built-in tool: a unit struct implementing [`DynTool`](super::DynTool), whose
-/// calls run `$body` (a `Result<String, TurnStop>`) with the call's context (`&ToolContext`),
-/// id and arguments in scope. Built-ins decide about approval per call.
-macro_rules! builtin_tool {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $spec:expr,
-     |$call:ident, $call_id:ident, $arguments:ident| $body:expr) => {
-        $(#[$doc])*
-        pub(crate) struct $ty;
-
-        impl $crate::tools::DynTool for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn spec(&self) -> serde_json::Value {
-                $spec
-            }
-
-            fn approval(&self) -> $crate::tools::ToolApproval {
-                $crate::tools::ToolApproval::PerCall
-            }
-
-            fn handle(
-                &self,
-                ctx: $crate::tools::ToolContext,
-                input: $crate::tools::ToolInput,
-            ) -> futures::future::BoxFuture<'_, Result<String, $crate::tools::ToolError>> {
-                Box::pin(async move {
-                    let $call = &ctx;
-                    let $call_id = ctx.call_id().to_string();
-                    let $arguments = input.text();
-                    let result: Result<String, $crate::turn_context::TurnStop> = $body;
-                    result.map_err($crate::tools::ToolError::from)
-                })
-            }
-        }
-    };
-}
-pub(crate) use builtin_tool;
-
 /// One of Keel's own tools with typed arguments: the crate's twin of the public
 /// [`Tool`](super::Tool), whose handler works on the call's context and may stop the turn.
 /// The definition the model sees is derived from `Args` (its fields' doc comments are their
@@ -69,6 +29,18 @@ pub(crate) trait BuiltinTool: Send + Sync + 'static {
 
     /// What the tool does, for the model.
     fn description(&self) -> &'static str;
+
+    /// The parameters the model sees: `Args`' schema, unless the tool's parameters are a
+    /// compatibility contract written out in Codex's exact shape (`shell`, `exec_command`,
+    /// ...: numbers as `number`, no `null`s), which the golden test holds.
+    fn parameters(&self) -> serde_json::Value {
+        super::tool::parameters_schema::<Self::Args>()
+    }
+
+    /// What the model reads when its arguments do not parse.
+    fn bad_arguments(&self, err: &serde_json::Error) -> String {
+        format!("failed to parse {} arguments: {err}", Self::NAME)
+    }
 
     /// Runs one call; `Ok` is the text the model reads.
     fn run(
@@ -87,11 +59,7 @@ impl<T: BuiltinTool> super::DynTool for TypedBuiltin<T> {
     }
 
     fn spec(&self) -> serde_json::Value {
-        super::function_spec(
-            T::NAME,
-            self.0.description(),
-            super::tool::parameters_schema::<T::Args>(),
-        )
+        super::function_spec(T::NAME, self.0.description(), self.0.parameters())
     }
 
     fn approval(&self) -> super::ToolApproval {
@@ -109,7 +77,7 @@ impl<T: BuiltinTool> super::DynTool for TypedBuiltin<T> {
             let text = if text.trim().is_empty() { "{}" } else { text };
             let args: T::Args = match serde_json::from_str(text) {
                 Ok(args) => args,
-                Err(err) => return Ok(format!("failed to parse {} arguments: {err}", T::NAME)),
+                Err(err) => return Ok(self.0.bad_arguments(&err)),
             };
             self.0.run(&ctx, args).await.map_err(ToolError::from)
         })

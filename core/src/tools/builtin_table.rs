@@ -86,8 +86,8 @@ pub(super) const BUILTINS: &[Builtin] = &[
         offer: |context| offered_if(context.shell_tool && context.unified_exec),
         make: |_| {
             tools(vec![
-                Arc::new(super::unified_exec::ExecCommandTool),
-                Arc::new(super::unified_exec::WriteStdinTool),
+                Arc::new(TypedBuiltin(super::exec_command::ExecCommandTool)),
+                Arc::new(TypedBuiltin(super::write_stdin::WriteStdinTool)),
             ])
         },
     },
@@ -99,7 +99,7 @@ pub(super) const BUILTINS: &[Builtin] = &[
             (true, true) => Offer::HandledOnly,
             (true, false) => Offer::Offered,
         },
-        make: |_| one(super::shell::ShellTool),
+        make: |_| one(TypedBuiltin(super::shell::ShellTool)),
     },
     Builtin {
         names: &["apply_patch"],
@@ -120,13 +120,13 @@ pub(super) const BUILTINS: &[Builtin] = &[
         names: &["update_plan"],
         switch: None,
         offer: |context| offered_if(context.update_plan_tool),
-        make: |_| one(super::plan::UpdatePlanTool),
+        make: |_| one(TypedBuiltin(super::plan::UpdatePlanTool)),
     },
     Builtin {
         names: &["request_user_input"],
         switch: None,
         offer: |context| offered_if(context.request_user_input_tool),
-        make: |_| one(super::user_input::RequestUserInputTool),
+        make: |_| one(TypedBuiltin(super::user_input::RequestUserInputTool)),
     },
     Builtin {
         names: &["view_image"],
@@ -235,8 +235,12 @@ enum AgentJobTool {
 #[cfg(feature = "agent-jobs")]
 fn agent_job_tool(tool: AgentJobTool) -> Made {
     match tool {
-        AgentJobTool::SpawnAgentsOnCsv => one(super::agent_jobs::SpawnAgentsOnCsvTool),
-        AgentJobTool::ReportAgentJobResult => one(super::agent_jobs::ReportAgentJobResultTool),
+        AgentJobTool::SpawnAgentsOnCsv => {
+            one(TypedBuiltin(super::agent_jobs::SpawnAgentsOnCsvTool))
+        }
+        AgentJobTool::ReportAgentJobResult => {
+            one(TypedBuiltin(super::agent_jobs::ReportAgentJobResultTool))
+        }
     }
 }
 

@@ -18,6 +18,7 @@ mod builtin_table;
 mod command_runtime;
 mod context;
 mod dynamic;
+mod exec_command;
 mod goals;
 mod host;
 #[cfg(feature = "mcp")]
@@ -30,7 +31,6 @@ mod plan;
 mod registry;
 mod shell;
 mod sleep;
-mod spec;
 mod tool;
 mod tool_command;
 mod tool_error;
@@ -40,10 +40,10 @@ mod user_async;
 mod user_input;
 mod user_shell;
 mod view_image;
+mod write_stdin;
 
 use std::sync::Arc;
 
-pub(crate) use builtin::builtin_tool;
 use builtin_table::{Made, Offer};
 pub(crate) use builtin_table::{is_builtin_name, tool_switches};
 pub use context::ToolContext;

@@ -3,24 +3,54 @@
 use keel_protocol::{EventMsg, UpdatePlanArgs};
 
 use super::ToolContext;
+use super::builtin::BuiltinTool;
+use crate::turn_context::TurnStop;
 
-super::builtin_tool!(
-    /// `update_plan`: the model's step-by-step plan, shown to the user.
-    UpdatePlanTool,
-    "update_plan",
-    super::spec::update_plan_tool(),
-    |call, _call_id, arguments| Ok(update_plan(call, arguments).await)
-);
+/// `update_plan`: the model's step-by-step plan, shown to the user.
+pub(crate) struct UpdatePlanTool;
 
-/// Emits `plan_update` and acknowledges; bad arguments are reported to the model.
-async fn update_plan(ctx: &ToolContext, arguments: &str) -> String {
-    match serde_json::from_str::<UpdatePlanArgs>(arguments) {
-        Ok(plan) => {
-            ctx.host
-                .send_event(&ctx.ids.sub_id, EventMsg::PlanUpdate(plan))
-                .await;
-            "Plan updated".to_string()
-        }
-        Err(err) => format!("failed to parse update_plan arguments: {err}"),
+impl BuiltinTool for UpdatePlanTool {
+    type Args = UpdatePlanArgs;
+    const NAME: &'static str = "update_plan";
+
+    fn description(&self) -> &'static str {
+        "Record the plan for the task as a list of steps with a status each \
+            (pending, in_progress, completed). At most one step is in_progress. Call it again \
+            whenever a step changes status; the user sees the plan."
     }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "explanation": {"type": "string"},
+                "plan": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "step": {"type": "string"},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                        },
+                        "required": ["step", "status"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["plan"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: UpdatePlanArgs) -> Result<String, TurnStop> {
+        Ok(update_plan(ctx, args).await)
+    }
+}
+
+/// Emits `plan_update` and acknowledges.
+async fn update_plan(ctx: &ToolContext, plan: UpdatePlanArgs) -> String {
+    ctx.host
+        .send_event(&ctx.ids.sub_id, EventMsg::PlanUpdate(plan))
+        .await;
+    "Plan updated".to_string()
 }

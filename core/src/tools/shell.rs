@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use keel_protocol::{AskForApproval, CallId, ExecCommandSource};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ToolContext;
+use super::builtin::BuiltinTool;
 use super::command_runtime::{
     ExecCall, Placement, ask_exec, authorize, execute, model_output, patch_in_command,
     run_unsandboxed, run_without_sandbox, workdir,
@@ -15,19 +17,47 @@ use super::command_runtime::{
 use crate::sandbox::setup_failure;
 use crate::turn_context::TurnStop;
 
-super::builtin_tool!(
-    /// `shell` (also called `container.exec`): runs an argv array once, to completion.
-    ShellTool,
-    "shell",
-    super::spec::shell_tool(),
-    |call, call_id, arguments| shell(call, &call_id, arguments).await
-);
+/// `shell` (also called `container.exec`): runs an argv array once, to completion.
+pub(crate) struct ShellTool;
+
+impl BuiltinTool for ShellTool {
+    type Args = ShellArgs;
+    const NAME: &'static str = "shell";
+
+    fn description(&self) -> &'static str {
+        "Run a command and get its exit code and output. Pass the program and its \
+            arguments as an array, e.g. [\"bash\", \"-lc\", \"ls -la\"]. Set `workdir` instead of \
+            using `cd`. Commands run under the user's approval policy and sandbox; if a command \
+            needs more access than the sandbox grants, set `with_escalated_permissions` and say \
+            why in `justification`."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "array", "items": {"type": "string"}, "description": "Program and arguments."},
+                "workdir": {"type": "string", "description": "Working directory; defaults to the session's."},
+                "timeout_ms": {"type": "number", "description": "Kill the command after this many milliseconds."},
+                "with_escalated_permissions": {"type": "boolean", "description": "Ask the user to run this outside the sandbox."},
+                "justification": {"type": "string", "description": "Why escalation is needed, shown to the user."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: ShellArgs) -> Result<String, TurnStop> {
+        shell(ctx, ctx.call_id().as_str(), args).await
+    }
+}
 
 /// Default time a command may run before it is killed.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Deserialize)]
-struct ShellArgs {
+// The model's arguments (its schema is written out in the tool, in Codex's shape).
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct ShellArgs {
     command: Vec<String>,
     #[serde(default)]
     workdir: Option<PathBuf>,
@@ -40,11 +70,7 @@ struct ShellArgs {
 }
 
 /// Runs a `shell` call (or the patch it carries) and returns the text for the model.
-async fn shell(ctx: &ToolContext, call_id: &str, arguments: &str) -> Result<String, TurnStop> {
-    let args: ShellArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return Ok(format!("failed to parse shell arguments: {err}")),
-    };
+async fn shell(ctx: &ToolContext, call_id: &str, args: ShellArgs) -> Result<String, TurnStop> {
     if args.command.is_empty() {
         return Ok("shell: `command` must not be empty".to_string());
     }

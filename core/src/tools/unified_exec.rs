@@ -12,6 +12,7 @@ use keel_protocol::{
     Base64Bytes, CallId, EventMsg, ExecCommandEndEvent, ExecCommandOutputDeltaEvent,
     ExecCommandSource, ExecCommandStatus, TerminalInteractionEvent,
 };
+use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -44,8 +45,9 @@ const CALL_OUTPUT_BYTES: usize = 1024 * 1024;
 /// How long a killed process may take to report its exit before its end event is sent.
 const KILL_REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 
-#[derive(Deserialize)]
-struct ExecCommandArgs {
+/// The arguments of `exec_command` (its schema is written out in the tool, in Codex's shape).
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct ExecCommandArgs {
     cmd: String,
     #[serde(default)]
     workdir: Option<PathBuf>,
@@ -70,8 +72,9 @@ struct ExecCommandArgs {
     prefix_rule: Option<Vec<String>>,
 }
 
-#[derive(Deserialize)]
-struct WriteStdinArgs {
+/// The arguments of `write_stdin` (its schema is written out in the tool, in Codex's shape).
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct WriteStdinArgs {
     session_id: f64,
     #[serde(default)]
     chars: String,
@@ -80,22 +83,6 @@ struct WriteStdinArgs {
     #[serde(default)]
     max_output_tokens: Option<f64>,
 }
-
-super::builtin_tool!(
-    /// `exec_command`: starts a process and returns what it printed within a time budget.
-    ExecCommandTool,
-    "exec_command",
-    super::spec::exec_command_tool(),
-    |call, call_id, arguments| exec_command(call, &call_id, arguments).await
-);
-
-super::builtin_tool!(
-    /// `write_stdin`: types into, or polls, a process `exec_command` left running.
-    WriteStdinTool,
-    "write_stdin",
-    super::spec::write_stdin_tool(),
-    |call, _call_id, arguments| write_stdin(call, arguments).await
-);
 
 /// A model-given millisecond count, clamped to `[min, max]`.
 fn clamp_ms(value: Option<f64>, default: u64, min: u64, max: u64) -> Duration {
@@ -130,16 +117,12 @@ struct Polled {
 }
 
 /// Runs an `exec_command` call and returns the text for the model.
-async fn exec_command(
+pub(super) async fn exec_command(
     ctx: &ToolContext,
     call_id: &str,
-    arguments: &str,
+    args: ExecCommandArgs,
 ) -> Result<String, TurnStop> {
     let call_started = Instant::now();
-    let args: ExecCommandArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return Ok(format!("failed to parse exec_command arguments: {err}")),
-    };
     if args.cmd.trim().is_empty() {
         return Ok("exec_command: `cmd` must not be empty".to_string());
     }
@@ -295,12 +278,11 @@ async fn exec_command(
 
 /// Runs a `write_stdin` call: writes `chars` (if any) to a live session, then returns
 /// what it printed within the wait.
-async fn write_stdin(ctx: &ToolContext, arguments: &str) -> Result<String, TurnStop> {
+pub(super) async fn write_stdin(
+    ctx: &ToolContext,
+    args: WriteStdinArgs,
+) -> Result<String, TurnStop> {
     let call_started = Instant::now();
-    let args: WriteStdinArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => return Ok(format!("failed to parse write_stdin arguments: {err}")),
-    };
     let unified = ctx.host.unified_exec();
     let id = args.session_id as i32;
     let Some(shared) = unified.get(id).filter(|_| args.session_id.fract() == 0.0) else {

@@ -2,40 +2,81 @@
 //! questions (the app-server asks its clients; a client that cannot ask answers empty).
 
 use keel_protocol::{EventMsg, RequestUserInputEvent, UserInputQuestion};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::ToolContext;
+use super::builtin::BuiltinTool;
 use crate::turn_context::TurnStop;
 
-#[derive(Deserialize)]
+// The model's arguments (its schema is written out in the tool, in Codex's shape).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RequestUserInputArgs {
+pub(crate) struct RequestUserInputArgs {
     questions: Vec<UserInputQuestion>,
 }
 
-super::builtin_tool!(
-    /// `request_user_input`: asks the user questions and waits for the answers.
-    RequestUserInputTool,
-    "request_user_input",
-    super::spec::request_user_input_tool(),
-    |call, call_id, arguments| request_user_input(call, &call_id, arguments).await
-);
+/// `request_user_input`: asks the user questions and waits for the answers.
+pub(crate) struct RequestUserInputTool;
+
+impl BuiltinTool for RequestUserInputTool {
+    type Args = RequestUserInputArgs;
+    const NAME: &'static str = "request_user_input";
+
+    fn description(&self) -> &'static str {
+        "Ask the user one or more short questions when you cannot go on \
+            without their decision (a choice between approaches, a missing fact). Offer \
+            options where you can. Returns the answers by question id; an empty result means \
+            nobody could answer, so decide yourself and say what you assumed."
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "string", "description": "Your id for the question."},
+                            "header": {"type": "string", "description": "A heading of a few words."},
+                            "question": {"type": "string"},
+                            "options": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "label": {"type": "string"},
+                                        "description": {"type": "string"}
+                                    },
+                                    "required": ["label", "description"],
+                                    "additionalProperties": false
+                                }
+                            }
+                        },
+                        "required": ["id", "header", "question", "options"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["questions"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn run(&self, ctx: &ToolContext, args: RequestUserInputArgs) -> Result<String, TurnStop> {
+        request_user_input(ctx, ctx.call_id().as_str(), args).await
+    }
+}
 
 /// Asks, waits for the answers (or the interrupt), and returns them as JSON.
 async fn request_user_input(
     ctx: &ToolContext,
     call_id: &str,
-    arguments: &str,
+    args: RequestUserInputArgs,
 ) -> Result<String, TurnStop> {
-    let args: RequestUserInputArgs = match serde_json::from_str(arguments) {
-        Ok(args) => args,
-        Err(err) => {
-            return Ok(format!(
-                "failed to parse request_user_input arguments: {err}"
-            ));
-        }
-    };
     if args.questions.is_empty() {
         return Ok("`questions` is empty: ask at least one question".to_string());
     }
