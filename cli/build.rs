@@ -6,6 +6,9 @@
 //! - the MCP client tests need the reference MCP server `@modelcontextprotocol/server-everything`
 //!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
 //!   `target/npm` and sets the variable);
+//! - the MCP OAuth test needs the official conformance suite `@modelcontextprotocol/conformance`
+//!   0.1.16 and Node 22 (npm's `node@22`), in the directory `KEEL_MCP_CONFORMANCE` names (`.ci/run`
+//!   installs both under `target/npm-conformance` and sets the variable);
 //! - the Codex TUI test needs Codex 0.171's binary (`KEEL_CODEX_TUI`, installed from npm by
 //!   `.ci/run`) and `tmux`;
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
@@ -52,6 +55,8 @@ fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=CI");
     println!("cargo::rerun-if-env-changed=KEEL_MCP_EVERYTHING");
+    println!("cargo::rustc-check-cfg=cfg(keel_mcp_conformance)");
+    println!("cargo::rerun-if-env-changed=KEEL_MCP_CONFORMANCE");
     println!("cargo::rustc-check-cfg=cfg(keel_codex_tui)");
     println!("cargo::rerun-if-env-changed=KEEL_CODEX_TUI");
     let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
@@ -63,6 +68,10 @@ fn main() {
     let has_everything = std::env::var_os("KEEL_MCP_EVERYTHING").is_some_and(|v| !v.is_empty());
     if has_everything || in_ci {
         println!("cargo::rustc-cfg=keel_mcp_everything");
+    }
+    let has_conformance = std::env::var_os("KEEL_MCP_CONFORMANCE").is_some_and(|v| !v.is_empty());
+    if has_conformance || in_ci {
+        println!("cargo::rustc-cfg=keel_mcp_conformance");
     }
     let has_tui = std::env::var_os("KEEL_CODEX_TUI").is_some_and(|v| !v.is_empty());
     if has_tui || in_ci {

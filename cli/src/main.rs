@@ -10,6 +10,7 @@ mod failure;
 mod features;
 mod login;
 mod mcp_config;
+mod mcp_login;
 mod mcp_server;
 mod provider_models;
 mod queue;

@@ -36,6 +36,23 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Sign in to a server that asks for OAuth; the tokens are kept in the Keel home.
+    Login {
+        /// The server's name.
+        name: String,
+        /// Scopes to ask for, comma-separated (default: the server's `scopes`, else what it
+        /// asks for).
+        #[arg(long, value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// Print the sign-in URL and read the URL the browser was sent back to from stdin.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget a server's stored login.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
 }
 
 /// `keel mcp add NAME (--url URL | -- COMMAND...)`.
@@ -133,6 +150,12 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             let written = edit(&home, &args.name, table)?;
             println!("added MCP server `{}` to {}", args.name, written.display());
         }
+        McpCommand::Login {
+            name,
+            scopes,
+            no_browser,
+        } => return crate::mcp_login::login(&home, &name, &scopes, no_browser).await,
+        McpCommand::Logout { name } => return crate::mcp_login::logout(&home, &name).await,
         McpCommand::Remove { name } => {
             let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;
             if !config.mcp_servers.contains_key(&name) {

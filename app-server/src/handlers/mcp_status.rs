@@ -46,6 +46,10 @@ pub(crate) async fn mcp_server_status_list(
                 name: server.name,
                 auth_status: if server.bearer_token {
                     McpAuthStatus::BearerToken
+                } else if server.logged_in {
+                    McpAuthStatus::OAuth
+                } else if server.needs_login {
+                    McpAuthStatus::NotLoggedIn
                 } else {
                     McpAuthStatus::Unsupported
                 },

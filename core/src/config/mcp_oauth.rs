@@ -15,6 +15,7 @@ pub(crate) struct McpOAuthToml {
     pub token_endpoint_auth_method: Option<String>,
     pub callback_port: Option<u16>,
     pub callback_url: Option<String>,
+    pub client_metadata_url: Option<String>,
 }
 
 /// How the client authenticates at the token endpoint (RFC 7591's names).
@@ -55,7 +56,18 @@ pub struct McpOAuthSettings {
     pub callback_port: Option<u16>,
     /// The redirect URL registered for the client (`oauth.callback_url`).
     pub callback_url: Option<String>,
+    /// Keel's client ID metadata document (`oauth.client_metadata_url`, a Keel key): an
+    /// https URL serving the client's metadata, used as its client ID where the authorization
+    /// server accepts such documents instead of registering a client.
+    pub client_metadata_url: Option<String>,
+    /// Where a login to this server is kept (`KEEL_HOME/mcp_credentials.json`); `None` when
+    /// the configuration was not loaded from a home, so no login is looked for.
+    #[serde(skip)]
+    pub credentials_file: Option<std::path::PathBuf>,
 }
+
+/// The file in the Keel home that keeps MCP servers' OAuth logins (mode 0600).
+pub const MCP_CREDENTIALS_FILE: &str = "mcp_credentials.json";
 
 /// Checks an `oauth` table with the server's `scopes` and `oauth_resource`; `Err` names the
 /// key (under `oauth.` for the table's own keys) and the problem.
@@ -96,6 +108,17 @@ pub(crate) fn resolve_oauth(
             "must be a port number from 1 to 65535".into(),
         ));
     }
+    if let Some(url) = &table.client_metadata_url {
+        match reqwest::Url::parse(url) {
+            Ok(parsed) if parsed.scheme() == "https" && parsed.path() != "/" => {}
+            _ => {
+                return Err((
+                    "oauth.client_metadata_url",
+                    format!("`{url}` is not an https URL with a path"),
+                ));
+            }
+        }
+    }
     if let Some(url) = &table.callback_url {
         match reqwest::Url::parse(url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
@@ -115,5 +138,7 @@ pub(crate) fn resolve_oauth(
         token_endpoint_auth_method,
         callback_port: table.callback_port,
         callback_url: table.callback_url,
+        client_metadata_url: table.client_metadata_url,
+        credentials_file: None,
     })
 }

@@ -257,6 +257,10 @@ impl Config {
         })?;
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
         config.mcp_servers = mcp_servers;
+        let credentials = keel_home.join(super::MCP_CREDENTIALS_FILE);
+        for server in config.mcp_servers.values_mut() {
+            server.oauth.credentials_file = Some(credentials.clone());
+        }
         config.warnings = warnings;
         Ok(config)
     }

@@ -13,6 +13,7 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
 };
@@ -95,58 +96,59 @@ impl McpConnection {
             reason,
             stderr: None,
         };
-        let (service, group) =
-            match &config.transport {
-                McpServerTransport::Stdio {
-                    command,
-                    args,
-                    env,
-                    env_vars,
-                    cwd,
-                } => {
-                    let mut cmd = tokio::process::Command::new(command);
-                    cmd.args(args)
-                        .envs(env_vars.iter().filter_map(|var| {
+        let (service, group) = match &config.transport {
+            McpServerTransport::Stdio {
+                command,
+                args,
+                env,
+                env_vars,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args)
+                    .envs(
+                        env_vars.iter().filter_map(|var| {
                             std::env::var_os(var).map(|value| (var.clone(), value))
-                        }))
-                        .envs(env)
-                        .process_group(0)
-                        .kill_on_drop(true);
-                    if let Some(cwd) = cwd {
-                        cmd.current_dir(cwd);
-                    }
-                    let (transport, stderr) = TokioChildProcess::builder(cmd)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .map_err(|err| McpError::Spawn {
-                            server: name.to_string(),
-                            command: command.clone(),
-                            reason: err.to_string(),
-                        })?;
-                    let group = transport
-                        .id()
-                        .and_then(|pid| i32::try_from(pid).ok())
-                        .map(OwnedProcessGroup::register);
-                    if let Some(stderr) = stderr {
-                        tokio::spawn(log_stderr(name.to_string(), stderr, stderr_tail));
-                    }
-                    let service = router
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|err| failed(err.to_string()))?;
-                    (service, group)
+                        }),
+                    )
+                    .envs(env)
+                    .process_group(0)
+                    .kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
                 }
-                McpServerTransport::StreamableHttp {
-                    url,
-                    bearer_token_env_var,
-                    http_headers,
-                    env_http_headers,
-                } => {
-                    let mut transport_config =
-                        StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                    if let Some(var) = bearer_token_env_var {
-                        let token = std::env::var(var)
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|err| McpError::Spawn {
+                        server: name.to_string(),
+                        command: command.clone(),
+                        reason: err.to_string(),
+                    })?;
+                let group = transport
+                    .id()
+                    .and_then(|pid| i32::try_from(pid).ok())
+                    .map(OwnedProcessGroup::register);
+                if let Some(stderr) = stderr {
+                    tokio::spawn(log_stderr(name.to_string(), stderr, stderr_tail));
+                }
+                let service = router
+                    .clone()
+                    .serve(transport)
+                    .await
+                    .map_err(|err| failed(err.to_string()))?;
+                (service, group)
+            }
+            McpServerTransport::StreamableHttp {
+                url,
+                bearer_token_env_var,
+                http_headers,
+                env_http_headers,
+            } => {
+                let mut transport_config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(var) = bearer_token_env_var {
+                    let token = std::env::var(var)
                         .ok()
                         .filter(|token| !token.is_empty())
                         .ok_or_else(|| McpError::Setup {
@@ -155,49 +157,80 @@ impl McpConnection {
                                 "the environment variable `{var}` (bearer_token_env_var) is not set"
                             ),
                         })?;
-                        transport_config = transport_config.auth_header(token);
-                    }
-                    let mut headers = HashMap::new();
-                    let env_headers = env_http_headers
-                        .iter()
-                        .filter_map(|(header, var)| Some((header, std::env::var(var).ok()?)));
-                    for (header, value) in http_headers
-                        .iter()
-                        .map(|(header, value)| (header, value.clone()))
-                        .chain(env_headers)
-                    {
-                        let parsed = (
-                            reqwest::header::HeaderName::from_bytes(header.as_bytes()),
-                            reqwest::header::HeaderValue::from_str(&value),
-                        );
-                        match parsed {
-                            (Ok(header), Ok(value)) => {
-                                headers.insert(header, value);
-                            }
-                            _ => {
-                                return Err(McpError::Setup {
-                                    server: name.to_string(),
-                                    reason: format!("`{header}` is not a valid HTTP header"),
-                                });
-                            }
+                    transport_config = transport_config.auth_header(token);
+                }
+                let mut headers = HashMap::new();
+                let env_headers = env_http_headers
+                    .iter()
+                    .filter_map(|(header, var)| Some((header, std::env::var(var).ok()?)));
+                for (header, value) in http_headers
+                    .iter()
+                    .map(|(header, value)| (header, value.clone()))
+                    .chain(env_headers)
+                {
+                    let parsed = (
+                        reqwest::header::HeaderName::from_bytes(header.as_bytes()),
+                        reqwest::header::HeaderValue::from_str(&value),
+                    );
+                    match parsed {
+                        (Ok(header), Ok(value)) => {
+                            headers.insert(header, value);
+                        }
+                        _ => {
+                            return Err(McpError::Setup {
+                                server: name.to_string(),
+                                reason: format!("`{header}` is not a valid HTTP header"),
+                            });
                         }
                     }
-                    transport_config = transport_config.custom_headers(headers);
-                    let transport =
-                        StreamableHttpClientTransport::with_client(http.clone(), transport_config);
-                    let service = router
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|err| failed(err.to_string()))?;
-                    (service, None)
                 }
-            };
-        let tools = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|err| failed(format!("tools/list failed: {err}")))?;
+                transport_config = transport_config.custom_headers(headers);
+                let login =
+                    super::stored_login(name, config)
+                        .await
+                        .map_err(|err| McpError::Setup {
+                            server: name.to_string(),
+                            reason: err.to_string(),
+                        })?;
+                let served = match login {
+                    // A stored login: every request carries its token, refreshed as it
+                    // nears expiry.
+                    Some(manager) => {
+                        let client = AuthClient::new(http.clone(), manager);
+                        let transport =
+                            StreamableHttpClientTransport::with_client(client, transport_config);
+                        router.clone().serve(transport).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::with_client(
+                            http.clone(),
+                            transport_config,
+                        );
+                        router.clone().serve(transport).await
+                    }
+                };
+                let service = served.map_err(|err| {
+                    if err.is_authorization_required() {
+                        McpError::NeedsLogin {
+                            server: name.to_string(),
+                        }
+                    } else {
+                        failed(err.to_string())
+                    }
+                })?;
+                (service, None)
+            }
+        };
+        let tools = service.peer().list_all_tools().await.map_err(|err| {
+            // A server may let `initialize` through and ask for a login at the first call.
+            if err.auth_challenge().is_some() {
+                McpError::NeedsLogin {
+                    server: name.to_string(),
+                }
+            } else {
+                failed(format!("tools/list failed: {err}"))
+            }
+        })?;
         Ok(Self {
             name: name.to_string(),
             config: config.clone(),

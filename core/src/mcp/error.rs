@@ -40,6 +40,12 @@ pub enum McpError {
         /// The last line the server wrote to stderr, if any.
         stderr: Option<String>,
     },
+    /// The server asks for OAuth and no login is stored for it.
+    #[error("MCP server `{server}` needs a login: run `keel mcp login {server}`")]
+    NeedsLogin {
+        /// The server's name.
+        server: String,
+    },
     /// A setting needed to reach it is missing (an unset `bearer_token_env_var`, say).
     #[error("MCP server `{server}`: {reason}")]
     Setup {

@@ -16,6 +16,8 @@ mod call_output;
 mod connection;
 mod error;
 mod input_schema;
+mod oauth_login;
+mod oauth_store;
 mod registry;
 mod server_asks;
 mod servers;
@@ -24,6 +26,8 @@ mod tool_names;
 
 pub(crate) use call_output::{client_result, model_output};
 pub use error::McpError;
+pub use oauth_login::{McpLogin, McpLoginError, mcp_logout};
+pub(crate) use oauth_login::{has_stored_login, stored_login};
 pub(crate) use registry::McpRegistry;
 pub(crate) use server_asks::ServerAsk;
 pub(crate) use servers::{McpServers, McpToolCatalog, McpToolEntry};

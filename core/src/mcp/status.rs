@@ -18,6 +18,10 @@ pub struct McpServerState {
     pub enabled: bool,
     /// Whether it is reached with a bearer token.
     pub bearer_token: bool,
+    /// Whether an OAuth login is stored for it (`keel mcp login`).
+    pub logged_in: bool,
+    /// Whether it asked for OAuth and no login is stored.
+    pub needs_login: bool,
     /// Its tools as it lists them (JSON `Tool` objects), or why it did not start.
     pub tools: Result<Vec<Value>, String>,
     /// Its resources (JSON `Resource` objects; empty when it offers none).
@@ -40,6 +44,8 @@ pub(crate) async fn server_states(
                 ..
             }
         );
+        let logged_in = super::has_stored_login(name, config).await;
+        let mut needs_login = false;
         let (tools, (resources, resource_templates)) = if config.enabled {
             let entry = registry.entry(name, config);
             match entry.connect(http).await {
@@ -52,7 +58,10 @@ pub(crate) async fn server_states(
                         .collect()),
                     connection.resources().await,
                 ),
-                Err(err) => (Err(err.to_string()), Default::default()),
+                Err(err) => {
+                    needs_login = matches!(err, super::McpError::NeedsLogin { .. });
+                    (Err(err.to_string()), Default::default())
+                }
             }
         } else {
             (Ok(Vec::new()), Default::default())
@@ -61,6 +70,8 @@ pub(crate) async fn server_states(
             name: name.clone(),
             enabled: config.enabled,
             bearer_token,
+            logged_in,
+            needs_login,
             tools,
             resources,
             resource_templates,

@@ -227,11 +227,11 @@ pub struct McpServerToolCallResponse {
 pub enum McpAuthStatus {
     /// No authentication (stdio servers).
     Unsupported,
-    /// OAuth would be needed; Keel does not log in.
+    /// The server asks for OAuth and no login is stored (`keel mcp login NAME`).
     NotLoggedIn,
     /// A bearer token from the environment.
     BearerToken,
-    /// OAuth.
+    /// An OAuth login is stored for it.
     OAuth,
 }
 

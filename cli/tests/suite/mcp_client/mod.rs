@@ -9,6 +9,7 @@
 mod app_server;
 mod exec;
 mod mcp_server;
+mod oauth;
 
 use std::path::PathBuf;
 

@@ -86,6 +86,7 @@ client_secret = "shh"
 token_endpoint_auth_method = "client_secret_post"
 callback_port = 8765
 callback_url = "http://localhost:8765/callback"
+client_metadata_url = "https://keel.example.com/client.json"
 "#,
         &[],
     )?;
@@ -99,6 +100,11 @@ callback_url = "http://localhost:8765/callback"
             token_endpoint_auth_method: Some(TokenEndpointAuthMethod::ClientSecretPost),
             callback_port: Some(8765),
             callback_url: Some("http://localhost:8765/callback".to_string()),
+            client_metadata_url: Some("https://keel.example.com/client.json".to_string()),
+            // Logins are kept in the home the configuration was loaded from.
+            credentials_file: Some(std::path::PathBuf::from(
+                "/home/u/.keel/mcp_credentials.json"
+            )),
         }
     );
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
@@ -108,6 +114,14 @@ callback_url = "http://localhost:8765/callback"
     );
     assert!(
         message.contains("mcp_servers.docs.oauth.client: unknown field `client`"),
+        "{message}"
+    );
+    let message = load_err(
+        "[mcp_servers.docs]\nurl = \"http://x/mcp\"\noauth = { client_metadata_url = \"http://x/c.json\" }\n",
+        &[],
+    );
+    assert!(
+        message.contains("oauth.client_metadata_url") && message.contains("not an https URL"),
         "{message}"
     );
     Ok(())

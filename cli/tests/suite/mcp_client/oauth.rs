@@ -1,0 +1,188 @@
+//! OAuth for remote MCP servers, against the official MCP conformance suite's authorization
+//! servers: for each auth scenario the suite starts an OAuth-protected MCP server and runs a
+//! client script that logs in with `keel mcp login` (a `$BROWSER` that follows the
+//! authorization redirect back to Keel's loopback callback, as a signed-in browser would) and
+//! then runs `keel exec`, whose model calls the server's tool with the stored token. The suite
+//! checks discovery, registration, PKCE, the token request and the bearer token's use.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, function_call, write_config,
+};
+use serde_json::Value;
+
+/// The scenarios of protocol revisions 2025-11-25 and 2025-03-26 Keel passes.
+const PASSING: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+];
+
+/// The suite's directory (`node_modules/.bin/node` and the conformance package).
+fn conformance_dir() -> PathBuf {
+    PathBuf::from(std::env::var("KEEL_MCP_CONFORMANCE").unwrap_or_default())
+}
+
+/// The client command the suite runs with the server's URL appended: log in, then one turn.
+fn client_script(dir: &Path) -> anyhow::Result<PathBuf> {
+    let browser = dir.join("browser.sh");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\nexec curl -sS -L -o /dev/null \"$1\"\n",
+    )?;
+    let script = dir.join("client.sh");
+    let keel = env!("CARGO_BIN_EXE_keel");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+set -e
+for url; do :; done
+printf '\n[mcp_servers.conformance]\nurl = "%s"\n' "$url" >> "$KEEL_HOME/config.toml"
+# Keel's client ID metadata document, and a pre-registered client when the scenario gives one.
+node -e '
+const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{{}}");
+console.log("[mcp_servers.conformance.oauth]");
+// The client ID metadata document the suite expects (used where the server accepts one).
+console.log("client_metadata_url = \"https://conformance-test.local/client-metadata.json\"");
+if (c.client_id) {{
+  console.log("client_id = " + JSON.stringify(c.client_id));
+  if (c.client_secret) console.log("client_secret = " + JSON.stringify(c.client_secret));
+}}' >> "$KEEL_HOME/config.toml"
+# Before the login the server is reported as needing one.
+{keel} doctor > "$KEEL_HOME/doctor.out" 2>&1 || true
+BROWSER={browser} {keel} mcp login conformance
+cd "$KEEL_TEST_WORKSPACE"
+# The suite leaves stdin open; exec would read a prompt from it.
+{keel} exec "call the conformance tool" < /dev/null > "$KEEL_HOME/exec.out"
+cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
+{keel} mcp logout conformance > "$KEEL_HOME/logout.out" 2>&1
+"#,
+            browser = browser.display(),
+        ),
+    )?;
+    for file in [&browser, &script] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(script)
+}
+
+/// Runs one scenario with a fresh home and mock model; returns the suite's report.
+async fn run_scenario(
+    scenario: &str,
+    script: &Path,
+) -> anyhow::Result<(String, MockModelServer, tempfile::TempDir)> {
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        Vec::<(String, toml::Value)>::new(),
+    )?;
+    let dir = conformance_dir();
+    let bin = dir.join("node_modules/.bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let run = tokio::process::Command::new(bin.join("node"))
+        .arg(&suite)
+        .args([
+            "client",
+            "--scenario",
+            scenario,
+            "--timeout",
+            "60000",
+            "--command",
+        ])
+        .arg(script)
+        .env("PATH", path)
+        .env("KEEL_HOME", home.path())
+        .env("KEEL_TEST_WORKSPACE", workspace.path())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run).await??;
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok((report, mock, home))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn conformance_auth_scenarios_log_in_and_call_the_tool() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = client_script(dir.path())?;
+    let mut failed = Vec::new();
+    for scenario in PASSING {
+        let (report, mock, home) = run_scenario(scenario, &script).await?;
+        let passed = report.contains("OVERALL: PASSED");
+        // The turn called the protected tool with the stored token and got its answer.
+        let tool_output = mock
+            .requests()
+            .get(1)
+            .and_then(|request| request.tool_output("c1").cloned())
+            .map(|output| match output {
+                Value::String(text) => text,
+                other => other.to_string(),
+            })
+            .unwrap_or_default();
+        let exec_out = std::fs::read_to_string(home.path().join("exec.out")).unwrap_or_default();
+        if !passed || !tool_output.contains("test") || exec_out != "done\n" {
+            failed.push(format!(
+                "{scenario}: tool output {tool_output:?}, exec printed {exec_out:?}\n{report}"
+            ));
+        }
+        let read = |name: &str| std::fs::read_to_string(home.path().join(name)).unwrap_or_default();
+        let doctor = read("doctor.out");
+        assert!(
+            doctor.contains("needs a login: run `keel mcp login conformance`"),
+            "{scenario}: doctor before the login said:\n{doctor}"
+        );
+        // The tokens were kept for the server, readable by their owner only, and the logout
+        // removed them.
+        assert!(
+            read("credentials.after-login").contains("\"conformance\""),
+            "{scenario}"
+        );
+        let credentials = home.path().join("mcp_credentials.json");
+        let mode = std::os::unix::fs::MetadataExt::mode(&std::fs::metadata(&credentials)?);
+        assert_eq!(mode & 0o777, 0o600, "{scenario}: {}", credentials.display());
+        assert!(
+            read("logout.out").contains("Logged out of `conformance`"),
+            "{scenario}"
+        );
+        assert!(
+            !read("mcp_credentials.json").contains("\"conformance\""),
+            "{scenario}"
+        );
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    Ok(())
+}

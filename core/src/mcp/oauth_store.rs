@@ -1,0 +1,129 @@
+//! Where MCP servers' OAuth logins are kept: one JSON file in the Keel home
+//! (`mcp_credentials.json`, mode 0600), one entry per server name, each remembering the URL it
+//! was made for, so a server whose URL changed is not sent another server's token.
+//!
+//! Tokens are never logged (rmcp's `StoredCredentials` redacts them in `Debug`) and never
+//! written anywhere else. The file is rewritten whole, through a temporary file renamed over
+//! it, so a crash never leaves half a file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+/// One server's entry in the file.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    url: String,
+    credentials: StoredCredentials,
+}
+
+/// The whole file: entries by server name.
+type Entries = BTreeMap<String, Entry>;
+
+/// Serialises reads and writes of the file within this process (logins and token refreshes
+/// of several servers may run at once).
+static FILE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The stored login of one server (by name and URL), as rmcp's credential store.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerCredentialStore {
+    file: PathBuf,
+    name: String,
+    url: String,
+}
+
+impl ServerCredentialStore {
+    /// The store for server `name` at `url`, kept in `file`.
+    pub(crate) fn new(file: &Path, name: &str, url: &str) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            name: name.to_string(),
+            url: url.to_string(),
+        }
+    }
+
+    /// Whether a login with a token is stored for this server at this URL.
+    pub(crate) async fn has_token(&self) -> bool {
+        matches!(self.load().await, Ok(Some(credentials)) if credentials.token_response.is_some())
+    }
+}
+
+/// Reads the file; a missing file is an empty one.
+async fn read_entries(file: &Path) -> Result<Entries, AuthError> {
+    match tokio::fs::read(file).await {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| {
+            AuthError::InternalError(format!("{} is not valid: {err}", file.display()))
+        }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Entries::new()),
+        Err(err) => Err(AuthError::InternalError(format!(
+            "cannot read {}: {err}",
+            file.display()
+        ))),
+    }
+}
+
+/// Writes the file whole, readable by its owner only.
+async fn write_entries(file: &Path, entries: &Entries) -> Result<(), AuthError> {
+    let fail = |err: std::io::Error| {
+        AuthError::InternalError(format!("cannot write {}: {err}", file.display()))
+    };
+    let bytes = serde_json::to_vec_pretty(entries)
+        .map_err(|err| AuthError::InternalError(format!("cannot encode the logins: {err}")))?;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    tokio::fs::create_dir_all(dir).await.map_err(fail)?;
+    let temporary = file.with_extension("json.tmp");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true).mode(0o600);
+        let opened = options.open(&temporary).map_err(fail)?;
+        let mut opened = tokio::fs::File::from_std(opened);
+        tokio::io::AsyncWriteExt::write_all(&mut opened, &bytes)
+            .await
+            .map_err(fail)?;
+        opened.sync_all().await.map_err(fail)?;
+    }
+    tokio::fs::rename(&temporary, file).await.map_err(fail)
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for ServerCredentialStore {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let _guard = FILE_LOCK.lock().await;
+        let mut entries = read_entries(&self.file).await?;
+        Ok(entries
+            .remove(&self.name)
+            .filter(|entry| entry.url == self.url)
+            .map(|entry| entry.credentials))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let _guard = FILE_LOCK.lock().await;
+        let mut entries = read_entries(&self.file).await?;
+        entries.insert(
+            self.name.clone(),
+            Entry {
+                url: self.url.clone(),
+                credentials,
+            },
+        );
+        write_entries(&self.file, &entries).await
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        remove_login(&self.file, &self.name).await.map(|_| ())
+    }
+}
+
+/// Forgets server `name`'s login; `true` if there was one.
+pub(crate) async fn remove_login(file: &Path, name: &str) -> Result<bool, AuthError> {
+    let _guard = FILE_LOCK.lock().await;
+    let mut entries = read_entries(file).await?;
+    if entries.remove(name).is_none() {
+        return Ok(false);
+    }
+    write_entries(file, &entries).await?;
+    Ok(true)
+}
