@@ -40,6 +40,7 @@ mod hooks;
 mod info;
 mod inject_items;
 mod loaded;
+mod mcp_oauth;
 mod mcp_status;
 mod model_list;
 mod model_providers;

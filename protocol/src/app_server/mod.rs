@@ -18,6 +18,7 @@ mod hook_runs;
 mod initialize;
 mod item;
 mod mcp;
+mod mcp_oauth;
 mod model;
 mod model_provider;
 mod notifications;
@@ -45,6 +46,7 @@ pub use hook_runs::*;
 pub use initialize::*;
 pub use item::*;
 pub use mcp::*;
+pub use mcp_oauth::*;
 pub use model::*;
 pub use model_provider::*;
 pub use notifications::*;
@@ -151,6 +153,8 @@ crate::request_table! {
         McpResourceRead("mcpServer/resource/read", McpResourceReadParams) -> McpResourceReadResponse,
         /// Calls a configured MCP server's tool for a loaded thread (Codex 0.171).
         McpServerToolCall("mcpServer/tool/call", McpServerToolCallParams) -> McpServerToolCallResponse,
+        /// Starts an MCP server's OAuth login (Codex 0.171).
+        McpServerOauthLogin("mcpServer/oauth/login", McpServerOauthLoginParams) -> McpServerOauthLoginResponse,
         /// The account the server uses (Codex 0.169; API-key authentication in Keel).
         AccountRead("account/read", GetAccountParams) -> GetAccountResponse,
         /// Whether the account is a Bedrock GovCloud one (never; Codex 0.169, experimental).
@@ -309,6 +313,8 @@ crate::notification_table! {
         McpToolCallProgress("item/mcpToolCall/progress", McpToolCallProgressNotification),
         /// An MCP server's start-up state changed.
         McpServerStatusUpdated("mcpServer/startupStatus/updated", McpServerStatusUpdatedNotification),
+        /// An MCP server's OAuth login ended (Codex 0.171).
+        McpServerOauthLoginCompleted("mcpServer/oauthLogin/completed", McpServerOauthLoginCompletedNotification),
         /// A thread's settings for its next turns changed (Codex 0.169).
         ThreadSettingsUpdated("thread/settings/updated", ThreadSettingsUpdatedNotification),
         /// A thread's remote environment connected (Codex 0.169).

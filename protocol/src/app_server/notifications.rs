@@ -311,6 +311,7 @@ impl super::ServerNotification {
             N::HookStarted(n) | N::HookCompleted(n) => &n.thread_id,
             N::McpToolCallProgress(n) => &n.thread_id,
             N::McpServerStatusUpdated(n) => return n.thread_id.as_deref(),
+            N::McpServerOauthLoginCompleted(n) => return n.thread_id.as_deref(),
             N::CommandExecOutputDelta(_)
             | N::AccountRateLimitsUpdated(_)
             | N::SkillsChanged(_)

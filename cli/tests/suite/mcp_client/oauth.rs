@@ -186,3 +186,73 @@ async fn conformance_auth_scenarios_log_in_and_call_the_tool() -> anyhow::Result
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     Ok(())
 }
+
+/// The client command for the app-server's login: a Node script speaking JSON-RPC to
+/// `keel app-server` on stdio. It asks for the login, follows the authorization page's
+/// redirect (as a signed-in browser), waits for `mcpServer/oauthLogin/completed`, and checks
+/// that `mcpServerStatus/list` now reports the server logged in with its tool.
+fn app_server_client(dir: &Path) -> anyhow::Result<PathBuf> {
+    let driver = dir.join("app_server_login.mjs");
+    std::fs::write(&driver, include_str!("../../fixtures/app_server_login.mjs"))?;
+    Ok(driver)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn the_app_server_logs_in_for_its_client() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let driver = app_server_client(dir.path())?;
+    let home = tempfile::tempdir()?;
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("unused")])])).await?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        Vec::<(String, toml::Value)>::new(),
+    )?;
+    let conformance = conformance_dir();
+    let bin = conformance.join("node_modules/.bin");
+    let suite = conformance.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let command = format!("{} {}", bin.join("node").display(), driver.display());
+    let run = tokio::process::Command::new(bin.join("node"))
+        .arg(&suite)
+        .args([
+            "client",
+            "--scenario",
+            "auth/metadata-default",
+            "--timeout",
+            "60000",
+            "--command",
+        ])
+        .arg(&command)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KEEL_HOME", home.path())
+        .env("KEEL_BIN", env!("CARGO_BIN_EXE_keel"))
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run).await??;
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(report.contains("OVERALL: PASSED"), "{report}");
+    // The driver got through every step: not logged in, the login, its completion, and the
+    // server's tool listed with the stored token.
+    let status = std::fs::read_to_string(home.path().join("app-server-login.ok"))
+        .map_err(|err| anyhow::anyhow!("the driver did not finish ({err}):\n{report}"))?;
+    assert!(status.contains("\"authStatus\":\"oAuth\""), "{status}");
+    let stored = std::fs::read_to_string(home.path().join("mcp_credentials.json"))?;
+    assert!(stored.contains("\"conformance\""), "{stored}");
+    Ok(())
+}
