@@ -91,7 +91,7 @@ impl ToolHost for Session {
     }
 
     fn input_arrived(&self) -> BoxFuture<'_, ()> {
-        Box::pin(Session::input_arrived(self))
+        Session::input_arrived(self)
     }
 
     fn agents(&self) -> &AgentControl {

@@ -468,9 +468,13 @@ impl Session {
         self.input_arrived.notify_waiters();
     }
 
-    /// Returns once input from outside joins the running turn.
-    pub(crate) async fn input_arrived(&self) {
-        self.input_arrived.notified().await;
+    /// Resolves once input from outside joins the running turn after this call: the waiter is
+    /// registered here, not when first polled, so input that comes before the caller starts
+    /// waiting (while it announces the wait) is not missed.
+    pub(crate) fn input_arrived(&self) -> futures::future::BoxFuture<'_, ()> {
+        let mut notified = Box::pin(self.input_arrived.notified());
+        notified.as_mut().enable();
+        Box::pin(notified)
     }
 
     /// Adds an item to send with the next request of the running turn (an image a tool

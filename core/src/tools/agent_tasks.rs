@@ -536,6 +536,9 @@ async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnSt
     };
     let tool = CollabAgentTool::Wait;
     let details = CallDetails::default();
+    // Listening before the wait is announced: a steer sent as soon as the client sees it
+    // still ends it.
+    let input = ctx.host.input_arrived();
     collab_event(
         ctx,
         &call_id,
@@ -556,7 +559,7 @@ async fn wait_agent(ctx: &ToolContext, arguments: &str) -> Result<String, TurnSt
         updates = tokio::time::timeout(timeout, tree.next(agents.path())) => (updates.ok(), false),
         // Input from outside (the user steering the turn) ends the wait too, unless the
         // mailbox has news by then.
-        () = ctx.host.input_arrived() => {
+        () = input => {
             let updates = tree.take(agents.path());
             (Some(updates.clone()).filter(|_| !updates.is_empty()), updates.is_empty())
         }

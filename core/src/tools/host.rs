@@ -74,8 +74,9 @@ pub(crate) trait ToolHost: Send + Sync {
     #[cfg(feature = "mcp")]
     fn mcp_servers(&self) -> &crate::mcp::McpServers;
 
-    /// Returns once input from outside (a steer, another agent's message) joins the running
-    /// turn.
+    /// Resolves once input from outside (a steer, another agent's message) joins the running
+    /// turn after this call (the waiter is registered by the call, so take it before
+    /// announcing a wait).
     fn input_arrived(&self) -> BoxFuture<'_, ()>;
 
     /// The sub-agents of this conversation.

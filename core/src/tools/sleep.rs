@@ -66,6 +66,8 @@ impl DynTool for SleepTool {
                 call_id: ctx.call_id().to_string(),
                 duration_ms: args.duration_ms as u64,
             };
+            // Listening before the sleep is announced, so early input still cuts it short.
+            let input = ctx.host.input_arrived();
             ctx.host
                 .send_event(&ctx.ids.sub_id, EventMsg::SleepStarted(sleep.clone()))
                 .await;
@@ -73,7 +75,7 @@ impl DynTool for SleepTool {
                 () = tokio::time::sleep(Duration::from_secs_f64(args.duration_ms / 1000.0)) => {
                     "Sleep completed."
                 }
-                () = ctx.host.input_arrived() => "Sleep interrupted by new input.",
+                () = input => "Sleep interrupted by new input.",
                 () = ctx.cancellation().cancelled() => {
                     ctx.host.send_event(&ctx.ids.sub_id, EventMsg::SleepEnded(sleep)).await;
                     return Err(ToolError::Interrupted);

@@ -331,7 +331,11 @@ fn full_codex_style_file() -> TestResult {
                 tool_timeout: DEFAULT_MCP_TOOL_TIMEOUT,
                 enabled_tools: Some(vec!["search".to_string()]),
                 disabled_tools: Vec::new(),
-                oauth: Default::default(),
+                // A stdio server never logs in, but every server knows where logins are kept.
+                oauth: crate::config::McpOAuthSettings {
+                    credentials_file: Some(home.path().join(crate::config::MCP_CREDENTIALS_FILE)),
+                    ..Default::default()
+                },
             },
         )]),
         warnings: Vec::new(),
