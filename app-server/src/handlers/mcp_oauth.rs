@@ -58,15 +58,16 @@ pub(crate) async fn mcp_server_oauth_login(
     match params.client_registration {
         // Dynamic registration only: no metadata document.
         Some(McpServerOauthClientRegistration::Dcr) => server.oauth.client_metadata_url = None,
-        Some(McpServerOauthClientRegistration::Cimd)
-            if server.oauth.client_metadata_url.is_none() =>
-        {
-            return Err(invalid(
-                "`clientRegistration: cimd` needs the server's `oauth.client_metadata_url`"
-                    .to_string(),
-            ));
+        Some(McpServerOauthClientRegistration::Cimd) => {
+            if server.oauth.client_metadata_url.is_none() {
+                return Err(invalid(
+                    "`clientRegistration: cimd` needs the server's `oauth.client_metadata_url`"
+                        .to_string(),
+                ));
+            }
         }
-        _ => {}
+        // Whatever the authorization server accepts, in the spec's order.
+        Some(McpServerOauthClientRegistration::Auto) | None => {}
     }
     let scopes = params.scopes.clone().unwrap_or_default();
     let login = McpLogin::start(&params.name, &server, &scopes)

@@ -74,10 +74,17 @@ async fn write_entries(file: &Path, entries: &Entries) -> Result<(), AuthError> 
     let dir = file.parent().unwrap_or(Path::new("."));
     tokio::fs::create_dir_all(dir).await.map_err(fail)?;
     let temporary = file.with_extension("json.tmp");
+    // A fresh file, never one found in its place (a leftover, or a link planted to send the
+    // tokens elsewhere): remove what is there, then create exclusively.
+    match tokio::fs::remove_file(&temporary).await {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(fail(err)),
+    }
     {
         use std::os::unix::fs::OpenOptionsExt;
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true).mode(0o600);
+        options.write(true).create_new(true).mode(0o600);
         let opened = options.open(&temporary).map_err(fail)?;
         let mut opened = tokio::fs::File::from_std(opened);
         tokio::io::AsyncWriteExt::write_all(&mut opened, &bytes)
@@ -126,4 +133,40 @@ pub(crate) async fn remove_login(file: &Path, name: &str) -> Result<bool, AuthEr
     }
     write_entries(file, &entries).await?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link planted where the temporary file goes does not carry the tokens out: the link
+    /// is replaced, its target untouched, and the file is the owner's only.
+    #[tokio::test]
+    async fn a_planted_link_does_not_receive_the_tokens() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let home = tempfile::tempdir()?;
+        let outside = tempfile::tempdir()?;
+        let target = outside.path().join("stolen.json");
+        std::fs::write(&target, "untouched")?;
+        let file = home.path().join("mcp_credentials.json");
+        std::os::unix::fs::symlink(&target, file.with_extension("json.tmp"))?;
+        let store = ServerCredentialStore::new(&file, "docs", "https://mcp.example.com/mcp");
+        store
+            .save(StoredCredentials::new(
+                "client".into(),
+                None,
+                Vec::new(),
+                None,
+            ))
+            .await?;
+        assert_eq!(std::fs::read_to_string(&target)?, "untouched");
+        let mode = std::os::unix::fs::MetadataExt::mode(&std::fs::symlink_metadata(&file)?);
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(std::fs::symlink_metadata(&file)?.file_type().is_file());
+        assert_eq!(
+            store.load().await?.map(|credentials| credentials.client_id),
+            Some("client".to_string())
+        );
+        Ok(())
+    }
 }

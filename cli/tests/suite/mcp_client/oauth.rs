@@ -81,23 +81,13 @@ cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
     Ok(script)
 }
 
-/// Runs one scenario with a fresh home and mock model; returns the suite's report.
-async fn run_scenario(
+/// Runs the suite's client `scenario` with `command` (the server's URL appended) under `env`,
+/// Node 22 first on `PATH`; returns its report.
+async fn run_suite(
     scenario: &str,
-    script: &Path,
-) -> anyhow::Result<(String, MockModelServer, tempfile::TempDir)> {
-    let mock = MockModelServer::start(Script::new([
-        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
-        Turn::new([assistant_message("done")]),
-    ]))
-    .await?;
-    let home = tempfile::tempdir()?;
-    let workspace = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        Vec::<(String, toml::Value)>::new(),
-    )?;
+    command: &std::ffi::OsStr,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> anyhow::Result<String> {
     let dir = conformance_dir();
     let bin = dir.join("node_modules/.bin");
     let path = format!(
@@ -116,18 +106,45 @@ async fn run_scenario(
             "60000",
             "--command",
         ])
-        .arg(script)
+        .arg(command)
         .env("PATH", path)
-        .env("KEEL_HOME", home.path())
-        .env("KEEL_TEST_WORKSPACE", workspace.path())
+        .envs(env.iter().copied())
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await??;
-    let report = format!(
+    Ok(format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
-    );
+    ))
+}
+
+/// Runs one scenario with a fresh home and mock model; returns the suite's report.
+async fn run_scenario(
+    scenario: &str,
+    script: &Path,
+) -> anyhow::Result<(String, MockModelServer, tempfile::TempDir)> {
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        Vec::<(String, toml::Value)>::new(),
+    )?;
+    let report = run_suite(
+        scenario,
+        script.as_os_str(),
+        &[
+            ("KEEL_HOME", home.path().as_os_str()),
+            ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
+        ],
+    )
+    .await?;
     Ok((report, mock, home))
 }
 
@@ -213,39 +230,17 @@ async fn the_app_server_logs_in_for_its_client() -> anyhow::Result<()> {
         &mock.uri(),
         Vec::<(String, toml::Value)>::new(),
     )?;
-    let conformance = conformance_dir();
-    let bin = conformance.join("node_modules/.bin");
-    let suite = conformance.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let command = format!("{} {}", bin.join("node").display(), driver.display());
-    let run = tokio::process::Command::new(bin.join("node"))
-        .arg(&suite)
-        .args([
-            "client",
-            "--scenario",
-            "auth/metadata-default",
-            "--timeout",
-            "60000",
-            "--command",
-        ])
-        .arg(&command)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .env("KEEL_HOME", home.path())
-        .env("KEEL_BIN", env!("CARGO_BIN_EXE_keel"))
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), run).await??;
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let node = conformance_dir().join("node_modules/.bin/node");
+    let command = format!("{} {}", node.display(), driver.display());
+    let report = run_suite(
+        "auth/metadata-default",
+        command.as_ref(),
+        &[
+            ("KEEL_HOME", home.path().as_os_str()),
+            ("KEEL_BIN", env!("CARGO_BIN_EXE_keel").as_ref()),
+        ],
+    )
+    .await?;
     assert!(report.contains("OVERALL: PASSED"), "{report}");
     // The driver got through every step: not logged in, the login, its completion, and the
     // server's tool listed with the stored token.
