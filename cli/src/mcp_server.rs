@@ -1,8 +1,11 @@
-//! `keel mcp-server`: serve MCP on stdio (see the keel-mcp-server crate).
+//! `keel mcp-server`: serve MCP on stdio, or over Streamable HTTP with `--listen` (see the
+//! keel-mcp-server crate).
 
 use std::process::ExitCode;
 
 use clap::Args;
+use keel_mcp_server::ListenArgs;
+use tokio_util::sync::CancellationToken;
 
 /// Arguments of `keel mcp-server`.
 #[derive(Debug, Args)]
@@ -11,19 +14,34 @@ pub struct McpServerArgs {
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
     config_overrides: Vec<String>,
 
-    /// The longest input line accepted, in bytes; a longer one is skipped and answered with
-    /// -32700.
+    /// The longest input line (or HTTP body) accepted, in bytes; a longer line is skipped
+    /// and answered with -32700.
     #[arg(long, default_value_t = keel_protocol::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
+
+    #[command(flatten)]
+    listen: ListenArgs,
 }
 
-/// Serves until the client closes stdin.
+/// Serves until the client closes stdin, or, over HTTP, until interrupted.
 pub async fn run(args: McpServerArgs) -> anyhow::Result<ExitCode> {
     let options = keel_mcp_server::McpServerOptions {
         keel_home: None,
         config_overrides: args.config_overrides,
         max_line_bytes: Some(args.max_line_bytes),
     };
-    keel_mcp_server::run_main(options).await?;
+    match args.listen.http()? {
+        Some(listen) => {
+            let shutdown = CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    stop.cancel();
+                }
+            });
+            keel_mcp_server::serve_http(options, listen, shutdown).await?;
+        }
+        None => keel_mcp_server::run_main(options).await?,
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -26,6 +26,29 @@ pub enum McpServerError {
         source: Box<keel_core::ConfigError>,
     },
 
+    /// `--listen` is not an `http://IP:PORT` URL.
+    #[error("invalid --listen URL `{url}`: {reason}")]
+    ListenUrl {
+        /// What was given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// The HTTP listener could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        /// The address asked for.
+        address: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The listener's authentication flags are wrong (or leave a network listener open).
+    #[error(transparent)]
+    ListenerAuth(#[from] keel_exec_server::listener_auth::ListenerAuthError),
+
     /// Reading the client's messages failed.
     #[error("reading from the client: {0}")]
     Read(#[source] std::io::Error),

@@ -1,5 +1,6 @@
-//! keel-mcp-server: Keel exposed as an MCP server over stdio, so any MCP client (an IDE, a
-//! desktop assistant, another agent) can hand Keel a coding task and watch it work.
+//! keel-mcp-server: Keel exposed as an MCP server over stdio, or over Streamable HTTP with
+//! `--listen` (see `http`), so any MCP client (an IDE, a desktop assistant, another agent)
+//! can hand Keel a coding task and watch it work.
 //!
 //! # Data flow
 //!
@@ -38,6 +39,8 @@ mod approval;
 mod codex_tool;
 mod context;
 mod error;
+mod http;
+mod listen_args;
 pub mod methods;
 mod outgoing;
 mod processor;
@@ -60,13 +63,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 pub use error::{McpServerError, Result};
+pub use http::{
+    DEFAULT_SESSION_IDLE_TIMEOUT, HEADER_MISMATCH, HttpListenOptions, MCP_PATH,
+    UNSUPPORTED_PROTOCOL_VERSION, parse_listen_url, serve_http,
+};
+pub use listen_args::ListenArgs;
 pub use processor::{SERVER_NAME, negotiate_protocol_version};
 pub use tools::{list_tools, tool_schema};
 
 use crate::context::{ServerContext, ServerSettings};
 use crate::outgoing::{OUTGOING_CAPACITY, OutgoingSender};
 use crate::processor::MessageProcessor;
-use crate::transport::{INCOMING_CAPACITY, read_loop, write_loop};
+use crate::transport::{INCOMING_CAPACITY, Incoming, read_loop, write_loop};
+use keel_protocol::JsonRpcMessage;
 
 /// How long queued messages may take to flush once the processor has stopped.
 const WRITER_DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -111,19 +120,14 @@ where
         .max_line_bytes
         .unwrap_or(keel_protocol::DEFAULT_MAX_LINE_BYTES);
     let settings = resolve_settings(options)?;
-    let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
-    let (outgoing_tx, outgoing_rx) = mpsc::channel(OUTGOING_CAPACITY);
-    let context = Arc::new(ServerContext::new(
-        OutgoingSender::new(outgoing_tx),
-        settings,
-    ));
-    sub_agents::forward_spawned(&context);
+    let RunningProcessor {
+        incoming,
+        outgoing,
+        task: processor,
+    } = RunningProcessor::start(settings, ProcessorMode::Handshake, shutdown);
 
-    let reader =
-        AbortOnDropHandle::new(tokio::spawn(read_loop(reader, max_line_bytes, incoming_tx)));
-    let writer = AbortOnDropHandle::new(tokio::spawn(write_loop(writer, outgoing_rx)));
-    let processor = MessageProcessor::new(context);
-    let processor = AbortOnDropHandle::new(tokio::spawn(processor.run(incoming_rx, shutdown)));
+    let reader = AbortOnDropHandle::new(tokio::spawn(read_loop(reader, max_line_bytes, incoming)));
+    let writer = AbortOnDropHandle::new(tokio::spawn(write_loop(writer, outgoing)));
 
     let processed = processor.await;
     // The processor and its tool calls are gone; the writer ends once the last sender clone
@@ -142,6 +146,52 @@ where
         Err(_) => {
             tracing::debug!("writer did not finish in time; exiting anyway");
             Ok(())
+        }
+    }
+}
+
+/// Whether a processor expects the `initialize` handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcessorMode {
+    /// stdio and Streamable HTTP sessions (MCP up to 2025-11-25).
+    Handshake,
+    /// MCP 2026-07-28 over HTTP: every request stands alone.
+    Stateless,
+}
+
+/// A processor task with its own conversations, and the channels that feed and drain it.
+pub(crate) struct RunningProcessor {
+    /// Client messages in.
+    pub(crate) incoming: mpsc::Sender<Incoming>,
+    /// Server messages out.
+    pub(crate) outgoing: mpsc::Receiver<JsonRpcMessage>,
+    /// The processor; dropping it aborts its tool calls (and so their commands).
+    pub(crate) task: AbortOnDropHandle<()>,
+}
+
+impl RunningProcessor {
+    /// Starts a processor that runs until its input closes or `shutdown` fires.
+    pub(crate) fn start(
+        settings: ServerSettings,
+        mode: ProcessorMode,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let (incoming, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
+        let (outgoing_tx, outgoing) = mpsc::channel(OUTGOING_CAPACITY);
+        let context = Arc::new(ServerContext::new(
+            OutgoingSender::new(outgoing_tx),
+            settings,
+        ));
+        sub_agents::forward_spawned(&context);
+        let processor = match mode {
+            ProcessorMode::Handshake => MessageProcessor::new(context),
+            ProcessorMode::Stateless => MessageProcessor::stateless(context),
+        };
+        let task = AbortOnDropHandle::new(tokio::spawn(processor.run(incoming_rx, shutdown)));
+        Self {
+            incoming,
+            outgoing,
+            task,
         }
     }
 }

@@ -1,29 +1,47 @@
 //! `keel-mcp-server`: the MCP server as a standalone binary (`keel mcp-server` runs the same
-//! code). Arguments: any number of `-c key.path=value` overrides.
+//! code). Serves stdio, or Streamable HTTP with `--listen http://IP:PORT`.
 //!
-//! Exit codes: 0 when the client closed stdin, 2 on bad arguments or configuration, 1 when
-//! the server failed.
+//! Exit codes: 0 when the client closed stdin (or the HTTP server was stopped), 2 on bad
+//! arguments or configuration, 1 when the server failed.
 
 use std::process::ExitCode;
 
-use keel_mcp_server::{McpServerError, McpServerOptions, run_main};
+use clap::Parser;
+use keel_mcp_server::{ListenArgs, McpServerError, McpServerOptions, run_main, serve_http};
+use tokio_util::sync::CancellationToken;
+
+/// Keel as an MCP server.
+#[derive(Debug, Parser)]
+#[command(name = "keel-mcp-server")]
+struct Args {
+    /// Override a configuration value for every session, e.g. `-c model=o3`.
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+    config_overrides: Vec<String>,
+
+    #[command(flatten)]
+    listen: ListenArgs,
+}
 
 fn main() -> ExitCode {
     if let Some(status) = keel_exec_server::supervisor::dispatch() {
         return status;
     }
     keel_exec_server::init_stderr_logging("warn");
-    let mut options = McpServerOptions::default();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("-c" | "--config", Some(value)) => options.config_overrides.push(value),
-            _ => {
-                eprintln!("usage: keel-mcp-server [-c key.path=value]...");
-                return ExitCode::from(2);
-            }
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
-    }
+    };
+    let options = McpServerOptions {
+        config_overrides: args.config_overrides,
+        ..McpServerOptions::default()
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -34,7 +52,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = runtime.block_on(run_main(options));
+    let result = runtime.block_on(async {
+        match args.listen.http()? {
+            Some(listen) => {
+                let shutdown = CancellationToken::new();
+                let stop = shutdown.clone();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        stop.cancel();
+                    }
+                });
+                serve_http(options, listen, shutdown).await
+            }
+            None => run_main(options).await,
+        }
+    });
     // stdin is read on a blocking thread that may still wait for input; do not wait for it.
     runtime.shutdown_background();
     match result {
@@ -49,8 +81,11 @@ fn main() -> ExitCode {
             match err {
                 McpServerError::Home(_)
                 | McpServerError::Override(_)
-                | McpServerError::Config { .. } => ExitCode::from(2),
-                McpServerError::Read(_)
+                | McpServerError::Config { .. }
+                | McpServerError::ListenUrl { .. }
+                | McpServerError::ListenerAuth(_) => ExitCode::from(2),
+                McpServerError::Listen { .. }
+                | McpServerError::Read(_)
                 | McpServerError::Write(_)
                 | McpServerError::Task { .. } => ExitCode::from(1),
             }

@@ -13,14 +13,20 @@ use keel_protocol::mcp::{
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, CancelledNotificationParam, EmptyObject,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, SetLevelRequestParams,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResult, SetLevelRequestParams,
 };
 
 /// The newest MCP revision Keel speaks; offered when a client asks for one Keel does not know.
-pub const MCP_LATEST_PROTOCOL_VERSION: &str = "2025-06-18";
+pub const MCP_LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Every MCP revision Keel accepts, newest first.
-pub const MCP_SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+pub const MCP_SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The stateless revision, spoken only over Streamable HTTP (no `initialize`; every request
+/// names its version).
+pub const MCP_STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
 
 keel_protocol::request_table! {
     /// Every request an MCP client may send to Keel's MCP server.
@@ -37,6 +43,8 @@ keel_protocol::request_table! {
         ListResources("resources/list", PaginatedRequestParams) -> ListResourcesResult,
         /// Lists resource templates (Keel has none).
         ListResourceTemplates("resources/templates/list", PaginatedRequestParams) -> ListResourceTemplatesResult,
+        /// Reads a resource (Keel has none, so every read is "not found").
+        ReadResource("resources/read", ReadResourceRequestParams) -> ReadResourceResult,
         /// Lists prompts (Keel has none).
         ListPrompts("prompts/list", PaginatedRequestParams) -> ListPromptsResult,
         /// Sets the log level of `notifications/message` (Keel logs to stderr only).

@@ -37,9 +37,17 @@ pub fn negotiate_protocol_version(requested: &str) -> &'static str {
         .unwrap_or(MCP_LATEST_PROTOCOL_VERSION)
 }
 
+/// Who this server is, as `initialize` and `server/discover` report it.
+pub(crate) fn server_info() -> Implementation {
+    let mut info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"));
+    info.title = Some("Keel".to_string());
+    info
+}
+
 /// rmcp's value for a revision Keel speaks.
 fn protocol_version(version: &'static str) -> ProtocolVersion {
     match version {
+        "2025-11-25" => ProtocolVersion::V_2025_11_25,
         "2025-03-26" => ProtocolVersion::V_2025_03_26,
         "2024-11-05" => ProtocolVersion::V_2024_11_05,
         _ => ProtocolVersion::V_2025_06_18,
@@ -62,6 +70,17 @@ impl MessageProcessor {
         Self {
             context,
             initialized: false,
+            calls: JoinSet::new(),
+        }
+    }
+
+    /// A processor for MCP 2026-07-28's stateless requests: there is no handshake, and the
+    /// server may send the client no requests, so approvals are never asked.
+    pub(crate) fn stateless(context: Arc<ServerContext>) -> Self {
+        context.set_client_elicitation(false);
+        Self {
+            context,
+            initialized: true,
             calls: JoinSet::new(),
         }
     }
@@ -221,6 +240,17 @@ impl MessageProcessor {
                 };
                 outgoing.send_response(id, &empty).await;
             }
+            McpClientRequest::ReadResource(params) => {
+                let mut error = JsonRpcErrorObject::new(
+                    INVALID_PARAMS,
+                    format!(
+                        "resource `{}` not found: {SERVER_NAME} has no resources",
+                        params.uri
+                    ),
+                );
+                error.data = Some(serde_json::json!({ "uri": params.uri }));
+                outgoing.send_error(Some(id), error).await;
+            }
             McpClientRequest::SetLevel(_) => {
                 // Logs go to stderr under RUST_LOG; accept the level so clients do not hang.
                 tracing::debug!("logging/setLevel accepted (no-op)");
@@ -245,10 +275,8 @@ impl MessageProcessor {
         let mut tools = rmcp::model::ToolsCapability::default();
         tools.list_changed = Some(false);
         capabilities.tools = Some(tools);
-        let mut server_info = Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"));
-        server_info.title = Some("Keel".to_string());
         let result = InitializeResult::new(capabilities)
-            .with_server_info(server_info)
+            .with_server_info(server_info())
             .with_protocol_version(protocol_version(negotiate_protocol_version(&requested)));
         self.context.outgoing.send_response(id, &result).await;
     }

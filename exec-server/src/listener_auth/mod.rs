@@ -216,6 +216,29 @@ impl ListenerGuard {
         ))
     }
 
+    /// The check for a plain HTTP API that browsers may legitimately call (MCP's Streamable
+    /// HTTP): an `Origin`, when sent, must name a host the listener accepts (so a page whose
+    /// DNS name was rebound to loopback is refused), then the `Host` and bearer checks of
+    /// [`Self::check_upgrade`].
+    pub fn check_http_request(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let authority = origin.to_str().ok().and_then(origin_authority);
+            if !authority.is_some_and(|authority| self.hosts.accepts(Some(authority))) {
+                tracing::warn!(?origin, "refusing a request from a foreign Origin");
+                return Err(Refusal::new(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "Origin `{}` is not allowed: only loopback origins (and hosts allowed \
+                         with --ws-allowed-host) may call this server",
+                        origin.to_str().unwrap_or("<not text>")
+                    ),
+                ));
+            }
+        }
+        self.check_host(headers)?;
+        self.check_bearer(headers)
+    }
+
     /// The check for a websocket upgrade: no browser (`Origin`), an accepted `Host`, and the
     /// bearer token when one is required.
     pub fn check_upgrade(&self, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -227,6 +250,11 @@ impl ListenerGuard {
             ));
         }
         self.check_host(headers)?;
+        self.check_bearer(headers)
+    }
+
+    /// The bearer token, when the listener requires one.
+    fn check_bearer(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(credential) = &self.credential else {
             return Ok(());
         };
@@ -276,6 +304,14 @@ fn warn_if_others_can_read(path: &std::path::Path) {
             path.display()
         );
     }
+}
+
+/// The `host[:port]` of an `Origin` value such as `http://localhost:8080`; `None` for
+/// `null` or anything without a scheme.
+fn origin_authority(origin: &str) -> Option<&str> {
+    let (_scheme, rest) = origin.trim().split_once("://")?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    (!authority.is_empty()).then_some(authority)
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header.
@@ -359,6 +395,27 @@ mod tests {
             map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn http_requests_from_loopback_origins_pass_and_rebound_ones_do_not() {
+        let guard = ListenerGuard::new(&ListenerAuthArgs::default(), tcp("127.0.0.1:0")).unwrap();
+        let local = headers(&[
+            (header::HOST, "127.0.0.1:4000"),
+            (header::ORIGIN, "http://localhost:4000"),
+        ]);
+        assert_eq!(guard.check_http_request(&local), Ok(()));
+        for origin in ["http://evil.example.com", "null", "evil"] {
+            let rebound = headers(&[(header::HOST, "127.0.0.1:4000"), (header::ORIGIN, origin)]);
+            let refusal = guard.check_http_request(&rebound).unwrap_err();
+            assert_eq!(refusal.status, StatusCode::FORBIDDEN, "{origin}");
+            assert!(refusal.message.contains("Origin"), "{}", refusal.message);
+        }
+        let foreign_host = headers(&[(header::HOST, "evil.example.com")]);
+        assert_eq!(
+            guard.check_http_request(&foreign_host).unwrap_err().status,
+            StatusCode::FORBIDDEN
+        );
     }
 
     #[test]

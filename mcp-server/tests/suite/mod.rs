@@ -3,6 +3,8 @@ mod cancel;
 mod codex_tool;
 mod common;
 mod conversations;
+mod http;
+mod http_client;
 mod protocol;
 mod python_sdk;
 mod schema_fresh;

@@ -72,7 +72,7 @@ async fn unsupported_protocol_version_gets_the_latest_supported() -> anyhow::Res
             json!({"protocolVersion": "2099-12-31", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
         )
         .await?;
-    assert_eq!(result["protocolVersion"], json!("2025-06-18"));
+    assert_eq!(result["protocolVersion"], json!("2025-11-25"));
     // A second initialize is refused.
     let id = server
         .mcp
