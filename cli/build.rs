@@ -6,9 +6,10 @@
 //! - the MCP client tests need the reference MCP server `@modelcontextprotocol/server-everything`
 //!   (npm), whose entry script `KEEL_MCP_EVERYTHING` names (`.ci/run` installs it under
 //!   `target/npm` and sets the variable);
-//! - the MCP OAuth test needs the official conformance suite `@modelcontextprotocol/conformance`
-//!   0.1.16 and Node 22 (npm's `node@22`), in the directory `KEEL_MCP_CONFORMANCE` names (`.ci/run`
-//!   installs both under `target/npm-conformance` and sets the variable);
+//! - the MCP OAuth and HTTP server tests need the official conformance suite
+//!   `@modelcontextprotocol/conformance` 0.1.16, its 0.2.0-alpha.12 under the alias
+//!   `conformance-alpha`, and Node 22 (npm's `node@22`), in the directory `KEEL_MCP_CONFORMANCE`
+//!   names (`.ci/run` installs them under `target/npm-conformance` and sets the variable);
 //! - the Codex TUI test needs Codex 0.171's binary (`KEEL_CODEX_TUI`, installed from npm by
 //!   `.ci/run`) and `tmux`;
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,

@@ -15,7 +15,7 @@ pub struct McpServerArgs {
     config_overrides: Vec<String>,
 
     /// The longest input line (or HTTP body) accepted, in bytes; a longer line is skipped
-    /// and answered with -32700.
+    /// and answered with -32700, a longer body refused with 413.
     #[arg(long, default_value_t = keel_protocol::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
 

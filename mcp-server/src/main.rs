@@ -18,6 +18,11 @@ struct Args {
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
     config_overrides: Vec<String>,
 
+    /// The longest input line (or HTTP body) accepted, in bytes; a longer line is skipped
+    /// and answered with -32700, a longer body refused with 413.
+    #[arg(long, default_value_t = keel_protocol::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+
     #[command(flatten)]
     listen: ListenArgs,
 }
@@ -40,6 +45,7 @@ fn main() -> ExitCode {
     };
     let options = McpServerOptions {
         config_overrides: args.config_overrides,
+        max_line_bytes: Some(args.max_line_bytes),
         ..McpServerOptions::default()
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

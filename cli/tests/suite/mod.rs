@@ -31,6 +31,7 @@ mod local_server_streams;
 mod login;
 mod mcp_client;
 mod mcp_server;
+mod mcp_server_conformance;
 mod oss;
 mod output_schema;
 mod prompt;

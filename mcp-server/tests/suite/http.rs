@@ -355,6 +355,8 @@ async fn the_listener_refuses_rebound_origins_strangers_and_open_network_address
             "capability-token",
             "--ws-token-file",
             &token_file,
+            "--max-line-bytes",
+            "4096",
         ],
     )
     .await?;
@@ -365,6 +367,19 @@ async fn the_listener_refuses_rebound_origins_strangers_and_open_network_address
         .post(&init, &[("authorization", "Bearer s3cret-token")])
         .await?;
     assert_eq!(holder.status(), 200);
+    let mut huge = init.clone();
+    huge["params"]["clientInfo"]["name"] = json!("x".repeat(8192));
+    let too_big = guarded
+        .client()
+        .post(&huge, &[("authorization", "Bearer s3cret-token")])
+        .await?;
+    let status = too_big.status();
+    assert_eq!(
+        status,
+        413,
+        "a body over --max-line-bytes: {}",
+        too_big.text().await?
+    );
 
     let home = tempfile::tempdir()?;
     let mut open = ProcessBuilder::new(SERVER_BIN)
