@@ -139,7 +139,13 @@ async fn queue<C: AppServerClient>(client: &C, args: &QueueArgs) -> anyhow::Resu
             InProcessEvent::ServerRequest { id, request } => {
                 // Nobody is here to answer: as `keel exec` answers.
                 client
-                    .respond(id, crate::exec::drive::unattended_answer(request))
+                    .respond(
+                        id,
+                        crate::exec::drive::unattended_answer(
+                            request,
+                            crate::exec::UnattendedElicitation::Decline,
+                        ),
+                    )
                     .await?;
                 continue;
             }

@@ -163,5 +163,6 @@ fn review_turn(
         output_schema: None,
         last_message_file: None,
         warnings,
+        elicitation: crate::exec::UnattendedElicitation::Decline,
     }
 }

@@ -150,6 +150,12 @@ pub struct ExecArgs {
     )]
     pub output_last_message: Option<PathBuf>,
 
+    /// How an MCP server's question (elicitation) is answered, with nobody to ask:
+    /// `decline`, or `accept-defaults` — accept a form whose every required field has a
+    /// default, answering with the defaults (else decline).
+    #[arg(global = true, long, value_name = "POLICY", default_value = "decline")]
+    pub mcp_elicitation: UnattendedElicitation,
+
     /// Run enabled hooks even when their definitions are not trusted (for automation whose
     /// hooks were vetted). Hooks of an untrusted project still do not load.
     #[arg(global = true, long)]
@@ -177,6 +183,16 @@ pub struct ExecArgs {
 
     #[command(subcommand)]
     pub session: Option<SessionCommand>,
+}
+
+/// `--mcp-elicitation` values: what a headless run answers an MCP server's question.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnattendedElicitation {
+    /// Refuse every question.
+    #[default]
+    Decline,
+    /// Accept a form whose every required field has a default, with the defaults.
+    AcceptDefaults,
 }
 
 /// `--sandbox` values.

@@ -14,6 +14,7 @@ use keel_protocol::app_server::{
 };
 use keel_protocol::exec_events::ExecEvent;
 
+use super::args::UnattendedElicitation;
 use super::jsonl::JsonlStream;
 use super::outcome::{TurnOutcome, turn_outcome};
 use super::render::HumanRenderer;
@@ -50,6 +51,8 @@ pub struct TurnRequest<'a> {
     pub last_message_file: Option<&'a Path>,
     /// Configuration warnings to show in the stream.
     pub warnings: Vec<String>,
+    /// What an MCP server's question gets.
+    pub elicitation: UnattendedElicitation,
 }
 
 /// Starts the turn and prints notifications until it completes.
@@ -61,6 +64,7 @@ pub async fn drive<C: AppServerClient>(
     let stdout = std::io::stdout();
     let thread_id = request.thread.thread.id.clone();
     let last_message_file = request.last_message_file;
+    let request_elicitation = request.elicitation;
     match &mut output {
         Output::Human(renderer) => renderer.thread_started(&request.thread),
         Output::Jsonl(stream) => {
@@ -210,13 +214,19 @@ pub async fn drive<C: AppServerClient>(
                 continue;
             }
         };
-        client.respond(id, unattended_answer(asked)).await?;
+        client
+            .respond(id, unattended_answer(asked, request_elicitation))
+            .await?;
     }
 }
 
 /// The answer to a server request when nobody is there to ask: questions go unanswered,
-/// MCP questions and approvals are declined, each said on stderr.
-pub(crate) fn unattended_answer(request: ServerRequest) -> serde_json::Value {
+/// approvals are declined, MCP questions declined or answered with their defaults as
+/// `elicitation` says; each said on stderr.
+pub(crate) fn unattended_answer(
+    request: ServerRequest,
+    elicitation: UnattendedElicitation,
+) -> serde_json::Value {
     match request {
         ServerRequest::ToolRequestUserInput(asked) => {
             let questions: Vec<&str> = asked
@@ -232,6 +242,17 @@ pub(crate) fn unattended_answer(request: ServerRequest) -> serde_json::Value {
             serde_json::json!({"answers": {}})
         }
         ServerRequest::McpServerElicitation(asked) => {
+            let defaults = (elicitation == UnattendedElicitation::AcceptDefaults)
+                .then(|| form_defaults(&asked.requested_schema))
+                .flatten();
+            if let Some(content) = defaults {
+                eprintln!(
+                    "MCP server `{}` asked: {}; answered with the form's defaults \
+                     (--mcp-elicitation accept-defaults)",
+                    asked.server_name, asked.message
+                );
+                return serde_json::json!({"action": "accept", "content": content});
+            }
             eprintln!(
                 "MCP server `{}` asked: {}; keel exec has no user to ask, so it declined",
                 asked.server_name, asked.message
@@ -260,6 +281,30 @@ pub(crate) fn unattended_answer(request: ServerRequest) -> serde_json::Value {
     }
 }
 
+/// A form's answer made of its defaults: every property's `default`; `None` when a required
+/// property has none (only a person could answer it).
+fn form_defaults(schema: &serde_json::Value) -> Option<serde_json::Value> {
+    let properties = schema.get("properties")?.as_object()?;
+    let required = schema
+        .get("required")
+        .and_then(serde_json::Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let all_required_defaulted = required.iter().all(|name| {
+        name.as_str()
+            .and_then(|name| properties.get(name))
+            .is_some_and(|property| property.get("default").is_some())
+    });
+    if !all_required_defaulted {
+        return None;
+    }
+    let content: serde_json::Map<String, serde_json::Value> = properties
+        .iter()
+        .filter_map(|(name, property)| Some((name.clone(), property.get("default")?.clone())))
+        .collect();
+    Some(serde_json::Value::Object(content))
+}
+
 /// Writes one event of the `--json` stream.
 fn write_event(stdout: &std::io::Stdout, event: &ExecEvent) -> anyhow::Result<()> {
     write_line(stdout, &serde_json::to_string(event)?)
@@ -272,5 +317,28 @@ fn write_line(stdout: &std::io::Stdout, line: &str) -> anyhow::Result<()> {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::form_defaults;
+    use serde_json::json;
+
+    #[test]
+    fn a_form_is_answered_with_its_defaults_only_when_every_required_field_has_one() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "note": {"type": "string"},
+        }, "required": ["name"]});
+        assert_eq!(
+            form_defaults(&schema),
+            Some(json!({"name": "John Doe", "age": 30}))
+        );
+        let needs_a_person = json!({"type": "object", "properties": {
+            "note": {"type": "string"},
+        }, "required": ["note"]});
+        assert_eq!(form_defaults(&needs_a_person), None);
     }
 }

@@ -30,7 +30,7 @@ use keel_protocol::app_server::{ClientInfo, SessionSource, ThreadOverrides};
 
 use crate::failure::usage;
 pub(crate) use args::Color;
-pub use args::{EXEC_AFTER_HELP, ExecArgs, LocalProvider};
+pub use args::{EXEC_AFTER_HELP, ExecArgs, LocalProvider, UnattendedElicitation};
 pub(crate) use inputs::{checked_cwd, colored, read_prompt};
 use inputs::{checked_dir, thread_overrides, turn_input};
 

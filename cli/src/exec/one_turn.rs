@@ -49,6 +49,7 @@ pub(super) async fn run_one_turn<C: AppServerClient>(
             output_schema,
             last_message_file: args.output_last_message.as_deref(),
             warnings,
+            elicitation: args.mcp_elicitation,
         },
         output_of(args),
     )

@@ -12,7 +12,7 @@ use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
-    ProgressToken,
+    ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use serde_json::Value;
@@ -98,10 +98,13 @@ impl ClientHandler for ServerAskRouter {
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(FormElicitationCapability::default());
         capabilities.elicitation = Some(elicitation);
+        // The newest revision with the `initialize` handshake (2025-11-25): rmcp's default is
+        // the stateless 2026-07-28, which a handshake cannot name.
         ClientConfig::new(
             capabilities,
             Implementation::new("keel", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn create_elicitation(

@@ -7,6 +7,7 @@
 //! reason; under `CI` they run and fail instead.
 
 mod app_server;
+mod conformance_client;
 mod exec;
 mod mcp_server;
 mod oauth;

@@ -32,7 +32,7 @@ const PASSING: &[&str] = &[
 ];
 
 /// The suite's directory (`node_modules/.bin/node` and the conformance package).
-fn conformance_dir() -> PathBuf {
+pub(super) fn conformance_dir() -> PathBuf {
     PathBuf::from(std::env::var("KEEL_MCP_CONFORMANCE").unwrap_or_default())
 }
 
@@ -83,7 +83,7 @@ cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
 
 /// Runs the suite's client `scenario` with `command` (the server's URL appended) under `env`,
 /// Node 22 first on `PATH`; returns its report.
-async fn run_suite(
+pub(super) async fn run_suite(
     scenario: &str,
     command: &std::ffi::OsStr,
     env: &[(&str, &std::ffi::OsStr)],
