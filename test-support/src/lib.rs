@@ -90,6 +90,7 @@ mod error;
 pub mod fuzz;
 mod harness;
 mod mock;
+mod oauth_mcp;
 pub mod plot;
 mod postgres;
 
@@ -105,4 +106,5 @@ pub use mock::{
     assistant_message, compaction, custom_tool_call, exec_command_call, function_call,
     job_worker_ids, reasoning, shell_call, write_stdin_call,
 };
+pub use oauth_mcp::{OAuthEvent, OAuthMcpServer};
 pub use postgres::{PostgresCluster, postgres_bin_dir};
