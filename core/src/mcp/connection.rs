@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
+use super::scope_watch::{RequiredScope, ScopeWatch};
 use super::server_asks::{ServerAsk, ServerAskRouter};
 use crate::config::{McpServerConfig, McpServerTransport};
 
@@ -32,6 +33,8 @@ pub(crate) struct McpConnection {
     service: RunningService<RoleClient, ServerAskRouter>,
     router: ServerAskRouter,
     tools: Vec<Tool>,
+    /// The scope an HTTP server last refused a request for want of.
+    required_scope: RequiredScope,
     /// The stdio server's process group, SIGKILLed when the connection goes (and by the
     /// watchdog if Keel dies first).
     _group: Option<OwnedProcessGroup>,
@@ -91,6 +94,7 @@ impl McpConnection {
         stderr_tail: StderrTail,
     ) -> Result<Self, McpError> {
         let router = ServerAskRouter::default();
+        let required_scope = RequiredScope::default();
         let failed = |reason: String| McpError::Startup {
             server: name.to_string(),
             reason,
@@ -196,7 +200,10 @@ impl McpConnection {
                     // A stored login: every request carries its token, refreshed as it
                     // nears expiry.
                     Some(manager) => {
-                        let client = AuthClient::new(http.clone(), manager);
+                        let client = ScopeWatch::new(
+                            AuthClient::new(http.clone(), manager),
+                            required_scope.clone(),
+                        );
                         let transport =
                             StreamableHttpClientTransport::with_client(client, transport_config);
                         router.clone().serve(transport).await
@@ -237,6 +244,7 @@ impl McpConnection {
             service,
             router,
             tools,
+            required_scope,
             _group: group,
         })
     }
@@ -337,6 +345,15 @@ impl McpConnection {
             }
         };
         drop(route);
+        if matches!(outcome, Some(Err(_) | Ok(Err(_))))
+            && let Some(scope) = self.required_scope.take()
+        {
+            super::oauth_login::remember_required_scope(&self.name, &self.config, &scope).await;
+            return Err(McpError::NeedsScope {
+                server: self.name.clone(),
+                scope,
+            });
+        }
         match outcome {
             None => {
                 let _ = handle

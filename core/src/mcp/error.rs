@@ -46,6 +46,16 @@ pub enum McpError {
         /// The server's name.
         server: String,
     },
+    /// The server refused a call for want of scope (step-up): a new login must grant more.
+    #[error(
+        "MCP server `{server}` needs more access (scope `{scope}`): run `keel mcp login {server}` to grant it, then try again"
+    )]
+    NeedsScope {
+        /// The server's name.
+        server: String,
+        /// The scopes the server asked for.
+        scope: String,
+    },
     /// A setting needed to reach it is missing (an unset `bearer_token_env_var`, say).
     #[error("MCP server `{server}`: {reason}")]
     Setup {

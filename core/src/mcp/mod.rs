@@ -19,6 +19,7 @@ mod input_schema;
 mod oauth_login;
 mod oauth_store;
 mod registry;
+mod scope_watch;
 mod server_asks;
 mod servers;
 mod status;

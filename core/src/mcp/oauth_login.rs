@@ -74,6 +74,18 @@ impl Drop for McpLogin {
     }
 }
 
+/// Keeps the scope server `name` refused a call for want of, so the next login asks for it;
+/// a failure to write it is logged (the call's error already names the scope).
+pub(crate) async fn remember_required_scope(name: &str, server: &McpServerConfig, scope: &str) {
+    let Ok((url, file)) = login_target(name, server) else {
+        return;
+    };
+    let store = ServerCredentialStore::new(file, name, url);
+    if let Err(err) = store.remember_required_scope(scope).await {
+        tracing::warn!(server = name, %err, "cannot record the scope the server asks for");
+    }
+}
+
 /// The URL and the credentials file of a server that can log in.
 fn login_target<'a>(
     name: &str,
@@ -118,10 +130,22 @@ impl McpLogin {
         let mut manager = AuthorizationManager::new(url).await.map_err(oauth)?;
         manager.set_credential_store(ServerCredentialStore::new(file, name, url));
         let mut request = AuthorizationRequest::new(redirect_uri).with_client_name(CLIENT_NAME);
-        let scopes = if scopes.is_empty() {
-            server.oauth.scopes.as_slice()
+        // Asked for: `--scopes`, else what the server last asked a call for (step-up) with
+        // what was granted, else the configured `scopes`.
+        let stepped_up = if scopes.is_empty() {
+            ServerCredentialStore::new(file, name, url)
+                .step_up_scopes()
+                .await
+                .unwrap_or_default()
         } else {
+            Vec::new()
+        };
+        let scopes = if !scopes.is_empty() {
             scopes
+        } else if !stepped_up.is_empty() {
+            stepped_up.as_slice()
+        } else {
+            server.oauth.scopes.as_slice()
         };
         if !scopes.is_empty() {
             request = request.with_scopes(scopes.iter().cloned());

@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 struct Entry {
     url: String,
     credentials: StoredCredentials,
+    /// The scope the server last refused a call for want of (step-up), until a login
+    /// grants it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    required_scope: Option<String>,
 }
 
 /// The whole file: entries by server name.
@@ -109,11 +113,22 @@ impl CredentialStore for ServerCredentialStore {
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let _guard = FILE_LOCK.lock().await;
         let mut entries = read_entries(&self.file).await?;
+        // A step-up request stays until the granted scopes cover it.
+        let required_scope = entries
+            .remove(&self.name)
+            .filter(|entry| entry.url == self.url)
+            .and_then(|entry| entry.required_scope)
+            .filter(|scope| {
+                !scope
+                    .split_whitespace()
+                    .all(|wanted| credentials.granted_scopes.iter().any(|had| had == wanted))
+            });
         entries.insert(
             self.name.clone(),
             Entry {
                 url: self.url.clone(),
                 credentials,
+                required_scope,
             },
         );
         write_entries(&self.file, &entries).await
@@ -121,6 +136,44 @@ impl CredentialStore for ServerCredentialStore {
 
     async fn clear(&self) -> Result<(), AuthError> {
         remove_login(&self.file, &self.name).await.map(|_| ())
+    }
+}
+
+impl ServerCredentialStore {
+    /// Records that the server refused a call for want of `scope`; nothing without a login.
+    pub(crate) async fn remember_required_scope(&self, scope: &str) -> Result<(), AuthError> {
+        let _guard = FILE_LOCK.lock().await;
+        let mut entries = read_entries(&self.file).await?;
+        match entries.get_mut(&self.name) {
+            Some(entry) if entry.url == self.url => {
+                entry.required_scope = Some(scope.to_string());
+                write_entries(&self.file, &entries).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The scopes a new login should ask for after a step-up request: those granted so far
+    /// and those the server asked for; empty when it asked for none.
+    pub(crate) async fn step_up_scopes(&self) -> Result<Vec<String>, AuthError> {
+        let _guard = FILE_LOCK.lock().await;
+        let entries = read_entries(&self.file).await?;
+        let Some(entry) = entries
+            .get(&self.name)
+            .filter(|entry| entry.url == self.url)
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(required) = &entry.required_scope else {
+            return Ok(Vec::new());
+        };
+        let mut scopes = entry.credentials.granted_scopes.clone();
+        for scope in required.split_whitespace() {
+            if !scopes.iter().any(|had| had == scope) {
+                scopes.push(scope.to_string());
+            }
+        }
+        Ok(scopes)
     }
 }
 

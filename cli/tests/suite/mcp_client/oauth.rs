@@ -81,6 +81,41 @@ cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
     Ok(script)
 }
 
+/// The client command for `auth/scope-step-up`, as a user would go through it: log in, run a
+/// turn whose tool call the server refuses for want of scope, read Keel's message saying so,
+/// log in again (Keel now asks for the granted and the required scopes), run the turn again.
+fn step_up_client_script(dir: &Path) -> anyhow::Result<PathBuf> {
+    let browser = dir.join("browser.sh");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\nexec curl -sS -L -o /dev/null \"$1\"\n",
+    )?;
+    let script = dir.join("step-up.sh");
+    let keel = env!("CARGO_BIN_EXE_keel");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+set -e
+for url; do :; done
+printf '\n[mcp_servers.conformance]\nurl = "%s"\n' "$url" >> "$KEEL_HOME/config.toml"
+BROWSER={browser} {keel} mcp login conformance
+cd "$KEEL_TEST_WORKSPACE"
+{keel} exec "call the conformance tool" < /dev/null > "$KEEL_HOME/exec1.out" 2> "$KEEL_HOME/exec1.err"
+grep -q "needs more access" "$KEEL_HOME/exec1.err"
+BROWSER={browser} {keel} mcp login conformance
+{keel} exec "call the conformance tool" < /dev/null > "$KEEL_HOME/exec.out" 2> "$KEEL_HOME/exec2.err"
+"#,
+            browser = browser.display(),
+        ),
+    )?;
+    for file in [&browser, &script] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(script)
+}
+
 /// Runs the suite's client `scenario` with `command` (the server's URL appended) under `env`,
 /// Node 22 first on `PATH`; returns its report.
 pub(super) async fn run_suite(
@@ -249,5 +284,62 @@ async fn the_app_server_logs_in_for_its_client() -> anyhow::Result<()> {
     assert!(status.contains("\"authStatus\":\"oAuth\""), "{status}");
     let stored = std::fs::read_to_string(home.path().join("mcp_credentials.json"))?;
     assert!(stored.contains("\"conformance\""), "{stored}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn a_refusal_for_want_of_scope_is_granted_by_the_next_login() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = step_up_client_script(dir.path())?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+        Turn::new([assistant_message("refused")]),
+        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let workspace = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        Vec::<(String, toml::Value)>::new(),
+    )?;
+    let report = run_suite(
+        "auth/scope-step-up",
+        script.as_os_str(),
+        &[
+            ("KEEL_HOME", home.path().as_os_str()),
+            ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
+        ],
+    )
+    .await?;
+    let read = |name: &str| std::fs::read_to_string(home.path().join(name)).unwrap_or_default();
+    assert!(
+        report.contains("OVERALL: PASSED"),
+        "{report}\nfirst exec:\n{}\nsecond exec:\n{}",
+        read("exec1.err"),
+        read("exec2.err")
+    );
+    // Both authorizations asked for the right scopes (a wrong one is only a warning).
+    assert!(!report.contains("WARNING"), "{report}");
+    // The model was told why the first call failed, and the second call got the tool's answer.
+    let first = mock
+        .requests()
+        .get(1)
+        .and_then(|request| request.tool_output("c1").cloned())
+        .unwrap_or_default();
+    assert!(first.to_string().contains("needs more access"), "{first}");
+    let second = mock
+        .requests()
+        .get(3)
+        .and_then(|request| request.tool_output("c1").cloned())
+        .unwrap_or_default();
+    assert!(second.to_string().contains("test"), "{second}");
+    assert_eq!(read("exec.out"), "done\n");
     Ok(())
 }
