@@ -12,6 +12,27 @@ use keel_core::{Config, ConfigOverrides, find_keel_home};
 
 use crate::failure::usage;
 
+/// `--oauth-client-registration` values (Codex's).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ClientRegistrationArg {
+    /// What the authorization server accepts, in the spec's order.
+    Auto,
+    /// The configured client ID metadata document (`oauth.client_metadata_url`).
+    Cimd,
+    /// Dynamic client registration.
+    Dcr,
+}
+
+impl From<ClientRegistrationArg> for keel_protocol::app_server::McpServerOauthClientRegistration {
+    fn from(arg: ClientRegistrationArg) -> Self {
+        match arg {
+            ClientRegistrationArg::Auto => Self::Auto,
+            ClientRegistrationArg::Cimd => Self::Cimd,
+            ClientRegistrationArg::Dcr => Self::Dcr,
+        }
+    }
+}
+
 /// `keel mcp` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -47,6 +68,11 @@ pub enum McpCommand {
         /// Print the sign-in URL and read the URL the browser was sent back to from stdin.
         #[arg(long)]
         no_browser: bool,
+        /// How Keel identifies itself to the authorization server: `auto` (what the server
+        /// accepts, in the spec's order), `cimd` (the configured client ID metadata
+        /// document), `dcr` (dynamic registration).
+        #[arg(long, value_name = "MODE", default_value = "auto")]
+        oauth_client_registration: ClientRegistrationArg,
     },
     /// Forget a server's stored login.
     Logout {
@@ -154,7 +180,11 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             name,
             scopes,
             no_browser,
-        } => return crate::mcp_login::login(&home, &name, &scopes, no_browser).await,
+            oauth_client_registration,
+        } => {
+            let registration = oauth_client_registration.into();
+            return crate::mcp_login::login(&home, &name, &scopes, no_browser, registration).await;
+        }
         McpCommand::Logout { name } => return crate::mcp_login::logout(&home, &name).await,
         McpCommand::Remove { name } => {
             let config = Config::load(&home, Vec::new(), ConfigOverrides::default())?;

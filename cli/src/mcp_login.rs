@@ -32,8 +32,11 @@ pub async fn login(
     name: &str,
     scopes: &[String],
     no_browser: bool,
+    registration: keel_protocol::app_server::McpServerOauthClientRegistration,
 ) -> anyhow::Result<ExitCode> {
-    let server = server(home, name)?;
+    let mut server = server(home, name)?;
+    keel_core::choose_client_registration(name, &mut server, registration)
+        .map_err(|err| usage(err.to_string()))?;
     let login = McpLogin::start(name, &server, scopes).await?;
     let url = login.authorization_url().to_string();
     if no_browser {

@@ -69,7 +69,9 @@ mod mcp;
 #[path = "mcp_disabled.rs"]
 mod mcp;
 #[cfg(feature = "mcp")]
-pub use mcp::{McpError, McpLogin, McpLoginError, McpServerState, mcp_logout};
+pub use mcp::{
+    McpError, McpLogin, McpLoginError, McpServerState, choose_client_registration, mcp_logout,
+};
 pub mod model_catalog;
 mod model_family;
 mod models;

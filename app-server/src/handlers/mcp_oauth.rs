@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use keel_core::McpLogin;
 use keel_protocol::app_server::{
-    McpServerOauthClientRegistration, McpServerOauthLoginCompletedNotification,
-    McpServerOauthLoginParams, McpServerOauthLoginResponse, ServerNotification, ThreadOverrides,
+    McpServerOauthLoginCompletedNotification, McpServerOauthLoginParams,
+    McpServerOauthLoginResponse, ServerNotification, ThreadOverrides,
 };
 
 use crate::error::{AppServerError, Result};
@@ -55,19 +55,9 @@ pub(crate) async fn mcp_server_oauth_login(
         ))
     })?;
     let mut server = server.clone();
-    match params.client_registration {
-        // Dynamic registration only: no metadata document.
-        Some(McpServerOauthClientRegistration::Dcr) => server.oauth.client_metadata_url = None,
-        Some(McpServerOauthClientRegistration::Cimd) => {
-            if server.oauth.client_metadata_url.is_none() {
-                return Err(invalid(
-                    "`clientRegistration: cimd` needs the server's `oauth.client_metadata_url`"
-                        .to_string(),
-                ));
-            }
-        }
-        // Whatever the authorization server accepts, in the spec's order.
-        Some(McpServerOauthClientRegistration::Auto) | None => {}
+    if let Some(choice) = params.client_registration {
+        keel_core::choose_client_registration(&params.name, &mut server, choice)
+            .map_err(|err| invalid(err.to_string()))?;
     }
     let scopes = params.scopes.clone().unwrap_or_default();
     let login = McpLogin::start(&params.name, &server, &scopes)

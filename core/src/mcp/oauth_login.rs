@@ -49,6 +49,31 @@ pub enum McpLoginError {
     /// The browser never came back.
     #[error("no answer from the browser within {} s", .0.as_secs())]
     Timeout(Duration),
+    /// A client ID metadata document was asked for and the server's configuration names none.
+    #[error(
+        "MCP server `{0}`: client registration `cimd` needs `oauth.client_metadata_url` (the https URL of Keel's client metadata document)"
+    )]
+    NoClientMetadataUrl(String),
+}
+
+/// Narrows how a login identifies Keel to the authorization server (`--oauth-client-registration`,
+/// the app-server's `clientRegistration`): `dcr` registers dynamically (no metadata
+/// document), `cimd` requires the configured metadata document, `auto` lets the server's
+/// metadata decide in the spec's order (pre-registered, document, dynamic).
+pub fn choose_client_registration(
+    name: &str,
+    server: &mut McpServerConfig,
+    choice: keel_protocol::app_server::McpServerOauthClientRegistration,
+) -> Result<(), McpLoginError> {
+    use keel_protocol::app_server::McpServerOauthClientRegistration as Choice;
+    match choice {
+        Choice::Dcr => server.oauth.client_metadata_url = None,
+        Choice::Cimd if server.oauth.client_metadata_url.is_none() => {
+            return Err(McpLoginError::NoClientMetadataUrl(name.to_string()));
+        }
+        Choice::Cimd | Choice::Auto => {}
+    }
+    Ok(())
 }
 
 /// A login under way: the page to send the user to, and the callback that ends it.

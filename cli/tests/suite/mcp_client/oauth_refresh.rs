@@ -98,7 +98,35 @@ async fn a_login_calls_the_tool_and_its_token_refreshes_without_the_user() -> an
     let opened = scratch.path().join("browser-opened");
     let browser = browser(scratch.path(), &opened)?;
 
-    keel(home.path(), &browser, &["mcp", "login", "docs"]).await?;
+    // A client ID metadata document cannot be used without one configured: said, and
+    // nothing asked of the servers.
+    let cimd = tokio::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args([
+            "mcp",
+            "login",
+            "docs",
+            "--oauth-client-registration",
+            "cimd",
+        ])
+        .env("KEEL_HOME", home.path())
+        .env("BROWSER", &browser)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await?;
+    assert_eq!(cimd.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&cimd.stderr).contains("oauth.client_metadata_url"),
+        "{}",
+        String::from_utf8_lossy(&cimd.stderr)
+    );
+    assert!(server.events().is_empty());
+
+    keel(
+        home.path(),
+        &browser,
+        &["mcp", "login", "docs", "--oauth-client-registration", "dcr"],
+    )
+    .await?;
     assert_eq!(grants(&server.events()), ["authorization_code"]);
     assert_eq!(std::fs::read_to_string(&opened)?.lines().count(), 1);
 
