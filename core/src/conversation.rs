@@ -32,6 +32,8 @@ pub struct Conversation {
     environment: watch::Receiver<EnvironmentLink>,
     /// Where its next turn moves it.
     environment_switch: Arc<EnvironmentSwitch>,
+    /// Its MCP servers, which a reload replaces.
+    mcp: Arc<crate::mcp_slot::McpSlot>,
 }
 
 /// A move to another environment, made as the conversation's next turn begins.
@@ -73,6 +75,8 @@ pub(crate) struct SharedWithEngine {
     pub environment: watch::Receiver<EnvironmentLink>,
     /// Where its next turn moves it.
     pub environment_switch: Arc<EnvironmentSwitch>,
+    /// Its MCP servers, which a reload replaces.
+    pub mcp: Arc<crate::mcp_slot::McpSlot>,
 }
 
 impl Conversation {
@@ -89,6 +93,7 @@ impl Conversation {
             goals,
             environment,
             environment_switch,
+            mcp,
         } = shared;
         Self {
             id,
@@ -101,7 +106,13 @@ impl Conversation {
             goals,
             environment,
             environment_switch,
+            mcp,
         }
+    }
+
+    /// Uses `servers` as its MCP servers from its next model request on.
+    pub(crate) fn replace_mcp_servers(&self, servers: crate::mcp::McpServers) {
+        self.mcp.replace(servers);
     }
 
     /// Moves the conversation to the environment `config` names (its `exec_server_url` and

@@ -331,6 +331,23 @@ impl ConversationManager {
         Ok(new)
     }
 
+    /// Gives every loaded conversation the MCP servers `config` names, from its next model
+    /// request on (`config/mcpServer/reload`): added servers start then, removed ones stop
+    /// once no running call holds them, changed ones restart. Returns how many conversations
+    /// were given them.
+    pub fn reload_mcp_servers(&self, config: &Config) -> usize {
+        let conversations: Vec<Arc<Conversation>> =
+            read(&self.shared.conversations).values().cloned().collect();
+        for conversation in &conversations {
+            conversation.replace_mcp_servers(crate::mcp::McpServers::start(
+                &self.shared.mcp,
+                &config.mcp_servers,
+                self.shared.http(),
+            ));
+        }
+        conversations.len()
+    }
+
     /// The live conversation with this id.
     pub async fn get_conversation(&self, id: ConversationId) -> Result<Arc<Conversation>> {
         self.shared
@@ -741,6 +758,11 @@ impl ManagerShared {
         // Checkpoints copy this host's files: a remote environment's are not here.
         let keeps_checkpoints =
             config.checkpoints && recorder.is_some() && config.exec_server_url.is_none();
+        let mcp = crate::mcp_slot::McpSlot::new(crate::mcp::McpServers::start(
+            &self.mcp,
+            &config.mcp_servers,
+            self.http(),
+        ));
         let mut session = Session::new(
             id,
             context,
@@ -752,7 +774,7 @@ impl ManagerShared {
                 environment_link: environment_link.clone(),
                 environment_switch: environment_switch.clone(),
                 agents,
-                mcp: crate::mcp::McpServers::start(&self.mcp, &config.mcp_servers, self.http()),
+                mcp: Arc::clone(&mcp),
                 tools,
             },
         );
@@ -788,6 +810,7 @@ impl ManagerShared {
                 goals,
                 environment: environment_link.subscribe(),
                 environment_switch,
+                mcp,
             },
         ));
         write(&self.conversations).insert(id, conversation.clone());

@@ -72,6 +72,7 @@ mod mcp;
 pub use mcp::{
     McpError, McpLogin, McpLoginError, McpServerState, choose_client_registration, mcp_logout,
 };
+mod mcp_slot;
 pub mod model_catalog;
 mod model_family;
 mod models;

@@ -1,4 +1,5 @@
-//! `mcpServerStatus/list`: each configured MCP server with its start-up state and tools.
+//! `mcpServerStatus/list`: each configured MCP server with its start-up state and tools; and
+//! `config/mcpServer/reload`, which gives loaded threads the servers the configuration names now.
 
 use keel_protocol::app_server::{
     ListMcpServerStatusParams, ListMcpServerStatusResponse, McpAuthStatus,
@@ -136,3 +137,16 @@ handle!(McpResourceRead, |ctx, p| Reply::now(
 handle!(McpServerToolCall, |ctx, p| Reply::now(
     &mcp_server_tool_call(ctx.state, p).await?
 ));
+
+handle!(McpServerReload, |ctx, _| {
+    let config = ctx
+        .state
+        .resolve_config(&keel_protocol::app_server::ThreadOverrides::default())?;
+    let threads = ctx.state.manager.reload_mcp_servers(&config);
+    tracing::info!(
+        threads,
+        servers = config.mcp_servers.len(),
+        "MCP servers reloaded from the configuration"
+    );
+    Reply::now(&keel_protocol::app_server::EmptyResponse {})
+});

@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 79);
+    assert_eq!(implemented.len(), 80);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

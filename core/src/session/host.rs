@@ -86,7 +86,7 @@ impl ToolHost for Session {
     }
 
     #[cfg(feature = "mcp")]
-    fn mcp_servers(&self) -> &crate::mcp::McpServers {
+    fn mcp_servers(&self) -> std::sync::Arc<crate::mcp::McpServers> {
         Session::mcp(self)
     }
 

@@ -88,7 +88,7 @@ pub(crate) struct SessionLinks {
     /// Where the conversation's embedder asked it to move.
     pub environment_switch: Arc<crate::conversation::EnvironmentSwitch>,
     pub agents: AgentControl,
-    pub mcp: McpServers,
+    pub mcp: Arc<crate::mcp_slot::McpSlot>,
     /// The embedder's own tools, offered after the built-ins.
     pub tools: Arc<[Arc<dyn DynTool>]>,
 }
@@ -118,7 +118,7 @@ pub(crate) struct Session {
     /// status as its parent sees it.
     agents: AgentControl,
     /// The external MCP servers whose tools the model is offered.
-    mcp: McpServers,
+    mcp: Arc<crate::mcp_slot::McpSlot>,
     /// Questions MCP servers asked the user, by server and request id, waiting for answers.
     #[cfg(feature = "mcp")]
     pub(super) elicitations: PendingAnswers<String, rmcp::model::ElicitResult>,
@@ -166,7 +166,7 @@ impl Session {
         } = links;
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         // Nothing to report without servers (and nothing starts them).
-        let mcp_reported = tokio::sync::watch::Sender::new(mcp.is_empty());
+        let mcp_reported = tokio::sync::watch::Sender::new(mcp.current().is_empty());
         let history_initialization = match (history.is_empty(), &turn_context.origin) {
             (true, _) => "new",
             (false, Some(_)) => "warm_fork",
@@ -226,15 +226,16 @@ impl Session {
         &self.embedder_tools
     }
 
-    /// The conversation's MCP servers.
-    pub(crate) fn mcp(&self) -> &McpServers {
-        &self.mcp
+    /// The conversation's MCP servers (replaced by a reload).
+    pub(crate) fn mcp(&self) -> Arc<McpServers> {
+        self.mcp.current()
     }
 
     /// The MCP tools to offer, once every server has started or failed (reported as
     /// `mcp_startup_update`/`mcp_startup_complete` events by whoever waits first).
     pub(crate) async fn mcp_catalog(&self) -> Arc<McpToolCatalog> {
-        if let Some(catalog) = self.mcp.catalog_if_ready() {
+        let servers = self.mcp();
+        if let Some(catalog) = servers.catalog_if_ready() {
             self.mcp_reported().await;
             return catalog;
         }
@@ -250,7 +251,7 @@ impl Session {
             }
             reported.is_some()
         };
-        let (catalog, forwarded) = tokio::join!(self.mcp.catalog(report), forward);
+        let (catalog, forwarded) = tokio::join!(servers.catalog(report), forward);
         if !forwarded {
             self.mcp_reported().await;
         }

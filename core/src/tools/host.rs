@@ -72,7 +72,7 @@ pub(crate) trait ToolHost: Send + Sync {
 
     /// The conversation's MCP servers (for their resources).
     #[cfg(feature = "mcp")]
-    fn mcp_servers(&self) -> &crate::mcp::McpServers;
+    fn mcp_servers(&self) -> std::sync::Arc<crate::mcp::McpServers>;
 
     /// Resolves once input from outside (a steer, another agent's message) joins the running
     /// turn after this call (the waiter is registered by the call, so take it before

@@ -95,12 +95,8 @@ async fn list(ctx: &ToolContext, args: ListArgs, listing: Listing) -> String {
     if args.cursor.is_some() {
         return "there is no next page: every resource was listed at once".to_string();
     }
-    let servers = match ctx
-        .host
-        .mcp_servers()
-        .connected(args.server.as_deref())
-        .await
-    {
+    let mcp = ctx.host.mcp_servers();
+    let servers = match mcp.connected(args.server.as_deref()).await {
         Ok(servers) => servers,
         Err(err) => return err,
     };
@@ -127,7 +123,8 @@ async fn list(ctx: &ToolContext, args: ListArgs, listing: Listing) -> String {
 
 /// The resource's contents as the server gave them, with the server and URI asked.
 async fn read(ctx: &ToolContext, args: ReadArgs) -> String {
-    let servers = match ctx.host.mcp_servers().connected(Some(&args.server)).await {
+    let mcp = ctx.host.mcp_servers();
+    let servers = match mcp.connected(Some(&args.server)).await {
         Ok(servers) => servers,
         Err(err) => return err,
     };

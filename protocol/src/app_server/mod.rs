@@ -153,6 +153,9 @@ crate::request_table! {
         McpResourceRead("mcpServer/resource/read", McpResourceReadParams) -> McpResourceReadResponse,
         /// Calls a configured MCP server's tool for a loaded thread (Codex 0.171).
         McpServerToolCall("mcpServer/tool/call", McpServerToolCallParams) -> McpServerToolCallResponse,
+        /// Rereads the configured MCP servers; loaded threads use them from their next model
+        /// request on (Codex 0.171).
+        McpServerReload("config/mcpServer/reload", NoParams) -> EmptyResponse,
         /// Starts an MCP server's OAuth login (Codex 0.171).
         McpServerOauthLogin("mcpServer/oauth/login", McpServerOauthLoginParams) -> McpServerOauthLoginResponse,
         /// The account the server uses (Codex 0.169; API-key authentication in Keel).

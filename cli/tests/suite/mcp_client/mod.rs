@@ -12,6 +12,7 @@ mod exec;
 mod mcp_server;
 mod oauth;
 mod oauth_refresh;
+mod reload;
 
 use std::path::PathBuf;
 
