@@ -29,6 +29,18 @@ const PASSING: &[&str] = &[
     "auth/token-endpoint-auth-none",
     "auth/pre-registration",
     "auth/2025-03-26-oauth-endpoint-fallback",
+    // Draft revision (`auth/resource-mismatch` has its own test: the login must fail).
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+];
+
+/// Extension scenarios Keel's client does not implement (machine-to-machine grants), run
+/// against the baseline that lists them with the reason: they must fail as listed, and the
+/// suite fails the run when one starts passing.
+const EXTENSIONS: &[&str] = &[
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/cross-app-access-complete-flow",
 ];
 
 /// The suite's directory (`node_modules/.bin/node` and the conformance package).
@@ -123,6 +135,16 @@ pub(super) async fn run_suite(
     command: &std::ffi::OsStr,
     env: &[(&str, &std::ffi::OsStr)],
 ) -> anyhow::Result<String> {
+    Ok(run_suite_with(scenario, command, env, &[]).await?.1)
+}
+
+/// [`run_suite`] with `extra` arguments for the suite; also whether it exited successfully.
+async fn run_suite_with(
+    scenario: &str,
+    command: &std::ffi::OsStr,
+    env: &[(&str, &std::ffi::OsStr)],
+    extra: &[&str],
+) -> anyhow::Result<(bool, String)> {
     let dir = conformance_dir();
     let bin = dir.join("node_modules/.bin");
     let path = format!(
@@ -142,15 +164,19 @@ pub(super) async fn run_suite(
             "--command",
         ])
         .arg(command)
+        .args(extra)
         .env("PATH", path)
         .envs(env.iter().copied())
         .kill_on_drop(true)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run).await??;
-    Ok(format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    Ok((
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
     ))
 }
 
@@ -341,5 +367,62 @@ async fn a_refusal_for_want_of_scope_is_granted_by_the_next_login() -> anyhow::R
         .unwrap_or_default();
     assert!(second.to_string().contains("test"), "{second}");
     assert_eq!(read("exec.out"), "done\n");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn the_extension_scenarios_fail_only_as_the_baseline_says() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = client_script(dir.path())?;
+    let baseline = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/mcp_client_extension_baseline.yml"
+    );
+    for scenario in EXTENSIONS {
+        let mock = MockModelServer::start(Script::new([
+            Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+            Turn::new([assistant_message("done")]),
+        ]))
+        .await?;
+        let home = tempfile::tempdir()?;
+        let workspace = tempfile::tempdir()?;
+        write_config(
+            home.path(),
+            &mock.uri(),
+            Vec::<(String, toml::Value)>::new(),
+        )?;
+        let (passed, report) = run_suite_with(
+            scenario,
+            script.as_os_str(),
+            &[
+                ("KEEL_HOME", home.path().as_os_str()),
+                ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
+            ],
+            &["--expected-failures", baseline],
+        )
+        .await?;
+        assert!(passed, "{scenario}:\n{report}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn a_server_naming_another_resource_gets_no_login() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = client_script(dir.path())?;
+    let (report, _mock, home) = run_scenario("auth/resource-mismatch", &script).await?;
+    assert!(report.contains("OVERALL: PASSED"), "{report}");
+    // The protected-resource metadata names another resource: no token was asked for or kept.
+    let stored =
+        std::fs::read_to_string(home.path().join("mcp_credentials.json")).unwrap_or_default();
+    assert!(!stored.contains("access_token"), "{stored}");
     Ok(())
 }
