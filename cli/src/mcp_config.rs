@@ -73,6 +73,10 @@ pub enum McpCommand {
         /// document), `dcr` (dynamic registration).
         #[arg(long, value_name = "MODE", default_value = "auto")]
         oauth_client_registration: ClientRegistrationArg,
+        /// Log in without a browser with the configured `oauth.client_id` and
+        /// `oauth.client_secret` (the OAuth client-credentials grant), for unattended use.
+        #[arg(long, conflicts_with = "no_browser")]
+        client_credentials: bool,
     },
     /// Forget a server's stored login.
     Logout {
@@ -181,7 +185,11 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             scopes,
             no_browser,
             oauth_client_registration,
+            client_credentials,
         } => {
+            if client_credentials {
+                return crate::mcp_login::login_client_credentials(&home, &name, &scopes).await;
+            }
             let registration = oauth_client_registration.into();
             return crate::mcp_login::login(&home, &name, &scopes, no_browser, registration).await;
         }

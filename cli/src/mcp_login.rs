@@ -26,6 +26,23 @@ fn server(home: &Path, name: &str) -> anyhow::Result<McpServerConfig> {
     })
 }
 
+/// `keel mcp login --client-credentials`: a login without a user.
+pub async fn login_client_credentials(
+    home: &Path,
+    name: &str,
+    scopes: &[String],
+) -> anyhow::Result<ExitCode> {
+    let server = server(home, name)?;
+    keel_core::mcp_login_client_credentials(name, &server, scopes)
+        .await
+        .map_err(|err| match err {
+            keel_core::McpLoginError::NoClientSecret(_) => usage(err.to_string()),
+            other => other.into(),
+        })?;
+    eprintln!("Logged in to `{name}` with its client credentials.");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `keel mcp login`: signs in and keeps the tokens in the Keel home.
 pub async fn login(
     home: &Path,

@@ -70,7 +70,8 @@ mod mcp;
 mod mcp;
 #[cfg(feature = "mcp")]
 pub use mcp::{
-    McpError, McpLogin, McpLoginError, McpServerState, choose_client_registration, mcp_logout,
+    McpError, McpLogin, McpLoginError, McpServerState, choose_client_registration,
+    mcp_login_client_credentials, mcp_logout,
 };
 mod mcp_slot;
 pub mod model_catalog;

@@ -27,7 +27,9 @@ mod tool_names;
 
 pub(crate) use call_output::{client_result, model_output};
 pub use error::McpError;
-pub use oauth_login::{McpLogin, McpLoginError, choose_client_registration, mcp_logout};
+pub use oauth_login::{
+    McpLogin, McpLoginError, choose_client_registration, mcp_login_client_credentials, mcp_logout,
+};
 pub(crate) use oauth_login::{has_stored_login, stored_login};
 pub(crate) use registry::McpRegistry;
 pub(crate) use server_asks::ServerAsk;

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, OAuthClientConfig, OAuthState,
+    AuthError, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
+    OAuthClientConfig, OAuthState,
 };
 use tokio::sync::mpsc;
 
@@ -54,6 +55,11 @@ pub enum McpLoginError {
         "MCP server `{0}`: client registration `cimd` needs `oauth.client_metadata_url` (the https URL of Keel's client metadata document)"
     )]
     NoClientMetadataUrl(String),
+    /// A machine login was asked for and the configuration lacks the client's credentials.
+    #[error(
+        "MCP server `{0}`: a client-credentials login needs `oauth.client_id` and `oauth.client_secret`"
+    )]
+    NoClientSecret(String),
 }
 
 /// Narrows how a login identifies Keel to the authorization server (`--oauth-client-registration`,
@@ -227,6 +233,45 @@ impl McpLogin {
                 reason: err.to_string(),
             })
     }
+}
+
+/// Logs in without a user (the OAuth client-credentials grant, SEP-1046): the configured
+/// `oauth.client_id` and `oauth.client_secret` are exchanged for a token at the authorization
+/// server the server's metadata names, kept like a browser login's. For a service that runs
+/// Keel unattended; the server must allow the grant.
+pub async fn mcp_login_client_credentials(
+    name: &str,
+    server: &McpServerConfig,
+    scopes: &[String],
+) -> Result<(), McpLoginError> {
+    let (url, file) = login_target(name, server)?;
+    let (Some(client_id), Some(client_secret)) =
+        (&server.oauth.client_id, &server.oauth.client_secret)
+    else {
+        return Err(McpLoginError::NoClientSecret(name.to_string()));
+    };
+    let oauth = |err: AuthError| McpLoginError::OAuth {
+        server: name.to_string(),
+        reason: err.to_string(),
+    };
+    crate::tls::install_tls_provider();
+    let mut manager = AuthorizationManager::new(url).await.map_err(oauth)?;
+    manager.set_credential_store(ServerCredentialStore::new(file, name, url));
+    let scopes = if scopes.is_empty() {
+        server.oauth.scopes.clone()
+    } else {
+        scopes.to_vec()
+    };
+    let mut state = OAuthState::Unauthorized(manager);
+    state
+        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.clone(),
+            client_secret: client_secret.clone(),
+            scopes,
+            resource: Some(url.to_string()),
+        })
+        .await
+        .map_err(oauth)
 }
 
 /// Forgets server `name`'s login; `true` if there was one.

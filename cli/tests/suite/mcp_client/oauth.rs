@@ -39,7 +39,6 @@ const PASSING: &[&str] = &[
 /// suite fails the run when one starts passing.
 const EXTENSIONS: &[&str] = &[
     "auth/client-credentials-jwt",
-    "auth/client-credentials-basic",
     "auth/cross-app-access-complete-flow",
 ];
 
@@ -424,5 +423,50 @@ async fn a_server_naming_another_resource_gets_no_login() -> anyhow::Result<()> 
     let stored =
         std::fs::read_to_string(home.path().join("mcp_credentials.json")).unwrap_or_default();
     assert!(!stored.contains("access_token"), "{stored}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_conformance),
+    ignore = "needs KEEL_MCP_CONFORMANCE: the MCP conformance suite and Node 22 from npm (.ci/run installs them)"
+)]
+async fn a_machine_logs_in_with_its_client_credentials() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let script = dir.path().join("client-credentials.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+set -e
+for url; do :; done
+printf '\n[mcp_servers.conformance]\nurl = "%s"\n' "$url" >> "$KEEL_HOME/config.toml"
+node -e '
+const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{{}}");
+console.log("[mcp_servers.conformance.oauth]");
+console.log("client_id = " + JSON.stringify(c.client_id));
+console.log("client_secret = " + JSON.stringify(c.client_secret));' >> "$KEEL_HOME/config.toml"
+# No browser: the login must not need one.
+BROWSER=/bin/false {keel} mcp login conformance --client-credentials
+cd "$KEEL_TEST_WORKSPACE"
+{keel} exec "call the conformance tool" < /dev/null > "$KEEL_HOME/exec.out"
+"#,
+            keel = env!("CARGO_BIN_EXE_keel"),
+        ),
+    )?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let (report, mock, home) = run_scenario("auth/client-credentials-basic", &script).await?;
+    assert!(report.contains("OVERALL: PASSED"), "{report}");
+    let tool_output = mock
+        .requests()
+        .get(1)
+        .and_then(|request| request.tool_output("c1").cloned())
+        .unwrap_or_default();
+    assert!(tool_output.to_string().contains("test"), "{tool_output}");
+    let exec_out = std::fs::read_to_string(home.path().join("exec.out")).unwrap_or_default();
+    assert_eq!(exec_out, "done\n");
     Ok(())
 }
