@@ -16,6 +16,7 @@ mod call_output;
 mod connection;
 mod error;
 mod input_schema;
+mod legacy_metadata;
 mod oauth_login;
 mod oauth_store;
 mod registry;

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig,
-    OAuthClientConfig, OAuthState,
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, OAuthClientConfig, OAuthState,
 };
 use tokio::sync::mpsc;
 
@@ -194,7 +194,26 @@ impl McpLogin {
             request = request.with_challenge(header);
         }
         let mut state = OAuthState::Unauthorized(manager);
-        state.start_authorization(request).await.map_err(oauth)?;
+        match state.start_authorization(request.clone()).await {
+            Ok(()) => {}
+            Err(AuthError::AuthorizationServerMismatch { .. }) => {
+                let (OAuthState::Unauthorized(mut manager), Some(metadata)) = (
+                    state,
+                    super::legacy_metadata::same_origin_metadata(url).await,
+                ) else {
+                    return Err(oauth(AuthError::InternalError(
+                        "the authorization server's metadata names an issuer on another origin"
+                            .to_string(),
+                    )));
+                };
+                manager.set_metadata(metadata);
+                let session = AuthorizationSession::new(manager, request)
+                    .await
+                    .map_err(|(_, err)| oauth(err))?;
+                state = OAuthState::Session(session);
+            }
+            Err(err) => return Err(oauth(err)),
+        }
         let authorization_url = state.get_authorization_url().await.map_err(oauth)?;
         Ok(Self {
             server: name.to_string(),
@@ -305,7 +324,24 @@ pub(crate) async fn stored_login(
     crate::tls::install_tls_provider();
     let mut manager = AuthorizationManager::new(url).await.map_err(oauth)?;
     manager.set_credential_store(store);
-    if !manager.initialize_from_store().await.map_err(oauth)? {
+    let initialized = match manager.initialize_from_store().await {
+        Err(AuthError::AuthorizationServerMismatch { .. }) => {
+            match super::legacy_metadata::same_origin_metadata(url).await {
+                Some(metadata) => {
+                    manager.set_metadata(metadata);
+                    manager.initialize_from_store().await
+                }
+                None => {
+                    return Err(oauth(AuthError::InternalError(
+                        "the authorization server's metadata names an issuer on another origin"
+                            .to_string(),
+                    )));
+                }
+            }
+        }
+        other => other,
+    };
+    if !initialized.map_err(oauth)? {
         return Ok(None);
     }
     // The store keeps no client secret: a confidential client is configured again, so its

@@ -29,6 +29,7 @@ const PASSING: &[&str] = &[
     "auth/token-endpoint-auth-none",
     "auth/pre-registration",
     "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/2025-03-26-oauth-metadata-backcompat",
     // Draft revision (`auth/resource-mismatch` has its own test: the login must fail).
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
