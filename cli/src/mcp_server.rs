@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 use keel_mcp_server::ListenArgs;
-use tokio_util::sync::CancellationToken;
 
 /// Arguments of `keel mcp-server`.
 #[derive(Debug, Args)]
@@ -32,13 +31,7 @@ pub async fn run(args: McpServerArgs) -> anyhow::Result<ExitCode> {
     };
     match args.listen.http()? {
         Some(listen) => {
-            let shutdown = CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stop.cancel();
-                }
-            });
+            let shutdown = keel_mcp_server::shutdown_on_ctrl_c();
             keel_mcp_server::serve_http(options, listen, shutdown).await?;
         }
         None => keel_mcp_server::run_main(options).await?,

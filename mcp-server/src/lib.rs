@@ -65,7 +65,7 @@ use tokio_util::task::AbortOnDropHandle;
 pub use error::{McpServerError, Result};
 pub use http::{
     DEFAULT_SESSION_IDLE_TIMEOUT, HEADER_MISMATCH, HttpListenOptions, MCP_PATH,
-    UNSUPPORTED_PROTOCOL_VERSION, parse_listen_url, serve_http,
+    UNSUPPORTED_PROTOCOL_VERSION, parse_listen_url, serve_http, shutdown_on_ctrl_c,
 };
 pub use listen_args::ListenArgs;
 pub use processor::{SERVER_NAME, negotiate_protocol_version};

@@ -7,8 +7,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use keel_mcp_server::{ListenArgs, McpServerError, McpServerOptions, run_main, serve_http};
-use tokio_util::sync::CancellationToken;
+use keel_mcp_server::{
+    ListenArgs, McpServerError, McpServerOptions, run_main, serve_http, shutdown_on_ctrl_c,
+};
 
 /// Keel as an MCP server.
 #[derive(Debug, Parser)]
@@ -60,16 +61,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match args.listen.http()? {
-            Some(listen) => {
-                let shutdown = CancellationToken::new();
-                let stop = shutdown.clone();
-                tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        stop.cancel();
-                    }
-                });
-                serve_http(options, listen, shutdown).await
-            }
+            Some(listen) => serve_http(options, listen, shutdown_on_ctrl_c()).await,
             None => run_main(options).await,
         }
     });

@@ -64,17 +64,7 @@ async fn start_server() -> anyhow::Result<(JsonLinesProcess, String)> {
         .home_var("KEEL_HOME")
         .home(home)
         .spawn()?;
-    let line = server
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on http://")
-        })
-        .await?;
-    let url = line
-        .rsplit("listening on ")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let url = server.http_endpoint().await?;
     Ok((server, url))
 }
 

@@ -58,6 +58,19 @@ pub struct HttpListenOptions {
     pub session_idle_timeout: Duration,
 }
 
+/// A shutdown token cancelled by Ctrl-C (SIGINT): what both `keel mcp-server --listen` and
+/// the standalone binary stop on.
+pub fn shutdown_on_ctrl_c() -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    shutdown
+}
+
 /// Reads `--listen http://IP:PORT` (a path, if given, must be `/mcp`).
 pub fn parse_listen_url(url: &str) -> Result<SocketAddr> {
     let bad = |reason| McpServerError::ListenUrl {

@@ -231,7 +231,11 @@ fn presenter(internal: RequestId, client_id: RequestId, method: String) -> Prese
             }
             notification.into()
         }
-        other => other.clone(),
+        // Nothing else belongs to this request: the stateless processor sends no requests,
+        // and other ids are other requests'.
+        JsonRpcMessage::Request(_) | JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+            message.clone()
+        }
     })
 }
 

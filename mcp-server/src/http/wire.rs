@@ -124,7 +124,10 @@ pub(crate) fn status_of(message: &JsonRpcMessage, stateless: bool) -> StatusCode
         JsonRpcMessage::Error(error) if stateless && error.error.code == METHOD_NOT_FOUND => {
             StatusCode::NOT_FOUND
         }
-        _ => StatusCode::OK,
+        JsonRpcMessage::Error(_)
+        | JsonRpcMessage::Response(_)
+        | JsonRpcMessage::Request(_)
+        | JsonRpcMessage::Notification(_) => StatusCode::OK,
     }
 }
 

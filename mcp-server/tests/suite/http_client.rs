@@ -40,17 +40,7 @@ impl HttpServer {
             .env("RUST_LOG", "keel_mcp_server=debug,warn")
             .home(home)
             .spawn()?;
-        let line = process
-            .wait_for_stderr_line("the listening address", |line| {
-                line.contains("listening on http://")
-            })
-            .await?;
-        let url = line
-            .rsplit("listening on ")
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+        let url = process.http_endpoint().await?;
         Ok(Self {
             _process: process,
             _mock: mock,

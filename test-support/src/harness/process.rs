@@ -159,6 +159,22 @@ impl JsonLinesProcess {
             .to_string())
     }
 
+    /// For `keel mcp-server --listen http://127.0.0.1:0`: waits for the `listening on
+    /// http://HOST:PORT/mcp` line it logs and returns the endpoint URL.
+    pub async fn http_endpoint(&mut self) -> Result<String> {
+        let line = self
+            .wait_for_stderr_line("the listening address", |line| {
+                line.contains("listening on http://")
+            })
+            .await?;
+        Ok(line
+            .rsplit("listening on ")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string())
+    }
+
     /// The command, cwd, recent stdout and stderr, for failure messages.
     pub fn diagnostics(&mut self) -> String {
         let status = match self.child.try_wait() {

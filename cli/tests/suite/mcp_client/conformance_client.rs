@@ -3,11 +3,9 @@
 //! arguments, form defaults (`--mcp-elicitation accept-defaults`, since a headless run has
 //! nobody to ask), and SSE reconnection.
 
-use keel_test_support::{
-    MockModelServer, Script, Turn, assistant_message, function_call, write_config,
-};
+use keel_test_support::{Turn, assistant_message, function_call};
 
-use super::oauth::run_suite;
+use super::oauth::{ScenarioRun, make_executable, run_scenario_with};
 
 /// Each scenario and the tool call the model makes in it (`None`: just the handshake).
 const SCENARIOS: &[(&str, Option<(&str, &str)>)] = &[
@@ -38,8 +36,7 @@ cd "$KEEL_TEST_WORKSPACE"
             keel = env!("CARGO_BIN_EXE_keel"),
         ),
     )?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    make_executable(&script)?;
     Ok(script)
 }
 
@@ -59,23 +56,8 @@ async fn the_client_scenarios_pass_through_keel_exec() -> anyhow::Result<()> {
             turns.push(Turn::new([function_call("c1", &name, *arguments)]));
         }
         turns.push(Turn::new([assistant_message("done")]));
-        let mock = MockModelServer::start(Script::new(turns)).await?;
-        let home = tempfile::tempdir()?;
-        let workspace = tempfile::tempdir()?;
-        write_config(
-            home.path(),
-            &mock.uri(),
-            Vec::<(String, toml::Value)>::new(),
-        )?;
-        let report = run_suite(
-            scenario,
-            script.as_os_str(),
-            &[
-                ("KEEL_HOME", home.path().as_os_str()),
-                ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
-            ],
-        )
-        .await?;
+        let ScenarioRun { report, home, .. } =
+            run_scenario_with(scenario, &script, turns, &[]).await?;
         let exec_out = std::fs::read_to_string(home.path().join("exec.out")).unwrap_or_default();
         if !report.contains("OVERALL: PASSED") || exec_out != "done\n" {
             let exec_err =

@@ -48,13 +48,28 @@ pub(super) fn conformance_dir() -> PathBuf {
     PathBuf::from(std::env::var("KEEL_MCP_CONFORMANCE").unwrap_or_default())
 }
 
-/// The client command the suite runs with the server's URL appended: log in, then one turn.
-fn client_script(dir: &Path) -> anyhow::Result<PathBuf> {
+/// A `$BROWSER` that follows the authorization redirect back to Keel's loopback callback, as
+/// a signed-in browser would.
+fn browser_script(dir: &Path) -> anyhow::Result<PathBuf> {
     let browser = dir.join("browser.sh");
     std::fs::write(
         &browser,
         "#!/bin/sh\nexec curl -sS -L -o /dev/null \"$1\"\n",
     )?;
+    make_executable(&browser)?;
+    Ok(browser)
+}
+
+/// Lets the suite run `script` as a command.
+pub(super) fn make_executable(script: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// The client command the suite runs with the server's URL appended: log in, then one turn.
+fn client_script(dir: &Path) -> anyhow::Result<PathBuf> {
+    let browser = browser_script(dir)?;
     let script = dir.join("client.sh");
     let keel = env!("CARGO_BIN_EXE_keel");
     std::fs::write(
@@ -86,10 +101,7 @@ cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
             browser = browser.display(),
         ),
     )?;
-    for file in [&browser, &script] {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))?;
-    }
+    make_executable(&script)?;
     Ok(script)
 }
 
@@ -97,11 +109,7 @@ cp "$KEEL_HOME/mcp_credentials.json" "$KEEL_HOME/credentials.after-login"
 /// turn whose tool call the server refuses for want of scope, read Keel's message saying so,
 /// log in again (Keel now asks for the granted and the required scopes), run the turn again.
 fn step_up_client_script(dir: &Path) -> anyhow::Result<PathBuf> {
-    let browser = dir.join("browser.sh");
-    std::fs::write(
-        &browser,
-        "#!/bin/sh\nexec curl -sS -L -o /dev/null \"$1\"\n",
-    )?;
+    let browser = browser_script(dir)?;
     let script = dir.join("step-up.sh");
     let keel = env!("CARGO_BIN_EXE_keel");
     std::fs::write(
@@ -121,10 +129,7 @@ BROWSER={browser} {keel} mcp login conformance
             browser = browser.display(),
         ),
     )?;
-    for file in [&browser, &script] {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755))?;
-    }
+    make_executable(&script)?;
     Ok(script)
 }
 
@@ -180,16 +185,25 @@ async fn run_suite_with(
     ))
 }
 
-/// Runs one scenario with a fresh home and mock model; returns the suite's report.
-async fn run_scenario(
+/// One scenario's run: whether the suite passed it, its report, and the mock and home the
+/// client used (the workspace is kept until the run is dropped).
+pub(super) struct ScenarioRun {
+    pub passed: bool,
+    pub report: String,
+    pub mock: MockModelServer,
+    pub home: tempfile::TempDir,
+    _workspace: tempfile::TempDir,
+}
+
+/// Runs `scenario` with `script` against a fresh home and a mock model playing `turns`,
+/// passing `extra` arguments to the suite.
+pub(super) async fn run_scenario_with(
     scenario: &str,
     script: &Path,
-) -> anyhow::Result<(String, MockModelServer, tempfile::TempDir)> {
-    let mock = MockModelServer::start(Script::new([
-        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
-        Turn::new([assistant_message("done")]),
-    ]))
-    .await?;
+    turns: Vec<Turn>,
+    extra: &[&str],
+) -> anyhow::Result<ScenarioRun> {
+    let mock = MockModelServer::start(Script::new(turns)).await?;
     let home = tempfile::tempdir()?;
     let workspace = tempfile::tempdir()?;
     write_config(
@@ -197,16 +211,40 @@ async fn run_scenario(
         &mock.uri(),
         Vec::<(String, toml::Value)>::new(),
     )?;
-    let report = run_suite(
+    let (passed, report) = run_suite_with(
         scenario,
         script.as_os_str(),
         &[
             ("KEEL_HOME", home.path().as_os_str()),
             ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
         ],
+        extra,
     )
     .await?;
-    Ok((report, mock, home))
+    Ok(ScenarioRun {
+        passed,
+        report,
+        mock,
+        home,
+        _workspace: workspace,
+    })
+}
+
+/// The turns of most scenarios: call the server's tool, then answer.
+fn call_the_tool() -> Vec<Turn> {
+    vec![
+        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
+        Turn::new([assistant_message("done")]),
+    ]
+}
+
+/// Runs one scenario with a fresh home and mock model; returns the suite's report.
+async fn run_scenario(
+    scenario: &str,
+    script: &Path,
+) -> anyhow::Result<(String, MockModelServer, tempfile::TempDir)> {
+    let run = run_scenario_with(scenario, script, call_the_tool(), &[]).await?;
+    Ok((run.report, run.mock, run.home))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,29 +359,15 @@ async fn the_app_server_logs_in_for_its_client() -> anyhow::Result<()> {
 async fn a_refusal_for_want_of_scope_is_granted_by_the_next_login() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let script = step_up_client_script(dir.path())?;
-    let mock = MockModelServer::start(Script::new([
+    let mut turns = call_the_tool();
+    turns.insert(1, Turn::new([assistant_message("refused")]));
+    turns.insert(
+        2,
         Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
-        Turn::new([assistant_message("refused")]),
-        Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
-        Turn::new([assistant_message("done")]),
-    ]))
-    .await?;
-    let home = tempfile::tempdir()?;
-    let workspace = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        Vec::<(String, toml::Value)>::new(),
-    )?;
-    let report = run_suite(
-        "auth/scope-step-up",
-        script.as_os_str(),
-        &[
-            ("KEEL_HOME", home.path().as_os_str()),
-            ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
-        ],
-    )
-    .await?;
+    );
+    let ScenarioRun {
+        report, mock, home, ..
+    } = run_scenario_with("auth/scope-step-up", &script, turns, &[]).await?;
     let read = |name: &str| std::fs::read_to_string(home.path().join(name)).unwrap_or_default();
     assert!(
         report.contains("OVERALL: PASSED"),
@@ -383,25 +407,10 @@ async fn the_extension_scenarios_fail_only_as_the_baseline_says() -> anyhow::Res
         "/tests/fixtures/mcp_client_extension_baseline.yml"
     );
     for scenario in EXTENSIONS {
-        let mock = MockModelServer::start(Script::new([
-            Turn::new([function_call("c1", "mcp__conformance__test-tool", "{}")]),
-            Turn::new([assistant_message("done")]),
-        ]))
-        .await?;
-        let home = tempfile::tempdir()?;
-        let workspace = tempfile::tempdir()?;
-        write_config(
-            home.path(),
-            &mock.uri(),
-            Vec::<(String, toml::Value)>::new(),
-        )?;
-        let (passed, report) = run_suite_with(
+        let ScenarioRun { passed, report, .. } = run_scenario_with(
             scenario,
-            script.as_os_str(),
-            &[
-                ("KEEL_HOME", home.path().as_os_str()),
-                ("KEEL_TEST_WORKSPACE", workspace.path().as_os_str()),
-            ],
+            &script,
+            call_the_tool(),
             &["--expected-failures", baseline],
         )
         .await?;
@@ -455,10 +464,7 @@ cd "$KEEL_TEST_WORKSPACE"
             keel = env!("CARGO_BIN_EXE_keel"),
         ),
     )?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
-    }
+    make_executable(&script)?;
     let (report, mock, home) = run_scenario("auth/client-credentials-basic", &script).await?;
     assert!(report.contains("OVERALL: PASSED"), "{report}");
     let tool_output = mock

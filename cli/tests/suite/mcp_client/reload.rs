@@ -37,17 +37,7 @@ async fn a_reload_gives_loaded_threads_the_servers_the_config_names_now() -> any
         .home_var("KEEL_HOME")
         .home_path(helper_home.path())
         .spawn()?;
-    let line = helper
-        .wait_for_stderr_line("the listening address", |line| {
-            line.contains("listening on http://")
-        })
-        .await?;
-    let url = line
-        .rsplit("listening on ")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let url = helper.http_endpoint().await?;
 
     let script = Script::new([
         Turn::new([assistant_message("one")]),
