@@ -24,6 +24,7 @@ pub(crate) async fn run_codex(
     context: Arc<ServerContext>,
     request_id: RequestId,
     args: CodexToolCallParam,
+    elicitation: bool,
 ) -> CallToolResult {
     let config = match context.settings.load_config(&args.settings) {
         Ok(config) => config,
@@ -41,7 +42,14 @@ pub(crate) async fn run_codex(
         msg: EventMsg::SessionConfigured(new.session_configured),
     };
     context.send_event(&meta, first).await;
-    run_turn(context, request_id, new.conversation, args.prompt).await
+    run_turn(
+        context,
+        request_id,
+        new.conversation,
+        args.prompt,
+        elicitation,
+    )
+    .await
 }
 
 /// Runs the `codex-reply` tool: one more turn of an existing conversation.
@@ -49,6 +57,7 @@ pub(crate) async fn run_codex_reply(
     context: Arc<ServerContext>,
     request_id: RequestId,
     args: CodexToolCallReplyParam,
+    elicitation: bool,
 ) -> CallToolResult {
     let Some(raw) = args.thread_id.or(args.conversation_id) else {
         return results::error("codex-reply needs `threadId`: the id the `codex` tool returned");
@@ -66,7 +75,7 @@ pub(crate) async fn run_codex_reply(
         Ok(conversation) => conversation,
         Err(_) => return results::error(format!("no thread with id {thread_id}")),
     };
-    run_turn(context, request_id, conversation, args.prompt).await
+    run_turn(context, request_id, conversation, args.prompt, elicitation).await
 }
 
 /// The result text of a call cancelled by the client, before or during its turn.
@@ -80,12 +89,14 @@ fn event_meta(request_id: &RequestId, thread_id: ConversationId) -> CodexEventMe
     }
 }
 
-/// Submits the prompt and forwards events until the turn completes, fails or is interrupted.
+/// Submits the prompt and forwards events until the turn completes, fails or is interrupted;
+/// approvals are asked of the client when `elicitation` says it can answer them.
 async fn run_turn(
     context: Arc<ServerContext>,
     request_id: RequestId,
     conversation: Arc<Conversation>,
     prompt: String,
+    elicitation: bool,
 ) -> CallToolResult {
     let thread_id = conversation.id();
     let Some(_thread) = context.claim_thread(thread_id) else {
@@ -121,7 +132,7 @@ async fn run_turn(
     let meta = event_meta(&request_id, thread_id);
     let route = ApprovalRoute {
         outgoing: context.outgoing.clone(),
-        elicitation: context.client_supports_elicitation(),
+        elicitation,
         tool_call_id: request_id,
         thread_id,
     };

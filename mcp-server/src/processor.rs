@@ -61,6 +61,8 @@ pub(crate) const INPUT_CLOSED_DRAIN: std::time::Duration = std::time::Duration::
 pub(crate) struct MessageProcessor {
     context: Arc<ServerContext>,
     initialized: bool,
+    /// MCP 2026-07-28: each request states the client's capabilities in its `_meta`.
+    stateless: bool,
     /// Tool-call tasks; dropping the processor aborts them (and so their conversations).
     calls: JoinSet<()>,
 }
@@ -70,17 +72,20 @@ impl MessageProcessor {
         Self {
             context,
             initialized: false,
+            stateless: false,
             calls: JoinSet::new(),
         }
     }
 
-    /// A processor for MCP 2026-07-28's stateless requests: there is no handshake, and the
-    /// server may send the client no requests, so approvals are never asked.
+    /// A processor for MCP 2026-07-28's stateless requests: there is no handshake, and a call
+    /// may ask approvals only of a client whose request declares `elicitation` (the HTTP
+    /// layer turns the question into an `input_required` result).
     pub(crate) fn stateless(context: Arc<ServerContext>) -> Self {
         context.set_client_elicitation(false);
         Self {
             context,
             initialized: true,
+            stateless: true,
             calls: JoinSet::new(),
         }
     }
@@ -205,12 +210,23 @@ impl MessageProcessor {
                     params.arguments.map(serde_json::Value::Object),
                 ) {
                     Ok(call) => {
+                        let elicitation = if self.stateless {
+                            params
+                                .meta
+                                .as_ref()
+                                .and_then(|meta| meta.client_capabilities())
+                                .is_some_and(|capabilities| capabilities.elicitation.is_some())
+                        } else {
+                            self.context.client_supports_elicitation()
+                        };
                         // Tracked before the next message is read, so a cancellation that
                         // follows at once finds the call even if it has not started yet.
                         let tracked = self.context.track_call(id.clone());
                         let context = Arc::clone(&self.context);
                         self.calls.spawn(async move {
-                            let result = call.run(Arc::clone(&context), id.clone()).await;
+                            let result = call
+                                .run(Arc::clone(&context), id.clone(), elicitation)
+                                .await;
                             drop(tracked);
                             context.outgoing.send_response(id, &result).await;
                         });

@@ -139,15 +139,21 @@ impl ToolCall {
         })
     }
 
-    /// Runs the call to completion.
+    /// Runs the call to completion; `elicitation` says whether its caller can answer
+    /// approvals.
     pub(crate) async fn run(
         self,
         context: Arc<ServerContext>,
         request_id: RequestId,
+        elicitation: bool,
     ) -> CallToolResult {
         match self {
-            Self::Codex(args) => codex_tool::run_codex(context, request_id, args).await,
-            Self::CodexReply(args) => codex_tool::run_codex_reply(context, request_id, args).await,
+            Self::Codex(args) => {
+                codex_tool::run_codex(context, request_id, args, elicitation).await
+            }
+            Self::CodexReply(args) => {
+                codex_tool::run_codex_reply(context, request_id, args, elicitation).await
+            }
             Self::ConversationCreate(args) => streaming::create(context, args).await,
             Self::ConversationSendMessage(args) => streaming::send_message(context, args).await,
             Self::ConversationStream(args) => streaming::stream(context, request_id, args).await,

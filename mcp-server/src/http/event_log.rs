@@ -36,6 +36,8 @@ struct Inner {
 pub(crate) struct LoggedEvent {
     /// `STREAM-SEQ`.
     pub(crate) id: String,
+    /// The event's place in its stream (`SEQ`).
+    pub(crate) sequence: u64,
     /// The message; `None` for the priming event.
     pub(crate) message: Option<Arc<JsonRpcMessage>>,
 }
@@ -134,6 +136,7 @@ impl EventLog {
                         after = sequence;
                         let event = LoggedEvent {
                             id: format!("{}-{sequence}", log.number),
+                            sequence,
                             message: Some(message),
                         };
                         return Some((event, (log, changes, after)));

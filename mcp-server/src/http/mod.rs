@@ -9,6 +9,7 @@
 
 mod demux;
 mod event_log;
+mod input_required;
 mod sessions;
 mod stateless;
 mod wire;
@@ -131,7 +132,7 @@ pub async fn serve_http(
     let state = Arc::new(HttpState {
         guard: listen.guard,
         sessions,
-        stateless: Stateless::start(settings, shutdown.clone()),
+        stateless: Stateless::start(settings, shutdown.clone(), listen.session_idle_timeout),
     });
     let router = Router::new()
         .route(

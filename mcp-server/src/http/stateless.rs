@@ -1,17 +1,21 @@
 //! MCP 2026-07-28 over HTTP: no handshake and no session. Every POST names its revision in
 //! the `MCP-Protocol-Version` header and in `params._meta`, its method in `Mcp-Method` (and,
 //! for calls, the tool in `Mcp-Name`); the server checks they agree with the body, answers
-//! on that request's own stream, and never sends the client a request of its own, so
-//! approvals are never asked (the model is told, as for a client without elicitation).
+//! on that request's own stream, and never sends the client a request of its own: a client
+//! whose call declares `elicitation` is asked its approvals through `input_required` results
+//! (see `input_required`); any other is never asked (the model is told, as over stdio).
 //!
 //! All stateless requests share one processor, so a thread a `codex` call started can be
 //! continued by `codex-reply` in a later request. Clients' ids may collide, so each request
 //! runs under an id of the server's own and the client's is restored on the way out.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::response::Response;
+use futures::{Stream, StreamExt};
 use http::{HeaderMap, StatusCode};
 use keel_protocol::{
     INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, JsonRpcMessage, JsonRpcNotification,
@@ -23,9 +27,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::demux::{Demux, route_all};
+use super::event_log::EventLog;
+use super::input_required::{Retried, Round, WaitingCalls};
 use super::wire::{
-    Answer, PROTOCOL_VERSION, Present, accepted, answer_for, error_response, header_text,
-    json_answer, json_response, plain, sse_response,
+    Answer, OnDrop, PROTOCOL_VERSION, Present, accepted, answer_for, encode_sse_event,
+    error_response, header_text, json_response, plain, sse_body_response, status_of,
 };
 use crate::context::ServerSettings;
 use crate::methods::{MCP_STATELESS_PROTOCOL_VERSION, MCP_SUPPORTED_PROTOCOL_VERSIONS};
@@ -72,17 +78,25 @@ const CACHEABLE: &[&str] = &[
 pub(crate) struct Stateless {
     incoming: mpsc::Sender<Incoming>,
     demux: Arc<Demux>,
+    waiting: Arc<WaitingCalls>,
     next_id: AtomicU64,
     _processor: AbortOnDropHandle<()>,
     _router: AbortOnDropHandle<()>,
 }
 
 impl Stateless {
-    pub(crate) fn start(settings: ServerSettings, shutdown: CancellationToken) -> Self {
+    /// The shared processor; a call waiting for its client's answers is cancelled after
+    /// `patience`.
+    pub(crate) fn start(
+        settings: ServerSettings,
+        shutdown: CancellationToken,
+        patience: Duration,
+    ) -> Self {
         let running = RunningProcessor::start(settings, ProcessorMode::Stateless, shutdown);
         let demux = Demux::new();
         let router = tokio::spawn(route_all(running.outgoing, Arc::clone(&demux)));
         Self {
+            waiting: WaitingCalls::new(running.incoming.clone(), patience),
             incoming: running.incoming,
             demux,
             next_id: AtomicU64::new(1),
@@ -139,7 +153,77 @@ impl Stateless {
                 "Accept must include application/json or text/event-stream",
             );
         };
+        let retry = request.method == "tools/call"
+            && request
+                .params
+                .as_ref()
+                .is_some_and(|params| params.get("requestState").is_some());
+        if retry {
+            return self.retry(request, answer).await;
+        }
         self.run(request, answer).await
+    }
+
+    /// A retry answering an `input_required` result: the answers go to the waiting call,
+    /// whose stream then continues on this request's answer.
+    async fn retry(&self, request: JsonRpcRequest, answer: Answer) -> Response {
+        let params = request.params.clone().unwrap_or(Value::Null);
+        let Some(state) = params.get("requestState").and_then(Value::as_str) else {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                Some(request.id),
+                INVALID_PARAMS,
+                "`requestState` must be the string an input_required result gave",
+                None,
+            );
+        };
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let no_answers = Map::new();
+        let responses = params
+            .get("inputResponses")
+            .and_then(Value::as_object)
+            .unwrap_or(&no_answers);
+        match self
+            .waiting
+            .retry(state, tool, responses, &self.demux)
+            .await
+        {
+            Err(err) => error_response(
+                StatusCode::BAD_REQUEST,
+                Some(request.id),
+                INVALID_PARAMS,
+                err.to_string(),
+                None,
+            ),
+            Ok(Retried::StillWaiting { internal, result }) => {
+                let present = presenter(internal.clone(), request.id, request.method);
+                let message = present(
+                    &JsonRpcResponse {
+                        id: internal,
+                        result,
+                    }
+                    .into(),
+                );
+                let single = futures::stream::iter([(None, message)]);
+                write_answer(Box::pin(single), answer).await
+            }
+            Ok(Retried::Continue(call)) => {
+                let guard = OnDrop::new(cancel_on_drop(
+                    self.incoming.clone(),
+                    call.internal.clone(),
+                    Arc::clone(&call.log),
+                ));
+                let round = Round {
+                    present: presenter(call.internal.clone(), request.id, request.method),
+                    internal: call.internal,
+                    log: call.log,
+                    after: call.after,
+                    tool: call.tool,
+                };
+                let messages = round.messages(Arc::clone(&self.waiting), guard);
+                write_answer(Box::pin(messages), answer).await
+            }
+        }
     }
 
     async fn run(&self, request: JsonRpcRequest, answer: Answer) -> Response {
@@ -149,6 +233,13 @@ impl Stateless {
         ));
         let client_id = request.id.clone();
         let method = request.method.clone();
+        let tool = request
+            .params
+            .as_ref()
+            .and_then(|params| params.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let log = match self.demux.open(&internal) {
             Ok(log) => log,
             Err(_) => return plain(StatusCode::INTERNAL_SERVER_ERROR, "request id collision"),
@@ -165,40 +256,84 @@ impl Stateless {
         {
             return plain(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
         }
-        let cancel = cancel_on_drop(self.incoming.clone(), internal.clone(), Arc::clone(&log));
-        let present = presenter(internal, client_id, method);
-        match answer {
-            Answer::Stream => sse_response(&log, 0, false, present, HeaderMap::new(), Some(cancel)),
-            Answer::Json => {
-                let _cancel = super::wire::OnDrop::new(cancel);
-                json_answer(&log, present, true, HeaderMap::new()).await
+        let guard = OnDrop::new(cancel_on_drop(
+            self.incoming.clone(),
+            internal.clone(),
+            Arc::clone(&log),
+        ));
+        let round = Round {
+            present: presenter(internal.clone(), client_id, method),
+            internal,
+            log,
+            after: 0,
+            tool,
+        };
+        let messages = round.messages(Arc::clone(&self.waiting), guard);
+        write_answer(Box::pin(messages), answer).await
+    }
+}
+
+/// A stateless answer's messages, each with its event id.
+type AnswerMessages = Pin<Box<dyn Stream<Item = (Option<String>, JsonRpcMessage)> + Send>>;
+
+/// Writes an answer as the client asked: each message as an event, or the last response
+/// alone as one JSON body.
+async fn write_answer(messages: AnswerMessages, answer: Answer) -> Response {
+    match answer {
+        Answer::Stream => {
+            let events = messages.filter_map(|(id, message)| {
+                std::future::ready(encode_sse_event(id.as_deref(), &message))
+            });
+            sse_body_response(Box::pin(events), HeaderMap::new(), None)
+        }
+        Answer::Json => {
+            let last = messages
+                .filter(|(_, message)| {
+                    std::future::ready(matches!(
+                        message,
+                        JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
+                    ))
+                })
+                .fold(None, |_, (_, message)| std::future::ready(Some(message)))
+                .await;
+            match last {
+                Some(message) => json_response(status_of(&message, true), &message),
+                None => plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server stopped before answering",
+                ),
             }
         }
     }
 }
 
-/// When the client goes away before its answer, its call is cancelled as if it had sent
-/// `notifications/cancelled` (there is no session to send one on).
+/// Asks the processor to cancel call `internal`, as a client's `notifications/cancelled`
+/// would (there is no session to send one on).
+pub(super) fn cancel_call(incoming: &mpsc::Sender<Incoming>, internal: &RequestId, reason: &str) {
+    let cancelled = JsonRpcNotification {
+        method: "notifications/cancelled".to_string(),
+        params: Some(json!({ "requestId": internal, "reason": reason })),
+    };
+    if incoming
+        .try_send(Incoming::Message(cancelled.into()))
+        .is_err()
+    {
+        tracing::debug!("cannot queue the cancellation; the call runs to its end");
+    }
+}
+
+/// When the client goes away before its answer, its call is cancelled.
 fn cancel_on_drop(
     incoming: mpsc::Sender<Incoming>,
     internal: RequestId,
-    log: Arc<super::event_log::EventLog>,
+    log: Arc<EventLog>,
 ) -> Box<dyn FnOnce() + Send> {
     Box::new(move || {
         if log.is_closed() {
             return;
         }
         tracing::info!(request = %internal, "the client closed its stateless request; cancelling");
-        let cancelled = JsonRpcNotification {
-            method: "notifications/cancelled".to_string(),
-            params: Some(json!({ "requestId": internal, "reason": "the client disconnected" })),
-        };
-        if incoming
-            .try_send(Incoming::Message(cancelled.into()))
-            .is_err()
-        {
-            tracing::debug!("cannot queue the cancellation; the call runs to its end");
-        }
+        cancel_call(&incoming, &internal, "the client disconnected");
     })
 }
 
@@ -231,8 +366,8 @@ fn presenter(internal: RequestId, client_id: RequestId, method: String) -> Prese
             }
             notification.into()
         }
-        // Nothing else belongs to this request: the stateless processor sends no requests,
-        // and other ids are other requests'.
+        // Nothing else belongs to this request: the call's questions become `input_required`
+        // results before they get here, and other ids are other requests'.
         JsonRpcMessage::Request(_) | JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
             message.clone()
         }

@@ -170,6 +170,16 @@ pub(crate) fn sse_response(
         .filter_map(move |event| std::future::ready(sse_event(event, &present)));
     let events: Pin<Box<dyn Stream<Item = Bytes> + Send>> =
         Box::pin(futures::stream::iter(first).chain(events));
+    sse_body_response(events, extra_headers, on_drop)
+}
+
+/// Already-encoded SSE events as a streamed answer, kept alive through quiet spells.
+/// `on_drop` runs when the client goes away or the stream ends.
+pub(crate) fn sse_body_response(
+    events: Pin<Box<dyn Stream<Item = Bytes> + Send>>,
+    extra_headers: HeaderMap,
+    on_drop: Option<Box<dyn FnOnce() + Send>>,
+) -> Response {
     let body = futures::stream::unfold(
         (events, OnDrop(on_drop)),
         |(mut events, guard)| async move {
@@ -193,11 +203,19 @@ pub(crate) fn sse_response(
     response
 }
 
-/// One message as an SSE event: its id and a single `data:` line of JSON.
+/// One logged message as an SSE event: its id and a single `data:` line of JSON.
 fn sse_event(event: LoggedEvent, present: &Present) -> Option<Bytes> {
     let message = present(event.message.as_deref()?);
+    encode_sse_event(Some(&event.id), &message)
+}
+
+/// `message` as an SSE event, with `id` when the stream is resumable.
+pub(crate) fn encode_sse_event(id: Option<&str>, message: &JsonRpcMessage) -> Option<Bytes> {
     match message.to_json(JsonRpcFraming::WithVersion) {
-        Ok(text) => Some(Bytes::from(format!("id: {}\ndata: {text}\n\n", event.id))),
+        Ok(text) => Some(Bytes::from(match id {
+            Some(id) => format!("id: {id}\ndata: {text}\n\n"),
+            None => format!("data: {text}\n\n"),
+        })),
         Err(err) => {
             tracing::error!(%err, "cannot encode an outgoing message; dropped");
             None
@@ -247,6 +265,11 @@ pub(crate) struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
 impl OnDrop {
     pub(crate) fn new(on_drop: Box<dyn FnOnce() + Send>) -> Self {
         Self(Some(on_drop))
+    }
+
+    /// Nothing runs on drop any more (the work it guarded was handed on).
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
     }
 }
 

@@ -4,25 +4,33 @@ Usage: sdk_http_client.py URL WORKSPACE MODE
 
 MODE is the SDK's connect mode: `auto` (it probes `server/discover` and so speaks the
 stateless 2026-07-28 revision to Keel) or `legacy` (the `initialize` handshake and a
-session). Lists the tools, calls `codex`, continues its thread with `codex-reply`, and
-prints one line per step for the Rust test to check.
+session). Lists the tools, calls `codex` under the `untrusted` policy (the mock model asks for
+one shell command; the SDK's elicitation callback accepts it: an `input_required` round on
+2026-07-28, an `elicitation/create` request in a session), continues its thread with
+`codex-reply`, and prints one line per step for the Rust test to check.
 """
 
 import sys
 
 import anyio
-from mcp import Client
+from mcp import Client, types
 
 
 async def main() -> None:
     url, workspace, mode = sys.argv[1:4]
-    async with Client(url, mode=mode) as client:
+
+    async def on_elicit(context, params):  # noqa: ANN001 - SDK callback signature
+        extra = params.model_extra or {}
+        print(f"ELICITED {extra.get('codex_elicitation')}: {params.message}", flush=True)
+        return types.ElicitResult(action="accept", content={})
+
+    async with Client(url, mode=mode, elicitation_callback=on_elicit) as client:
         print(f"PROTOCOL {client.protocol_version}", flush=True)
         tools = await client.list_tools()
         print("TOOLS " + ",".join(tool.name for tool in tools.tools), flush=True)
         first = await client.call_tool(
             "codex",
-            {"prompt": "write py.txt", "cwd": workspace, "approval-policy": "never"},
+            {"prompt": "write py.txt", "cwd": workspace, "approval-policy": "untrusted"},
         )
         if first.is_error:
             raise SystemExit(f"tool failed: {first}")

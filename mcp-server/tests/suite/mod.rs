@@ -5,6 +5,7 @@ mod common;
 mod conversations;
 mod http;
 mod http_client;
+mod http_input_required;
 mod protocol;
 mod python_sdk;
 mod schema_fresh;

@@ -84,7 +84,9 @@ async fn python_sdk_lists_calls_and_accepts_the_approval() -> anyhow::Result<()>
 
 /// The SDK over Streamable HTTP, in both of its connect modes: `auto` probes
 /// `server/discover` and speaks the stateless 2026-07-28 revision; `legacy` opens a
-/// 2025-11-25 session. Each calls `codex` and continues the thread with `codex-reply`.
+/// 2025-11-25 session. Each calls `codex`, accepts its approval (an `input_required` round on
+/// 2026-07-28, an elicitation request in a session) and continues the thread with
+/// `codex-reply`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(keel_mcp_python),
@@ -124,6 +126,9 @@ async fn python_sdk_over_http_in_both_revisions() -> anyhow::Result<()> {
         for line in [
             format!("PROTOCOL {protocol}"),
             "TOOLS codex,codex-reply".to_string(),
+            // The SDK's MRTR path keeps only the standard elicitation fields, so the
+            // `codex_elicitation` kind is checked in the keel-mcp-server HTTP tests instead.
+            ": Allow Keel to run `bash -lc 'echo over-http > py.txt'`".to_string(),
             "RESULT first answer".to_string(),
             "REPLY second answer".to_string(),
         ] {
