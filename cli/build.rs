@@ -15,6 +15,9 @@
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
 //!   installed from npm by `.ci/run`) and `node`;
 //! - the tests that run Python programs need `python3` on `PATH`;
+//! - the MCP keyring login test needs a throwaway desktop keyring: `dbus-daemon`,
+//!   `gnome-keyring-daemon` and `gdbus` on `PATH` (Debian: dbus-daemon, gnome-keyring,
+//!   libglib2.0-bin);
 //! - the shared agent-job store tests need PostgreSQL's server binaries
 //!   (`/usr/lib/postgresql/<version>/bin`, or `KEEL_POSTGRES_BIN`);
 //! - the remote-environment tests that give an exec-server a workspace of its own need mount
@@ -91,6 +94,13 @@ fn main() {
     };
     if on_path("python3") || in_ci {
         println!("cargo::rustc-cfg=keel_python3");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_keyring)");
+    let has_keyring = ["dbus-daemon", "gnome-keyring-daemon", "gdbus"]
+        .iter()
+        .all(|program| on_path(program));
+    if has_keyring || in_ci {
+        println!("cargo::rustc-cfg=keel_keyring");
     }
     println!("cargo::rustc-check-cfg=cfg(keel_postgres)");
     println!("cargo::rerun-if-env-changed=KEEL_POSTGRES_BIN");

@@ -93,6 +93,7 @@ mod mock;
 mod oauth_mcp;
 pub mod plot;
 mod postgres;
+mod secret_service;
 
 pub use error::{Error, Result};
 pub use harness::{
@@ -108,3 +109,4 @@ pub use mock::{
 };
 pub use oauth_mcp::{OAuthEvent, OAuthMcpServer};
 pub use postgres::{PostgresCluster, postgres_bin_dir};
+pub use secret_service::SecretServiceSession;

@@ -1,7 +1,8 @@
 //! `[mcp_servers.NAME.oauth]` and the server's `scopes`/`oauth_resource`: how Keel would log
 //! in to a remote MCP server that asks for OAuth, in Codex's keys so a Codex file carries over.
 //!
-//! Parsed and checked here; the login itself is the MCP OAuth work (`docs/configuration.md`).
+//! Parsed and checked here, with the top-level `mcp_oauth_*` keys every server shares; the
+//! login itself is in `mcp::oauth_login` (`docs/configuration.md`).
 
 use serde::Deserialize;
 
@@ -64,6 +65,105 @@ pub struct McpOAuthSettings {
     /// the configuration was not loaded from a home, so no login is looked for.
     #[serde(skip)]
     pub credentials_file: Option<std::path::PathBuf>,
+    /// Whether logins go to that file or the desktop keyring (`mcp_oauth_credentials_store`).
+    #[serde(skip)]
+    pub credentials_store: McpCredentialsStore,
+}
+
+/// Where MCP logins are kept (`mcp_oauth_credentials_store`, Codex's values).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum McpCredentialsStore {
+    /// `KEEL_HOME/mcp_credentials.json`, mode 0600 (Keel's default).
+    #[default]
+    File,
+    /// The desktop keyring (the freedesktop Secret Service); a login fails without one.
+    Keyring,
+    /// The keyring when one answers, else the file.
+    Auto,
+}
+
+impl McpCredentialsStore {
+    const NAMES: [(&'static str, Self); 3] = [
+        ("file", Self::File),
+        ("keyring", Self::Keyring),
+        ("auto", Self::Auto),
+    ];
+
+    /// The value as written in `config.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Keyring => "keyring",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+/// The top-level login keys, applied to every server: where logins are kept, and the
+/// callback of servers whose own `oauth` table names none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct McpOAuthDefaults {
+    pub store: McpCredentialsStore,
+    pub callback_port: Option<u16>,
+    pub callback_url: Option<String>,
+}
+
+impl McpOAuthDefaults {
+    /// Gives `server` the store and, where it sets none, the callback.
+    pub(crate) fn apply(&self, server: &mut McpOAuthSettings) {
+        server.credentials_store = self.store;
+        if server.callback_port.is_none() {
+            server.callback_port = self.callback_port;
+        }
+        if server.callback_url.is_none() {
+            server.callback_url.clone_from(&self.callback_url);
+        }
+    }
+}
+
+/// Checks `mcp_oauth_credentials_store`, `mcp_oauth_callback_port` and
+/// `mcp_oauth_callback_url`; `Err` names the key and the problem.
+pub(crate) fn resolve_oauth_defaults(
+    store: Option<String>,
+    callback_port: Option<u16>,
+    callback_url: Option<String>,
+) -> Result<McpOAuthDefaults, (&'static str, String)> {
+    let store = match store {
+        None => McpCredentialsStore::default(),
+        Some(name) => McpCredentialsStore::NAMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, store)| *store)
+            .ok_or_else(|| {
+                (
+                    "mcp_oauth_credentials_store",
+                    format!("`{name}` is not one of file, keyring, auto"),
+                )
+            })?,
+    };
+    if callback_port == Some(0) {
+        return Err((
+            "mcp_oauth_callback_port",
+            "must be a port number from 1 to 65535".into(),
+        ));
+    }
+    if let Some(url) = &callback_url
+        && !is_http_url(url)
+    {
+        return Err((
+            "mcp_oauth_callback_url",
+            format!("`{url}` is not an http(s) URL"),
+        ));
+    }
+    Ok(McpOAuthDefaults {
+        store,
+        callback_port,
+        callback_url,
+    })
+}
+
+fn is_http_url(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|parsed| matches!(parsed.scheme(), "http" | "https"))
 }
 
 /// The file in the Keel home that keeps MCP servers' OAuth logins (mode 0600).
@@ -119,16 +219,13 @@ pub(crate) fn resolve_oauth(
             }
         }
     }
-    if let Some(url) = &table.callback_url {
-        match reqwest::Url::parse(url) {
-            Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
-            _ => {
-                return Err((
-                    "oauth.callback_url",
-                    format!("`{url}` is not an http(s) URL"),
-                ));
-            }
-        }
+    if let Some(url) = &table.callback_url
+        && !is_http_url(url)
+    {
+        return Err((
+            "oauth.callback_url",
+            format!("`{url}` is not an http(s) URL"),
+        ));
     }
     Ok(McpOAuthSettings {
         scopes: scopes.unwrap_or_default(),
@@ -140,5 +237,6 @@ pub(crate) fn resolve_oauth(
         callback_url: table.callback_url,
         client_metadata_url: table.client_metadata_url,
         credentials_file: None,
+        credentials_store: McpCredentialsStore::default(),
     })
 }

@@ -46,7 +46,9 @@ pub use edit::{
 pub use environments::{EnvironmentToml, LOCAL_ENVIRONMENT};
 pub use environments_file::ENVIRONMENTS_FILE_NAME;
 pub use features::{FeatureInfo, KEEL_FEATURES};
-pub use mcp_oauth::{MCP_CREDENTIALS_FILE, McpOAuthSettings, TokenEndpointAuthMethod};
+pub use mcp_oauth::{
+    MCP_CREDENTIALS_FILE, McpCredentialsStore, McpOAuthSettings, TokenEndpointAuthMethod,
+};
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
 };

@@ -255,11 +255,22 @@ impl Config {
         let mcp_servers = resolve_mcp_servers(std::mem::take(&mut file.mcp_servers), |keys| {
             origin_of(keys, &path, &cli_overrides)
         })?;
+        let oauth_defaults = super::mcp_oauth::resolve_oauth_defaults(
+            file.mcp_oauth_credentials_store.take(),
+            file.mcp_oauth_callback_port.take(),
+            file.mcp_oauth_callback_url.take(),
+        )
+        .map_err(|(key, message)| ConfigError::InvalidValue {
+            origin: origin_of(&[key.to_string()], &path, &cli_overrides),
+            key: key.to_string(),
+            message,
+        })?;
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
         config.mcp_servers = mcp_servers;
         let credentials = keel_home.join(super::MCP_CREDENTIALS_FILE);
         for server in config.mcp_servers.values_mut() {
             server.oauth.credentials_file = Some(credentials.clone());
+            oauth_defaults.apply(&mut server.oauth);
         }
         config.warnings = warnings;
         Ok(config)
@@ -516,6 +527,9 @@ fn resolve(
         model_verbosity,
         model_supports_reasoning_summaries,
         mcp_servers: _,
+        mcp_oauth_credentials_store: _,
+        mcp_oauth_callback_port: _,
+        mcp_oauth_callback_url: _,
         sqlite_home,
         projects,
         hooks: _,

@@ -51,6 +51,12 @@ pub(crate) struct ConfigToml {
     pub model_verbosity: Option<Verbosity>,
     pub model_supports_reasoning_summaries: Option<bool>,
     pub mcp_servers: BTreeMap<String, McpServerToml>,
+    /// Where MCP servers' OAuth logins are kept: `file`, `keyring` or `auto`.
+    pub mcp_oauth_credentials_store: Option<String>,
+    /// The login callback port of every server without its own `oauth.callback_port`.
+    pub mcp_oauth_callback_port: Option<u16>,
+    /// The login redirect URL of every server without its own `oauth.callback_url`.
+    pub mcp_oauth_callback_url: Option<String>,
     pub sqlite_home: Option<PathBuf>,
     pub projects: BTreeMap<String, ProjectToml>,
     /// Hook definitions and trust records; read by the hooks module from the file itself.

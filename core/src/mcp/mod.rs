@@ -17,6 +17,7 @@ mod connection;
 mod error;
 mod input_schema;
 mod legacy_metadata;
+mod oauth_keyring;
 mod oauth_login;
 mod oauth_store;
 mod registry;

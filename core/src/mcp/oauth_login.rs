@@ -13,7 +13,7 @@ use rmcp::transport::auth::{
 };
 use tokio::sync::mpsc;
 
-use super::oauth_store::{ServerCredentialStore, remove_login};
+use super::oauth_store::{CredentialsPlace, ServerCredentialStore, check_place, remove_login};
 use crate::config::{McpServerConfig, McpServerTransport};
 
 /// The name Keel registers under.
@@ -111,17 +111,17 @@ pub(crate) async fn remember_required_scope(name: &str, server: &McpServerConfig
     let Ok((url, file)) = login_target(name, server) else {
         return;
     };
-    let store = ServerCredentialStore::new(file, name, url);
+    let store = ServerCredentialStore::new(&file, name, url);
     if let Err(err) = store.remember_required_scope(scope).await {
         tracing::warn!(server = name, %err, "cannot record the scope the server asks for");
     }
 }
 
-/// The URL and the credentials file of a server that can log in.
+/// The URL of a server that can log in, and where its login is kept.
 fn login_target<'a>(
     name: &str,
     server: &'a McpServerConfig,
-) -> Result<(&'a str, &'a std::path::Path), McpLoginError> {
+) -> Result<(&'a str, CredentialsPlace), McpLoginError> {
     let McpServerTransport::StreamableHttp {
         url,
         bearer_token_env_var,
@@ -136,9 +136,13 @@ fn login_target<'a>(
     let file = server
         .oauth
         .credentials_file
-        .as_deref()
+        .clone()
         .ok_or_else(|| McpLoginError::NoHome(name.to_string()))?;
-    Ok((url, file))
+    let place = CredentialsPlace {
+        file,
+        store: server.oauth.credentials_store,
+    };
+    Ok((url, place))
 }
 
 impl McpLogin {
@@ -155,16 +159,17 @@ impl McpLogin {
             server: name.to_string(),
             reason: err.to_string(),
         };
+        check_place(&file, name).await.map_err(oauth)?;
         crate::tls::install_tls_provider();
         let (redirect_uri, callbacks, listener) = listen_for_callback(server).await?;
         let challenge = challenge_of(url).await;
         let mut manager = AuthorizationManager::new(url).await.map_err(oauth)?;
-        manager.set_credential_store(ServerCredentialStore::new(file, name, url));
+        manager.set_credential_store(ServerCredentialStore::new(&file, name, url));
         let mut request = AuthorizationRequest::new(redirect_uri).with_client_name(CLIENT_NAME);
         // Asked for: `--scopes`, else what the server last asked a call for (step-up) with
         // what was granted, else the configured `scopes`.
         let stepped_up = if scopes.is_empty() {
-            ServerCredentialStore::new(file, name, url)
+            ServerCredentialStore::new(&file, name, url)
                 .step_up_scopes()
                 .await
                 .unwrap_or_default()
@@ -273,9 +278,10 @@ pub async fn mcp_login_client_credentials(
         server: name.to_string(),
         reason: err.to_string(),
     };
+    check_place(&file, name).await.map_err(oauth)?;
     crate::tls::install_tls_provider();
     let mut manager = AuthorizationManager::new(url).await.map_err(oauth)?;
-    manager.set_credential_store(ServerCredentialStore::new(file, name, url));
+    manager.set_credential_store(ServerCredentialStore::new(&file, name, url));
     let scopes = if scopes.is_empty() {
         server.oauth.scopes.clone()
     } else {
@@ -296,7 +302,7 @@ pub async fn mcp_login_client_credentials(
 /// Forgets server `name`'s login; `true` if there was one.
 pub async fn mcp_logout(name: &str, server: &McpServerConfig) -> Result<bool, McpLoginError> {
     let (_, file) = login_target(name, server)?;
-    remove_login(file, name)
+    remove_login(&file, name)
         .await
         .map_err(|err| McpLoginError::OAuth {
             server: name.to_string(),
@@ -313,7 +319,7 @@ pub(crate) async fn stored_login(
     let Ok((url, file)) = login_target(name, server) else {
         return Ok(None);
     };
-    let store = ServerCredentialStore::new(file, name, url);
+    let store = ServerCredentialStore::new(&file, name, url);
     if !store.has_token().await {
         return Ok(None);
     }
@@ -363,7 +369,7 @@ pub(crate) async fn stored_login(
 pub(crate) async fn has_stored_login(name: &str, server: &McpServerConfig) -> bool {
     match login_target(name, server) {
         Ok((url, file)) => {
-            ServerCredentialStore::new(file, name, url)
+            ServerCredentialStore::new(&file, name, url)
                 .has_token()
                 .await
         }

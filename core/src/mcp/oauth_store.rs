@@ -1,6 +1,8 @@
-//! Where MCP servers' OAuth logins are kept: one JSON file in the Keel home
+//! Where MCP servers' OAuth logins are kept: by default one JSON file in the Keel home
 //! (`mcp_credentials.json`, mode 0600), one entry per server name, each remembering the URL it
-//! was made for, so a server whose URL changed is not sent another server's token.
+//! was made for, so a server whose URL changed is not sent another server's token; with
+//! `mcp_oauth_credentials_store = "keyring"` the same entries in the desktop keyring, and
+//! with `"auto"` there when one answers, else in the file.
 //!
 //! Tokens are never logged (rmcp's `StoredCredentials` redacts them in `Debug`) and never
 //! written anywhere else. The file is rewritten whole, through a temporary file renamed over
@@ -12,8 +14,11 @@ use std::path::{Path, PathBuf};
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
-/// One server's entry in the file.
-#[derive(Serialize, Deserialize)]
+use super::oauth_keyring::{self, KeyringError};
+use crate::config::{MCP_CREDENTIALS_FILE, McpCredentialsStore};
+
+/// One server's entry in the file (and, as JSON, the secret of its keyring item).
+#[derive(Clone, Serialize, Deserialize)]
 struct Entry {
     url: String,
     credentials: StoredCredentials,
@@ -26,23 +31,32 @@ struct Entry {
 /// The whole file: entries by server name.
 type Entries = BTreeMap<String, Entry>;
 
-/// Serialises reads and writes of the file within this process (logins and token refreshes
-/// of several servers may run at once).
+/// Serialises reads and writes of the logins within this process (logins and token
+/// refreshes of several servers may run at once).
 static FILE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Where logins are kept: the credentials file, and whether the keyring comes first.
+#[derive(Debug, Clone)]
+pub(crate) struct CredentialsPlace {
+    /// `KEEL_HOME/mcp_credentials.json`.
+    pub(crate) file: PathBuf,
+    /// `mcp_oauth_credentials_store`.
+    pub(crate) store: McpCredentialsStore,
+}
 
 /// The stored login of one server (by name and URL), as rmcp's credential store.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerCredentialStore {
-    file: PathBuf,
+    place: CredentialsPlace,
     name: String,
     url: String,
 }
 
 impl ServerCredentialStore {
-    /// The store for server `name` at `url`, kept in `file`.
-    pub(crate) fn new(file: &Path, name: &str, url: &str) -> Self {
+    /// The store for server `name` at `url`, kept at `place`.
+    pub(crate) fn new(place: &CredentialsPlace, name: &str, url: &str) -> Self {
         Self {
-            file: file.to_path_buf(),
+            place: place.clone(),
             name: name.to_string(),
             url: url.to_string(),
         }
@@ -52,6 +66,92 @@ impl ServerCredentialStore {
     pub(crate) async fn has_token(&self) -> bool {
         matches!(self.load().await, Ok(Some(credentials)) if credentials.token_response.is_some())
     }
+
+    /// This server's entry, whatever URL it was made for.
+    async fn read_entry(&self) -> Result<Option<Entry>, AuthError> {
+        read_entry(&self.place, &self.name).await
+    }
+
+    /// Replaces this server's entry.
+    async fn write_entry(&self, entry: &Entry) -> Result<(), AuthError> {
+        match self.place.store {
+            McpCredentialsStore::File => {
+                write_file_entry(&self.place.file, &self.name, entry).await
+            }
+            McpCredentialsStore::Keyring => write_keyring_entry(&self.name, entry)
+                .await
+                .map_err(|err| keyring_required(&err)),
+            McpCredentialsStore::Auto => match write_keyring_entry(&self.name, entry).await {
+                // A copy left in the file from a time without a keyring would go stale.
+                Ok(()) => remove_file_entry(&self.place.file, &self.name)
+                    .await
+                    .map(|_| ()),
+                Err(err) if err.is_unavailable() => {
+                    tracing::info!(server = %self.name, %err, "no keyring: the login goes to the credentials file");
+                    write_file_entry(&self.place.file, &self.name, entry).await
+                }
+                Err(err) => Err(keyring_failed(&err)),
+            },
+        }
+    }
+}
+
+/// Server `name`'s entry at `place`: for `auto`, the keyring's, else the file's.
+async fn read_entry(place: &CredentialsPlace, name: &str) -> Result<Option<Entry>, AuthError> {
+    match place.store {
+        McpCredentialsStore::File => Ok(read_entries(&place.file).await?.remove(name)),
+        McpCredentialsStore::Keyring => read_keyring_entry(name)
+            .await
+            .map_err(|err| keyring_required(&err)),
+        McpCredentialsStore::Auto => match read_keyring_entry(name).await {
+            Ok(Some(entry)) => Ok(Some(entry)),
+            Ok(None) => Ok(read_entries(&place.file).await?.remove(name)),
+            Err(err) if err.is_unavailable() => {
+                tracing::debug!(server = name, %err, "no keyring: reading the credentials file");
+                Ok(read_entries(&place.file).await?.remove(name))
+            }
+            Err(err) => Err(keyring_failed(&err)),
+        },
+    }
+}
+
+/// Fails when logins must go to the keyring and none answers, so a login stops before the
+/// user signs in rather than after.
+pub(crate) async fn check_place(place: &CredentialsPlace, name: &str) -> Result<(), AuthError> {
+    if place.store == McpCredentialsStore::Keyring {
+        read_keyring_entry(name)
+            .await
+            .map_err(|err| keyring_required(&err))?;
+    }
+    Ok(())
+}
+
+/// The keyring was asked for (`keyring`) and cannot be used.
+fn keyring_required(err: &KeyringError) -> AuthError {
+    AuthError::InternalError(format!(
+        "mcp_oauth_credentials_store is \"keyring\" but {err}; set it to \"file\" or \"auto\" \
+         to keep logins in KEEL_HOME/{MCP_CREDENTIALS_FILE}"
+    ))
+}
+
+/// The keyring answered but failed.
+fn keyring_failed(err: &KeyringError) -> AuthError {
+    AuthError::InternalError(format!("cannot use the keyring for MCP logins: {err}"))
+}
+
+async fn read_keyring_entry(name: &str) -> Result<Option<Entry>, KeyringError> {
+    let Some(secret) = oauth_keyring::read(name).await? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&secret).map(Some).map_err(|err| {
+        KeyringError::Failed(format!("the stored login of `{name}` is not valid: {err}"))
+    })
+}
+
+async fn write_keyring_entry(name: &str, entry: &Entry) -> Result<(), KeyringError> {
+    let secret = serde_json::to_vec(entry)
+        .map_err(|err| KeyringError::Failed(format!("cannot encode the login: {err}")))?;
+    oauth_keyring::write(name, &secret).await
 }
 
 /// Reads the file; a missing file is an empty one.
@@ -66,6 +166,23 @@ async fn read_entries(file: &Path) -> Result<Entries, AuthError> {
             file.display()
         ))),
     }
+}
+
+async fn write_file_entry(file: &Path, name: &str, entry: &Entry) -> Result<(), AuthError> {
+    let mut entries = read_entries(file).await?;
+    entries.insert(name.to_string(), entry.clone());
+    write_entries(file, &entries).await
+}
+
+/// Removes `name`'s entry from the file; `true` if there was one (the file is left alone
+/// when there was none).
+async fn remove_file_entry(file: &Path, name: &str) -> Result<bool, AuthError> {
+    let mut entries = read_entries(file).await?;
+    if entries.remove(name).is_none() {
+        return Ok(false);
+    }
+    write_entries(file, &entries).await?;
+    Ok(true)
 }
 
 /// Writes the file whole, readable by its owner only.
@@ -103,19 +220,19 @@ async fn write_entries(file: &Path, entries: &Entries) -> Result<(), AuthError> 
 impl CredentialStore for ServerCredentialStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
         let _guard = FILE_LOCK.lock().await;
-        let mut entries = read_entries(&self.file).await?;
-        Ok(entries
-            .remove(&self.name)
+        Ok(self
+            .read_entry()
+            .await?
             .filter(|entry| entry.url == self.url)
             .map(|entry| entry.credentials))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let _guard = FILE_LOCK.lock().await;
-        let mut entries = read_entries(&self.file).await?;
         // A step-up request stays until the granted scopes cover it.
-        let required_scope = entries
-            .remove(&self.name)
+        let required_scope = self
+            .read_entry()
+            .await?
             .filter(|entry| entry.url == self.url)
             .and_then(|entry| entry.required_scope)
             .filter(|scope| {
@@ -123,19 +240,16 @@ impl CredentialStore for ServerCredentialStore {
                     .split_whitespace()
                     .all(|wanted| credentials.granted_scopes.iter().any(|had| had == wanted))
             });
-        entries.insert(
-            self.name.clone(),
-            Entry {
-                url: self.url.clone(),
-                credentials,
-                required_scope,
-            },
-        );
-        write_entries(&self.file, &entries).await
+        let entry = Entry {
+            url: self.url.clone(),
+            credentials,
+            required_scope,
+        };
+        self.write_entry(&entry).await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        remove_login(&self.file, &self.name).await.map(|_| ())
+        remove_login(&self.place, &self.name).await.map(|_| ())
     }
 }
 
@@ -143,11 +257,10 @@ impl ServerCredentialStore {
     /// Records that the server refused a call for want of `scope`; nothing without a login.
     pub(crate) async fn remember_required_scope(&self, scope: &str) -> Result<(), AuthError> {
         let _guard = FILE_LOCK.lock().await;
-        let mut entries = read_entries(&self.file).await?;
-        match entries.get_mut(&self.name) {
-            Some(entry) if entry.url == self.url => {
+        match self.read_entry().await? {
+            Some(mut entry) if entry.url == self.url => {
                 entry.required_scope = Some(scope.to_string());
-                write_entries(&self.file, &entries).await
+                self.write_entry(&entry).await
             }
             _ => Ok(()),
         }
@@ -157,9 +270,9 @@ impl ServerCredentialStore {
     /// and those the server asked for; empty when it asked for none.
     pub(crate) async fn step_up_scopes(&self) -> Result<Vec<String>, AuthError> {
         let _guard = FILE_LOCK.lock().await;
-        let entries = read_entries(&self.file).await?;
-        let Some(entry) = entries
-            .get(&self.name)
+        let Some(entry) = self
+            .read_entry()
+            .await?
             .filter(|entry| entry.url == self.url)
         else {
             return Ok(Vec::new());
@@ -177,15 +290,23 @@ impl ServerCredentialStore {
     }
 }
 
-/// Forgets server `name`'s login; `true` if there was one.
-pub(crate) async fn remove_login(file: &Path, name: &str) -> Result<bool, AuthError> {
+/// Forgets server `name`'s login wherever it is kept; `true` if there was one.
+pub(crate) async fn remove_login(place: &CredentialsPlace, name: &str) -> Result<bool, AuthError> {
     let _guard = FILE_LOCK.lock().await;
-    let mut entries = read_entries(file).await?;
-    if entries.remove(name).is_none() {
-        return Ok(false);
-    }
-    write_entries(file, &entries).await?;
-    Ok(true)
+    let from_keyring = match place.store {
+        McpCredentialsStore::File => false,
+        McpCredentialsStore::Keyring => oauth_keyring::delete(name)
+            .await
+            .map_err(|err| keyring_required(&err))?,
+        McpCredentialsStore::Auto => match oauth_keyring::delete(name).await {
+            Ok(found) => found,
+            Err(err) if err.is_unavailable() => false,
+            Err(err) => return Err(keyring_failed(&err)),
+        },
+    };
+    // The file is cleared in every mode: a login made with another setting goes too.
+    let from_file = remove_file_entry(&place.file, name).await?;
+    Ok(from_keyring || from_file)
 }
 
 #[cfg(test)]
@@ -203,7 +324,11 @@ mod tests {
         std::fs::write(&target, "untouched")?;
         let file = home.path().join("mcp_credentials.json");
         std::os::unix::fs::symlink(&target, file.with_extension("json.tmp"))?;
-        let store = ServerCredentialStore::new(&file, "docs", "https://mcp.example.com/mcp");
+        let place = CredentialsPlace {
+            file: file.clone(),
+            store: McpCredentialsStore::File,
+        };
+        let store = ServerCredentialStore::new(&place, "docs", "https://mcp.example.com/mcp");
         store
             .save(StoredCredentials::new(
                 "client".into(),

@@ -11,6 +11,7 @@ mod conformance_client;
 mod exec;
 mod mcp_server;
 mod oauth;
+mod oauth_keyring;
 mod oauth_refresh;
 mod reload;
 

@@ -7,7 +7,8 @@ use pretty_assertions::assert_eq;
 
 use super::{TestResult, load_err, load_str};
 use crate::config::{
-    DEFAULT_MCP_STARTUP_TIMEOUT, McpOAuthSettings, McpServerTransport, TokenEndpointAuthMethod,
+    DEFAULT_MCP_STARTUP_TIMEOUT, McpCredentialsStore, McpOAuthSettings, McpServerTransport,
+    TokenEndpointAuthMethod,
 };
 
 #[test]
@@ -105,6 +106,7 @@ client_metadata_url = "https://keel.example.com/client.json"
             credentials_file: Some(std::path::PathBuf::from(
                 "/home/u/.keel/mcp_credentials.json"
             )),
+            credentials_store: McpCredentialsStore::File,
         }
     );
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
@@ -124,6 +126,66 @@ client_metadata_url = "https://keel.example.com/client.json"
         message.contains("oauth.client_metadata_url") && message.contains("not an https URL"),
         "{message}"
     );
+    Ok(())
+}
+
+/// Codex's top-level login keys: where logins are kept, and the callback every server uses
+/// unless its own `oauth` table names one.
+#[test]
+fn the_top_level_login_keys_apply_to_every_server() -> TestResult {
+    let config = load_str(
+        r#"
+mcp_oauth_credentials_store = "auto"
+mcp_oauth_callback_port = 5555
+mcp_oauth_callback_url = "http://localhost:5555/cb"
+
+[mcp_servers.docs]
+url = "https://mcp.example.com/mcp"
+
+[mcp_servers.wiki]
+url = "https://wiki.example.com/mcp"
+oauth = { callback_port = 7777 }
+"#,
+        &[],
+    )?;
+    let docs = &config.mcp_servers["docs"].oauth;
+    assert_eq!(docs.credentials_store, McpCredentialsStore::Auto);
+    assert_eq!(docs.callback_port, Some(5555));
+    assert_eq!(
+        docs.callback_url.as_deref(),
+        Some("http://localhost:5555/cb")
+    );
+    let wiki = &config.mcp_servers["wiki"].oauth;
+    assert_eq!(wiki.credentials_store, McpCredentialsStore::Auto);
+    assert_eq!(wiki.callback_port, Some(7777), "the server's own wins");
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+
+    let default = load_str("[mcp_servers.docs]\nurl = \"https://x/mcp\"\n", &[])?;
+    assert_eq!(
+        default.mcp_servers["docs"].oauth.credentials_store,
+        McpCredentialsStore::File,
+        "Keel keeps logins in the file unless told otherwise"
+    );
+    for (file, key, problem) in [
+        (
+            "mcp_oauth_credentials_store = \"vault\"\n",
+            "mcp_oauth_credentials_store",
+            "`vault` is not one of file, keyring, auto",
+        ),
+        (
+            "mcp_oauth_callback_port = 0\n",
+            "mcp_oauth_callback_port",
+            "must be a port number",
+        ),
+        (
+            "mcp_oauth_callback_url = \"ftp://x\"\n",
+            "mcp_oauth_callback_url",
+            "`ftp://x` is not an http(s) URL",
+        ),
+    ] {
+        let message = load_err(file, &[]);
+        assert!(message.contains(&format!("{key}: {problem}")), "{message}");
+    }
     Ok(())
 }
 
