@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use keel_protocol::{JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId};
+use keel_protocol::{
+    JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, RequestId,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
@@ -138,7 +140,7 @@ impl WaitingCalls {
             "no retry answered an input_required result in {:?}; cancelling its call",
             self.patience
         );
-        super::stateless::cancel_call(
+        cancel_call(
             &self.incoming,
             &entry.call.internal,
             "the client never answered",
@@ -252,6 +254,21 @@ impl Round {
                 Some((round, events, waiting, guard)),
             ))
         })
+    }
+}
+
+/// Asks the processor to cancel call `internal`, as a client's `notifications/cancelled`
+/// would (there is no session to send one on).
+pub(super) fn cancel_call(incoming: &mpsc::Sender<Incoming>, internal: &RequestId, reason: &str) {
+    let cancelled = JsonRpcNotification {
+        method: "notifications/cancelled".to_string(),
+        params: Some(json!({ "requestId": internal, "reason": reason })),
+    };
+    if incoming
+        .try_send(Incoming::Message(cancelled.into()))
+        .is_err()
+    {
+        tracing::debug!("cannot queue the cancellation; the call runs to its end");
     }
 }
 

@@ -18,8 +18,8 @@ use axum::response::Response;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, StatusCode};
 use keel_protocol::{
-    INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, JsonRpcMessage, JsonRpcNotification,
-    JsonRpcRequest, JsonRpcResponse, METHOD_NOT_FOUND, RequestId,
+    INVALID_PARAMS, INVALID_REQUEST, JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse,
+    METHOD_NOT_FOUND, RequestId,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -28,7 +28,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::demux::{Demux, route_all};
 use super::event_log::EventLog;
-use super::input_required::{Retried, Round, WaitingCalls};
+use super::input_required::{Retried, Round, WaitingCalls, cancel_call};
 use super::wire::{
     Answer, OnDrop, PROTOCOL_VERSION, Present, accepted, answer_for, encode_sse_event,
     error_response, header_text, json_response, plain, sse_body_response, status_of,
@@ -304,21 +304,6 @@ async fn write_answer(messages: AnswerMessages, answer: Answer) -> Response {
                 ),
             }
         }
-    }
-}
-
-/// Asks the processor to cancel call `internal`, as a client's `notifications/cancelled`
-/// would (there is no session to send one on).
-pub(super) fn cancel_call(incoming: &mpsc::Sender<Incoming>, internal: &RequestId, reason: &str) {
-    let cancelled = JsonRpcNotification {
-        method: "notifications/cancelled".to_string(),
-        params: Some(json!({ "requestId": internal, "reason": reason })),
-    };
-    if incoming
-        .try_send(Incoming::Message(cancelled.into()))
-        .is_err()
-    {
-        tracing::debug!("cannot queue the cancellation; the call runs to its end");
     }
 }
 
