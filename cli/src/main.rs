@@ -12,6 +12,7 @@ mod login;
 mod mcp_config;
 mod mcp_login;
 mod mcp_server;
+mod plugin;
 mod provider_models;
 mod queue;
 mod review;
@@ -74,6 +75,9 @@ enum Command {
     /// Manage the MCP servers in config.toml.
     #[command(subcommand)]
     Mcp(mcp_config::McpCommand),
+    /// Install plugins from marketplaces, and manage the marketplaces.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
     /// Inspect and switch the features in config.toml.
     #[command(subcommand)]
     Features(features::FeaturesCommand),
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
             Command::Revert(args) => sessions::revert(args).await,
             Command::AgentJob(command) => agent_job::run(command).await,
             Command::Mcp(command) => mcp_config::run(command).await,
+            Command::Plugin(command) => plugin::run(command).await,
             Command::Features(command) => features::run(command).await,
             Command::Login(args) => login::login(args).await,
             Command::Logout => login::logout().await,

@@ -46,6 +46,7 @@ fn entry(cwd: String, inventory: &HookInventory) -> HooksListEntry {
                 is_managed: false,
                 current_hash: hook.current_hash.clone(),
                 trust_status: hook.trust.wire_name().to_string(),
+                plugin_id: hook.plugin_id.clone(),
             })
             .collect(),
         warnings: inventory.warnings.clone(),

@@ -53,6 +53,7 @@ fn entry(cwd: String, inventory: &SkillInventory) -> SkillsListEntry {
                 path: skill.path.display().to_string(),
                 scope: skill.scope,
                 enabled: skill.enabled,
+                plugin_id: skill.plugin_id.clone(),
             })
             .collect(),
         errors: inventory

@@ -34,6 +34,7 @@ mod mcp_server;
 mod mcp_server_conformance;
 mod oss;
 mod output_schema;
+mod plugins;
 mod prompt;
 mod quickstart;
 mod rate_limits;

@@ -70,6 +70,10 @@ pub struct McpServerConfig {
     pub disabled_tools: Vec<String>,
     /// How to log in when the server asks for OAuth.
     pub oauth: McpOAuthSettings,
+    /// The installed plugin that brought it (`PLUGIN@MARKETPLACE`); `None` when configured
+    /// by hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
 }
 
 /// How Keel reaches an MCP server.
@@ -252,6 +256,50 @@ fn resolve_one(table: McpServerToml) -> std::result::Result<McpServerConfig, Pro
         tool_timeout,
         enabled_tools: table.enabled_tools,
         disabled_tools: table.disabled_tools.unwrap_or_default(),
+        plugin_id: None,
+    })
+}
+
+/// A plugin's MCP server written in Claude Code's `.mcp.json` shape (`command`, `args`,
+/// `env`, `cwd`, or `type` with `url` and `headers`); a relative `cwd` is inside the plugin's
+/// directory `dir`, as is the server's working directory when it names none. `Err` names the
+/// field at fault.
+pub fn resolve_plugin_mcp_server(
+    name: &str,
+    server: &serde_json::Value,
+    dir: &std::path::Path,
+) -> std::result::Result<McpServerConfig, String> {
+    let serde_json::Value::Object(fields) = server else {
+        return Err(format!("server `{name}` must be an object"));
+    };
+    let mut fields = fields.clone();
+    // Claude Code names the transport; Keel tells it from `command` or `url`.
+    fields.remove("type");
+    if let Some(headers) = fields.remove("headers") {
+        fields.insert("http_headers".into(), headers);
+    }
+    if fields.contains_key("command") {
+        let cwd = match fields.get("cwd").and_then(serde_json::Value::as_str) {
+            Some(cwd) => dir.join(cwd),
+            None => dir.to_path_buf(),
+        };
+        fields.insert(
+            "cwd".into(),
+            serde_json::Value::String(cwd.display().to_string()),
+        );
+    }
+    let table: McpServerToml = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
+        .map_err(|err| {
+            let at = err.path().to_string();
+            if at == "." {
+                err.inner().to_string()
+            } else {
+                format!("{at}: {}", err.inner())
+            }
+        })?;
+    resolve_one(table).map_err(|(key, message)| match key {
+        Some(key) => format!("{key}: {message}"),
+        None => message,
     })
 }
 

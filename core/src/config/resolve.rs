@@ -268,6 +268,7 @@ impl Config {
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
         config.mcp_servers = mcp_servers;
         let credentials = keel_home.join(super::MCP_CREDENTIALS_FILE);
+        merge_plugin_mcp_servers(&mut config.mcp_servers, keel_home);
         for server in config.mcp_servers.values_mut() {
             server.oauth.credentials_file = Some(credentials.clone());
             oauth_defaults.apply(&mut server.oauth);
@@ -530,6 +531,8 @@ fn resolve(
         mcp_oauth_credentials_store: _,
         mcp_oauth_callback_port: _,
         mcp_oauth_callback_url: _,
+        marketplaces: _,
+        plugins: _,
         sqlite_home,
         projects,
         hooks: _,
@@ -750,3 +753,23 @@ fn without_cur_dir(path: &Path) -> PathBuf {
         .filter(|component| !matches!(component, Component::CurDir))
         .collect()
 }
+
+/// Adds the MCP servers of installed, enabled plugins; a server configured by hand under the
+/// same name wins, and a plugin whose servers do not resolve is left out with a warning.
+#[cfg(feature = "mcp")]
+fn merge_plugin_mcp_servers(servers: &mut BTreeMap<String, McpServerConfig>, keel_home: &Path) {
+    for plugin in crate::plugins::installed_plugins(keel_home) {
+        match plugin.mcp_servers() {
+            Ok(found) => {
+                for (name, server) in found {
+                    servers.entry(name).or_insert(server);
+                }
+            }
+            Err(err) => tracing::warn!(plugin = %plugin.id, %err, "plugin MCP servers left out"),
+        }
+    }
+}
+
+/// Without MCP support there are no servers to add.
+#[cfg(not(feature = "mcp"))]
+fn merge_plugin_mcp_servers(_servers: &mut BTreeMap<String, McpServerConfig>, _keel_home: &Path) {}

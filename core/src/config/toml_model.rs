@@ -57,6 +57,10 @@ pub(crate) struct ConfigToml {
     pub mcp_oauth_callback_port: Option<u16>,
     /// The login redirect URL of every server without its own `oauth.callback_url`.
     pub mcp_oauth_callback_url: Option<String>,
+    /// `[marketplaces.NAME]`: added plugin marketplaces; read by the plugins module.
+    pub marketplaces: Option<toml::Value>,
+    /// `[plugins."PLUGIN@MARKETPLACE"]`: installed plugins; read by the plugins module.
+    pub plugins: Option<toml::Value>,
     pub sqlite_home: Option<PathBuf>,
     pub projects: BTreeMap<String, ProjectToml>,
     /// Hook definitions and trust records; read by the hooks module from the file itself.

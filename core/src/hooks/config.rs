@@ -33,6 +33,8 @@ pub struct CommandHandler {
     pub status_message: Option<String>,
     /// Tokens of `additionalContext` put into the history whole (`None`: 2,500; `0`: all).
     pub additional_context_limit: Option<u64>,
+    /// Variables set for it besides the session's (a plugin's `CLAUDE_PLUGIN_ROOT`, …).
+    pub env: Vec<(String, String)>,
 }
 
 /// One handler as defined, with where it sits in its file.
@@ -138,6 +140,7 @@ pub(crate) fn parse_hooks(
                             is_async,
                             status_message,
                             additional_context_limit,
+                            env: Vec::new(),
                         },
                     }),
                     HandlerConfig::McpTool {}

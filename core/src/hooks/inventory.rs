@@ -2,7 +2,10 @@
 //! run. Layers add up (every file's hooks run): the user's (`KEEL_HOME/hooks.json` and
 //! `[hooks]` in `KEEL_HOME/config.toml`), then, for a trusted project only, the project's
 //! (`.codex/hooks.json` and `[hooks]` in `.codex/config.toml`, from the repository root down to
-//! the working directory). Trust records are read from the user's config only.
+//! the working directory), then installed plugins' (`hooks/hooks.json` or what their manifest
+//! names; a plugin hook's trust key is `PLUGIN@MARKETPLACE:FILE:event:group:handler`, and it
+//! is told `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA`). Trust records are read from the
+//! user's config only, so a plugin's hooks run only once the user trusted them.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +20,8 @@ pub enum HookSource {
     User,
     /// The project's files (trusted projects only).
     Project,
+    /// An installed plugin's hooks.
+    Plugin,
 }
 
 impl HookSource {
@@ -25,6 +30,7 @@ impl HookSource {
         match self {
             Self::User => "user",
             Self::Project => "project",
+            Self::Plugin => "plugin",
         }
     }
 }
@@ -52,6 +58,8 @@ pub struct Hook {
     pub trust: TrustStatus,
     /// `false` when the user turned it off.
     pub enabled: bool,
+    /// The plugin that brought it (`PLUGIN@MARKETPLACE`).
+    pub plugin_id: Option<String>,
 }
 
 impl Hook {
@@ -142,7 +150,7 @@ pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookIn
         }
     }
     let mut warnings = Vec::new();
-    let mut found: Vec<(usize, usize, PathBuf, HookSource, DefinedHook)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     for (layer_index, (source, dir)) in layers.iter().enumerate() {
         let json_path = dir.join("hooks.json");
         let toml_path = dir.join(crate::config::CONFIG_FILE_NAME);
@@ -160,37 +168,46 @@ pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookIn
             .enumerate()
         {
             for hook in hooks {
-                found.push((layer_index, file_index, path.clone(), *source, hook));
+                found.push(Found {
+                    layer: layer_index,
+                    file: file_index,
+                    key: hook_key(&path, &hook),
+                    path: path.clone(),
+                    source: *source,
+                    plugin_id: None,
+                    hook,
+                });
             }
         }
     }
-    found.sort_by_key(|(layer, file, _, _, hook)| {
+    found.extend(plugin_hooks(keel_home, layers.len(), &mut warnings));
+    found.sort_by_key(|found| {
         (
-            hook.event.rank(),
-            *layer,
-            *file,
-            hook.group_index,
-            hook.handler_index,
+            found.hook.event.rank(),
+            found.layer,
+            found.file,
+            found.hook.group_index,
+            found.hook.handler_index,
         )
     });
     let hooks = found
         .into_iter()
         .enumerate()
-        .map(|(display_order, (_, _, path, source, hook))| {
-            let key = hook_key(&path, &hook);
-            let current_hash = definition_hash(&hook);
-            let state = states.get(&key);
+        .map(|(display_order, found)| {
+            let current_hash = definition_hash(&found.hook);
+            let state = states.get(&found.key);
             Hook {
                 trust: status(state, &current_hash),
                 enabled: state.and_then(|state| state.enabled).unwrap_or(true),
-                key,
-                event: hook.event,
-                matcher: hook.matcher,
-                handler: hook.handler,
-                source,
-                source_path: path,
+                key: found.key,
+                event: found.hook.event,
+                matcher: found.hook.matcher,
+                handler: found.hook.handler,
+                source: found.source,
+                source_path: found.path,
                 display_order,
                 current_hash,
+                plugin_id: found.plugin_id,
             }
         })
         .collect();
@@ -199,6 +216,55 @@ pub fn load_hooks(keel_home: &Path, cwd: &Path, project_trusted: bool) -> HookIn
         warnings,
         embedded: Vec::new(),
     }
+}
+
+/// One hook as found, with what orders it and the key its trust is recorded under.
+struct Found {
+    layer: usize,
+    file: usize,
+    key: String,
+    path: PathBuf,
+    source: HookSource,
+    plugin_id: Option<String>,
+    hook: DefinedHook,
+}
+
+/// The hooks of installed, enabled plugins, as layers after `first_layer`: each command's
+/// `${CLAUDE_PLUGIN_ROOT}` is the plugin's installed copy, and it runs with
+/// `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set.
+fn plugin_hooks(keel_home: &Path, first_layer: usize, warnings: &mut Vec<String>) -> Vec<Found> {
+    let mut found = Vec::new();
+    for (offset, plugin) in crate::plugins::installed_plugins(keel_home)
+        .into_iter()
+        .enumerate()
+    {
+        let root = plugin.dir.display().to_string();
+        let data = plugin.data_dir(keel_home).display().to_string();
+        for (file, (path, prefix, value)) in plugin.hook_sources().into_iter().enumerate() {
+            for mut hook in parse_hooks(value, &path, warnings) {
+                hook.handler.command = hook.handler.command.replace("${CLAUDE_PLUGIN_ROOT}", &root);
+                hook.handler.env = vec![
+                    ("CLAUDE_PLUGIN_ROOT".to_string(), root.clone()),
+                    ("CLAUDE_PLUGIN_DATA".to_string(), data.clone()),
+                ];
+                found.push(Found {
+                    layer: first_layer + offset,
+                    file,
+                    key: format!(
+                        "{prefix}:{}:{}:{}",
+                        hook.event.snake_name(),
+                        hook.group_index,
+                        hook.handler_index
+                    ),
+                    path: path.clone(),
+                    source: HookSource::Plugin,
+                    plugin_id: Some(plugin.id.to_string()),
+                    hook,
+                });
+            }
+        }
+    }
+    found
 }
 
 fn read_json_layer(path: &Path, warnings: &mut Vec<String>) -> Vec<DefinedHook> {

@@ -59,6 +59,7 @@ pub(crate) async fn run_command(
     };
     command
         .current_dir(cwd)
+        .envs(handler.env.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -137,6 +137,7 @@ mod tests {
                 is_async: false,
                 status_message: None,
                 additional_context_limit: None,
+                env: Vec::new(),
             },
         }
     }

@@ -19,11 +19,15 @@ pub struct SkillRoot {
     pub dir: PathBuf,
     /// What its skills count as.
     pub scope: SkillScope,
+    /// The installed plugin it belongs to (`PLUGIN@MARKETPLACE`): its skills are named
+    /// `PLUGIN:SKILL`.
+    pub plugin: Option<String>,
 }
 
 /// The folders searched for a thread working in `cwd`, nearest first: the project's (only
 /// when `project_trusted`), from `cwd` up to the repository root, then the user's
-/// (`KEEL_HOME/skills` and `~/.agents/skills`), then the system's (`KEEL_HOME/skills/.system`).
+/// (`KEEL_HOME/skills` and `~/.agents/skills`), then installed plugins', then the system's
+/// (`KEEL_HOME/skills/.system`).
 /// `user_home` is the user's home directory (`$HOME`), if known.
 pub fn skill_roots(
     keel_home: &Path,
@@ -52,6 +56,7 @@ pub(crate) fn skill_roots_in(
                 roots.push(SkillRoot {
                     dir: dir.join(name).join("skills"),
                     scope: SkillScope::Repo,
+                    plugin: None,
                 });
             }
             // Outside a repository only the working directory's own folders count.
@@ -63,16 +68,28 @@ pub(crate) fn skill_roots_in(
     roots.push(SkillRoot {
         dir: keel_home.join("skills"),
         scope: SkillScope::User,
+        plugin: None,
     });
     if let Some(home) = user_home {
         roots.push(SkillRoot {
             dir: home.join(".agents/skills"),
             scope: SkillScope::User,
+            plugin: None,
         });
+    }
+    for plugin in crate::plugins::installed_plugins(keel_home) {
+        for dir in plugin.skill_dirs() {
+            roots.push(SkillRoot {
+                dir: dir.clone(),
+                scope: SkillScope::User,
+                plugin: Some(plugin.id.to_string()),
+            });
+        }
     }
     roots.push(SkillRoot {
         dir: keel_home.join("skills/.system"),
         scope: SkillScope::System,
+        plugin: None,
     });
     roots
 }
@@ -170,7 +187,12 @@ pub(crate) fn load_skills_from(roots: &[SkillRoot], repo: &dyn SkillFiles) -> Sk
         found.sort();
         for path in found {
             match load_one(files, &path, root.scope) {
-                Ok(skill) => {
+                Ok(mut skill) => {
+                    if let Some(id) = &root.plugin {
+                        let plugin = id.split_once('@').map_or(id.as_str(), |(name, _)| name);
+                        skill.name = format!("{plugin}:{}", skill.name);
+                        skill.plugin_id = Some(id.clone());
+                    }
                     by_name.entry(skill.name.clone()).or_insert(skill);
                 }
                 Err(message) => errors.push(SkillLoadError { path, message }),
@@ -215,6 +237,7 @@ fn load_one(files: &dyn SkillFiles, path: &Path, scope: SkillScope) -> Result<Sk
         path: path.to_path_buf(),
         scope,
         enabled: true,
+        plugin_id: None,
     })
 }
 

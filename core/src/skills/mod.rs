@@ -41,6 +41,8 @@ pub struct Skill {
     pub scope: SkillScope,
     /// Offered to the model and attachable by `$name` (the user may turn a skill off).
     pub enabled: bool,
+    /// The installed plugin that brought it (`PLUGIN@MARKETPLACE`).
+    pub plugin_id: Option<String>,
 }
 
 /// A `SKILL.md` that could not be loaded, and why.

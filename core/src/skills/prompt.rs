@@ -228,6 +228,7 @@ mod tests {
             path,
             scope: SkillScope::User,
             enabled: true,
+            plugin_id: None,
         })
     }
 

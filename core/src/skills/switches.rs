@@ -116,6 +116,7 @@ mod tests {
             path: PathBuf::from(format!("/skills/{name}/SKILL.md")),
             scope: SkillScope::User,
             enabled: true,
+            plugin_id: None,
         }
     }
 

@@ -59,7 +59,7 @@ pub struct HookMetadata {
     pub additional_context_limit: Option<u64>,
     /// What a client shows while it runs.
     pub status_message: Option<String>,
-    /// Where it was defined: `user` or `project`.
+    /// Where it was defined: `user`, `project` or `plugin`.
     pub source: String,
     /// The file it was defined in.
     pub source_path: String,
@@ -73,6 +73,9 @@ pub struct HookMetadata {
     pub current_hash: String,
     /// `trusted`, `untrusted` or `modified`.
     pub trust_status: String,
+    /// The installed plugin that brought it (`PLUGIN@MARKETPLACE`).
+    #[serde(default)]
+    pub plugin_id: Option<String>,
 }
 
 /// Result of `hooks/list`.
@@ -136,6 +139,9 @@ pub struct SkillMetadata {
     pub scope: SkillScope,
     /// Whether it is offered (a user may turn a skill off).
     pub enabled: bool,
+    /// The installed plugin that brought it (`PLUGIN@MARKETPLACE`).
+    #[serde(default)]
+    pub plugin_id: Option<String>,
 }
 
 /// A `SKILL.md` that could not be loaded.

@@ -336,6 +336,7 @@ fn full_codex_style_file() -> TestResult {
                     credentials_file: Some(home.path().join(crate::config::MCP_CREDENTIALS_FILE)),
                     ..Default::default()
                 },
+                plugin_id: None,
             },
         )]),
         warnings: Vec::new(),
