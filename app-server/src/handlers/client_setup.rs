@@ -6,8 +6,7 @@
 use keel_protocol::app_server::{
     Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
     CollaborationModeMask, ConfigRequirementsReadResponse, ExperimentalFeature,
-    ExperimentalFeatureListResponse, ExperimentalFeatureStage, GetAccountResponse,
-    PluginInstalledResponse, PluginListResponse, ThreadOverrides,
+    ExperimentalFeatureListResponse, ExperimentalFeatureStage, GetAccountResponse, ThreadOverrides,
 };
 
 use crate::error::Result;
@@ -38,16 +37,6 @@ pub(crate) fn config_requirements() -> ConfigRequirementsReadResponse {
         requirements: None,
         supports_independent_speed_modes: Some(false),
     }
-}
-
-/// `plugin/installed`: none.
-pub(crate) fn plugin_installed() -> PluginInstalledResponse {
-    PluginInstalledResponse::default()
-}
-
-/// `plugin/list`: no marketplaces.
-pub(crate) fn plugin_list() -> PluginListResponse {
-    PluginListResponse::default()
 }
 
 /// `experimentalFeature/list`: the `[features]` switches Keel reads (one page), all stable,
@@ -106,8 +95,6 @@ handle!(AccountBedrockCheckGovCloudRequirements, |_, _| Reply::now(
 handle!(ConfigRequirementsRead, |_, _| Reply::now(
     &config_requirements()
 ));
-handle!(PluginInstalled, |_, _| Reply::now(&plugin_installed()));
-handle!(PluginList, |_, _| Reply::now(&plugin_list()));
 handle!(ExperimentalFeatureList, |ctx, _| Reply::now(
     &experimental_features(ctx.state)?
 ));

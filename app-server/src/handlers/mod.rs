@@ -45,6 +45,7 @@ mod mcp_status;
 mod model_list;
 mod model_providers;
 mod paths;
+mod plugins;
 mod read_state;
 mod reply;
 mod revert;

@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 80);
+    assert_eq!(implemented.len(), 88);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -232,6 +232,34 @@ fn results_match_codex() -> anyhow::Result<()> {
     );
     result("thread/unarchive", root_schema::<v2::ThreadResponse>());
     result("plugin/list", root_schema::<v2::PluginListResponse>());
+    // Codex 0.171's plugin and marketplace methods.
+    result(
+        "plugin/installed",
+        root_schema::<v2::PluginInstalledResponse>(),
+    );
+    result("plugin/read", root_schema::<v2::PluginReadResponse>());
+    result("plugin/install", root_schema::<v2::PluginInstallResponse>());
+    result("plugin/uninstall", root_schema::<v2::EmptyResponse>());
+    result(
+        "plugin/skill/read",
+        root_schema::<v2::PluginSkillReadResponse>(),
+    );
+    result(
+        "plugin/reconcile",
+        root_schema::<v2::PluginReconcileResponse>(),
+    );
+    result(
+        "marketplace/add",
+        root_schema::<v2::MarketplaceAddResponse>(),
+    );
+    result(
+        "marketplace/remove",
+        root_schema::<v2::MarketplaceRemoveResponse>(),
+    );
+    result(
+        "marketplace/upgrade",
+        root_schema::<v2::MarketplaceUpgradeResponse>(),
+    );
     result(
         "experimentalFeature/list",
         root_schema::<v2::ExperimentalFeatureListResponse>(),

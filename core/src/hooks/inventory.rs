@@ -233,38 +233,62 @@ struct Found {
 /// `${CLAUDE_PLUGIN_ROOT}` is the plugin's installed copy, and it runs with
 /// `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set.
 fn plugin_hooks(keel_home: &Path, first_layer: usize, warnings: &mut Vec<String>) -> Vec<Found> {
-    let mut found = Vec::new();
-    for (offset, plugin) in crate::plugins::installed_plugins(keel_home)
-        .into_iter()
+    crate::plugins::installed_plugins(keel_home)
+        .iter()
         .enumerate()
-    {
-        let root = plugin.dir.display().to_string();
-        let data = plugin.data_dir(keel_home).display().to_string();
-        for (file, (path, prefix, value)) in plugin.hook_sources().into_iter().enumerate() {
-            for mut hook in parse_hooks(value, &path, warnings) {
-                hook.handler.command = hook.handler.command.replace("${CLAUDE_PLUGIN_ROOT}", &root);
-                hook.handler.env = vec![
-                    ("CLAUDE_PLUGIN_ROOT".to_string(), root.clone()),
-                    ("CLAUDE_PLUGIN_DATA".to_string(), data.clone()),
-                ];
-                found.push(Found {
-                    layer: first_layer + offset,
-                    file,
-                    key: format!(
-                        "{prefix}:{}:{}:{}",
-                        hook.event.snake_name(),
-                        hook.group_index,
-                        hook.handler_index
-                    ),
-                    path: path.clone(),
-                    source: HookSource::Plugin,
-                    plugin_id: Some(plugin.id.to_string()),
-                    hook,
-                });
-            }
+        .flat_map(|(offset, plugin)| {
+            hooks_of_plugin(plugin, keel_home, first_layer + offset, warnings)
+        })
+        .collect()
+}
+
+/// One plugin's hooks, as layer `layer`.
+fn hooks_of_plugin(
+    plugin: &crate::plugins::InstalledPlugin,
+    keel_home: &Path,
+    layer: usize,
+    warnings: &mut Vec<String>,
+) -> Vec<Found> {
+    let root = plugin.dir.display().to_string();
+    let data = plugin.data_dir(keel_home).display().to_string();
+    let mut found = Vec::new();
+    for (file, (path, prefix, value)) in plugin.hook_sources().into_iter().enumerate() {
+        for mut hook in parse_hooks(value, &path, warnings) {
+            hook.handler.command = hook.handler.command.replace("${CLAUDE_PLUGIN_ROOT}", &root);
+            hook.handler.env = vec![
+                ("CLAUDE_PLUGIN_ROOT".to_string(), root.clone()),
+                ("CLAUDE_PLUGIN_DATA".to_string(), data.clone()),
+            ];
+            found.push(Found {
+                layer,
+                file,
+                key: format!(
+                    "{prefix}:{}:{}:{}",
+                    hook.event.snake_name(),
+                    hook.group_index,
+                    hook.handler_index
+                ),
+                path: path.clone(),
+                source: HookSource::Plugin,
+                plugin_id: Some(plugin.id.to_string()),
+                hook,
+            });
         }
     }
     found
+}
+
+/// The trust keys and events of `plugin`'s hooks (for `plugin/read`), and the problems found.
+pub fn plugin_hook_keys(
+    plugin: &crate::plugins::InstalledPlugin,
+    keel_home: &Path,
+) -> (Vec<(String, HookEvent)>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let keys = hooks_of_plugin(plugin, keel_home, 0, &mut warnings)
+        .into_iter()
+        .map(|found| (found.key, found.hook.event))
+        .collect();
+    (keys, warnings)
 }
 
 fn read_json_layer(path: &Path, warnings: &mut Vec<String>) -> Vec<DefinedHook> {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub use config::CommandHandler;
 pub use embedded::{EmbeddedHook, HookCallback, HookMatcherError, HookResponse};
 pub use event::HookEvent;
-pub use inventory::{Hook, HookInventory, HookSource, load_hooks};
+pub use inventory::{Hook, HookInventory, HookSource, load_hooks, plugin_hook_keys};
 pub use trust::TrustStatus;
 
 pub(crate) use outcome::PermissionAnswer;

@@ -287,8 +287,9 @@ pub fn install_plugin(
     install_entry(keel_home, id, &listing.entry)
 }
 
-/// Installs the marketplace entry `entry` as plugin `id`.
-pub(crate) fn install_entry(
+/// Installs the marketplace entry `entry` as plugin `id` (a marketplace read from anywhere,
+/// such as a repository's own).
+pub fn install_entry(
     keel_home: &Path,
     id: &PluginId,
     entry: &super::MarketplaceEntry,

@@ -55,6 +55,8 @@ pub enum PluginSource {
         kind: String,
         /// How it is shown (the URL or package).
         shown: String,
+        /// The source object as written (`url`, `path`, `ref`, `sha`, `package`, …).
+        details: serde_json::Map<String, Value>,
     },
 }
 
@@ -152,6 +154,34 @@ pub fn read_marketplace(root: &Path) -> Result<Marketplace, PluginError> {
         });
     };
     read_manifest(root, &manifest_path)
+}
+
+/// Reads the marketplace whose manifest is the file `manifest_path` (one of the supported
+/// locations under its root).
+pub fn read_marketplace_file(manifest_path: &Path) -> Result<Marketplace, PluginError> {
+    if !manifest_path.is_file() {
+        return Err(PluginError::InvalidMarketplace {
+            path: manifest_path.to_path_buf(),
+            message: "the marketplace file does not exist".into(),
+        });
+    }
+    let root = MARKETPLACE_MANIFESTS.iter().find_map(|relative| {
+        let mut root = manifest_path;
+        for _ in Path::new(relative).components() {
+            root = root.parent()?;
+        }
+        (root.join(relative) == manifest_path).then(|| root.to_path_buf())
+    });
+    let Some(root) = root else {
+        return Err(PluginError::InvalidMarketplace {
+            path: manifest_path.to_path_buf(),
+            message: format!(
+                "not a marketplace manifest location (one of {})",
+                MARKETPLACE_MANIFESTS.join(", ")
+            ),
+        });
+    };
+    read_manifest(&root, manifest_path)
 }
 
 /// Reads the manifest at `manifest_path`, whose marketplace root is `root`.
@@ -264,6 +294,7 @@ fn read_source(root: &Path, source: &Value) -> Result<PluginSource, String> {
                     Ok(PluginSource::Remote {
                         kind: kind.to_string(),
                         shown,
+                        details: object.clone(),
                     })
                 }
                 other => Err(format!(

@@ -27,11 +27,13 @@ pub use contents::{InstalledPlugin, PluginHooksSpec, installed_plugins};
 pub use error::PluginError;
 pub use install::{
     AddedMarketplace, InstalledPluginRecord, RemovedMarketplace, UpgradedMarketplaces,
-    add_marketplace, install_plugin, remove_marketplace, uninstall_plugin, upgrade_marketplaces,
+    add_marketplace, install_entry, install_plugin, remove_marketplace, uninstall_plugin,
+    upgrade_marketplaces,
 };
-pub use manifest::{PluginInterfaceManifest, PluginManifest, read_plugin_manifest};
+pub use manifest::{McpServersSpec, PluginInterfaceManifest, PluginManifest, read_plugin_manifest};
 pub use marketplace::{
     AuthPolicy, InstallPolicy, Marketplace, MarketplaceEntry, PluginSource, read_marketplace,
+    read_marketplace_file,
 };
 pub use settings::{
     MarketplaceSetting, MarketplaceSourceType, PluginSettings, read_plugin_settings,

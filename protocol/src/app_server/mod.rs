@@ -22,6 +22,7 @@ mod mcp_oauth;
 mod model;
 mod model_provider;
 mod notifications;
+mod plugins;
 mod read_state;
 mod review;
 mod thread;
@@ -50,6 +51,7 @@ pub use mcp_oauth::*;
 pub use model::*;
 pub use model_provider::*;
 pub use notifications::*;
+pub use plugins::*;
 pub use read_state::*;
 pub use review::*;
 pub use thread::*;
@@ -170,10 +172,28 @@ crate::request_table! {
         SkillsList("skills/list", SkillsListParams) -> SkillsListResponse,
         /// Turns a skill on or off in the user's `config.toml` (Codex 0.169).
         SkillsConfigWrite("skills/config/write", SkillsConfigWriteParams) -> SkillsConfigWriteResponse,
-        /// Installed plugins (none in Keel; Codex 0.169).
+        /// Installed plugins by marketplace (Codex 0.169).
         PluginInstalled("plugin/installed", PluginInstalledParams) -> PluginInstalledResponse,
-        /// Plugin marketplaces (none in Keel; Codex 0.169).
+        /// The added marketplaces (and those of the asked directories) with their plugins
+        /// (Codex 0.169).
         PluginList("plugin/list", PluginListParams) -> PluginListResponse,
+        /// One plugin of a marketplace, with its skills, hooks and MCP servers (Codex 0.171).
+        PluginRead("plugin/read", PluginReadParams) -> PluginReadResponse,
+        /// Installs a plugin from a marketplace (Codex 0.171).
+        PluginInstall("plugin/install", PluginInstallParams) -> PluginInstallResponse,
+        /// Uninstalls a plugin (Codex 0.171).
+        PluginUninstall("plugin/uninstall", PluginUninstallParams) -> EmptyResponse,
+        /// A remote plugin's skill (remote catalogues need a ChatGPT account; Codex 0.171).
+        PluginSkillRead("plugin/skill/read", PluginSkillReadParams) -> PluginSkillReadResponse,
+        /// Brings remote plugins in line with the account's (nothing to do without one;
+        /// Codex 0.171).
+        PluginReconcile("plugin/reconcile", PluginReconcileParams) -> PluginReconcileResponse,
+        /// Adds a plugin marketplace (Codex 0.171).
+        MarketplaceAdd("marketplace/add", MarketplaceAddParams) -> MarketplaceAddResponse,
+        /// Removes a plugin marketplace (Codex 0.171).
+        MarketplaceRemove("marketplace/remove", MarketplaceRemoveParams) -> MarketplaceRemoveResponse,
+        /// Fetches git marketplaces again (Codex 0.171).
+        MarketplaceUpgrade("marketplace/upgrade", MarketplaceUpgradeParams) -> MarketplaceUpgradeResponse,
         /// The feature switches and their state (Codex 0.169).
         ExperimentalFeatureList("experimentalFeature/list", ExperimentalFeatureListParams) -> ExperimentalFeatureListResponse,
         /// A thread's turns, a page at a time (Codex 0.169).

@@ -1,8 +1,5 @@
-//! What a client lists per workspace besides threads: hooks, skills, installed plugins and
-//! collaboration modes. Keel has no hooks or plugins yet, so those list an entry per asked
-//! directory with nothing in it; the one collaboration mode is the default.
-
-use std::path::PathBuf;
+//! What a client lists per workspace besides threads: hooks, skills and collaboration modes
+//! (plugins have their own module); the one collaboration mode is the default.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -184,57 +181,6 @@ pub struct SkillsChangedNotification {}
 pub struct SkillsListResponse {
     /// One entry per asked directory.
     pub data: Vec<SkillsListEntry>,
-}
-
-/// Params of `plugin/installed`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginInstalledParams {
-    /// The directories to list for.
-    #[serde(default)]
-    pub cwds: Option<Vec<PathBuf>>,
-    /// Plugins the client may suggest installing.
-    #[serde(default)]
-    pub install_suggestion_plugin_names: Option<Vec<String>>,
-}
-
-/// Result of `plugin/installed`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginInstalledResponse {
-    /// Plugin marketplaces and their plugins (none in Keel).
-    pub marketplaces: Vec<Value>,
-    /// Marketplaces that failed to load.
-    pub marketplace_load_errors: Vec<Value>,
-}
-
-/// Params of `plugin/list` (Codex 0.169: the plugin marketplaces).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginListParams {
-    /// The directories to list for.
-    #[serde(default)]
-    pub cwds: Option<Vec<PathBuf>>,
-    /// Fetch the marketplaces again instead of using a cached copy.
-    #[serde(default)]
-    pub force_refetch: Option<bool>,
-    /// Which kinds of marketplace to list.
-    #[serde(default)]
-    pub marketplace_kinds: Option<Vec<Value>>,
-}
-
-/// Result of `plugin/list`: Keel has no plugin marketplaces, so it lists none.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginListResponse {
-    /// The marketplaces and their plugins.
-    pub marketplaces: Vec<Value>,
-    /// Plugins a client may feature.
-    #[serde(default)]
-    pub featured_plugin_ids: Vec<String>,
-    /// Marketplaces that failed to load.
-    #[serde(default)]
-    pub marketplace_load_errors: Vec<Value>,
 }
 
 /// One collaboration mode a client may pick.

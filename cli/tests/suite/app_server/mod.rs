@@ -13,6 +13,7 @@ mod goals;
 mod items_list;
 mod models;
 mod plan_mode;
+mod plugins;
 mod protocol;
 mod read_state;
 mod revert;
