@@ -68,6 +68,7 @@ mod mcp;
 #[cfg(not(feature = "mcp"))]
 #[path = "mcp_disabled.rs"]
 mod mcp;
+pub mod plugin_files;
 pub mod plugins;
 #[cfg(feature = "mcp")]
 pub use mcp::{

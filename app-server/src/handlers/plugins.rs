@@ -319,8 +319,7 @@ pub(crate) async fn plugin_read(
                         event_name: event.wire_name(),
                     })
                     .collect();
-                let servers = plugin
-                    .mcp_servers()
+                let servers = keel_core::config::plugin_mcp_servers(&plugin)
                     .map(|servers| servers.into_keys().collect())
                     .unwrap_or_default();
                 (skills, hooks, servers, plugin.manifest.description.clone())

@@ -260,6 +260,27 @@ fn resolve_one(table: McpServerToml) -> std::result::Result<McpServerConfig, Pro
     })
 }
 
+/// The MCP servers of installed plugin `plugin`, by name; `Err` names the file and the server
+/// at fault.
+pub fn plugin_mcp_servers(
+    plugin: &crate::plugin_files::InstalledPlugin,
+) -> std::result::Result<BTreeMap<String, McpServerConfig>, crate::plugin_files::PluginError> {
+    let (servers, origin) = plugin.mcp_server_definitions()?;
+    let mut resolved = BTreeMap::new();
+    for (name, server) in servers {
+        let mut config =
+            resolve_plugin_mcp_server(&name, &server, &plugin.dir).map_err(|message| {
+                crate::plugin_files::PluginError::InvalidPlugin {
+                    path: origin.clone(),
+                    message: format!("mcpServers.{name}: {message}"),
+                }
+            })?;
+        config.plugin_id = Some(plugin.id.to_string());
+        resolved.insert(name, config);
+    }
+    Ok(resolved)
+}
+
 /// A plugin's MCP server written in Claude Code's `.mcp.json` shape (`command`, `args`,
 /// `env`, `cwd`, or `type` with `url` and `headers`); a relative `cwd` is inside the plugin's
 /// directory `dir`, as is the server's working directory when it names none. `Err` names the

@@ -51,7 +51,7 @@ pub use mcp_oauth::{
 };
 pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
-    resolve_plugin_mcp_server,
+    plugin_mcp_servers, resolve_plugin_mcp_server,
 };
 pub use overrides::{ConfigOverrides, parse_cli_override};
 pub use provider::{

@@ -268,7 +268,7 @@ impl Config {
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
         config.mcp_servers = mcp_servers;
         let credentials = keel_home.join(super::MCP_CREDENTIALS_FILE);
-        merge_plugin_mcp_servers(&mut config.mcp_servers, keel_home);
+        merge_plugin_mcp_servers(&mut config.mcp_servers, keel_home, toml);
         for server in config.mcp_servers.values_mut() {
             server.oauth.credentials_file = Some(credentials.clone());
             oauth_defaults.apply(&mut server.oauth);
@@ -754,12 +754,16 @@ fn without_cur_dir(path: &Path) -> PathBuf {
         .collect()
 }
 
-/// Adds the MCP servers of installed, enabled plugins; a server configured by hand under the
-/// same name wins, and a plugin whose servers do not resolve is left out with a warning.
-#[cfg(feature = "mcp")]
-fn merge_plugin_mcp_servers(servers: &mut BTreeMap<String, McpServerConfig>, keel_home: &Path) {
-    for plugin in crate::plugins::installed_plugins(keel_home) {
-        match plugin.mcp_servers() {
+/// Adds the MCP servers of installed, enabled plugins (read from `config_text`); a server
+/// configured by hand under the same name wins, and a plugin whose servers do not resolve is
+/// left out with a warning.
+fn merge_plugin_mcp_servers(
+    servers: &mut BTreeMap<String, McpServerConfig>,
+    keel_home: &Path,
+    config_text: &str,
+) {
+    for plugin in crate::plugin_files::installed_plugins_in(keel_home, config_text) {
+        match super::plugin_mcp_servers(&plugin) {
             Ok(found) => {
                 for (name, server) in found {
                     servers.entry(name).or_insert(server);
@@ -769,7 +773,3 @@ fn merge_plugin_mcp_servers(servers: &mut BTreeMap<String, McpServerConfig>, kee
         }
     }
 }
-
-/// Without MCP support there are no servers to add.
-#[cfg(not(feature = "mcp"))]
-fn merge_plugin_mcp_servers(_servers: &mut BTreeMap<String, McpServerConfig>, _keel_home: &Path) {}

@@ -233,7 +233,7 @@ struct Found {
 /// `${CLAUDE_PLUGIN_ROOT}` is the plugin's installed copy, and it runs with
 /// `CLAUDE_PLUGIN_ROOT` and `CLAUDE_PLUGIN_DATA` set.
 fn plugin_hooks(keel_home: &Path, first_layer: usize, warnings: &mut Vec<String>) -> Vec<Found> {
-    crate::plugins::installed_plugins(keel_home)
+    crate::plugin_files::installed_plugins(keel_home)
         .iter()
         .enumerate()
         .flat_map(|(offset, plugin)| {
@@ -244,7 +244,7 @@ fn plugin_hooks(keel_home: &Path, first_layer: usize, warnings: &mut Vec<String>
 
 /// One plugin's hooks, as layer `layer`.
 fn hooks_of_plugin(
-    plugin: &crate::plugins::InstalledPlugin,
+    plugin: &crate::plugin_files::InstalledPlugin,
     keel_home: &Path,
     layer: usize,
     warnings: &mut Vec<String>,
@@ -280,7 +280,7 @@ fn hooks_of_plugin(
 
 /// The trust keys and events of `plugin`'s hooks (for `plugin/read`), and the problems found.
 pub fn plugin_hook_keys(
-    plugin: &crate::plugins::InstalledPlugin,
+    plugin: &crate::plugin_files::InstalledPlugin,
     keel_home: &Path,
 ) -> (Vec<(String, HookEvent)>, Vec<String>) {
     let mut warnings = Vec::new();

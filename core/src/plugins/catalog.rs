@@ -6,8 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use super::marketplace::{manifest_in, read_manifest};
-use super::settings::{MarketplaceSetting, read_plugin_settings};
-use super::{Marketplace, MarketplaceEntry, PluginError, PluginId, plugin_cache_dir};
+use super::{
+    Marketplace, MarketplaceEntry, MarketplaceSetting, PluginError, PluginId, read_plugin_settings,
+};
+use crate::plugin_files::installed_copy;
 
 /// Whether a listed plugin is installed, and enabled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,28 +77,6 @@ impl PluginCatalog {
 pub fn marketplace_file_in(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let root = crate::repo_root::repo_root(dir).unwrap_or(dir);
     manifest_in(root).map(|manifest| (root.to_path_buf(), manifest))
-}
-
-/// The installed copy of plugin `id`: its directory and version, if there is one.
-pub(crate) fn installed_copy(keel_home: &Path, id: &PluginId) -> Option<(PathBuf, String)> {
-    let dir = plugin_cache_dir(keel_home)
-        .join(&id.marketplace)
-        .join(&id.plugin);
-    let mut versions: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&dir)
-        .ok()?
-        .flatten()
-        .filter(|entry| entry.path().is_dir())
-        .map(|entry| {
-            let modified = entry
-                .metadata()
-                .and_then(|meta| meta.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
-            (modified, entry.file_name().to_string_lossy().into_owned())
-        })
-        .collect();
-    versions.sort();
-    let (_, version) = versions.pop()?;
-    Some((dir.join(&version), version))
 }
 
 /// Loads every added marketplace, plus the repositories' own marketplaces of `cwds`.

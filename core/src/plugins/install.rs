@@ -6,17 +6,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::catalog::{installed_copy, load_catalog};
+use super::catalog::load_catalog;
+use super::config_edits::{forget_marketplace, forget_plugin, save_marketplace, save_plugin};
 use super::git::{clone_into_staging, git_source, update};
 use super::marketplace::read_marketplace;
-use super::settings::{
-    MarketplaceSetting, MarketplaceSourceType, forget_marketplace, forget_plugin,
-    read_plugin_settings, save_marketplace, save_plugin,
-};
 use super::{
     AuthPolicy, InstallPolicy, PluginError, PluginId, PluginSource, marketplace_clone_dir,
     plugin_cache_dir, read_plugin_manifest,
 };
+use super::{MarketplaceSetting, MarketplaceSourceType, read_plugin_settings};
+use crate::plugin_files::installed_copy;
 
 /// What adding a marketplace did.
 #[derive(Debug, Clone, PartialEq, Eq)]

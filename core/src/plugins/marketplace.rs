@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{PluginError, valid_marketplace_name, valid_plugin_name};
+use super::PluginError;
+use crate::plugin_files::{valid_marketplace_name, valid_plugin_name};
 
 /// Where a marketplace's manifest may be, in order of precedence.
 pub(crate) const MARKETPLACE_MANIFESTS: [&str; 3] = [

@@ -77,7 +77,7 @@ pub(crate) fn skill_roots_in(
             plugin: None,
         });
     }
-    for plugin in crate::plugins::installed_plugins(keel_home) {
+    for plugin in crate::plugin_files::installed_plugins(keel_home) {
         for dir in plugin.skill_dirs() {
             roots.push(SkillRoot {
                 dir: dir.clone(),

@@ -281,3 +281,12 @@ fn a_bad_override_names_the_override() {
          a positive number of seconds"
     );
 }
+
+/// The plugin files module names the user's config file without depending on this module.
+#[test]
+fn plugin_files_read_the_same_config_file() {
+    assert_eq!(
+        crate::plugin_files::USER_CONFIG_FILE,
+        crate::config::CONFIG_FILE_NAME
+    );
+}

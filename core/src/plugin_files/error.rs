@@ -93,12 +93,9 @@ pub enum PluginError {
         #[source]
         source: std::io::Error,
     },
-    /// `config.toml` could not be updated.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigWriteError),
-    /// `config.toml` could not be read.
-    #[error(transparent)]
-    ConfigLoad(#[from] crate::config_error::ConfigError),
+    /// `config.toml` could not be updated (the config writer's reason).
+    #[error("cannot update config.toml: {0}")]
+    Config(String),
 }
 
 impl PluginError {

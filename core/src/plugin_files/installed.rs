@@ -1,27 +1,15 @@
-//! What an installed, enabled plugin brings to a session: its skills (named
-//! `PLUGIN:SKILL`), its MCP servers (as if configured under `[mcp_servers]`, where a server
-//! configured by hand under the same name wins) and its hooks (trusted like a project's).
-//! A plugin counts as installed when `config.toml` records it and its copy exists.
+//! Installed plugins and what each brings to a session: its skills (named `PLUGIN:SKILL`),
+//! its MCP server definitions (resolved by the config loader, where a server configured by
+//! hand under the same name wins) and its hooks (trusted like a project's). A plugin counts
+//! as installed when `config.toml` records it and its copy exists.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::catalog::installed_copy;
-use super::manifest::McpServersSpec;
-use super::settings::read_plugin_settings;
-use super::{PluginError, PluginId, PluginManifest, read_plugin_manifest};
-use crate::config::McpServerConfig;
-
-/// Where a plugin's hooks are defined.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PluginHooksSpec {
-    /// A file in Claude Code's `hooks.json` format.
-    File(PathBuf),
-    /// `{"hooks": {…}}` written in the manifest.
-    Inline(Value),
-}
+use super::manifest::{McpServersSpec, PluginHooksSpec};
+use super::settings::{parse_plugin_settings, read_plugin_settings};
+use super::{PluginError, PluginId, PluginManifest, plugin_cache_dir, read_plugin_manifest};
 
 /// One installed, enabled plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,14 +25,17 @@ pub struct InstalledPlugin {
 }
 
 impl InstalledPlugin {
-    /// Its MCP servers, by name; `Err` names the file and the server at fault.
-    pub fn mcp_servers(&self) -> Result<BTreeMap<String, McpServerConfig>, PluginError> {
-        let (servers, origin) = match &self.manifest.mcp_servers {
+    /// Its MCP server definitions as written (Claude Code's shape), by name, with the file
+    /// they come from; `Err` names the file at fault.
+    pub fn mcp_server_definitions(
+        &self,
+    ) -> Result<(serde_json::Map<String, Value>, PathBuf), PluginError> {
+        match &self.manifest.mcp_servers {
             McpServersSpec::File(path) => {
                 let text = match std::fs::read_to_string(path) {
                     Ok(text) => text,
                     Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                        return Ok(BTreeMap::new());
+                        return Ok((serde_json::Map::new(), path.clone()));
                     }
                     Err(err) => return Err(PluginError::io(path, err)),
                 };
@@ -53,37 +44,23 @@ impl InstalledPlugin {
                         path: path.clone(),
                         message: format!("not JSON: {err}"),
                     })?;
-                let servers = match value.get("mcpServers") {
-                    Some(Value::Object(servers)) => servers.clone(),
-                    Some(_) => {
-                        return Err(PluginError::InvalidPlugin {
-                            path: path.clone(),
-                            message: "mcpServers: expected an object of servers by name".into(),
-                        });
-                    }
-                    None => serde_json::Map::new(),
-                };
-                (servers, path.clone())
+                match value.get("mcpServers") {
+                    Some(Value::Object(servers)) => Ok((servers.clone(), path.clone())),
+                    Some(_) => Err(PluginError::InvalidPlugin {
+                        path: path.clone(),
+                        message: "mcpServers: expected an object of servers by name".into(),
+                    }),
+                    None => Ok((serde_json::Map::new(), path.clone())),
+                }
             }
-            McpServersSpec::Inline(servers) => (
+            McpServersSpec::Inline(servers) => Ok((
                 servers.clone(),
                 self.manifest
                     .path
                     .clone()
                     .unwrap_or_else(|| self.dir.clone()),
-            ),
-        };
-        let mut resolved = BTreeMap::new();
-        for (name, server) in servers {
-            let mut config = crate::config::resolve_plugin_mcp_server(&name, &server, &self.dir)
-                .map_err(|message| PluginError::InvalidPlugin {
-                    path: origin.clone(),
-                    message: format!("mcpServers.{name}: {message}"),
-                })?;
-            config.plugin_id = Some(self.id.to_string());
-            resolved.insert(name, config);
+            )),
         }
-        Ok(resolved)
     }
 
     /// Its hook definitions: `(the file they are in, the key prefix, the JSON)`.
@@ -137,12 +114,45 @@ impl InstalledPlugin {
     }
 }
 
+/// The installed copy of plugin `id`: its directory and version (the newest, should several
+/// be there), if there is one.
+pub fn installed_copy(keel_home: &Path, id: &PluginId) -> Option<(PathBuf, String)> {
+    let dir = plugin_cache_dir(keel_home)
+        .join(&id.marketplace)
+        .join(&id.plugin);
+    let mut versions: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+        .map(|entry| {
+            let modified = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (modified, entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    versions.sort();
+    let (_, version) = versions.pop()?;
+    Some((dir.join(&version), version))
+}
+
 /// Every installed, enabled plugin, in id order; a plugin whose copy has no readable
 /// manifest is left out with a logged warning.
 pub fn installed_plugins(keel_home: &Path) -> Vec<InstalledPlugin> {
-    let Ok(settings) = read_plugin_settings(keel_home) else {
-        return Vec::new();
-    };
+    match read_plugin_settings(keel_home) {
+        Ok(settings) => installed_from(keel_home, &settings),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`installed_plugins`] with `config.toml`'s text already read.
+pub fn installed_plugins_in(keel_home: &Path, config_text: &str) -> Vec<InstalledPlugin> {
+    installed_from(keel_home, &parse_plugin_settings(config_text))
+}
+
+fn installed_from(keel_home: &Path, settings: &super::PluginSettings) -> Vec<InstalledPlugin> {
     let mut plugins = Vec::new();
     for (id, enabled) in &settings.plugins {
         if !enabled {

@@ -72,7 +72,16 @@ pub struct PluginManifest {
     /// Its MCP servers: a file holding `{"mcpServers": …}`, or the servers inline.
     pub mcp_servers: McpServersSpec,
     /// Its hooks: files in Claude Code's `hooks.json` format, or inline.
-    pub hooks: Vec<super::PluginHooksSpec>,
+    pub hooks: Vec<PluginHooksSpec>,
+}
+
+/// Where a plugin's hooks are defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginHooksSpec {
+    /// A file in Claude Code's `hooks.json` format.
+    File(PathBuf),
+    /// `{"hooks": {…}}` written in the manifest.
+    Inline(Value),
 }
 
 /// Where a plugin's MCP servers are defined.
@@ -234,8 +243,8 @@ pub fn read_plugin_manifest(
         Some(_) => return Err(invalid("mcpServers: expected a path or an object".into())),
     };
     let hooks = match file.hooks {
-        None => vec![super::PluginHooksSpec::File(dir.join("hooks/hooks.json"))],
-        Some(Value::String(relative)) => vec![super::PluginHooksSpec::File(
+        None => vec![PluginHooksSpec::File(dir.join("hooks/hooks.json"))],
+        Some(Value::String(relative)) => vec![PluginHooksSpec::File(
             inside(dir, &relative).map_err(|why| invalid(format!("hooks: {why}")))?,
         )],
         Some(Value::Array(items)) => items
@@ -247,14 +256,14 @@ pub fn read_plugin_manifest(
                     .and_then(|relative| {
                         inside(dir, relative).map_err(|why| format!("hooks[{index}]: {why}"))
                     })
-                    .map(super::PluginHooksSpec::File)
+                    .map(PluginHooksSpec::File)
                     .map_err(&invalid)
             })
             .collect::<Result<_, _>>()?,
         Some(Value::Object(object)) if object.contains_key("hooks") => {
-            vec![super::PluginHooksSpec::Inline(Value::Object(object))]
+            vec![PluginHooksSpec::Inline(Value::Object(object))]
         }
-        Some(Value::Object(_)) => vec![super::PluginHooksSpec::File(dir.join("hooks/hooks.json"))],
+        Some(Value::Object(_)) => vec![PluginHooksSpec::File(dir.join("hooks/hooks.json"))],
         Some(_) => {
             return Err(invalid(
                 "hooks: expected a path, a list of paths or an object".into(),

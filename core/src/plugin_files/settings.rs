@@ -1,15 +1,11 @@
-//! The plugin keys of `config.toml`, in Codex's shape: `[marketplaces.NAME]` (`source_type =
-//! "local" | "git"`, `source`, and for git `ref` and `sparse_paths`) and
-//! `[plugins."PLUGIN@MARKETPLACE"]` (`enabled`). Edits go through the config writer, so the
-//! user's comments stay and a write that would not load is refused.
+//! The plugin keys of `config.toml`, in Codex's shape, as read: `[marketplaces.NAME]`
+//! (`source_type = "local" | "git"`, `source`, and for git `ref` and `sparse_paths`) and
+//! `[plugins."PLUGIN@MARKETPLACE"]` (`enabled`). The plugins module writes them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
-
-use super::{PluginError, PluginId};
-use crate::config::{CONFIG_FILE_NAME, ConfigEdit, ConfigEnv, MergeStrategy, write_config_edits};
+use super::{PluginError, USER_CONFIG_FILE};
 
 /// How a marketplace was added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +62,7 @@ pub struct PluginSettings {
 
 /// Reads the plugin keys of `KEEL_HOME/config.toml` (a missing file has none).
 pub fn read_plugin_settings(keel_home: &Path) -> Result<PluginSettings, PluginError> {
-    let path = keel_home.join(CONFIG_FILE_NAME);
+    let path = keel_home.join(USER_CONFIG_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -77,7 +73,7 @@ pub fn read_plugin_settings(keel_home: &Path) -> Result<PluginSettings, PluginEr
 
 /// The plugin keys of a config file's text; tables of the wrong shape are skipped (the
 /// config loader reports them).
-pub(crate) fn parse_plugin_settings(text: &str) -> PluginSettings {
+pub fn parse_plugin_settings(text: &str) -> PluginSettings {
     let Ok(table) = text.parse::<toml::Table>() else {
         return PluginSettings::default();
     };
@@ -129,81 +125,4 @@ pub(crate) fn parse_plugin_settings(text: &str) -> PluginSettings {
         }
     }
     settings
-}
-
-fn quoted(key: &str) -> String {
-    format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-fn write(keel_home: &Path, edits: &[ConfigEdit]) -> Result<(), PluginError> {
-    let env = ConfigEnv::from_process()?;
-    write_config_edits(keel_home, edits, None, &env)?;
-    Ok(())
-}
-
-/// Records `setting` as `[marketplaces.NAME]`.
-pub(crate) fn save_marketplace(
-    keel_home: &Path,
-    setting: &MarketplaceSetting,
-) -> Result<(), PluginError> {
-    let mut table = json!({
-        "source_type": setting.source_type.as_str(),
-        "source": setting.source,
-    });
-    if let Some(reference) = &setting.ref_name {
-        table["ref"] = Value::String(reference.clone());
-    }
-    if !setting.sparse_paths.is_empty() {
-        table["sparse_paths"] = json!(setting.sparse_paths);
-    }
-    write(
-        keel_home,
-        &[ConfigEdit {
-            key_path: format!("marketplaces.{}", quoted(&setting.name)),
-            value: table,
-            merge: MergeStrategy::Replace,
-        }],
-    )
-}
-
-/// Removes `[marketplaces.NAME]`.
-pub(crate) fn forget_marketplace(keel_home: &Path, name: &str) -> Result<(), PluginError> {
-    write(
-        keel_home,
-        &[ConfigEdit {
-            key_path: format!("marketplaces.{}", quoted(name)),
-            value: Value::Null,
-            merge: MergeStrategy::Replace,
-        }],
-    )
-}
-
-/// Records `[plugins."ID"] enabled = true` (an existing choice to disable it is kept).
-pub(crate) fn save_plugin(keel_home: &Path, id: &PluginId) -> Result<(), PluginError> {
-    let settings = read_plugin_settings(keel_home)?;
-    let enabled = settings
-        .plugins
-        .get(&id.to_string())
-        .copied()
-        .unwrap_or(true);
-    write(
-        keel_home,
-        &[ConfigEdit {
-            key_path: format!("plugins.{}", quoted(&id.to_string())),
-            value: json!({ "enabled": enabled }),
-            merge: MergeStrategy::Upsert,
-        }],
-    )
-}
-
-/// Removes `[plugins."ID"]`.
-pub(crate) fn forget_plugin(keel_home: &Path, id: &PluginId) -> Result<(), PluginError> {
-    write(
-        keel_home,
-        &[ConfigEdit {
-            key_path: format!("plugins.{}", quoted(&id.to_string())),
-            value: Value::Null,
-            merge: MergeStrategy::Replace,
-        }],
-    )
 }
