@@ -35,9 +35,15 @@ pub(crate) async fn mcp_server_status_list(
     let next_cursor = more
         .then(|| states.last().map(|state| state.name.clone()))
         .flatten();
+    let plugin_ids: std::collections::BTreeMap<String, Option<String>> = page_config
+        .mcp_servers
+        .iter()
+        .map(|(name, server)| (name.clone(), server.plugin_id.clone()))
+        .collect();
     let data = states
         .into_iter()
         .map(|server| {
+            let plugin_id = plugin_ids.get(&server.name).cloned().flatten();
             let (runtime_status, tools_error, tools) = match server.tools {
                 Ok(tools) if server.enabled => (McpServerConnectionStatus::Connected, None, tools),
                 Ok(_) => (McpServerConnectionStatus::Disabled, None, Vec::new()),
@@ -66,6 +72,7 @@ pub(crate) async fn mcp_server_status_list(
                 runtime_status: Some(runtime_status),
                 tools_error,
                 environment_id: Some(keel_core::config::LOCAL_ENVIRONMENT.to_string()),
+                plugin_id,
             }
         })
         .collect();

@@ -164,6 +164,10 @@ async fn a_plugin_from_a_local_marketplace_brings_its_skill_mcp_server_and_hook(
         "{body}"
     );
     assert!(
+        body.contains("This tool is part of plugin `alpha`."),
+        "the model is told which plugin a tool comes with: {body}"
+    );
+    assert!(
         first
             .tool_names()
             .iter()

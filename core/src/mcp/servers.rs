@@ -217,14 +217,23 @@ impl McpServers {
             .map(|offer| ((offer.0.name(), offer.2.name.as_ref()), offer))
             .collect();
         for named in names {
-            let Some((entry, _, tool)) = by_pair.get(&(named.server.as_str(), named.tool.as_str()))
+            let Some((entry, config, tool)) =
+                by_pair.get(&(named.server.as_str(), named.tool.as_str()))
             else {
                 continue;
             };
+            // As Codex does, the model is told which plugin a tool comes with.
+            let mut description = tool.description.as_deref().unwrap_or_default().to_string();
+            if let Some(plugin) = &config.plugin_id {
+                let name = plugin
+                    .split_once('@')
+                    .map_or(plugin.as_str(), |(name, _)| name);
+                description.push_str(&format!(" This tool is part of plugin `{name}`."));
+            }
             catalog.definitions.push(json!({
                 "type": "function",
                 "name": named.name,
-                "description": tool.description.as_deref().unwrap_or_default(),
+                "description": description,
                 "strict": false,
                 "parameters": function_parameters(&tool.input_schema),
             }));

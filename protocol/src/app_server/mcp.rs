@@ -259,6 +259,9 @@ pub struct McpServerStatus {
     /// does: `local`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_id: Option<String>,
+    /// The installed plugin that brought it (`PLUGIN@MARKETPLACE`; Codex 0.171).
+    #[serde(default)]
+    pub plugin_id: Option<String>,
 }
 
 /// A server's connection state in `mcpServerStatus/list`.

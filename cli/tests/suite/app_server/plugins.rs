@@ -158,6 +158,15 @@ async fn a_local_marketplace_is_added_listed_read_installed_and_uninstalled() ->
         .unwrap_or(Value::Null);
     assert_eq!(greet["pluginId"], "alpha@tools", "{skills}");
     assert_eq!(greet["scope"], "user");
+    let statuses = server.request("mcpServerStatus/list", json!({})).await?;
+    let alpha = statuses["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|status| status["name"] == "alpha-mcp")
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(alpha["pluginId"], "alpha@tools", "{statuses}");
 
     let uninstalled = server
         .request("plugin/uninstall", json!({"pluginId": "alpha@tools"}))
