@@ -77,6 +77,7 @@ pub(crate) async fn serve(
         outgoing: outgoing.clone(),
         execs: CommandExecs::new(remote),
         file_searches: Default::default(),
+        fs_watches: Default::default(),
     });
     let initialized = AtomicBool::new(false);
     let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));

@@ -35,6 +35,7 @@ mod config_write;
 mod environments;
 mod file_search;
 mod fs;
+mod fs_watch;
 mod goals;
 mod hooks;
 mod info;
@@ -72,6 +73,7 @@ use crate::state::AppState;
 pub(crate) use added_environments::AddedEnvironments;
 pub(crate) use command_exec::{CommandExecs, RemoteExecServer};
 pub(crate) use file_search::FileSearches;
+pub(crate) use fs_watch::FsWatches;
 pub(crate) use reply::Reply;
 
 /// What a handler may use of its connection.
@@ -79,6 +81,7 @@ pub(crate) struct ConnectionContext {
     pub outgoing: Arc<Outgoing>,
     pub execs: CommandExecs,
     pub file_searches: FileSearches,
+    pub fs_watches: FsWatches,
 }
 
 /// What one request's handler works with: the server and the connection it came on.

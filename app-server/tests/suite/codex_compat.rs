@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 88);
+    assert_eq!(implemented.len(), 90);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -274,6 +274,8 @@ fn results_match_codex() -> anyhow::Result<()> {
     result("command/exec", root_schema::<v2::CommandExecResponse>());
     result("fs/readFile", root_schema::<v2::FsReadFileResponse>());
     result("fs/getMetadata", root_schema::<v2::FsGetMetadataResponse>());
+    result("fs/watch", root_schema::<v2::FsWatchResponse>());
+    result("fs/unwatch", root_schema::<v2::EmptyResponse>());
     result(
         "fs/readDirectory",
         root_schema::<v2::FsReadDirectoryResponse>(),

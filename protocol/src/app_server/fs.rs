@@ -100,3 +100,39 @@ pub struct FsCopyParams {
     #[serde(default)]
     pub recursive: bool,
 }
+
+/// Params of `fs/watch` (Codex 0.171).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsWatchParams {
+    /// An absolute file or directory path.
+    pub path: PathBuf,
+    /// The client's name for the watch, unique on its connection.
+    pub watch_id: String,
+}
+
+/// Result of `fs/watch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsWatchResponse {
+    /// The watched path, canonical.
+    pub path: PathBuf,
+}
+
+/// Params of `fs/unwatch` (Codex 0.171).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsUnwatchParams {
+    /// The watch to stop.
+    pub watch_id: String,
+}
+
+/// `fs/changed`: paths under a watch changed (Codex 0.171).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FsChangedNotification {
+    /// The watch.
+    pub watch_id: String,
+    /// The files or directories that changed.
+    pub changed_paths: Vec<PathBuf>,
+}

@@ -137,6 +137,10 @@ crate::request_table! {
         FsRemove("fs/remove", FsRemoveParams) -> EmptyResponse,
         /// Copies a file or directory.
         FsCopy("fs/copy", FsCopyParams) -> EmptyResponse,
+        /// Watches a file or directory; changes follow as `fs/changed` (Codex 0.171).
+        FsWatch("fs/watch", FsWatchParams) -> FsWatchResponse,
+        /// Stops a watch (Codex 0.171).
+        FsUnwatch("fs/unwatch", FsUnwatchParams) -> EmptyResponse,
         /// Lists models.
         ModelList("model/list", ModelListParams) -> ModelListResponse,
         /// The configured providers and the default one (Codex 0.171).
@@ -284,6 +288,8 @@ crate::notification_table! {
         FuzzyFileSearchSessionUpdated("fuzzyFileSearch/sessionUpdated", FuzzyFileSearchSessionUpdatedNotification),
         /// A file search session's query has its final results (Codex 0.169).
         FuzzyFileSearchSessionCompleted("fuzzyFileSearch/sessionCompleted", FuzzyFileSearchSessionCompletedNotification),
+        /// Paths under a `fs/watch` changed (Codex 0.171).
+        FsChanged("fs/changed", FsChangedNotification),
         /// A thread was read, marked unread, or has new results (Codex 0.169).
         ThreadReadStateChanged("thread/readState/changed", ThreadReadStateChangedNotification),
         /// A thread was unloaded.

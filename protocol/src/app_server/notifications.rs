@@ -317,7 +317,8 @@ impl super::ServerNotification {
             | N::SkillsChanged(_)
             | N::ConfigWarning(_)
             | N::FuzzyFileSearchSessionUpdated(_)
-            | N::FuzzyFileSearchSessionCompleted(_) => {
+            | N::FuzzyFileSearchSessionCompleted(_)
+            | N::FsChanged(_) => {
                 return None;
             }
         })

@@ -249,3 +249,69 @@ async fn command_exec_runs_on_the_configured_exec_server() -> anyhow::Result<()>
         .await?;
     Ok(())
 }
+
+/// `fs/watch`: a new file in a watched directory arrives as `fs/changed` with the watch's id;
+/// `fs/unwatch` ends it; relative, missing and repeated watches are refused naming why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fs_watch_reports_changes_until_unwatched() -> anyhow::Result<()> {
+    use keel_protocol::app_server::{FsChangedNotification, server_notification::FsChanged};
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world.server().await?;
+    let dir = world.ws().join("watched");
+    std::fs::create_dir_all(&dir)?;
+    let watched = server
+        .request("fs/watch", json!({"path": dir, "watchId": "w1"}))
+        .await?;
+    let canonical = std::fs::canonicalize(&dir)?;
+    assert_eq!(watched, json!({"path": canonical}));
+
+    std::fs::write(dir.join("new.txt"), "hello")?;
+    let changed: FsChangedNotification = server
+        .next_notification::<FsChanged>(|changed| changed.watch_id == "w1")
+        .await?;
+    assert!(
+        changed
+            .changed_paths
+            .iter()
+            .any(|path| path.ends_with("new.txt")),
+        "{changed:?}"
+    );
+
+    for (params, code, expected) in [
+        (
+            json!({"path": "relative/dir", "watchId": "w2"}),
+            -32602,
+            "absolute",
+        ),
+        (
+            json!({"path": world.ws().join("missing"), "watchId": "w3"}),
+            -32600,
+            "cannot watch",
+        ),
+        (
+            json!({"path": dir, "watchId": "w1"}),
+            -32600,
+            "already exists",
+        ),
+    ] {
+        let id = server.send_request("fs/watch", params.clone()).await?;
+        let response = server.read_response(id).await?;
+        assert_eq!(response["error"]["code"], code, "{params}: {response}");
+        assert!(
+            response["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(expected)),
+            "{params}: {response}"
+        );
+    }
+    let unwatched = server
+        .request("fs/unwatch", json!({"watchId": "w1"}))
+        .await?;
+    assert_eq!(unwatched, json!({}));
+    let id = server
+        .send_request("fs/unwatch", json!({"watchId": "w1"}))
+        .await?;
+    let response = server.read_response(id).await?;
+    assert_eq!(response["error"]["code"], -32600, "{response}");
+    Ok(())
+}
