@@ -60,8 +60,11 @@ impl SecretServiceSession {
             std::os::unix::fs::PermissionsExt::from_mode(0o700),
         )
         .map_err(|err| failed(format!("runtime directory: {err}")))?;
+        // The bus socket lives in the temporary directory, so nothing is left in /tmp.
+        let listen = format!("--address=unix:path={}", dir.path().join("bus").display());
         let mut bus = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(&listen)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
