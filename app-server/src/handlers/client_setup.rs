@@ -89,6 +89,14 @@ handle!(Initialize, |_, _| Err(
     crate::error::AppServerError::AlreadyInitialized
 ));
 handle!(AccountRead, |ctx, _| Reply::now(&account_read(ctx.state)?));
+handle!(AppList, |_, _| Reply::now(
+    &keel_protocol::app_server::AppsListResponse::default()
+));
+handle!(WindowsSandboxReadiness, |_, _| Reply::now(
+    &keel_protocol::app_server::WindowsSandboxReadinessResponse {
+        status: "notConfigured".to_string(),
+    }
+));
 handle!(AccountBedrockCheckGovCloudRequirements, |_, _| Reply::now(
     &check_gov_cloud()
 ));

@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 90);
+    assert_eq!(implemented.len(), 92);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -275,6 +275,11 @@ fn results_match_codex() -> anyhow::Result<()> {
     result("fs/readFile", root_schema::<v2::FsReadFileResponse>());
     result("fs/getMetadata", root_schema::<v2::FsGetMetadataResponse>());
     result("fs/watch", root_schema::<v2::FsWatchResponse>());
+    result("app/list", root_schema::<v2::AppsListResponse>());
+    result(
+        "windowsSandbox/readiness",
+        root_schema::<v2::WindowsSandboxReadinessResponse>(),
+    );
     result("fs/unwatch", root_schema::<v2::EmptyResponse>());
     result(
         "fs/readDirectory",

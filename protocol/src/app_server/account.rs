@@ -1,6 +1,7 @@
-//! `account/read` and `account/bedrock/checkGovCloudRequirements`: who the server runs as.
-//! Keel has no ChatGPT login: it reports API-key authentication (the provider's key comes
-//! from the environment).
+//! `account/read` and `account/bedrock/checkGovCloudRequirements`: who the server runs as,
+//! and what comes with an account or a platform Keel does not have (`app/list`,
+//! `windowsSandbox/readiness`). Keel has no ChatGPT login: it reports API-key authentication
+//! (the provider's key comes from the environment).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -94,4 +95,42 @@ pub struct ExternalAgentConfigDetectResponse {
     /// Connectors found in other agents' setup (always empty).
     #[serde(default)]
     pub connectors: Vec<serde_json::Value>,
+}
+
+/// Params of `app/list` (Codex 0.171): ChatGPT apps (connectors).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsListParams {
+    /// Where the page starts.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Fetch again instead of using a cached copy.
+    #[serde(default)]
+    pub force_refetch: Option<bool>,
+    /// Most apps in the page.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The thread asking.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Result of `app/list`: apps come with a ChatGPT account, so under API-key
+/// authentication there are none (as Codex answers).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsListResponse {
+    /// The apps.
+    pub data: Vec<serde_json::Value>,
+    /// Where the next page starts, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// Result of `windowsSandbox/readiness` (Codex 0.171).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowsSandboxReadinessResponse {
+    /// `ready`, `notConfigured` or `updateRequired`; Keel has no Windows sandbox:
+    /// `notConfigured`, as Codex answers off Windows.
+    pub status: String,
 }

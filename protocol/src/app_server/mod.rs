@@ -166,6 +166,10 @@ crate::request_table! {
         McpServerOauthLogin("mcpServer/oauth/login", McpServerOauthLoginParams) -> McpServerOauthLoginResponse,
         /// The account the server uses (Codex 0.169; API-key authentication in Keel).
         AccountRead("account/read", GetAccountParams) -> GetAccountResponse,
+        /// ChatGPT apps (none under API-key authentication; Codex 0.171).
+        AppList("app/list", AppsListParams) -> AppsListResponse,
+        /// Whether the Windows sandbox is set up (`notConfigured`: Keel has none; Codex 0.171).
+        WindowsSandboxReadiness("windowsSandbox/readiness", NoParams) -> WindowsSandboxReadinessResponse,
         /// Whether the account is a Bedrock GovCloud one (never; Codex 0.169, experimental).
         AccountBedrockCheckGovCloudRequirements("account/bedrock/checkGovCloudRequirements", NoParams) -> CheckGovCloudRequirementsResponse,
         /// Administrator constraints on the configuration (none; Codex 0.169).

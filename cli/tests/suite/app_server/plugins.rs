@@ -248,6 +248,14 @@ async fn a_repositorys_marketplace_is_found_and_account_only_requests_say_why() 
         assert_eq!(code, -32600, "{method}: {message}");
         assert!(message.contains(expected), "{method}: {message}");
     }
+    // What comes with a ChatGPT account or with Windows: neutral answers, as Codex gives them
+    // under API-key authentication on Linux.
+    let apps = server.request("app/list", json!({})).await?;
+    assert_eq!(apps, json!({"data": [], "nextCursor": null}));
+    let readiness = server
+        .request("windowsSandbox/readiness", Value::Null)
+        .await?;
+    assert_eq!(readiness, json!({"status": "notConfigured"}));
     let reconciled = server.request("plugin/reconcile", json!({})).await?;
     assert_eq!(
         reconciled,
