@@ -5,7 +5,9 @@
 //!
 //! A directory is watched with its direct entries (not recursively): a client that cares
 //! about a subtree watches what it shows, which keeps a watch on a large tree from costing
-//! one kernel watch per directory.
+//! one kernel watch per directory. A path that does not exist yet is watched through its
+//! parent: its creation is reported, and a directory created there is then watched itself
+//! (as Codex does).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -32,7 +34,7 @@ const GATHER: Duration = Duration::from_millis(50);
 
 struct Watch {
     /// Dropping it stops the kernel watch.
-    _watcher: notify::RecommendedWatcher,
+    _watcher: Arc<Mutex<notify::RecommendedWatcher>>,
     /// Forwards the changes; aborted with the watch.
     _forward: AbortOnDropHandle<()>,
 }
@@ -56,17 +58,17 @@ impl FsWatches {
         outgoing: &Arc<Outgoing>,
     ) -> Result<FsWatchResponse> {
         require_absolute("fs/watch", "path", &params.path)?;
-        let path = std::fs::canonicalize(&params.path).map_err(|err| {
-            AppServerError::InvalidRequest(format!(
-                "fs/watch: cannot watch {}: {err}",
-                params.path.display()
-            ))
-        })?;
+        // A path that exists is reported canonical; one that does not yet, as given, and is
+        // watched through its parent until it appears.
+        let (path, waiting) = match std::fs::canonicalize(&params.path) {
+            Ok(path) => (path, false),
+            Err(_) => (params.path.clone(), true),
+        };
         {
             let watches = self.lock();
             if watches.contains_key(&params.watch_id) {
                 return Err(AppServerError::InvalidRequest(format!(
-                    "fs/watch: watch `{}` already exists on this connection; fs/unwatch it first",
+                    "watchId already exists: {}",
                     params.watch_id
                 )));
             }
@@ -77,7 +79,7 @@ impl FsWatches {
             }
         }
         let (changes, mut received) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-        let mut watcher =
+        let watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
                 Ok(event) if !event.paths.is_empty() => {
                     let _ = changes.send(event.paths);
@@ -86,28 +88,63 @@ impl FsWatches {
                 Err(err) => tracing::debug!(%err, "file watch error"),
             })
             .map_err(|err| AppServerError::InvalidRequest(format!("fs/watch: {err}")))?;
+        let watcher = Arc::new(Mutex::new(watcher));
+        let watched = if waiting {
+            path.parent()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| path.clone())
+        } else {
+            path.clone()
+        };
         watcher
-            .watch(&path, RecursiveMode::NonRecursive)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .watch(&watched, RecursiveMode::NonRecursive)
             .map_err(|err| {
                 AppServerError::InvalidRequest(format!(
                     "fs/watch: cannot watch {}: {err}",
-                    path.display()
+                    params.path.display()
                 ))
             })?;
+        let rearm = Arc::clone(&watcher);
+        let target = path.clone();
         let outgoing = Arc::clone(outgoing);
         let watch_id = params.watch_id.clone();
         let forward = tokio::spawn(async move {
+            let mut waiting = waiting;
+            let relevant = move |paths: Vec<PathBuf>, waiting: bool| -> Vec<PathBuf> {
+                if waiting {
+                    paths
+                        .into_iter()
+                        .filter(|changed| changed.starts_with(&target))
+                        .collect()
+                } else {
+                    paths
+                }
+            };
             while let Some(first) = received.recv().await {
-                let mut paths: BTreeSet<PathBuf> = first.into_iter().collect();
+                let mut paths: BTreeSet<PathBuf> = relevant(first, waiting).into_iter().collect();
                 let gathering = tokio::time::sleep(GATHER);
                 tokio::pin!(gathering);
                 loop {
                     tokio::select! {
                         () = &mut gathering => break,
                         more = received.recv() => match more {
-                            Some(more) => paths.extend(more),
+                            Some(more) => paths.extend(relevant(more, waiting)),
                             None => break,
                         },
+                    }
+                }
+                if paths.is_empty() {
+                    continue;
+                }
+                // The awaited directory appeared: watch it from now on.
+                if waiting && watched_target_is_dir(&paths) {
+                    let mut watcher = rearm.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(dir) = paths.iter().find(|path| path.is_dir())
+                        && watcher.watch(dir, RecursiveMode::NonRecursive).is_ok()
+                    {
+                        waiting = false;
                     }
                 }
                 outgoing
@@ -128,16 +165,18 @@ impl FsWatches {
         Ok(FsWatchResponse { path })
     }
 
-    /// `fs/unwatch`; an unknown id is an error naming it.
-    pub(crate) fn unwatch(&self, params: FsUnwatchParams) -> Result<EmptyResponse> {
-        match self.lock().remove(&params.watch_id) {
-            Some(_) => Ok(EmptyResponse {}),
-            None => Err(AppServerError::InvalidRequest(format!(
-                "fs/unwatch: no watch `{}` on this connection",
-                params.watch_id
-            ))),
+    /// `fs/unwatch`; an unknown id is no error (Codex answers `{}` too).
+    pub(crate) fn unwatch(&self, params: FsUnwatchParams) -> EmptyResponse {
+        if self.lock().remove(&params.watch_id).is_none() {
+            tracing::debug!(watch = %params.watch_id, "fs/unwatch of an unknown watch");
         }
+        EmptyResponse {}
     }
+}
+
+/// Whether the changes include a directory (the awaited path, created as one).
+fn watched_target_is_dir(paths: &BTreeSet<PathBuf>) -> bool {
+    paths.iter().any(|path| path.is_dir())
 }
 
 // What each of this topic's methods does (the dispatch finds them by method).
@@ -145,5 +184,5 @@ handle!(FsWatch, |ctx, p| Reply::now(
     &ctx.connection.fs_watches.watch(p, ctx.outgoing())?
 ));
 handle!(FsUnwatch, |ctx, p| Reply::now(
-    &ctx.connection.fs_watches.unwatch(p)?
+    &ctx.connection.fs_watches.unwatch(p)
 ));
