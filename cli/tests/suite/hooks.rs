@@ -38,7 +38,7 @@ pub(super) async fn app_server(home: &Path, ws: &Path) -> anyhow::Result<AppServ
 }
 
 /// Records the user's trust in every hook `hooks/list` reports for `ws`, as a client does.
-async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
+pub(super) async fn trust_all(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
     let mut server = app_server(home, ws).await?;
     let listed = server
         .request("hooks/list", json!({"cwds": [ws.display().to_string()]}))

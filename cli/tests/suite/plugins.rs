@@ -85,29 +85,6 @@ fn marketplace(dir: &Path, marker: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Records trust in every hook `hooks/list` shows, as a client does; returns them.
-async fn trust_hooks(home: &Path, ws: &Path) -> anyhow::Result<Vec<Value>> {
-    let mut server = super::hooks::app_server(home, ws).await?;
-    let listed = server
-        .request("hooks/list", json!({"cwds": [ws.display().to_string()]}))
-        .await?;
-    let hooks = listed["data"][0]["hooks"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let config = home.join("config.toml");
-    let mut text = std::fs::read_to_string(&config)?;
-    for hook in &hooks {
-        text.push_str(&format!(
-            "\n[hooks.state.{}]\ntrusted_hash = {}\n",
-            toml::Value::from(hook["key"].as_str().unwrap_or_default()),
-            toml::Value::from(hook["currentHash"].as_str().unwrap_or_default()),
-        ));
-    }
-    std::fs::write(config, text)?;
-    Ok(hooks)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_from_a_local_marketplace_brings_its_skill_mcp_server_and_hook()
 -> anyhow::Result<()> {
@@ -186,7 +163,7 @@ async fn a_plugin_from_a_local_marketplace_brings_its_skill_mcp_server_and_hook(
     assert!(!marker.exists(), "an untrusted plugin hook ran");
 
     // Trusted as a client records it: it runs, told where the plugin lives.
-    let hooks = trust_hooks(home, ws.path()).await?;
+    let hooks = super::hooks::trust_all(home, ws.path()).await?;
     assert_eq!(hooks.len(), 1, "{hooks:?}");
     assert_eq!(hooks[0]["source"], "plugin");
     assert_eq!(hooks[0]["pluginId"], "alpha@mk1");

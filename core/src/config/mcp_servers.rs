@@ -310,14 +310,7 @@ pub fn resolve_plugin_mcp_server(
         );
     }
     let table: McpServerToml = serde_path_to_error::deserialize(serde_json::Value::Object(fields))
-        .map_err(|err| {
-            let at = err.path().to_string();
-            if at == "." {
-                err.inner().to_string()
-            } else {
-                format!("{at}: {}", err.inner())
-            }
-        })?;
+        .map_err(|err| crate::plugin_files::field_error(&err))?;
     resolve_one(table).map_err(|(key, message)| match key {
         Some(key) => format!("{key}: {message}"),
         None => message,

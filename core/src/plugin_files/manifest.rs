@@ -170,14 +170,8 @@ pub fn read_plugin_manifest(
     let file: ManifestFile = if value.as_array().is_some_and(Vec::is_empty) {
         ManifestFile::default()
     } else {
-        serde_path_to_error::deserialize(value).map_err(|err| {
-            let at = err.path().to_string();
-            if at == "." {
-                invalid(err.inner().to_string())
-            } else {
-                invalid(format!("{at}: {}", err.inner()))
-            }
-        })?
+        serde_path_to_error::deserialize(value)
+            .map_err(|err| invalid(crate::plugin_files::field_error(&err)))?
     };
     let _ = file.schema;
     if let Some(name) = &file.name

@@ -19,6 +19,17 @@ pub use settings::{
     read_plugin_settings,
 };
 
+/// A deserialisation error as `FIELD.PATH: reason` (just the reason at the top level), so a
+/// message names the field at fault.
+pub(crate) fn field_error<E: std::fmt::Display>(err: &serde_path_to_error::Error<E>) -> String {
+    let at = err.path().to_string();
+    if at == "." {
+        err.inner().to_string()
+    } else {
+        format!("{at}: {}", err.inner())
+    }
+}
+
 /// The user's config file in the Keel home (the config module's `CONFIG_FILE_NAME`).
 pub(crate) const USER_CONFIG_FILE: &str = "config.toml";
 

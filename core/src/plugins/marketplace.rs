@@ -194,14 +194,8 @@ pub(crate) fn read_manifest(root: &Path, manifest_path: &Path) -> Result<Marketp
     let text = std::fs::read_to_string(manifest_path)
         .map_err(|err| PluginError::io(manifest_path, err))?;
     let mut parser = serde_json::Deserializer::from_str(&text);
-    let file: ManifestFile = serde_path_to_error::deserialize(&mut parser).map_err(|err| {
-        let at = err.path().to_string();
-        if at == "." {
-            invalid(err.inner().to_string())
-        } else {
-            invalid(format!("{at}: {}", err.inner()))
-        }
-    })?;
+    let file: ManifestFile = serde_path_to_error::deserialize(&mut parser)
+        .map_err(|err| invalid(crate::plugin_files::field_error(&err)))?;
     if file.name.is_empty() {
         return Err(invalid("name: must not be empty".into()));
     }
@@ -239,14 +233,8 @@ pub(crate) fn read_manifest(root: &Path, manifest_path: &Path) -> Result<Marketp
 
 /// One entry; `Ok(None)` for one meant for other products; `Err` names the field at fault.
 fn read_entry(root: &Path, raw: Value) -> Result<Option<MarketplaceEntry>, String> {
-    let entry: EntryFile = serde_path_to_error::deserialize(raw).map_err(|err| {
-        let at = err.path().to_string();
-        if at == "." {
-            err.inner().to_string()
-        } else {
-            format!("{at}: {}", err.inner())
-        }
-    })?;
+    let entry: EntryFile = serde_path_to_error::deserialize(raw)
+        .map_err(|err| crate::plugin_files::field_error(&err))?;
     if !valid_plugin_name(&entry.name) {
         return Err(format!(
             "name: `{}` may only hold ASCII letters, digits, `.`, `_` and `-`",
