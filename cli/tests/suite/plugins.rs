@@ -101,6 +101,12 @@ async fn a_plugin_from_a_local_marketplace_brings_its_skill_mcp_server_and_hook(
     write_config(home.path(), &mock.uri(), Vec::<(&str, toml::Value)>::new())?;
     let home = home.path();
     let market_dir = market.path().display().to_string();
+    // A link in the plugin to a file outside it: copied as a link, never followed, so the
+    // install does not pull the outside file's content into the Keel home.
+    let outside = tempfile::tempdir()?;
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "outside")?;
+    std::os::unix::fs::symlink(&secret, market.path().join("plugins/alpha/linked"))?;
 
     let added = plugin(home, &["marketplace", "add", &market_dir]).await?;
     assert!(
@@ -119,6 +125,12 @@ async fn a_plugin_from_a_local_marketplace_brings_its_skill_mcp_server_and_hook(
         "{installed}"
     );
     assert!(root.join("skills/greet/SKILL.md").is_file());
+    assert!(
+        std::fs::symlink_metadata(root.join("linked"))?
+            .file_type()
+            .is_symlink(),
+        "a link is copied as a link"
+    );
     let config = std::fs::read_to_string(home.join("config.toml"))?;
     assert!(
         config.contains("[plugins.\"alpha@mk1\"]") && config.contains("[marketplaces.mk1]"),
