@@ -62,6 +62,9 @@ pub enum AppServerError {
         /// The reason, for a program (`{"type": …}` or `{"config_write_error_code": …}`).
         data: serde_json::Value,
     },
+    /// A section, attachment or metadata change was refused or could not be stored.
+    #[error(transparent)]
+    Organizer(#[from] keel_core::ThreadOrganizerError),
     /// A read-state update was made from a stale view: the state moved on since.
     #[error("read state changed")]
     ReadStateConflict(keel_protocol::app_server::ThreadReadState),
@@ -83,6 +86,12 @@ impl AppServerError {
             | Self::Refused { .. }
             | Self::ReadStateConflict(_) => INVALID_REQUEST,
             Self::Overloaded => SERVER_OVERLOADED,
+            Self::Organizer(
+                keel_core::ThreadOrganizerError::Database { .. }
+                | keel_core::ThreadOrganizerError::Io { .. }
+                | keel_core::ThreadOrganizerError::Unreadable { .. },
+            ) => INTERNAL_ERROR,
+            Self::Organizer(_) => INVALID_PARAMS,
             Self::Config(_) | Self::Core(keel_core::CoreError::InvalidTool(_)) => INVALID_PARAMS,
             Self::Io { .. } | Self::ConfigWrite(_) => INVALID_REQUEST,
             Self::Core(_) | Self::Internal(_) | Self::ExecServer(_) | Self::Transport(_) => {

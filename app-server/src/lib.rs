@@ -25,6 +25,7 @@ mod delivery;
 mod error;
 mod handlers;
 mod in_process;
+mod organizer;
 mod outgoing;
 mod pending_requests;
 mod read_state;

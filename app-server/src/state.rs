@@ -64,6 +64,8 @@ pub(crate) struct AppState {
     pub(crate) environments: crate::handlers::AddedEnvironments,
     /// Messages queued for threads (`thread/queue/*`), opened on first use.
     thread_queue: tokio::sync::OnceCell<Arc<keel_core::ThreadQueue>>,
+    /// Sections, attachments and git metadata of threads, opened on first use.
+    pub(crate) thread_organizer: tokio::sync::OnceCell<Arc<keel_core::ThreadOrganizer>>,
 }
 
 impl AppState {
@@ -87,6 +89,7 @@ impl AppState {
             config_writes: std::sync::Mutex::new(()),
             thread_index: tokio::sync::OnceCell::new(),
             thread_queue: tokio::sync::OnceCell::new(),
+            thread_organizer: tokio::sync::OnceCell::new(),
             environments: Default::default(),
         }
     }

@@ -92,6 +92,8 @@ mod session;
 mod shell_snapshot;
 pub mod skills;
 #[cfg(feature = "thread-index")]
+mod thread_organizer;
+#[cfg(feature = "thread-index")]
 mod thread_queue;
 mod tls;
 mod tools;
@@ -128,6 +130,11 @@ pub use rollout::{
 };
 #[cfg(feature = "thread-index")]
 pub use rollout::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+#[cfg(feature = "thread-index")]
+pub use thread_organizer::{
+    AttachmentPage, PINNED_SECTION_ID, SectionMembership, THREAD_ORGANIZER_FILE, ThreadOrganizer,
+    ThreadOrganizerError,
+};
 #[cfg(feature = "thread-index")]
 pub use thread_queue::{QueuedMessage, THREAD_QUEUE_FILE, ThreadQueue, ThreadQueueError};
 pub use tls::install_tls_provider;

@@ -55,9 +55,12 @@ mod settings;
 mod settings_change;
 mod shell_command;
 mod skills;
+mod thread_attachments;
 mod thread_list;
 mod thread_list_filter;
+mod thread_metadata;
 mod thread_queue;
+mod thread_sections;
 mod threads;
 mod turns;
 

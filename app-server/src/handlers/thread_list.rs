@@ -10,7 +10,7 @@ use keel_core::{
 };
 use keel_protocol::app_server::{
     ThreadListParams, ThreadListResponse, ThreadSearchParams, ThreadSearchResponse,
-    ThreadSearchResult, ThreadStatus,
+    ThreadSearchResult, ThreadSortKey, ThreadStatus,
 };
 
 use super::threads::summary_thread;
@@ -20,8 +20,8 @@ use crate::state::{AppState, parse_thread_id};
 /// `thread/list`: threads that had a turn and pass every filter of the request, in the order
 /// asked for (newest created first by default), paged by a cursor.
 pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<ThreadListResponse> {
-    let Some(filter) = super::thread_list_filter::filter_of(&params)? else {
-        // A section, project or attachment Keel does not have: nothing is in it.
+    let Some(mut filter) = super::thread_list_filter::filter_of(&params)? else {
+        // Threads attached to a thread: Keel has none.
         return Ok(ThreadListResponse {
             data: Vec::new(),
             next_cursor: None,
@@ -29,6 +29,7 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
             read_states: Default::default(),
         });
     };
+    let section_order = restrict_to_section(state, &params, &mut filter).await?;
     let indexed = match state.thread_index().await {
         Some(index) => {
             let filter = filter.clone();
@@ -40,17 +41,25 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         Some(page) => page,
         None => scan_list(state, &filter).await?,
     };
+    let mut page = page;
+    if let Some(order) = &section_order {
+        // Section order within the page (a section's threads fit one page in practice).
+        page.items.sort_by_key(|summary| {
+            order
+                .iter()
+                .position(|id| *id == summary.id)
+                .unwrap_or(usize::MAX)
+        });
+    }
     let backwards_cursor = page
         .items
         .first()
         .map(|first| ListCursor::at(first, filter.sort).encode());
     let mut data = Vec::with_capacity(page.items.len());
     for summary in &page.items {
-        data.push(summary_thread(
-            summary,
-            status(state, summary).await,
-            Vec::new(),
-        ));
+        let mut thread = summary_thread(summary, status(state, summary).await, Vec::new());
+        state.decorate(&mut thread).await;
+        data.push(thread);
     }
     let read_states = data
         .iter()
@@ -65,6 +74,34 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         backwards_cursor,
         read_states,
     })
+}
+
+/// Narrows `filter` to a section's threads (`sectionId` an id) or to the unsectioned ones
+/// (`sectionId` `null`); returns the section's order when the request sorts by it.
+async fn restrict_to_section(
+    state: &AppState,
+    params: &ThreadListParams,
+    filter: &mut ThreadFilter,
+) -> Result<Option<Vec<keel_protocol::ConversationId>>> {
+    let Some(section) = params.section_id.clone() else {
+        return Ok(None);
+    };
+    let unsectioned = section.is_none();
+    let members = state
+        .organize(move |organizer| organizer.members(section.as_deref()))
+        .await?;
+    if unsectioned {
+        filter.excluded.extend(members);
+        return Ok(None);
+    }
+    filter.included = Some(match filter.included.take() {
+        Some(asked) => asked
+            .into_iter()
+            .filter(|id| members.contains(id))
+            .collect(),
+        None => members.clone(),
+    });
+    Ok((params.sort_key == Some(ThreadSortKey::SectionPosition)).then_some(members))
 }
 
 /// `thread/search`: threads with a turn whose user or assistant messages, or name, contain

@@ -17,8 +17,8 @@ const MAX_LIMIT: u32 = 200;
 /// Most ids `includedThreadIds` and `excludedThreadIds` each take.
 const MAX_IDS: usize = 100;
 
-/// The filter `params` ask for; `None` when they name a section, project or attachment,
-/// which no Keel thread is in (so nothing matches).
+/// The filter `params` ask for, sections aside; `None` when they name a thread to be attached
+/// to, which no Keel thread is (so nothing matches).
 pub(super) fn filter_of(params: &ThreadListParams) -> Result<Option<ThreadFilter>> {
     if params
         .originators
@@ -64,9 +64,9 @@ pub(super) fn filter_of(params: &ThreadListParams) -> Result<Option<ThreadFilter
         .map(|cursor| ListCursor::decode(cursor, sort))
         .transpose()
         .map_err(|err| AppServerError::InvalidRequest(err.to_string()))?;
-    // Keel has no sections, projects or attachments: every thread is unsectioned and
-    // attached to nothing.
-    if matches!(params.section_id, Some(Some(_))) || params.attached_to_thread_id.is_some() {
+    // Threads are never attached to other threads in Keel (attachments are records, not
+    // threads); sections are applied by the caller, which reads the organizer.
+    if params.attached_to_thread_id.is_some() {
         return Ok(None);
     }
     // Asked for a thread's agents, every kind is listed unless the request says otherwise.

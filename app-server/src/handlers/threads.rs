@@ -83,6 +83,7 @@ async fn load_and_answer(
         .await;
     thread.set_permission_profile(permission_profile);
     let mut response = start_response(&thread, false);
+    state.decorate(&mut response.thread).await;
     response.thread.turns = turns;
     let (reply, turns) = started_reply_keeping_turns(response, outgoing, &thread)?;
     thread.set_turns(turns);
@@ -151,8 +152,9 @@ pub(crate) async fn resume(
         // stays loaded: when that client is gone, the next one to resume runs them.
         thread.adopt_tool_client(outgoing);
         thread.subscribe(outgoing.clone());
-        let (mut reply, _turns) =
-            started_reply_keeping_turns(start_response(&thread, true), outgoing, &thread)?;
+        let mut response = start_response(&thread, true);
+        state.decorate(&mut response.thread).await;
+        let (mut reply, _turns) = started_reply_keeping_turns(response, outgoing, &thread)?;
         let started = reply.after.take();
         let outgoing = outgoing.clone();
         // Approvals still waiting go to the resuming client too, after the answer.
@@ -278,6 +280,7 @@ pub(crate) async fn fork(
     thread.set_permission_profile(overrides.permissions);
     thread.set_forked_from(id.to_string());
     let mut response = start_response(&thread, false);
+    state.decorate(&mut response.thread).await;
     response.thread.turns = turns;
     let (reply, turns) = started_reply_keeping_turns(response, outgoing, &thread)?;
     thread.set_turns(turns);
@@ -442,19 +445,25 @@ pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<T
 
 /// A thread, loaded or recorded, and whether it has a read state (it is recorded and had a
 /// turn).
-async fn thread_by_id(
+pub(super) async fn thread_by_id(
     state: &AppState,
     id: ConversationId,
     include_turns: bool,
 ) -> Result<(Thread, bool)> {
-    if let Some(thread) = state.loaded(id).await {
-        let has_read_state = !thread.meta().ephemeral && thread.has_turns();
-        return Ok((thread.to_thread(include_turns), has_read_state));
-    }
-    let path = rollout_path(state, id)
-        .await?
-        .ok_or_else(|| not_found(id))?;
-    recorded_thread(&path, include_turns).await
+    let (mut thread, has_read_state) = match state.loaded(id).await {
+        Some(thread) => {
+            let has_read_state = !thread.meta().ephemeral && thread.has_turns();
+            (thread.to_thread(include_turns), has_read_state)
+        }
+        None => {
+            let path = rollout_path(state, id)
+                .await?
+                .ok_or_else(|| not_found(id))?;
+            recorded_thread(&path, include_turns).await?
+        }
+    };
+    state.decorate(&mut thread).await;
+    Ok((thread, has_read_state))
 }
 
 /// `thread/loaded/list`.
@@ -521,7 +530,8 @@ pub(crate) async fn unarchive(
         AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
     })?;
     let path = unarchive_rollout(state.keel_home(), &archived).await?;
-    let (thread, _) = recorded_thread(&path, false).await?;
+    let (mut thread, _) = recorded_thread(&path, false).await?;
+    state.decorate(&mut thread).await;
     let notification = ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: id.to_string(),
     });
@@ -530,7 +540,7 @@ pub(crate) async fn unarchive(
 
 /// A thread that exists here: loaded, recorded (live or archived), or both; an error naming
 /// it otherwise.
-async fn existing_thread(
+pub(super) async fn existing_thread(
     state: &AppState,
     id: ConversationId,
 ) -> Result<(Option<Arc<LoadedThread>>, Option<PathBuf>)> {
@@ -556,6 +566,12 @@ pub(crate) async fn delete(
         delete_rollout(&path).await?;
     }
     state.read_states.remove(id);
+    if let Err(err) = state
+        .organize(move |organizer| organizer.forget_thread(id))
+        .await
+    {
+        tracing::warn!(thread = %id, "could not forget the thread's sections and attachments: {err}");
+    }
     // The thread's file checkpoints go with it.
     let checkpoints = keel_core::checkpoints::checkpoint_dir(state.keel_home(), &id.to_string());
     match tokio::fs::remove_dir_all(&checkpoints).await {

@@ -587,5 +587,7 @@ pub(crate) fn thread_object(
         recency_at: Some(meta.updated_at),
         parent_thread_id,
         environments,
+        section: None,
+        section_entered_at: None,
     }
 }

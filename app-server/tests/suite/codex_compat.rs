@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 92);
+    assert_eq!(implemented.len(), 102);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -231,6 +231,37 @@ fn results_match_codex() -> anyhow::Result<()> {
         root_schema::<v2::ThreadLoadedListResponse>(),
     );
     result("thread/unarchive", root_schema::<v2::ThreadResponse>());
+    result(
+        "thread/metadata/update",
+        root_schema::<v2::ThreadMetadataUpdateResponse>(),
+    );
+    result(
+        "thread/attachment/add",
+        root_schema::<v2::ThreadAttachmentAddResponse>(),
+    );
+    result(
+        "thread/attachment/list",
+        root_schema::<v2::ThreadAttachmentListResponse>(),
+    );
+    result(
+        "thread/attachmentOwner/list",
+        root_schema::<v2::ThreadAttachmentOwnerListResponse>(),
+    );
+    result("thread/attachment/remove", root_schema::<v2::EmptyResponse>());
+    result("thread/section/move", root_schema::<v2::EmptyResponse>());
+    result(
+        "threadSection/list",
+        root_schema::<v2::ThreadSectionListResponse>(),
+    );
+    result(
+        "threadSection/create",
+        root_schema::<v2::ThreadSectionResponse>(),
+    );
+    result(
+        "threadSection/update",
+        root_schema::<v2::ThreadSectionResponse>(),
+    );
+    result("threadSection/delete", root_schema::<v2::EmptyResponse>());
     result("plugin/list", root_schema::<v2::PluginListResponse>());
     // Codex 0.171's plugin and marketplace methods.
     result(

@@ -26,9 +26,12 @@ mod plugins;
 mod read_state;
 mod review;
 mod thread;
+mod thread_attachments;
 mod thread_list;
+mod thread_metadata;
 mod thread_queue;
 mod thread_revert;
+mod thread_sections;
 mod thread_settings;
 mod turn;
 mod workspace_extras;
@@ -55,9 +58,12 @@ pub use plugins::*;
 pub use read_state::*;
 pub use review::*;
 pub use thread::*;
+pub use thread_attachments::*;
 pub use thread_list::*;
+pub use thread_metadata::*;
 pub use thread_queue::*;
 pub use thread_revert::*;
+pub use thread_sections::*;
 pub use thread_settings::*;
 pub use turn::*;
 pub use workspace_extras::*;
@@ -254,6 +260,26 @@ crate::request_table! {
         /// Kills the processes the model left running in a thread (Codex 0.169, experimental;
         /// the TUI's `/stop`).
         ThreadBackgroundTerminalsClean("thread/backgroundTerminals/clean", ThreadIdParams) -> EmptyResponse,
+        /// Sets git facts of a thread, merged over the kept ones (Codex 0.171).
+        ThreadMetadataUpdate("thread/metadata/update", ThreadMetadataUpdateParams) -> ThreadMetadataUpdateResponse,
+        /// Gives a thread an attachment, or returns the one it has (Codex 0.171).
+        ThreadAttachmentAdd("thread/attachment/add", ThreadAttachmentAddParams) -> ThreadAttachmentAddResponse,
+        /// A thread's attachments, oldest first (Codex 0.171).
+        ThreadAttachmentList("thread/attachment/list", ThreadAttachmentListParams) -> ThreadAttachmentListResponse,
+        /// The threads owning an attachment (Codex 0.171).
+        ThreadAttachmentOwnerList("thread/attachmentOwner/list", ThreadAttachmentOwnerListParams) -> ThreadAttachmentOwnerListResponse,
+        /// Removes a thread's attachment (Codex 0.171).
+        ThreadAttachmentRemove("thread/attachment/remove", ThreadAttachmentRemoveParams) -> EmptyResponse,
+        /// Moves a thread into a section or out of every section (Codex 0.171).
+        ThreadSectionMove("thread/section/move", ThreadSectionMoveParams) -> EmptyResponse,
+        /// The sections, Pinned first (Codex 0.171).
+        ThreadSectionList("threadSection/list", ThreadSectionListParams) -> ThreadSectionListResponse,
+        /// Creates a section (Codex 0.171).
+        ThreadSectionCreate("threadSection/create", ThreadSectionCreateParams) -> ThreadSectionResponse,
+        /// Renames a section and sets its appearance (Codex 0.171).
+        ThreadSectionUpdate("threadSection/update", ThreadSectionUpdateParams) -> ThreadSectionResponse,
+        /// Deletes a section; its threads become unsectioned (Codex 0.171).
+        ThreadSectionDelete("threadSection/delete", ThreadSectionDeleteParams) -> EmptyResponse,
     }
 }
 
@@ -352,6 +378,10 @@ crate::notification_table! {
         ThreadSettingsUpdated("thread/settings/updated", ThreadSettingsUpdatedNotification),
         /// A thread's remote environment connected (Codex 0.169).
         ThreadEnvironmentConnected("thread/environment/connected", EnvironmentConnectionNotification),
+        /// A thread gained or lost an attachment (Codex 0.171).
+        ThreadAttachmentUpdated("thread/attachment/updated", ThreadAttachmentUpdatedNotification),
+        /// A thread moved into a section or out of every section (Codex 0.171).
+        ThreadSectionChanged("thread/section/changed", ThreadSectionChangedNotification),
         /// A thread's remote environment's connection was lost (Codex 0.169).
         ThreadEnvironmentDisconnected("thread/environment/disconnected", EnvironmentConnectionNotification),
     }

@@ -293,6 +293,8 @@ impl super::ServerNotification {
             N::ThreadCompacted(n) => &n.thread_id,
             N::ThreadNameUpdated(n) => &n.thread_id,
             N::ThreadQueueChanged(n) => &n.thread_id,
+            N::ThreadAttachmentUpdated(n) => &n.thread_id,
+            N::ThreadSectionChanged(n) => &n.thread_id,
             N::ThreadSettingsUpdated(n) => &n.thread_id,
             N::ThreadEnvironmentConnected(n) | N::ThreadEnvironmentDisconnected(n) => &n.thread_id,
             N::ThreadTokenUsageUpdated(n) => &n.thread_id,

@@ -163,6 +163,12 @@ pub struct Thread {
     /// `null` for one not loaded, as Codex reports).
     #[serde(default)]
     pub environments: Option<Vec<ThreadEnvironment>>,
+    /// The section a person moved it into (Codex 0.171).
+    #[serde(default)]
+    pub section: Option<super::ThreadSection>,
+    /// When it entered that section, Unix seconds (Codex 0.171).
+    #[serde(default)]
+    pub section_entered_at: Option<i64>,
 }
 
 /// An environment a thread's commands run in, with the directories it may work in.

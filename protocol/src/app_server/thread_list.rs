@@ -117,7 +117,7 @@ pub enum ThreadSortKey {
     UpdatedAt,
     /// When it last had activity a person would notice (Keel: when it last changed).
     RecencyAt,
-    /// Its place in its section (Keel has no sections: creation order).
+    /// Its place in its section (needs a `sectionId`).
     SectionPosition,
 }
 

@@ -24,6 +24,7 @@ mod shell_command;
 mod side_conversations;
 mod thread_index;
 mod thread_lineage;
+mod thread_organizer;
 mod thread_queue;
 mod threads;
 mod turns;
