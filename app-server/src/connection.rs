@@ -243,17 +243,10 @@ fn initialize(
 
 /// Codex methods of features Keel does not have, named so a client can tell the user why.
 fn unsupported_feature(method: &str) -> Option<&'static str> {
-    [
-        ("thread/realtime/", "realtime (voice) conversations"),
-        ("account/login", "ChatGPT account login (it uses API keys)"),
-        (
-            "externalAgentConfig/",
-            "import of other agents' configuration",
-        ),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| method.starts_with(prefix))
-    .map(|(_, feature)| feature)
+    [("thread/realtime/", "realtime (voice) conversations")]
+        .into_iter()
+        .find(|(prefix, _)| method.starts_with(prefix))
+        .map(|(_, feature)| feature)
 }
 
 async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcRequest) {

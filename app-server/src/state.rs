@@ -64,6 +64,11 @@ pub(crate) struct AppState {
     pub(crate) environments: crate::handlers::AddedEnvironments,
     /// Messages queued for threads (`thread/queue/*`), opened on first use.
     thread_queue: tokio::sync::OnceCell<Arc<keel_core::ThreadQueue>>,
+    /// Skill folders a client added (`skills/extraRoots/set`), for the server's lifetime.
+    pub(crate) extra_skill_roots: std::sync::Mutex<Vec<PathBuf>>,
+    /// Features a client turned on or off (`experimentalFeature/enablement/set`), for the
+    /// server's lifetime.
+    pub(crate) feature_enablement: std::sync::Mutex<std::collections::BTreeMap<String, bool>>,
     /// Sections, attachments and git metadata of threads, opened on first use.
     pub(crate) thread_organizer: tokio::sync::OnceCell<Arc<keel_core::ThreadOrganizer>>,
 }
@@ -90,6 +95,8 @@ impl AppState {
             thread_index: tokio::sync::OnceCell::new(),
             thread_queue: tokio::sync::OnceCell::new(),
             thread_organizer: tokio::sync::OnceCell::new(),
+            extra_skill_roots: Default::default(),
+            feature_enablement: Default::default(),
             environments: Default::default(),
         }
     }
@@ -183,6 +190,9 @@ impl AppState {
             None
         };
         let mut cli = self.config.cli_overrides.clone();
+        for (name, enabled) in lock(&self.feature_enablement).iter() {
+            cli.push((format!("features.{name}"), toml::Value::Boolean(*enabled)));
+        }
         if let Some(map) = &overrides.config {
             for (key, value) in map {
                 if let Some(server) = &server {
@@ -201,7 +211,9 @@ impl AppState {
             developer_instructions: overrides.developer_instructions.clone(),
             ..ConfigOverrides::default()
         };
-        let config = Config::load_with_env(&self.config.keel_home, cli, typed, &self.config_env())?;
+        let mut config =
+            Config::load_with_env(&self.config.keel_home, cli, typed, &self.config_env())?;
+        config.extra_skill_roots = lock(&self.extra_skill_roots).clone();
         if let Some(server) = &server {
             crate::ceiling::check_sandbox(
                 server,
@@ -583,4 +595,11 @@ fn json_to_toml(key: &str, value: &serde_json::Value) -> Result<toml::Value> {
             toml::Value::Table(table)
         }
     })
+}
+
+/// A std mutex's value, even if a panicking holder poisoned it.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -43,6 +43,9 @@ pub(crate) struct TurnContext {
     /// The skills the configuration turned off or on, used when the user's config file
     /// cannot be read again.
     pub skill_switches: Vec<crate::skills::SkillSwitch>,
+    /// Skill folders a client added (searched first), kept for when the folders are
+    /// searched again.
+    pub extra_skill_roots: Vec<std::path::PathBuf>,
     /// The hooks defined for this working directory.
     pub hooks: std::sync::Arc<crate::hooks::HookInventory>,
     /// Run hooks whatever their trust.

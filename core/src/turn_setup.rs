@@ -68,11 +68,14 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
     // A remote environment's project files are not on this host: its project skills are read
     // there by each turn, and its project hooks are not loaded (they would run here).
     let here = config.exec_server_url.is_none();
-    let roots = skill_roots(
-        &config.keel_home,
-        user_home().as_deref(),
-        &config.cwd,
-        project_trusted && here,
+    let roots = crate::skills::with_extra_roots(
+        skill_roots(
+            &config.keel_home,
+            user_home().as_deref(),
+            &config.cwd,
+            project_trusted && here,
+        ),
+        &config.extra_skill_roots,
     );
     TurnContext {
         cwd: config.cwd.clone(),
@@ -111,6 +114,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
         skills: Arc::new(load_skills(&roots).with_switches(&config.skill_switches)),
         skill_roots: roots,
         skill_switches: config.skill_switches.clone(),
+        extra_skill_roots: config.extra_skill_roots.clone(),
         shell_env: config.shell_environment_policy.create_env_from_process(),
         unified_exec: config.unified_exec.unwrap_or(
             crate::model_family::family(&config.model_catalog, &config.model).unified_exec,

@@ -1,7 +1,7 @@
 //! What a client asks once at start-up besides models and config (Codex 0.169's TUI among
-//! them): the account, administrator requirements, and per-workspace hooks, skills, plugins
-//! and collaboration modes. Keel has no ChatGPT login, requirements, hooks or plugins, so
-//! these answer honestly with API-key authentication and empty lists (skills: `skills.rs`).
+//! them): the account, administrator requirements, feature switches and collaboration modes.
+//! Keel has no ChatGPT login or requirements, so these answer honestly with API-key
+//! authentication and empty lists (skills, hooks and plugins have their own modules).
 
 use keel_protocol::app_server::{
     Account, CheckGovCloudRequirementsResponse, CollaborationModeListResponse,
@@ -108,10 +108,4 @@ handle!(ExperimentalFeatureList, |ctx, _| Reply::now(
 ));
 handle!(CollaborationModeList, |_, _| Reply::now(
     &collaboration_modes()
-));
-handle!(AccountLogout, |_, _| Reply::now(
-    &keel_protocol::app_server::EmptyResponse {}
-));
-handle!(ExternalAgentConfigDetect, |_, _| Reply::now(
-    &keel_protocol::app_server::ExternalAgentConfigDetectResponse::default()
 ));

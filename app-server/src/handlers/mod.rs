@@ -27,16 +27,20 @@ macro_rules! handle {
     };
 }
 
+mod account_login;
 mod added_environments;
 mod asked_dirs;
 mod client_setup;
 mod command_exec;
 mod config_write;
 mod environments;
+mod external_import;
+mod feedback;
 mod file_search;
 mod fs;
 mod fs_watch;
 mod goals;
+mod guardian_override;
 mod hooks;
 mod info;
 mod inject_items;
@@ -63,6 +67,8 @@ mod thread_queue;
 mod thread_sections;
 mod threads;
 mod turns;
+mod unoffered;
+mod workspace_settings;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use keel_core::config;
 use keel_core::skills::{
-    SkillInventory, load_skills, read_switches, skill_roots, switched, user_home,
+    SkillInventory, load_skills, read_switches, skill_roots, switched, user_home, with_extra_roots,
 };
 use keel_protocol::app_server::{
     SkillErrorInfo, SkillMetadata, SkillsConfigWriteParams, SkillsConfigWriteResponse,
@@ -26,11 +26,14 @@ pub(crate) fn skills_list(
     let data = super::asked_dirs::asked_dirs(&config.cwd, params.cwds)
         .into_iter()
         .map(|(cwd, dir)| {
-            let inventory = load_skills(&skill_roots(
-                &config.keel_home,
-                user_home().as_deref(),
-                &dir,
-                config.project_trusted(&dir),
+            let inventory = load_skills(&with_extra_roots(
+                skill_roots(
+                    &config.keel_home,
+                    user_home().as_deref(),
+                    &dir,
+                    config.project_trusted(&dir),
+                ),
+                &config.extra_skill_roots,
             ))
             .with_switches(&config.skill_switches);
             entry(cwd, &inventory)

@@ -178,7 +178,7 @@ fn client_requests_match_codex() -> anyhow::Result<()> {
         );
     }
     let implemented: BTreeSet<&str> = ClientRequest::METHODS.iter().copied().collect();
-    assert_eq!(implemented.len(), 102);
+    assert_eq!(implemented.len(), 129);
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -247,7 +247,10 @@ fn results_match_codex() -> anyhow::Result<()> {
         "thread/attachmentOwner/list",
         root_schema::<v2::ThreadAttachmentOwnerListResponse>(),
     );
-    result("thread/attachment/remove", root_schema::<v2::EmptyResponse>());
+    result(
+        "thread/attachment/remove",
+        root_schema::<v2::EmptyResponse>(),
+    );
     result("thread/section/move", root_schema::<v2::EmptyResponse>());
     result(
         "threadSection/list",
@@ -262,6 +265,50 @@ fn results_match_codex() -> anyhow::Result<()> {
         root_schema::<v2::ThreadSectionResponse>(),
     );
     result("threadSection/delete", root_schema::<v2::EmptyResponse>());
+    result(
+        "thread/approveGuardianDeniedAction",
+        root_schema::<v2::EmptyResponse>(),
+    );
+    result("skills/extraRoots/set", root_schema::<v2::EmptyResponse>());
+    result(
+        "experimentalFeature/enablement/set",
+        root_schema::<v2::ExperimentalFeatureEnablement>(),
+    );
+    result(
+        "windowsSandbox/setupStart",
+        root_schema::<v2::WindowsSandboxSetupStartResponse>(),
+    );
+    result("app/read", root_schema::<v2::AppsReadResponse>());
+    result("app/installed", root_schema::<v2::AppsInstalledResponse>());
+    result(
+        "account/gatewayOAuth/read",
+        root_schema::<v2::GatewayOAuthReadResponse>(),
+    );
+    result(
+        "account/gatewayOAuth/cancel",
+        root_schema::<v2::EmptyResponse>(),
+    );
+    result(
+        "account/login/cancel",
+        root_schema::<v2::CancelLoginAccountResponse>(),
+    );
+    result(
+        "account/securitySetup/read",
+        root_schema::<v2::GetAccountSecuritySetupResponse>(),
+    );
+    result("feedback/save", root_schema::<v2::FeedbackSaveResponse>());
+    result(
+        "externalAgentConfig/import",
+        root_schema::<v2::ExternalAgentConfigImportResponse>(),
+    );
+    result(
+        "externalAgentConfig/import/recordHistory",
+        root_schema::<v2::ExternalAgentConfigImportResponse>(),
+    );
+    result(
+        "externalAgentConfig/import/readHistories",
+        root_schema::<v2::ExternalAgentConfigImportHistoriesReadResponse>(),
+    );
     result("plugin/list", root_schema::<v2::PluginListResponse>());
     // Codex 0.171's plugin and marketplace methods.
     result(

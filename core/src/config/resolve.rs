@@ -99,6 +99,9 @@ pub struct Config {
     pub bypass_hook_trust: bool,
     /// Skills the user turned off or on (`[[skills.config]]`, as Codex writes them).
     pub skill_switches: Vec<crate::skills::SkillSwitch>,
+    /// Skill folders a client added for the server's lifetime (`skills/extraRoots/set`),
+    /// searched before the others; never read from a file.
+    pub extra_skill_roots: Vec<PathBuf>,
     /// The processing tier asked of the provider (`service_tier`).
     pub service_tier: Option<super::ServiceTier>,
     /// The selected profile, if any.
@@ -675,6 +678,7 @@ fn resolve(
         sqlite_home: sqlite_home.map_or_else(|| keel_home.to_path_buf(), |dir| keel_home.join(dir)),
         bypass_hook_trust: bypass_hook_trust.unwrap_or(false),
         skill_switches: skills.config,
+        extra_skill_roots: Vec::new(),
         service_tier,
         trusted_projects: projects
             .into_iter()

@@ -38,11 +38,14 @@ pub(super) async fn apply_environment_move(session: &Arc<Session>, ids: &TurnIds
     } else {
         None
     };
-    updated.skill_roots = crate::skills::skill_roots(
-        &updated.keel_home(),
-        crate::skills::user_home().as_deref(),
-        &cwd,
-        here,
+    updated.skill_roots = crate::skills::with_extra_roots(
+        crate::skills::skill_roots(
+            &updated.keel_home(),
+            crate::skills::user_home().as_deref(),
+            &cwd,
+            here,
+        ),
+        &updated.extra_skill_roots,
     );
     updated.skills = Arc::new(
         crate::skills::load_skills(&updated.skill_roots).with_switches(&updated.skill_switches),

@@ -94,6 +94,20 @@ pub(crate) fn skill_roots_in(
     roots
 }
 
+/// `roots` with `extra` folders (a client's, `skills/extraRoots/set`) searched first, as
+/// the user's own.
+pub fn with_extra_roots(roots: Vec<SkillRoot>, extra: &[PathBuf]) -> Vec<SkillRoot> {
+    extra
+        .iter()
+        .map(|dir| SkillRoot {
+            dir: dir.clone(),
+            scope: SkillScope::User,
+            plugin: None,
+        })
+        .chain(roots)
+        .collect()
+}
+
 /// The user's home directory from `$HOME`, for [`skill_roots`].
 pub fn user_home() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME")

@@ -20,7 +20,7 @@ pub(crate) use discover::{
     MAX_DEPTH, MAX_SKILL_FILE_BYTES, ReadSkillFiles, SKILL_FILE, load_skills_from, skill_roots_in,
     too_large,
 };
-pub use discover::{SkillRoot, load_skills, skill_roots, user_home};
+pub use discover::{SkillRoot, load_skills, skill_roots, user_home, with_extra_roots};
 pub use keel_protocol::app_server::SkillScope;
 pub(crate) use prompt::{attached_skill_items, budget_chars, skills_section};
 pub(crate) use switches::SkillsToml;

@@ -87,10 +87,10 @@ pub struct ExternalAgentConfigDetectParams {
     pub source: Option<String>,
 }
 
-/// Result of `externalAgentConfig/detect`: Keel imports nothing, so nothing is offered.
+/// Result of `externalAgentConfig/detect`: what Keel can import (projects' `CLAUDE.md`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExternalAgentConfigDetectResponse {
-    /// What could be imported (always empty).
+    /// What could be imported (`ExternalAgentConfigMigrationItem`s).
     pub items: Vec<serde_json::Value>,
     /// Connectors found in other agents' setup (always empty).
     #[serde(default)]
@@ -133,4 +133,48 @@ pub struct WindowsSandboxReadinessResponse {
     /// `ready`, `notConfigured` or `updateRequired`; Keel has no Windows sandbox:
     /// `notConfigured`, as Codex answers off Windows.
     pub status: String,
+}
+
+/// Params of `app/read` (Codex 0.171).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsReadParams {
+    /// The apps to read.
+    pub app_ids: Vec<String>,
+    /// Add each app's tools.
+    #[serde(default)]
+    pub include_tools: bool,
+    /// The thread asking (must be loaded).
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Result of `app/read`: no app exists without a ChatGPT account, so every id is missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsReadResponse {
+    /// The apps found (none).
+    pub apps: Vec<serde_json::Value>,
+    /// The ids not found.
+    pub missing_app_ids: Vec<String>,
+}
+
+/// Params of `app/installed` (Codex 0.171).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsInstalledParams {
+    /// Fetch again.
+    #[serde(default)]
+    pub force_refresh: bool,
+    /// The thread asking (must be loaded).
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// Result of `app/installed`: none without a ChatGPT account.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsInstalledResponse {
+    /// Installed apps (none).
+    pub apps: Vec<serde_json::Value>,
 }

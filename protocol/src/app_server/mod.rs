@@ -5,6 +5,7 @@
 //! in-process client and the schema export all use them.
 
 mod account;
+mod account_login;
 mod approvals;
 mod collaboration_mode;
 mod command_exec;
@@ -12,6 +13,8 @@ mod common;
 mod config_write;
 mod environments;
 mod experimental_features;
+mod external_agent_import;
+mod feedback;
 mod file_search;
 mod fs;
 mod hook_runs;
@@ -22,6 +25,7 @@ mod mcp_oauth;
 mod model;
 mod model_provider;
 mod notifications;
+mod plugin_share;
 mod plugins;
 mod read_state;
 mod review;
@@ -35,8 +39,10 @@ mod thread_sections;
 mod thread_settings;
 mod turn;
 mod workspace_extras;
+mod workspace_settings;
 
 pub use account::*;
+pub use account_login::*;
 pub use approvals::*;
 pub use collaboration_mode::*;
 pub use command_exec::*;
@@ -44,6 +50,8 @@ pub use common::*;
 pub use config_write::*;
 pub use environments::*;
 pub use experimental_features::*;
+pub use external_agent_import::*;
+pub use feedback::*;
 pub use file_search::*;
 pub use fs::*;
 pub use hook_runs::*;
@@ -54,6 +62,7 @@ pub use mcp_oauth::*;
 pub use model::*;
 pub use model_provider::*;
 pub use notifications::*;
+pub use plugin_share::*;
 pub use plugins::*;
 pub use read_state::*;
 pub use review::*;
@@ -67,6 +76,7 @@ pub use thread_sections::*;
 pub use thread_settings::*;
 pub use turn::*;
 pub use workspace_extras::*;
+pub use workspace_settings::*;
 
 crate::request_table! {
     /// Every request a client may send to the app-server.
@@ -250,10 +260,10 @@ crate::request_table! {
         FuzzyFileSearchSessionUpdate("fuzzyFileSearch/sessionUpdate", FuzzyFileSearchSessionUpdateParams) -> EmptyResponse,
         /// Ends a search session (Codex 0.169, experimental).
         FuzzyFileSearchSessionStop("fuzzyFileSearch/sessionStop", FuzzyFileSearchSessionStopParams) -> EmptyResponse,
-        /// Forgets stored sign-in credentials; Keel stores none (API keys come from the
-        /// environment), so there is nothing to remove (Codex 0.169).
+        /// Forgets the stored API key (`keel login`'s); keys in the environment stay
+        /// (Codex 0.169).
         AccountLogout("account/logout", NoParams) -> EmptyResponse,
-        /// Other agents' configuration to import: none, Keel imports nothing (Codex 0.169).
+        /// Other agents' configuration Keel can import: projects' `CLAUDE.md` (Codex 0.169).
         ExternalAgentConfigDetect("externalAgentConfig/detect", ExternalAgentConfigDetectParams) -> ExternalAgentConfigDetectResponse,
         /// Marks a thread read or unread (Codex 0.169, experimental).
         ThreadReadStateUpdate("thread/readState/update", ThreadReadStateUpdateParams) -> ThreadReadStateUpdateResponse,
@@ -280,6 +290,61 @@ crate::request_table! {
         ThreadSectionUpdate("threadSection/update", ThreadSectionUpdateParams) -> ThreadSectionResponse,
         /// Deletes a section; its threads become unsectioned (Codex 0.171).
         ThreadSectionDelete("threadSection/delete", ThreadSectionDeleteParams) -> EmptyResponse,
+        /// Records that a person approved an action an automatic reviewer denied (Codex 0.171;
+        /// Keel has no reviewer, the model is told of the approval).
+        ThreadApproveGuardianDeniedAction("thread/approveGuardianDeniedAction", ThreadApproveGuardianDeniedActionParams) -> EmptyResponse,
+        /// Offers skills from more directories for the server's lifetime (Codex 0.171).
+        SkillsExtraRootsSet("skills/extraRoots/set", SkillsExtraRootsSetParams) -> EmptyResponse,
+        /// Turns features on or off for the server's lifetime (Codex 0.171).
+        ExperimentalFeatureEnablementSet("experimentalFeature/enablement/set", ExperimentalFeatureEnablement) -> ExperimentalFeatureEnablement,
+        /// Sets up the Windows sandbox (fails off Windows; Codex 0.171).
+        WindowsSandboxSetupStart("windowsSandbox/setupStart", WindowsSandboxSetupStartParams) -> WindowsSandboxSetupStartResponse,
+        /// ChatGPT apps by id (none without a ChatGPT account; Codex 0.171).
+        AppRead("app/read", AppsReadParams) -> AppsReadResponse,
+        /// Installed ChatGPT apps (none; Codex 0.171).
+        AppInstalled("app/installed", AppsInstalledParams) -> AppsInstalledResponse,
+        /// Shares a plugin through the remote catalogue (needs a ChatGPT account; Codex 0.171).
+        PluginShareSave("plugin/share/save", PluginShareSaveParams) -> ChatGptAccountResult,
+        /// Changes who a shared plugin reaches (needs a ChatGPT account; Codex 0.171).
+        PluginShareUpdateTargets("plugin/share/updateTargets", PluginShareUpdateTargetsParams) -> ChatGptAccountResult,
+        /// Lists shared plugins (needs a ChatGPT account; Codex 0.171).
+        PluginShareList("plugin/share/list", PluginShareListParams) -> ChatGptAccountResult,
+        /// Copies a shared plugin locally (needs a ChatGPT account; Codex 0.171).
+        PluginShareCheckout("plugin/share/checkout", PluginShareIdParams) -> ChatGptAccountResult,
+        /// Stops sharing a plugin (needs a ChatGPT account; Codex 0.171).
+        PluginShareDelete("plugin/share/delete", PluginShareIdParams) -> ChatGptAccountResult,
+        /// Whether a provider signs in through a gateway's OAuth (none does; Codex 0.171).
+        AccountGatewayOAuthRead("account/gatewayOAuth/read", GatewayOAuthReadParams) -> GatewayOAuthReadResponse,
+        /// Starts a gateway OAuth login (no provider uses one; Codex 0.171).
+        AccountGatewayOAuthLogin("account/gatewayOAuth/login", GatewayOAuthLoginParams) -> ChatGptAccountResult,
+        /// Cancels a gateway OAuth login (nothing to cancel; Codex 0.171).
+        AccountGatewayOAuthCancel("account/gatewayOAuth/cancel", NoParams) -> EmptyResponse,
+        /// Signs in: stores an API key as `keel login --with-api-key` does (Codex 0.171).
+        AccountLoginStart("account/login/start", LoginAccountParams) -> LoginAccountResponse,
+        /// Cancels a pending login (Codex 0.171).
+        AccountLoginCancel("account/login/cancel", CancelLoginAccountParams) -> CancelLoginAccountResponse,
+        /// Account security steps to show (none; Codex 0.171).
+        AccountSecuritySetupRead("account/securitySetup/read", NoParams) -> GetAccountSecuritySetupResponse,
+        /// The ChatGPT plan's rate limits (needs a ChatGPT account; Codex 0.171).
+        AccountRateLimitsRead("account/rateLimits/read", GetAccountRateLimitsParams) -> ChatGptAccountResult,
+        /// Uses a rate-limit reset credit (needs a ChatGPT account; Codex 0.171).
+        AccountRateLimitResetCreditConsume("account/rateLimitResetCredit/consume", ConsumeAccountRateLimitResetCreditParams) -> ChatGptAccountResult,
+        /// The ChatGPT plan's token usage (needs a ChatGPT account; Codex 0.171).
+        AccountUsageRead("account/usage/read", GetAccountTokenUsageParams) -> ChatGptAccountResult,
+        /// Messages from the ChatGPT workspace (needs a ChatGPT account; Codex 0.171).
+        AccountWorkspaceMessagesRead("account/workspaceMessages/read", NoParams) -> ChatGptAccountResult,
+        /// Asks the workspace owner for credits (needs a ChatGPT account; Codex 0.171).
+        AccountSendAddCreditsNudgeEmail("account/sendAddCreditsNudgeEmail", SendAddCreditsNudgeEmailParams) -> ChatGptAccountResult,
+        /// Writes a feedback report to a file (Codex 0.171).
+        FeedbackSave("feedback/save", FeedbackSaveParams) -> FeedbackSaveResponse,
+        /// Uploads a feedback report (Keel has no service to upload to; Codex 0.171).
+        FeedbackUpload("feedback/upload", FeedbackUploadParams) -> ChatGptAccountResult,
+        /// Imports another agent's setup (Codex 0.171).
+        ExternalAgentConfigImport("externalAgentConfig/import", ExternalAgentConfigImportParams) -> ExternalAgentConfigImportResponse,
+        /// Records an import a client made itself (Codex 0.171).
+        ExternalAgentConfigImportRecordHistory("externalAgentConfig/import/recordHistory", ExternalAgentConfigImportHistoryRecordParams) -> ExternalAgentConfigImportResponse,
+        /// Past imports, newest first (Codex 0.171).
+        ExternalAgentConfigImportReadHistories("externalAgentConfig/import/readHistories", NoParams) -> ExternalAgentConfigImportHistoriesReadResponse,
     }
 }
 
@@ -382,6 +447,16 @@ crate::notification_table! {
         ThreadAttachmentUpdated("thread/attachment/updated", ThreadAttachmentUpdatedNotification),
         /// A thread moved into a section or out of every section (Codex 0.171).
         ThreadSectionChanged("thread/section/changed", ThreadSectionChangedNotification),
+        /// A login ended (Codex 0.171).
+        AccountLoginCompleted("account/login/completed", AccountLoginCompletedNotification),
+        /// How the server authenticates changed (Codex 0.171).
+        AccountUpdated("account/updated", AccountUpdatedNotification),
+        /// The Windows sandbox set-up ended (Codex 0.171).
+        WindowsSandboxSetupCompleted("windowsSandbox/setupCompleted", WindowsSandboxSetupCompletedNotification),
+        /// One item of an import is done (Codex 0.171).
+        ExternalAgentConfigImportProgress("externalAgentConfig/import/progress", ExternalAgentConfigImportNotification),
+        /// An import is done (Codex 0.171).
+        ExternalAgentConfigImportCompleted("externalAgentConfig/import/completed", ExternalAgentConfigImportNotification),
         /// A thread's remote environment's connection was lost (Codex 0.169).
         ThreadEnvironmentDisconnected("thread/environment/disconnected", EnvironmentConnectionNotification),
     }

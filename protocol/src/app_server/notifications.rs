@@ -320,7 +320,12 @@ impl super::ServerNotification {
             | N::ConfigWarning(_)
             | N::FuzzyFileSearchSessionUpdated(_)
             | N::FuzzyFileSearchSessionCompleted(_)
-            | N::FsChanged(_) => {
+            | N::FsChanged(_)
+            | N::AccountLoginCompleted(_)
+            | N::AccountUpdated(_)
+            | N::WindowsSandboxSetupCompleted(_)
+            | N::ExternalAgentConfigImportProgress(_)
+            | N::ExternalAgentConfigImportCompleted(_) => {
                 return None;
             }
         })

@@ -1,5 +1,6 @@
 //! `keel app-server` over stdio and websocket, against the mock model.
 
+mod accounts;
 mod approvals;
 mod client_ceiling;
 mod codex_0169;
@@ -8,9 +9,11 @@ pub(crate) mod common;
 mod compaction;
 mod dynamic_tools;
 mod environments;
+mod feedback_and_import;
 mod file_search;
 mod goals;
 mod items_list;
+mod method_coverage;
 mod models;
 mod plan_mode;
 mod plugins;
@@ -31,3 +34,4 @@ mod turns;
 mod unified_exec;
 mod utilities;
 mod websocket;
+mod workspace_settings;
