@@ -14,6 +14,8 @@
 //!   `.ci/run`) and `tmux`;
 //! - the TypeScript SDK test needs `@openai/codex-sdk` (`KEEL_CODEX_SDK`, its `dist/index.js`,
 //!   installed from npm by `.ci/run`) and `node`;
+//! - the ACP test needs the official ACP SDK `@agentclientprotocol/sdk` (`KEEL_ACP_SDK`, its
+//!   `dist/v1/stable/acp.js`, installed from npm by `.ci/run`) and `node`;
 //! - the tests that run Python programs need `python3` on `PATH`;
 //! - the MCP keyring login test needs a throwaway desktop keyring: `dbus-daemon`,
 //!   `gnome-keyring-daemon` and `gdbus` on `PATH` (Debian: dbus-daemon, gnome-keyring,
@@ -86,6 +88,12 @@ fn main() {
     let has_sdk = std::env::var_os("KEEL_CODEX_SDK").is_some_and(|v| !v.is_empty());
     if has_sdk || in_ci {
         println!("cargo::rustc-cfg=keel_codex_sdk");
+    }
+    println!("cargo::rustc-check-cfg=cfg(keel_acp_sdk)");
+    println!("cargo::rerun-if-env-changed=KEEL_ACP_SDK");
+    let has_acp_sdk = std::env::var_os("KEEL_ACP_SDK").is_some_and(|v| !v.is_empty());
+    if has_acp_sdk || in_ci {
+        println!("cargo::rustc-cfg=keel_acp_sdk");
     }
     println!("cargo::rustc-check-cfg=cfg(keel_python3)");
     let on_path = |program: &str| {

@@ -3,6 +3,7 @@
 //! Exit codes: 0 on success, 1 when the task failed or was interrupted, 2 on bad usage or
 //! configuration. Every error is printed on stderr as `keel: ` and its cause chain.
 
+mod acp;
 mod agent_job;
 mod doctor;
 mod exec;
@@ -53,6 +54,8 @@ enum Command {
     ExecServer(keel_exec_server::ExecServerArgs),
     /// Serve MCP on stdio: Keel as the `codex` and `codex-reply` tools.
     McpServer(mcp_server::McpServerArgs),
+    /// Serve the Agent Client Protocol on stdio, for editors (Zed, JetBrains IDEs, Neovim).
+    Acp(acp::AcpArgs),
     /// Check the setup (config, provider, sandbox, MCP servers, hooks, skills) without
     /// running a model; exits 1 when something would stop a run.
     Doctor(doctor::DoctorArgs),
@@ -128,6 +131,7 @@ fn main() -> ExitCode {
             Command::AppServer(command) => servers::app_server(command).await,
             Command::ExecServer(args) => servers::exec_server(args).await,
             Command::McpServer(args) => mcp_server::run(args).await,
+            Command::Acp(args) => acp::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
             Command::Sessions(args) => sessions::list(args).await,
             Command::Archive(args) => sessions::archive(args).await,

@@ -22,6 +22,7 @@
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
+pub mod acp;
 pub mod app_server;
 mod bytes;
 mod engine;

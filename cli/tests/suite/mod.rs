@@ -1,3 +1,4 @@
+mod acp;
 mod agents;
 mod app_server;
 mod chat_streams;

@@ -1,0 +1,457 @@
+//! The agent: the editor's requests carried out on the in-process app-server, and the
+//! server's events carried back to the editor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel_app_server::{EventDelivery, InProcessAppServerClient, InProcessEvent, ServerConfig};
+use keel_protocol::acp::{
+    ACP_PROTOCOL_VERSION, AcpClientNotification, AcpClientRequest, AgentCapabilities,
+    CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, Implementation,
+    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionNotification, StopReason,
+};
+use keel_protocol::app_server::{
+    ClientInfo, CommandExecutionApprovalDecision, ServerNotification, ThreadOverrides,
+    ThreadStartParams, TurnInterruptParams, TurnStartParams, TurnStatus, UserInput, client_request,
+};
+use keel_protocol::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage,
+    JsonRpcNotification, JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, PARSE_ERROR, RequestId,
+};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::oneshot;
+
+use crate::error::AcpError;
+use crate::sessions::{PromptEnd, Sessions};
+use crate::wire::Wire;
+
+/// How long the engine gets to stop its threads once the editor is gone.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long requests already sent get to finish once the editor's input ends.
+const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+/// The agent of one editor connection.
+pub(crate) struct Agent {
+    client: InProcessAppServerClient,
+    pub(crate) wire: Wire,
+    pub(crate) sessions: Sessions,
+    capabilities: std::sync::Mutex<ClientCapabilities>,
+}
+
+type Answer = Result<Value, JsonRpcErrorObject>;
+
+fn error(code: i64, message: impl Into<String>) -> JsonRpcErrorObject {
+    JsonRpcErrorObject::new(code, message)
+}
+
+impl Agent {
+    /// Starts the engine and the writer, and begins forwarding the engine's events.
+    pub(crate) async fn start<W>(config: ServerConfig, output: W) -> Result<Arc<Self>, AcpError>
+    where
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let client = InProcessAppServerClient::start_with_delivery(
+            config,
+            ClientInfo {
+                name: "keel_acp".to_string(),
+                title: None,
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            None,
+            // The editor renders everything it is sent: nothing may be skipped.
+            EventDelivery::WaitForConsumer,
+        )
+        .await?;
+        let agent = Arc::new(Self {
+            client,
+            wire: Wire::start(output),
+            sessions: Sessions::default(),
+            capabilities: Default::default(),
+        });
+        let events = Arc::clone(&agent);
+        tokio::spawn(async move { events.forward_events().await });
+        Ok(agent)
+    }
+
+    /// Reads the editor's messages until its input ends, then stops the engine.
+    pub(crate) async fn run<R>(self: Arc<Self>, input: R) -> Result<(), AcpError>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    {
+        let mut lines = tokio::io::BufReader::new(input).lines();
+        let mut requests = tokio::task::JoinSet::new();
+        while let Some(line) = lines.next_line().await.map_err(AcpError::Input)? {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match JsonRpcMessage::from_json(&line) {
+                Ok(JsonRpcMessage::Request(request)) => {
+                    let agent = Arc::clone(&self);
+                    requests.spawn(async move { agent.handle_request(request).await });
+                    // Finished requests are reaped as the session goes on.
+                    while requests.try_join_next().is_some() {}
+                }
+                Ok(JsonRpcMessage::Notification(notification)) => {
+                    self.handle_notification(notification).await;
+                }
+                Ok(JsonRpcMessage::Response(response)) => {
+                    self.wire.answered(&response.id, Ok(response.result));
+                }
+                Ok(JsonRpcMessage::Error(failed)) => match failed.id {
+                    Some(id) => self.wire.answered(&id, Err(failed.error)),
+                    None => tracing::warn!("the editor reported an error: {}", failed.error),
+                },
+                Err(err) => {
+                    self.wire
+                        .unreadable(error(PARSE_ERROR, format!("not a JSON-RPC message: {err}")))
+                        .await;
+                }
+            }
+        }
+        // The editor is gone: what it already asked is answered (a prompt still running is
+        // stopped with the engine), and everything is written before the process ends.
+        let drained = tokio::time::timeout(DRAIN_GRACE, async {
+            while requests.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            requests.abort_all();
+        }
+        self.client.shutdown(SHUTDOWN_GRACE).await;
+        self.wire.flush().await;
+        Ok(())
+    }
+
+    /// Answers one of the engine's requests.
+    pub(crate) async fn respond_to_engine(&self, id: RequestId, result: Value) {
+        if let Err(err) = self.client.respond(id, result).await {
+            tracing::warn!("the engine did not take an answer: {err}");
+        }
+    }
+
+    async fn handle_request(self: Arc<Self>, request: JsonRpcRequest) {
+        let JsonRpcRequest { id, method, params } = request;
+        let answer = match AcpClientRequest::from_method_and_params(&method, params) {
+            Ok(typed) => self.dispatch(typed).await,
+            Err(err) if AcpClientRequest::METHODS.contains(&method.as_str()) => Err(error(
+                INVALID_PARAMS,
+                format!("invalid params for `{method}`: {err}"),
+            )),
+            Err(_) => Err(error(
+                METHOD_NOT_FOUND,
+                format!("unknown method `{}`", keel_protocol::echo_bounded(&method)),
+            )),
+        };
+        self.wire.respond(id, answer).await;
+    }
+
+    async fn dispatch(&self, request: AcpClientRequest) -> Answer {
+        match request {
+            AcpClientRequest::Initialize(params) => to_value(&self.initialize(params)),
+            AcpClientRequest::Authenticate(params) => Err(error(
+                INVALID_PARAMS,
+                format!(
+                    "unknown authentication method `{}`: Keel offers none (it reads the \
+                     provider's API key from the environment or from `keel login`)",
+                    keel_protocol::echo_bounded(&params.method_id)
+                ),
+            )),
+            AcpClientRequest::SessionNew(params) => to_value(&self.new_session(params).await?),
+            AcpClientRequest::SessionPrompt(params) => to_value(&self.prompt(params).await?),
+            AcpClientRequest::SessionSetMode(_) => {
+                Err(error(INVALID_PARAMS, "this session offers no modes"))
+            }
+        }
+    }
+
+    fn initialize(&self, params: InitializeRequest) -> InitializeResponse {
+        *self
+            .capabilities
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = params.client_capabilities;
+        InitializeResponse {
+            protocol_version: params.protocol_version.min(ACP_PROTOCOL_VERSION),
+            agent_capabilities: AgentCapabilities {
+                load_session: false,
+                prompt_capabilities: PromptCapabilities {
+                    image: true,
+                    audio: false,
+                    embedded_context: true,
+                },
+                mcp_capabilities: McpCapabilities {
+                    http: true,
+                    sse: false,
+                },
+            },
+            auth_methods: Vec::new(),
+            agent_info: Implementation {
+                name: "keel".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                title: Some("Keel".to_string()),
+            },
+        }
+    }
+
+    async fn new_session(
+        &self,
+        params: NewSessionRequest,
+    ) -> Result<NewSessionResponse, JsonRpcErrorObject> {
+        if !params.cwd.is_absolute() {
+            return Err(error(
+                INVALID_PARAMS,
+                format!("cwd `{}` is not an absolute path", params.cwd.display()),
+            ));
+        }
+        let offered = self
+            .capabilities
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        tracing::debug!(
+            fs_read = offered.fs.read_text_file,
+            fs_write = offered.fs.write_text_file,
+            terminal = offered.terminal,
+            "new session; the editor's files and terminals are not used yet"
+        );
+        let (config, notices) = crate::mcp_servers::config_of(&params.mcp_servers);
+        for notice in &notices {
+            tracing::warn!("{notice}");
+        }
+        let started = self
+            .client
+            .request::<client_request::ThreadStart>(ThreadStartParams {
+                overrides: ThreadOverrides {
+                    cwd: Some(params.cwd),
+                    config: (!config.is_empty()).then_some(config),
+                    ..ThreadOverrides::default()
+                },
+                ephemeral: None,
+                dynamic_tools: None,
+                environments: None,
+            })
+            .await
+            .map_err(engine_error)?;
+        let session_id = started.thread.id;
+        self.sessions.add(&session_id);
+        Ok(NewSessionResponse {
+            session_id,
+            modes: None,
+        })
+    }
+
+    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, JsonRpcErrorObject> {
+        let input = params
+            .prompt
+            .into_iter()
+            .map(user_input)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (tx, rx) = oneshot::channel::<PromptEnd>();
+        let busy = self
+            .sessions
+            .with(&params.session_id, |session| {
+                if session.prompt.is_some() {
+                    return true;
+                }
+                session.prompt = Some(tx);
+                session.cancelled = false;
+                false
+            })
+            .ok_or_else(|| unknown_session(&params.session_id))?;
+        if busy {
+            return Err(error(
+                INVALID_REQUEST,
+                "a prompt is already running in this session; cancel it first",
+            ));
+        }
+        let started = self
+            .client
+            .request::<client_request::TurnStart>(TurnStartParams {
+                thread_id: params.session_id.clone(),
+                input,
+                cwd: None,
+                approval_policy: None,
+                sandbox_policy: None,
+                permissions: None,
+                model: None,
+                effort: None,
+                output_schema: None,
+                collaboration_mode: None,
+                environments: None,
+            })
+            .await;
+        match started {
+            Ok(response) => {
+                self.sessions.with(&params.session_id, |session| {
+                    session.turn.get_or_insert(response.turn.id);
+                });
+            }
+            Err(err) => {
+                self.sessions
+                    .with(&params.session_id, |session| session.prompt = None);
+                return Err(engine_error(err));
+            }
+        }
+        match rx.await {
+            Ok(end) => end.map(|stop_reason| PromptResponse { stop_reason }),
+            Err(_) => Err(error(INTERNAL_ERROR, "the engine stopped during the turn")),
+        }
+    }
+
+    async fn handle_notification(&self, notification: JsonRpcNotification) {
+        let method = notification.method.clone();
+        match AcpClientNotification::from_method_and_params(&method, notification.params) {
+            Ok(AcpClientNotification::SessionCancel(cancel)) => self.cancel(cancel).await,
+            Err(err) => tracing::warn!(%method, "ignoring a notification: {err}"),
+        }
+    }
+
+    /// Stops the session's turn: its waiting approvals are answered `cancel` at once, and the
+    /// prompt ends with `cancelled` when the engine reports the turn interrupted.
+    async fn cancel(&self, cancel: CancelNotification) {
+        let Some((turn, approvals)) = self.sessions.with(&cancel.session_id, |session| {
+            session.cancelled = true;
+            (session.turn.clone(), std::mem::take(&mut session.approvals))
+        }) else {
+            tracing::warn!(session = %cancel.session_id, "cancel of an unknown session");
+            return;
+        };
+        for id in approvals {
+            self.respond_to_engine(
+                id,
+                crate::permissions::decision_value(CommandExecutionApprovalDecision::Cancel),
+            )
+            .await;
+        }
+        if let Some(turn_id) = turn
+            && let Err(err) = self
+                .client
+                .request::<client_request::TurnInterrupt>(TurnInterruptParams {
+                    thread_id: cancel.session_id.clone(),
+                    turn_id,
+                })
+                .await
+        {
+            tracing::debug!("interrupt: {err}");
+        }
+    }
+
+    /// Carries the engine's events to the editor, in order.
+    async fn forward_events(self: Arc<Self>) {
+        while let Some(event) = self.client.next_event().await {
+            match event {
+                InProcessEvent::Notification(notification) => self.forward(notification).await,
+                InProcessEvent::ServerRequest { id, request } => {
+                    let agent = Arc::clone(&self);
+                    tokio::spawn(crate::permissions::answer(agent, id, request));
+                }
+                InProcessEvent::Lagged { skipped } => {
+                    tracing::warn!(skipped, "streamed deltas were skipped");
+                }
+            }
+        }
+    }
+
+    async fn forward(&self, notification: ServerNotification) {
+        for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
+            let params = SessionNotification { session_id, update };
+            match serde_json::to_value(&params) {
+                Ok(params) => self.wire.notify("session/update", params).await,
+                Err(err) => tracing::warn!("cannot encode an update: {err}"),
+            }
+        }
+        match notification {
+            ServerNotification::TurnStarted(started) => {
+                self.sessions.with(&started.thread_id, |session| {
+                    session.turn = Some(started.turn.id.clone());
+                });
+            }
+            ServerNotification::TurnCompleted(completed) => {
+                let turn = completed.turn;
+                let waiting = self.sessions.with(&completed.thread_id, |session| {
+                    session.turn = None;
+                    session.streamed.clear();
+                    session.changes.clear();
+                    let cancelled = std::mem::take(&mut session.cancelled);
+                    session.prompt.take().map(|prompt| (prompt, cancelled))
+                });
+                if let Some(Some((prompt, cancelled))) = waiting {
+                    let end = match turn.status {
+                        _ if cancelled => Ok(StopReason::Cancelled),
+                        TurnStatus::Interrupted => Ok(StopReason::Cancelled),
+                        TurnStatus::Failed => Err(error(
+                            INTERNAL_ERROR,
+                            turn.error
+                                .map(|failure| failure.message)
+                                .unwrap_or_else(|| "the turn failed".to_string()),
+                        )),
+                        TurnStatus::Completed | TurnStatus::InProgress => Ok(StopReason::EndTurn),
+                    };
+                    let _ignored = prompt.send(end);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Answer {
+    serde_json::to_value(value).map_err(|err| error(INTERNAL_ERROR, err.to_string()))
+}
+
+fn unknown_session(id: &str) -> JsonRpcErrorObject {
+    error(
+        INVALID_PARAMS,
+        format!("unknown session `{}`", keel_protocol::echo_bounded(id)),
+    )
+}
+
+fn engine_error(err: keel_app_server::InProcessError) -> JsonRpcErrorObject {
+    match err {
+        keel_app_server::InProcessError::Rpc(error) => error,
+        other => error(INTERNAL_ERROR, other.to_string()),
+    }
+}
+
+/// A prompt block as the engine's input: text as text, images as data URLs, resources as
+/// text the model can read (a link names the file for the model to open).
+fn user_input(block: ContentBlock) -> Result<UserInput, JsonRpcErrorObject> {
+    let text = |text: String| UserInput::Text {
+        text,
+        text_elements: Vec::new(),
+    };
+    Ok(match block {
+        ContentBlock::Text { text: body } => text(body),
+        ContentBlock::Image {
+            data, mime_type, ..
+        } => UserInput::Image {
+            url: format!("data:{mime_type};base64,{data}"),
+        },
+        ContentBlock::Audio { .. } => {
+            return Err(error(INVALID_PARAMS, "audio prompts are not supported"));
+        }
+        ContentBlock::ResourceLink { uri, name, .. } => text(format!(
+            "[@{name}]({})",
+            uri.strip_prefix("file://").unwrap_or(&uri)
+        )),
+        ContentBlock::Resource { resource } => match resource {
+            EmbeddedResourceContents::Text {
+                uri, text: body, ..
+            } => text(format!(
+                "<context ref=\"{}\">\n{body}\n</context>",
+                uri.strip_prefix("file://").unwrap_or(&uri)
+            )),
+            EmbeddedResourceContents::Blob { uri, .. } => {
+                return Err(error(
+                    INVALID_PARAMS,
+                    format!(
+                        "binary resource `{}` is not supported",
+                        keel_protocol::echo_bounded(&uri)
+                    ),
+                ));
+            }
+        },
+    })
+}

@@ -1,0 +1,53 @@
+//! The editor's sessions (each a Keel thread, by its id) and what `keel acp` keeps of each
+//! while it runs: the turn, the prompt waiting for it, the approvals waiting for the editor.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use keel_protocol::JsonRpcErrorObject;
+use keel_protocol::RequestId;
+use keel_protocol::acp::StopReason;
+use keel_protocol::app_server::FileUpdateChange;
+use tokio::sync::oneshot;
+
+/// How a prompt ends: a stop reason, or an error for the editor.
+pub(crate) type PromptEnd = Result<StopReason, JsonRpcErrorObject>;
+
+/// One session's running state.
+#[derive(Default)]
+pub(crate) struct Session {
+    /// The running turn.
+    pub turn: Option<String>,
+    /// The `session/prompt` waiting for the turn to end.
+    pub prompt: Option<oneshot::Sender<PromptEnd>>,
+    /// The editor cancelled the running turn.
+    pub cancelled: bool,
+    /// Approval requests of the engine waiting for the editor's answer.
+    pub approvals: HashSet<RequestId>,
+    /// Agent messages whose text was streamed (the rest are sent whole when they complete).
+    pub streamed: HashSet<String>,
+    /// The changes of file-change items, for their permission requests.
+    pub changes: HashMap<String, Vec<FileUpdateChange>>,
+}
+
+/// Every session of this connection.
+#[derive(Default)]
+pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
+
+impl Sessions {
+    /// Registers a new session.
+    pub(crate) fn add(&self, id: &str) {
+        self.lock().insert(id.to_string(), Session::default());
+    }
+
+    /// Runs `change` on session `id`; `None` when there is no such session.
+    pub(crate) fn with<T>(&self, id: &str, change: impl FnOnce(&mut Session) -> T) -> Option<T> {
+        self.lock().get_mut(id).map(change)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,148 @@
+//! The line protocol: one writer for everything sent to the editor, and the agent's own
+//! requests to the editor with their answers matched by id.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use keel_protocol::{
+    JsonRpcError, JsonRpcErrorObject, JsonRpcFraming, JsonRpcMessage, JsonRpcNotification,
+    JsonRpcRequest, JsonRpcResponse, RequestId,
+};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot};
+
+/// Lines waiting for the writer.
+const OUTGOING_CAPACITY: usize = 1024;
+
+/// What the editor answered to one of the agent's requests.
+pub(crate) type Answer = Result<Value, JsonRpcErrorObject>;
+
+/// What the writer is handed.
+enum Out {
+    /// A message, as one line.
+    Line(String),
+    /// Report once every earlier line is written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// Sends messages to the editor.
+#[derive(Clone)]
+pub(crate) struct Wire {
+    lines: mpsc::Sender<Out>,
+    next_id: Arc<AtomicI64>,
+    waiting: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>>,
+}
+
+impl Wire {
+    /// Starts the writer on `output`.
+    pub(crate) fn start<W>(mut output: W) -> Self
+    where
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (lines, mut queue) = mpsc::channel::<Out>(OUTGOING_CAPACITY);
+        tokio::spawn(async move {
+            let mut open = true;
+            while let Some(out) = queue.recv().await {
+                match out {
+                    Out::Line(mut line) if open => {
+                        line.push('\n');
+                        if output.write_all(line.as_bytes()).await.is_err()
+                            || output.flush().await.is_err()
+                        {
+                            tracing::debug!("the editor stopped reading");
+                            open = false;
+                        }
+                    }
+                    Out::Line(_) => {}
+                    Out::Flush(done) => {
+                        let _ignored = done.send(());
+                    }
+                }
+            }
+        });
+        Self {
+            lines,
+            next_id: Arc::new(AtomicI64::new(0)),
+            waiting: Arc::default(),
+        }
+    }
+
+    async fn send(&self, message: JsonRpcMessage) {
+        match message.to_json(JsonRpcFraming::WithVersion) {
+            Ok(line) => {
+                if self.lines.send(Out::Line(line)).await.is_err() {
+                    tracing::debug!("the writer is gone");
+                }
+            }
+            Err(err) => tracing::warn!("cannot encode a message for the editor: {err}"),
+        }
+    }
+
+    /// Waits until everything sent so far is written.
+    pub(crate) async fn flush(&self) {
+        let (done, written) = oneshot::channel();
+        if self.lines.send(Out::Flush(done)).await.is_ok() {
+            let _ignored = written.await;
+        }
+    }
+
+    /// Answers a request.
+    pub(crate) async fn respond(&self, id: RequestId, answer: Answer) {
+        let message = match answer {
+            Ok(result) => JsonRpcMessage::Response(JsonRpcResponse { id, result }),
+            Err(error) => JsonRpcMessage::Error(JsonRpcError {
+                id: Some(id),
+                error,
+            }),
+        };
+        self.send(message).await;
+    }
+
+    /// An error for a message that could not be read at all.
+    pub(crate) async fn unreadable(&self, error: JsonRpcErrorObject) {
+        self.send(JsonRpcMessage::Error(JsonRpcError { id: None, error }))
+            .await;
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(&self, method: &str, params: Value) {
+        self.send(JsonRpcMessage::Notification(JsonRpcNotification {
+            method: method.to_string(),
+            params: Some(params),
+        }))
+        .await;
+    }
+
+    /// Sends a request; the answer arrives on the returned receiver (dropped unanswered if
+    /// the editor goes away).
+    pub(crate) async fn request(&self, method: &str, params: Value) -> oneshot::Receiver<Answer> {
+        let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        self.send(JsonRpcMessage::Request(JsonRpcRequest {
+            id,
+            method: method.to_string(),
+            params: Some(params),
+        }))
+        .await;
+        rx
+    }
+
+    /// Hands the editor's answer to the request waiting for it.
+    pub(crate) fn answered(&self, id: &RequestId, answer: Answer) {
+        match lock(&self.waiting).remove(id) {
+            Some(waiter) => {
+                let _ignored = waiter.send(answer);
+            }
+            None => tracing::debug!(?id, "an answer to no request of ours"),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

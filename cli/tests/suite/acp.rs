@@ -1,0 +1,132 @@
+//! `keel acp` driven by an editor-like client built on the official ACP SDK
+//! (`@agentclientprotocol/sdk` from npm, `tests/fixtures/acp_editor.mjs`): the handshake, a
+//! session, a prompt whose command asks permission and runs once allowed (streamed as a tool
+//! call with its output, then the answer), a prompt cancelled while its permission request is
+//! open (stop reason `cancelled`, the command never run), and an unknown session refused.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use keel_test_support::{MockModelServer, Script, Turn, assistant_message, shell_call};
+use serde_json::{Value, json};
+
+use super::app_server::common::World;
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/acp_editor.mjs");
+
+/// Ample for two turns on a busy machine; the script itself never sleeps.
+const WAIT: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_acp_sdk),
+    ignore = "needs KEEL_ACP_SDK: @agentclientprotocol/sdk from npm (.ci/run installs it) and node"
+)]
+async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_cancel()
+-> anyhow::Result<()> {
+    let sdk = std::env::var("KEEL_ACP_SDK")
+        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "echo made > made.txt && echo wrote it"],
+        )]),
+        Turn::new([assistant_message("The file is made.")]),
+        Turn::new([shell_call("c2", ["bash", "-lc", "touch never.txt"])]),
+    ]))
+    .await?;
+    // Commands ask first, as an editor user expects.
+    let world = World::with_mock(
+        mock,
+        &[("approval_policy", toml::Value::String("untrusted".into()))],
+    )?;
+    let output = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new("node")
+            .arg(SCRIPT)
+            .arg(&sdk)
+            .arg(env!("CARGO_BIN_EXE_keel"))
+            .arg(world.ws())
+            .env("KEEL_HOME", world.home.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("the editor script did not finish")??;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "node failed: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
+
+    // The handshake states what Keel does.
+    assert_eq!(report["init"]["protocolVersion"], 1);
+    assert_eq!(report["init"]["agentInfo"]["name"], "keel");
+    assert_eq!(
+        report["init"]["agentCapabilities"]["promptCapabilities"],
+        json!({"image": true, "audio": false, "embeddedContext": true})
+    );
+    let session = report["session"]["sessionId"]
+        .as_str()
+        .context("session id")?;
+
+    // The first prompt: permission asked for the command, which then ran.
+    assert_eq!(report["first"]["stopReason"], "end_turn", "{report:#}");
+    let asked = &report["permissions"][0];
+    assert_eq!(asked["sessionId"], session);
+    assert_eq!(asked["toolCall"]["kind"], "execute");
+    assert!(
+        asked["toolCall"]["title"]
+            .as_str()
+            .is_some_and(|title| title.contains("echo made > made.txt")),
+        "{asked}"
+    );
+    let kinds: Vec<&str> = asked["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|option| option["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(
+        std::fs::read_to_string(world.ws().join("made.txt"))?,
+        "made\n"
+    );
+    let first_count = report["firstUpdates"].as_u64().unwrap_or_default() as usize;
+    let updates: Vec<&Value> = report["updates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(first_count)
+        .map(|notification| &notification["update"])
+        .collect();
+    let call = updates
+        .iter()
+        .find(|update| update["sessionUpdate"] == "tool_call")
+        .with_context(|| format!("no tool call: {updates:#?}"))?;
+    assert_eq!(call["kind"], "execute");
+    let finished = updates
+        .iter()
+        .find(|update| {
+            update["sessionUpdate"] == "tool_call_update" && update["status"] == "completed"
+        })
+        .with_context(|| format!("no finished tool call: {updates:#?}"))?;
+    assert_eq!(finished["toolCallId"], call["toolCallId"]);
+    assert!(finished.to_string().contains("wrote it"), "{finished}");
+    let answer: String = updates
+        .iter()
+        .filter(|update| update["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    assert_eq!(answer, "The file is made.");
+
+    // The second prompt: cancelled while its permission request was open.
+    assert_eq!(report["second"]["stopReason"], "cancelled", "{report:#}");
+    assert_eq!(report["permissions"].as_array().map(Vec::len), Some(2));
+    assert!(!world.ws().join("never.txt").exists());
+
+    // A session that does not exist is refused, naming it.
+    assert_eq!(report["unknown"]["code"], -32602, "{report:#}");
+    Ok(())
+}

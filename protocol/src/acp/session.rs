@@ -1,0 +1,106 @@
+//! `session/new`, `session/prompt`, `session/cancel` and `session/set_mode`.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ContentBlock;
+
+/// Params of `session/new`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionRequest {
+    /// The working directory (absolute).
+    pub cwd: PathBuf,
+    /// MCP servers the editor wants the session to use.
+    pub mcp_servers: Vec<serde_json::Value>,
+    /// More directories the session may work in.
+    #[serde(default)]
+    pub additional_directories: Vec<PathBuf>,
+}
+
+/// Result of `session/new`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionResponse {
+    /// The session (a Keel thread id).
+    pub session_id: String,
+    /// The modes the session offers and the current one.
+    pub modes: Option<SessionModeState>,
+}
+
+/// The modes a session offers and the current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionModeState {
+    /// The current mode.
+    pub current_mode_id: String,
+    /// Every mode.
+    pub available_modes: Vec<SessionMode>,
+}
+
+/// A mode of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMode {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it means.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Params of `session/set_mode`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSessionModeRequest {
+    /// The session.
+    pub session_id: String,
+    /// The mode.
+    pub mode_id: String,
+}
+
+/// Params of `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptRequest {
+    /// The session.
+    pub session_id: String,
+    /// What the person sent.
+    pub prompt: Vec<ContentBlock>,
+}
+
+/// Why a prompt turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished.
+    EndTurn,
+    /// The model hit its output limit.
+    MaxTokens,
+    /// Too many model requests in one turn.
+    MaxTurnRequests,
+    /// The model refused.
+    Refusal,
+    /// The editor cancelled the turn.
+    Cancelled,
+}
+
+/// Result of `session/prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResponse {
+    /// Why the turn ended.
+    pub stop_reason: StopReason,
+}
+
+/// `session/cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelNotification {
+    /// The session.
+    pub session_id: String,
+}

@@ -1,0 +1,192 @@
+//! `session/update`: what the agent streams to the editor during a session.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ContentBlock;
+
+/// `session/update`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionNotification {
+    /// The session.
+    pub session_id: String,
+    /// What happened.
+    pub update: SessionUpdate,
+}
+
+/// What happened in a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "sessionUpdate", rename_all = "snake_case")]
+pub enum SessionUpdate {
+    /// Part of the person's message (when a session is replayed).
+    UserMessageChunk(ContentChunk),
+    /// Part of the agent's answer.
+    AgentMessageChunk(ContentChunk),
+    /// Part of the agent's reasoning.
+    AgentThoughtChunk(ContentChunk),
+    /// A tool call began.
+    ToolCall(ToolCall),
+    /// A tool call changed.
+    ToolCallUpdate(ToolCallUpdate),
+    /// The agent's plan.
+    Plan(Plan),
+    /// The session's mode changed.
+    #[serde(rename_all = "camelCase")]
+    CurrentModeUpdate {
+        /// The mode now.
+        current_mode_id: String,
+    },
+}
+
+/// A piece of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentChunk {
+    /// The content.
+    pub content: ContentBlock,
+}
+
+/// What a tool call does, for the editor's icon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Reads files.
+    Read,
+    /// Edits files.
+    Edit,
+    /// Deletes files.
+    Delete,
+    /// Moves files.
+    Move,
+    /// Searches.
+    Search,
+    /// Runs a command.
+    Execute,
+    /// Thinks.
+    Think,
+    /// Fetches from the network.
+    Fetch,
+    /// Switches the session's mode.
+    SwitchMode,
+    /// Anything else.
+    Other,
+}
+
+/// Where a tool call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    /// Waiting (for input or approval).
+    Pending,
+    /// Running.
+    InProgress,
+    /// Done.
+    Completed,
+    /// Failed (or was refused).
+    Failed,
+}
+
+/// A tool call as it began.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// Its id (Keel's item id).
+    pub tool_call_id: String,
+    /// What people see.
+    pub title: String,
+    /// What it does.
+    pub kind: ToolKind,
+    /// Where it stands.
+    pub status: ToolCallStatus,
+    /// What it shows (output, diffs).
+    #[serde(default)]
+    pub content: Vec<ToolCallContent>,
+    /// The files it touches.
+    #[serde(default)]
+    pub locations: Vec<ToolCallLocation>,
+    /// Its input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<serde_json::Value>,
+}
+
+/// A change to a tool call: absent members stay as they were.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallUpdate {
+    /// The tool call.
+    pub tool_call_id: String,
+    /// What people see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ToolKind>,
+    /// Where it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ToolCallStatus>,
+    /// What it shows now (replaces the previous content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ToolCallContent>>,
+    /// The files it touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<ToolCallLocation>>,
+    /// Its input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<serde_json::Value>,
+    /// Its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<serde_json::Value>,
+}
+
+/// What a tool call shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolCallContent {
+    /// Content (its output as text).
+    Content {
+        /// The content.
+        content: ContentBlock,
+    },
+    /// A file's change.
+    #[serde(rename_all = "camelCase")]
+    Diff {
+        /// The file (absolute).
+        path: String,
+        /// Its text before (`null`: a new file).
+        old_text: Option<String>,
+        /// Its text after.
+        new_text: String,
+    },
+}
+
+/// A file a tool call touches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallLocation {
+    /// The file (absolute).
+    pub path: String,
+    /// A line in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// The agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Its steps.
+    pub entries: Vec<PlanEntry>,
+}
+
+/// A step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanEntry {
+    /// What the step is.
+    pub content: String,
+    /// `high`, `medium` or `low`.
+    pub priority: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
