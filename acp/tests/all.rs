@@ -1,0 +1,3 @@
+//! keel-acp's tests: one binary, modules under `suite/`.
+
+mod suite;
