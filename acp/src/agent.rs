@@ -7,9 +7,10 @@ use std::time::Duration;
 use keel_app_server::{EventDelivery, InProcessAppServerClient, InProcessEvent, ServerConfig};
 use keel_protocol::acp::{
     ACP_PROTOCOL_VERSION, AcpClientNotification, AcpClientRequest, AgentCapabilities,
-    CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, Implementation,
-    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionNotification, StopReason,
+    CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, EmptyObject,
+    Implementation, InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionNotification, SessionUpdate, StopReason,
 };
 use keel_protocol::app_server::{
     ClientInfo, CommandExecutionApprovalDecision, ServerNotification, ThreadOverrides,
@@ -35,7 +36,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// The agent of one editor connection.
 pub(crate) struct Agent {
-    client: InProcessAppServerClient,
+    pub(crate) client: InProcessAppServerClient,
     pub(crate) wire: Wire,
     pub(crate) sessions: Sessions,
     capabilities: std::sync::Mutex<ClientCapabilities>,
@@ -161,6 +162,21 @@ impl Agent {
             )),
             AcpClientRequest::SessionNew(params) => to_value(&self.new_session(params).await?),
             AcpClientRequest::SessionPrompt(params) => to_value(&self.prompt(params).await?),
+            AcpClientRequest::SessionLoad(params) => {
+                to_value(&self.open_session(params, true).await?)
+            }
+            AcpClientRequest::SessionResume(params) => {
+                to_value(&self.open_session(params, false).await?)
+            }
+            AcpClientRequest::SessionList(params) => to_value(&self.list_sessions(params).await?),
+            AcpClientRequest::SessionClose(params) => {
+                self.close_session(&params.session_id).await?;
+                to_value(&EmptyObject {})
+            }
+            AcpClientRequest::SessionDelete(params) => {
+                self.delete_session(&params.session_id).await?;
+                to_value(&EmptyObject {})
+            }
             AcpClientRequest::SessionSetMode(_) => {
                 Err(error(INVALID_PARAMS, "this session offers no modes"))
             }
@@ -175,7 +191,7 @@ impl Agent {
         InitializeResponse {
             protocol_version: params.protocol_version.min(ACP_PROTOCOL_VERSION),
             agent_capabilities: AgentCapabilities {
-                load_session: false,
+                load_session: true,
                 prompt_capabilities: PromptCapabilities {
                     image: true,
                     audio: false,
@@ -184,6 +200,12 @@ impl Agent {
                 mcp_capabilities: McpCapabilities {
                     http: true,
                     sse: false,
+                },
+                session_capabilities: SessionCapabilities {
+                    list: Some(EmptyObject {}),
+                    resume: Some(EmptyObject {}),
+                    close: Some(EmptyObject {}),
+                    delete: Some(EmptyObject {}),
                 },
             },
             auth_methods: Vec::new(),
@@ -354,13 +376,21 @@ impl Agent {
         }
     }
 
+    /// Sends one `session/update`.
+    pub(crate) async fn send_update(&self, session_id: &str, update: SessionUpdate) {
+        let params = SessionNotification {
+            session_id: session_id.to_string(),
+            update,
+        };
+        match serde_json::to_value(&params) {
+            Ok(params) => self.wire.notify("session/update", params).await,
+            Err(err) => tracing::warn!("cannot encode an update: {err}"),
+        }
+    }
+
     async fn forward(&self, notification: ServerNotification) {
         for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
-            let params = SessionNotification { session_id, update };
-            match serde_json::to_value(&params) {
-                Ok(params) => self.wire.notify("session/update", params).await,
-                Err(err) => tracing::warn!("cannot encode an update: {err}"),
-            }
+            self.send_update(&session_id, update).await;
         }
         match notification {
             ServerNotification::TurnStarted(started) => {
@@ -401,14 +431,14 @@ fn to_value<T: serde::Serialize>(value: &T) -> Answer {
     serde_json::to_value(value).map_err(|err| error(INTERNAL_ERROR, err.to_string()))
 }
 
-fn unknown_session(id: &str) -> JsonRpcErrorObject {
+pub(crate) fn unknown_session(id: &str) -> JsonRpcErrorObject {
     error(
         INVALID_PARAMS,
         format!("unknown session `{}`", keel_protocol::echo_bounded(id)),
     )
 }
 
-fn engine_error(err: keel_app_server::InProcessError) -> JsonRpcErrorObject {
+pub(crate) fn engine_error(err: keel_app_server::InProcessError) -> JsonRpcErrorObject {
     match err {
         keel_app_server::InProcessError::Rpc(error) => error,
         other => error(INTERNAL_ERROR, other.to_string()),

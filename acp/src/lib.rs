@@ -11,6 +11,7 @@
 
 mod agent;
 mod error;
+mod history;
 mod mcp_servers;
 mod permissions;
 mod sessions;

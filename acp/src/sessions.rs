@@ -40,6 +40,11 @@ impl Sessions {
         self.lock().insert(id.to_string(), Session::default());
     }
 
+    /// Forgets a session; whether it was there.
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        self.lock().remove(id).is_some()
+    }
+
     /// Runs `change` on session `id`; `None` when there is no such session.
     pub(crate) fn with<T>(&self, id: &str, change: impl FnOnce(&mut Session) -> T) -> Option<T> {
         self.lock().get_mut(id).map(change)

@@ -240,3 +240,17 @@ fn finished_call(item: &ThreadItem) -> Option<ToolCallUpdate> {
         _ => return None,
     })
 }
+
+/// A finished item as one tool call in its final state (for a replay).
+pub(crate) fn ended_call(item: &ThreadItem) -> Option<ToolCall> {
+    let mut call = started_call(item)?;
+    if let Some(end) = finished_call(item) {
+        if let Some(status) = end.status {
+            call.status = status;
+        }
+        if let Some(content) = end.content {
+            call.content.extend(content);
+        }
+    }
+    Some(call)
+}

@@ -9,11 +9,13 @@ use std::collections::BTreeSet;
 use keel_protocol::acp::{
     AgentCapabilities, AuthMethod, AuthenticateRequest, CancelNotification, ClientCapabilities,
     ContentBlock, ContentChunk, FileSystemCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption,
     PermissionOptionKind, Plan, PlanEntry, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionMode,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SessionCapabilities, SessionIdRequest, SessionInfo, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -242,6 +244,52 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         Editor,
     );
     struct_check("PermissionOption", root_schema::<PermissionOption>(), Keel);
+    struct_check(
+        "LoadSessionRequest",
+        root_schema::<LoadSessionRequest>(),
+        Editor,
+    );
+    struct_check(
+        "ResumeSessionRequest",
+        root_schema::<LoadSessionRequest>(),
+        Editor,
+    );
+    struct_check(
+        "LoadSessionResponse",
+        root_schema::<LoadSessionResponse>(),
+        Keel,
+    );
+    struct_check(
+        "ResumeSessionResponse",
+        root_schema::<LoadSessionResponse>(),
+        Keel,
+    );
+    struct_check(
+        "ListSessionsRequest",
+        root_schema::<ListSessionsRequest>(),
+        Editor,
+    );
+    struct_check(
+        "ListSessionsResponse",
+        root_schema::<ListSessionsResponse>(),
+        Keel,
+    );
+    struct_check("SessionInfo", root_schema::<SessionInfo>(), Keel);
+    struct_check(
+        "CloseSessionRequest",
+        root_schema::<SessionIdRequest>(),
+        Editor,
+    );
+    struct_check(
+        "DeleteSessionRequest",
+        root_schema::<SessionIdRequest>(),
+        Editor,
+    );
+    struct_check(
+        "SessionCapabilities",
+        root_schema::<SessionCapabilities>(),
+        Keel,
+    );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! (`@agentclientprotocol/sdk` from npm, `tests/fixtures/acp_editor.mjs`): the handshake, a
 //! session, a prompt whose command asks permission and runs once allowed (streamed as a tool
 //! call with its output, then the answer), a prompt cancelled while its permission request is
-//! open (stop reason `cancelled`, the command never run), and an unknown session refused.
+//! open (stop reason `cancelled`, the command never run), and an unknown session refused;
+//! then a fresh `keel acp` (an editor restarted) lists the session, loads it with the whole
+//! conversation replayed as it was shown live, and deletes it.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -17,6 +19,29 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/acp_ed
 
 /// Ample for two turns on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(120);
+
+/// Runs the editor script (`extra`: its mode) against `keel acp` in `world`; its report.
+async fn editor(sdk: &str, world: &World, extra: &[&str]) -> anyhow::Result<Value> {
+    let output = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new("node")
+            .arg(SCRIPT)
+            .arg(sdk)
+            .arg(env!("CARGO_BIN_EXE_keel"))
+            .arg(world.ws())
+            .args(extra)
+            .env("KEEL_HOME", world.home.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("the editor script did not finish")??;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
@@ -41,24 +66,7 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
         mock,
         &[("approval_policy", toml::Value::String("untrusted".into()))],
     )?;
-    let output = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new("node")
-            .arg(SCRIPT)
-            .arg(&sdk)
-            .arg(env!("CARGO_BIN_EXE_keel"))
-            .arg(world.ws())
-            .env("KEEL_HOME", world.home.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "node failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
+    let report = editor(&sdk, &world, &[]).await?;
 
     // The handshake states what Keel does.
     assert_eq!(report["init"]["protocolVersion"], 1);
@@ -128,5 +136,41 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
 
     // A session that does not exist is refused, naming it.
     assert_eq!(report["unknown"]["code"], -32602, "{report:#}");
+
+    // The editor restarts: a fresh `keel acp` lists the session and replays it as shown.
+    let reload = editor(&sdk, &world, &["reload", session]).await?;
+    assert_eq!(reload["init"]["agentCapabilities"]["loadSession"], true);
+    let listed = &reload["listed"]["sessions"];
+    assert_eq!(listed[0]["sessionId"], session, "{reload:#}");
+    assert_eq!(listed[0]["title"], "make the file");
+    let replayed: Vec<&Value> = reload["replayed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|notification| &notification["update"])
+        .collect();
+    let kinds: Vec<&str> = replayed
+        .iter()
+        .filter_map(|update| update["sessionUpdate"].as_str())
+        .collect();
+    assert_eq!(
+        kinds[..3],
+        ["user_message_chunk", "tool_call", "agent_message_chunk"],
+        "{replayed:#?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], "make the file");
+    let call_again = replayed[1];
+    assert_eq!(call_again["toolCallId"], call["toolCallId"]);
+    assert_eq!(call_again["kind"], "execute");
+    assert_eq!(call_again["title"], call["title"]);
+    assert_eq!(call_again["status"], "completed");
+    assert_eq!(call_again["content"], finished["content"]);
+    assert_eq!(replayed[2]["content"]["text"], "The file is made.");
+    assert_eq!(replayed[3]["content"]["text"], "now wait for a long time");
+    assert_eq!(
+        reload["after"]["sessions"],
+        json!([]),
+        "deleted: {reload:#}"
+    );
     Ok(())
 }

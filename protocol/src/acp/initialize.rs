@@ -79,6 +79,8 @@ pub struct AgentCapabilities {
     pub prompt_capabilities: PromptCapabilities,
     /// Which MCP transports the editor's servers may use.
     pub mcp_capabilities: McpCapabilities,
+    /// The session methods offered beyond `session/new`.
+    pub session_capabilities: super::SessionCapabilities,
 }
 
 /// What a prompt may hold besides text and resource links.

@@ -5,12 +5,14 @@
 //! features.
 
 mod content;
+mod history;
 mod initialize;
 mod permission;
 mod session;
 mod update;
 
 pub use content::*;
+pub use history::*;
 pub use initialize::*;
 pub use permission::*;
 pub use session::*;
@@ -32,6 +34,16 @@ crate::request_table! {
         SessionPrompt("session/prompt", PromptRequest) -> PromptResponse,
         /// Switches the session's mode.
         SessionSetMode("session/set_mode", SetSessionModeRequest) -> EmptyObject,
+        /// Opens a recorded session and replays its conversation.
+        SessionLoad("session/load", LoadSessionRequest) -> LoadSessionResponse,
+        /// Opens a recorded session without replaying it.
+        SessionResume("session/resume", LoadSessionRequest) -> LoadSessionResponse,
+        /// Lists recorded sessions.
+        SessionList("session/list", ListSessionsRequest) -> ListSessionsResponse,
+        /// Ends a session in this connection (it stays recorded).
+        SessionClose("session/close", SessionIdRequest) -> EmptyObject,
+        /// Deletes a recorded session for good.
+        SessionDelete("session/delete", SessionIdRequest) -> EmptyObject,
     }
 }
 

@@ -1,0 +1,149 @@
+//! Recorded sessions: listed from the thread index, opened with or without a replay of the
+//! conversation, closed, deleted. A replay sends what was shown live: the person's messages,
+//! the answers, the reasoning, and each tool call once, as it ended.
+
+use keel_protocol::acp::{
+    ContentBlock, ContentChunk, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, SessionInfo, SessionUpdate,
+};
+use keel_protocol::app_server::{
+    Thread, ThreadIdParams, ThreadItem, ThreadListCwdFilter, ThreadListParams, ThreadOverrides,
+    ThreadResumeParams, UserInput, client_request,
+};
+use keel_protocol::{INVALID_PARAMS, JsonRpcErrorObject};
+
+use crate::agent::{Agent, engine_error};
+
+impl Agent {
+    /// `session/list`: recorded sessions, newest first, a page at a time.
+    pub(crate) async fn list_sessions(
+        &self,
+        params: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, JsonRpcErrorObject> {
+        let page = self
+            .client
+            .request::<client_request::ThreadList>(ThreadListParams {
+                cwd: params.cwd.map(ThreadListCwdFilter::One),
+                cursor: params.cursor,
+                ..ThreadListParams::default()
+            })
+            .await
+            .map_err(engine_error)?;
+        Ok(ListSessionsResponse {
+            sessions: page.data.iter().map(session_info).collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// `session/load` (with `replay`) and `session/resume`: the recorded thread is loaded
+    /// and becomes this connection's session; a replay's updates all precede the answer.
+    pub(crate) async fn open_session(
+        &self,
+        params: LoadSessionRequest,
+        replay: bool,
+    ) -> Result<LoadSessionResponse, JsonRpcErrorObject> {
+        if !params.cwd.is_absolute() {
+            return Err(JsonRpcErrorObject::new(
+                INVALID_PARAMS,
+                format!("cwd `{}` is not an absolute path", params.cwd.display()),
+            ));
+        }
+        let (config, notices) = crate::mcp_servers::config_of(&params.mcp_servers);
+        for notice in &notices {
+            tracing::warn!("{notice}");
+        }
+        let resumed = self
+            .client
+            .request::<client_request::ThreadResume>(ThreadResumeParams {
+                thread_id: params.session_id.clone(),
+                overrides: ThreadOverrides {
+                    cwd: Some(params.cwd),
+                    config: (!config.is_empty()).then_some(config),
+                    ..ThreadOverrides::default()
+                },
+            })
+            .await
+            .map_err(engine_error)?;
+        self.sessions.add(&params.session_id);
+        if replay {
+            for update in replayed(&resumed.thread) {
+                self.send_update(&params.session_id, update).await;
+            }
+        }
+        Ok(LoadSessionResponse { modes: None })
+    }
+
+    /// `session/close`: the thread stops running here (it stays recorded).
+    pub(crate) async fn close_session(&self, id: &str) -> Result<(), JsonRpcErrorObject> {
+        if !self.sessions.remove(id) {
+            return Err(crate::agent::unknown_session(id));
+        }
+        self.client
+            .request::<client_request::ThreadUnsubscribe>(ThreadIdParams {
+                thread_id: id.to_string(),
+            })
+            .await
+            .map_err(engine_error)?;
+        Ok(())
+    }
+
+    /// `session/delete`: the recorded thread is removed for good.
+    pub(crate) async fn delete_session(&self, id: &str) -> Result<(), JsonRpcErrorObject> {
+        self.sessions.remove(id);
+        self.client
+            .request::<client_request::ThreadDelete>(ThreadIdParams {
+                thread_id: id.to_string(),
+            })
+            .await
+            .map_err(engine_error)?;
+        Ok(())
+    }
+}
+
+fn session_info(thread: &Thread) -> SessionInfo {
+    let title = thread
+        .name
+        .clone()
+        .or_else(|| Some(thread.preview.trim().to_string()).filter(|text| !text.is_empty()));
+    SessionInfo {
+        session_id: thread.id.clone(),
+        cwd: thread.cwd.clone(),
+        title,
+        updated_at: rfc3339(thread.updated_at),
+    }
+}
+
+/// Unix seconds as RFC 3339 (UTC).
+fn rfc3339(seconds: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+/// The updates that show a recorded thread's conversation.
+fn replayed(thread: &Thread) -> Vec<SessionUpdate> {
+    let chunk = |text: &str| ContentChunk {
+        content: ContentBlock::text(text),
+    };
+    let mut updates = Vec::new();
+    for item in thread.turns.iter().flat_map(|turn| turn.items.iter()) {
+        match item {
+            ThreadItem::UserMessage { content, .. } => {
+                for input in content {
+                    if let UserInput::Text { text, .. } = input {
+                        updates.push(SessionUpdate::UserMessageChunk(chunk(text)));
+                    }
+                }
+            }
+            ThreadItem::AgentMessage { text, .. } if !text.is_empty() => {
+                updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+            }
+            ThreadItem::Reasoning { summary, .. } => {
+                for part in summary {
+                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(part)));
+                }
+            }
+            other => updates.extend(crate::updates::ended_call(other).map(SessionUpdate::ToolCall)),
+        }
+    }
+    updates
+}
