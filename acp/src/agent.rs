@@ -10,11 +10,12 @@ use keel_protocol::acp::{
     CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, EmptyObject,
     Implementation, InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest,
     NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionNotification, SessionUpdate, StopReason,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionResponse, StopReason,
 };
 use keel_protocol::app_server::{
-    ClientInfo, CommandExecutionApprovalDecision, ServerNotification, ThreadOverrides,
-    ThreadStartParams, TurnInterruptParams, TurnStartParams, TurnStatus, UserInput, client_request,
+    ClientInfo, CommandExecutionApprovalDecision, ModelListParams, ServerNotification,
+    ThreadOverrides, ThreadSettings, ThreadStartParams, TurnInterruptParams, TurnStartParams,
+    TurnStatus, UserInput, client_request,
 };
 use keel_protocol::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage,
@@ -40,6 +41,8 @@ pub(crate) struct Agent {
     pub(crate) wire: Wire,
     pub(crate) sessions: Sessions,
     capabilities: std::sync::Mutex<ClientCapabilities>,
+    /// The model catalogue, asked once.
+    models: tokio::sync::OnceCell<Vec<keel_protocol::app_server::Model>>,
 }
 
 type Answer = Result<Value, JsonRpcErrorObject>;
@@ -71,6 +74,7 @@ impl Agent {
             wire: Wire::start(output),
             sessions: Sessions::default(),
             capabilities: Default::default(),
+            models: tokio::sync::OnceCell::new(),
         });
         let events = Arc::clone(&agent);
         tokio::spawn(async move { events.forward_events().await });
@@ -177,8 +181,22 @@ impl Agent {
                 self.delete_session(&params.session_id).await?;
                 to_value(&EmptyObject {})
             }
-            AcpClientRequest::SessionSetMode(_) => {
-                Err(error(INVALID_PARAMS, "this session offers no modes"))
+            AcpClientRequest::SessionSetMode(params) => {
+                self.set_option(&params.session_id, "mode", &params.mode_id)
+                    .await?;
+                to_value(&EmptyObject {})
+            }
+            AcpClientRequest::SessionSetConfigOption(params) => {
+                let Some(value) = params.value.as_str() else {
+                    return Err(error(
+                        INVALID_PARAMS,
+                        format!("config option `{}` takes a string value", params.config_id),
+                    ));
+                };
+                let config_options = self
+                    .set_option(&params.session_id, &params.config_id, value)
+                    .await?;
+                to_value(&SetSessionConfigOptionResponse { config_options })
             }
         }
     }
@@ -257,11 +275,14 @@ impl Agent {
             .await
             .map_err(engine_error)?;
         let session_id = started.thread.id;
-        self.sessions.add(&session_id);
-        Ok(NewSessionResponse {
-            session_id,
-            modes: None,
-        })
+        let pickers = self.pickers(started.settings).await;
+        let response = NewSessionResponse {
+            session_id: session_id.clone(),
+            modes: Some(pickers.mode_state()),
+            config_options: Some(pickers.options()),
+        };
+        self.sessions.add(&session_id, pickers);
+        Ok(response)
     }
 
     async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, JsonRpcErrorObject> {
@@ -374,6 +395,67 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// A session's pickers, on the catalogue's models (asked once per connection).
+    pub(crate) async fn pickers(&self, settings: ThreadSettings) -> crate::modes::Pickers {
+        let models = self
+            .models
+            .get_or_init(|| async {
+                match self
+                    .client
+                    .request::<client_request::ModelList>(ModelListParams::default())
+                    .await
+                {
+                    Ok(list) => list.data,
+                    Err(err) => {
+                        tracing::warn!("no model catalogue for the model picker: {err}");
+                        Vec::new()
+                    }
+                }
+            })
+            .await
+            .clone();
+        crate::modes::Pickers::new(settings, models)
+    }
+
+    /// Changes a picker; every picker as it is now. A mode change is announced as such too.
+    async fn set_option(
+        &self,
+        session_id: &str,
+        config_id: &str,
+        value: &str,
+    ) -> Result<Vec<keel_protocol::acp::SessionConfigOption>, JsonRpcErrorObject> {
+        let (update, options, mode) = self
+            .sessions
+            .with(session_id, |session| {
+                let pickers = session.pickers.as_mut()?;
+                let update = pickers.set(session_id, config_id, value);
+                Some((update, pickers.options(), pickers.mode.clone()))
+            })
+            .flatten()
+            .ok_or_else(|| unknown_session(session_id))?;
+        self.client
+            .request::<client_request::ThreadSettingsUpdate>(update?)
+            .await
+            .map_err(engine_error)?;
+        if config_id == "mode" {
+            self.send_update(
+                session_id,
+                SessionUpdate::CurrentModeUpdate {
+                    current_mode_id: mode,
+                },
+            )
+            .await;
+        }
+        self.send_update(
+            session_id,
+            SessionUpdate::ConfigOptionUpdate {
+                config_options: options.clone(),
+            },
+        )
+        .await;
+        Ok(options)
     }
 
     /// Sends one `session/update`.

@@ -64,13 +64,18 @@ impl Agent {
             })
             .await
             .map_err(engine_error)?;
-        self.sessions.add(&params.session_id);
+        let pickers = self.pickers(resumed.settings).await;
+        let response = LoadSessionResponse {
+            modes: Some(pickers.mode_state()),
+            config_options: Some(pickers.options()),
+        };
+        self.sessions.add(&params.session_id, pickers);
         if replay {
             for update in replayed(&resumed.thread) {
                 self.send_update(&params.session_id, update).await;
             }
         }
-        Ok(LoadSessionResponse { modes: None })
+        Ok(response)
     }
 
     /// `session/close`: the thread stops running here (it stays recorded).

@@ -13,6 +13,7 @@ mod agent;
 mod error;
 mod history;
 mod mcp_servers;
+mod modes;
 mod permissions;
 mod sessions;
 mod updates;

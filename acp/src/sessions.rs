@@ -28,6 +28,8 @@ pub(crate) struct Session {
     pub streamed: HashSet<String>,
     /// The changes of file-change items, for their permission requests.
     pub changes: HashMap<String, Vec<FileUpdateChange>>,
+    /// The session's mode, model and reasoning effort pickers.
+    pub pickers: Option<crate::modes::Pickers>,
 }
 
 /// Every session of this connection.
@@ -35,9 +37,15 @@ pub(crate) struct Session {
 pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
-    /// Registers a new session.
-    pub(crate) fn add(&self, id: &str) {
-        self.lock().insert(id.to_string(), Session::default());
+    /// Registers a new session with its pickers.
+    pub(crate) fn add(&self, id: &str, pickers: crate::modes::Pickers) {
+        self.lock().insert(
+            id.to_string(),
+            Session {
+                pickers: Some(pickers),
+                ..Session::default()
+            },
+        );
     }
 
     /// Forgets a session; whether it was there.

@@ -322,6 +322,7 @@ fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
                 ("tool_call_update", "ToolCallUpdate"),
                 ("plan", "Plan"),
                 ("current_mode_update", "CurrentModeUpdate"),
+                ("config_option_update", "ConfigOptionUpdate"),
             ],
             Writer::Keel,
         ),

@@ -137,6 +137,27 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
     // A session that does not exist is refused, naming it.
     assert_eq!(report["unknown"]["code"], -32602, "{report:#}");
 
+    // The pickers: a mode, the model, set and announced; an unknown mode refused.
+    let options = report["session"]["configOptions"]
+        .as_array()
+        .context("config options")?;
+    let ids: Vec<&str> = options.iter().filter_map(|o| o["id"].as_str()).collect();
+    assert_eq!(ids[..2], ["mode", "model"], "{options:#?}");
+    assert_eq!(options[0]["currentValue"], "default");
+    assert_eq!(report["session"]["modes"]["currentModeId"], "default");
+    assert_eq!(
+        report["setMode"]["configOptions"][0]["currentValue"],
+        "read-only"
+    );
+    assert_eq!(
+        report["modeUpdates"],
+        json!([
+            {"sessionUpdate": "current_mode_update", "currentModeId": "read-only"},
+            {"sessionUpdate": "current_mode_update", "currentModeId": "default"},
+        ])
+    );
+    assert_eq!(report["badMode"]["code"], -32602, "{report:#}");
+
     // The editor restarts: a fresh `keel acp` lists the session and replays it as shown.
     let reload = editor(&sdk, &world, &["reload", session]).await?;
     assert_eq!(reload["init"]["agentCapabilities"]["loadSession"], true);

@@ -31,6 +31,8 @@ pub struct LoadSessionRequest {
 pub struct LoadSessionResponse {
     /// The modes the session offers and the current one.
     pub modes: Option<SessionModeState>,
+    /// The session's pickers.
+    pub config_options: Option<Vec<super::SessionConfigOption>>,
 }
 
 /// Params of `session/list`.

@@ -4,6 +4,7 @@
 //! drift test (`acp/tests`), so the workspace does not take on another crate's `serde_json`
 //! features.
 
+mod config;
 mod content;
 mod history;
 mod initialize;
@@ -11,6 +12,7 @@ mod permission;
 mod session;
 mod update;
 
+pub use config::*;
 pub use content::*;
 pub use history::*;
 pub use initialize::*;
@@ -44,6 +46,8 @@ crate::request_table! {
         SessionClose("session/close", SessionIdRequest) -> EmptyObject,
         /// Deletes a recorded session for good.
         SessionDelete("session/delete", SessionIdRequest) -> EmptyObject,
+        /// Changes a picker (mode, model, reasoning effort).
+        SessionSetConfigOption("session/set_config_option", SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse,
     }
 }
 

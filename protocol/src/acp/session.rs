@@ -28,6 +28,8 @@ pub struct NewSessionResponse {
     pub session_id: String,
     /// The modes the session offers and the current one.
     pub modes: Option<SessionModeState>,
+    /// The session's pickers.
+    pub config_options: Option<Vec<super::SessionConfigOption>>,
 }
 
 /// The modes a session offers and the current one.

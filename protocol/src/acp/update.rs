@@ -37,6 +37,12 @@ pub enum SessionUpdate {
         /// The mode now.
         current_mode_id: String,
     },
+    /// The session's pickers changed.
+    #[serde(rename_all = "camelCase")]
+    ConfigOptionUpdate {
+        /// Every picker as it is now.
+        config_options: Vec<super::SessionConfigOption>,
+    },
 }
 
 /// A piece of a message.
