@@ -29,6 +29,9 @@ use crate::error::AcpError;
 use crate::sessions::{PromptEnd, Sessions};
 use crate::wire::Wire;
 
+/// JSON-RPC's code for a request its sender withdrew (`$/cancel_request`).
+const REQUEST_CANCELLED: i64 = -32800;
+
 /// How long the engine gets to stop its threads once the editor is gone.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -41,6 +44,9 @@ pub(crate) struct Agent {
     pub(crate) wire: Wire,
     pub(crate) sessions: Sessions,
     capabilities: std::sync::Mutex<ClientCapabilities>,
+    /// The running prompts by request id: their session, and whether the editor withdrew
+    /// the request.
+    prompts: std::sync::Mutex<std::collections::HashMap<RequestId, (String, bool)>>,
     /// The model catalogue, asked once.
     models: tokio::sync::OnceCell<Vec<keel_protocol::app_server::Model>>,
 }
@@ -75,6 +81,7 @@ impl Agent {
             sessions: Sessions::default(),
             capabilities: Default::default(),
             models: tokio::sync::OnceCell::new(),
+            prompts: Default::default(),
         });
         let events = Arc::clone(&agent);
         tokio::spawn(async move { events.forward_events().await });
@@ -140,6 +147,19 @@ impl Agent {
     async fn handle_request(self: Arc<Self>, request: JsonRpcRequest) {
         let JsonRpcRequest { id, method, params } = request;
         let answer = match AcpClientRequest::from_method_and_params(&method, params) {
+            Ok(AcpClientRequest::SessionPrompt(prompt)) => {
+                lock(&self.prompts).insert(id.clone(), (prompt.session_id.clone(), false));
+                let answer = self.dispatch(AcpClientRequest::SessionPrompt(prompt)).await;
+                let withdrawn = lock(&self.prompts)
+                    .remove(&id)
+                    .is_some_and(|(_, withdrawn)| withdrawn);
+                // A withdrawn request is answered as such (the turn itself was cancelled).
+                if withdrawn {
+                    Err(error(REQUEST_CANCELLED, "the request was cancelled"))
+                } else {
+                    answer
+                }
+            }
             Ok(typed) => self.dispatch(typed).await,
             Err(err) if AcpClientRequest::METHODS.contains(&method.as_str()) => Err(error(
                 INVALID_PARAMS,
@@ -347,6 +367,18 @@ impl Agent {
         let method = notification.method.clone();
         match AcpClientNotification::from_method_and_params(&method, notification.params) {
             Ok(AcpClientNotification::SessionCancel(cancel)) => self.cancel(cancel).await,
+            Ok(AcpClientNotification::CancelRequest(withdrawn)) => {
+                // Only a prompt runs long enough to be worth withdrawing: its turn stops.
+                let session = lock(&self.prompts).get_mut(&withdrawn.request_id).map(
+                    |(session, withdrawn)| {
+                        *withdrawn = true;
+                        session.clone()
+                    },
+                );
+                if let Some(session_id) = session {
+                    self.cancel(CancelNotification { session_id }).await;
+                }
+            }
             Err(err) => tracing::warn!(%method, "ignoring a notification: {err}"),
         }
     }
@@ -566,4 +598,10 @@ fn user_input(block: ContentBlock) -> Result<UserInput, JsonRpcErrorObject> {
             }
         },
     })
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -65,6 +65,22 @@ pub(crate) fn updates(
                 .map(|update| one(&completed.thread_id, SessionUpdate::ToolCallUpdate(update)))
                 .unwrap_or_default()
         }
+        N::ThreadNameUpdated(named) => one(
+            &named.thread_id,
+            SessionUpdate::SessionInfoUpdate {
+                title: named.thread_name.clone(),
+            },
+        ),
+        N::ThreadTokenUsageUpdated(usage) => match usage.token_usage.model_context_window {
+            Some(size) => one(
+                &usage.thread_id,
+                SessionUpdate::UsageUpdate {
+                    used: usage.token_usage.last.total_tokens,
+                    size,
+                },
+            ),
+            None => Vec::new(),
+        },
         N::TurnPlanUpdated(plan) => one(
             &plan.thread_id,
             SessionUpdate::Plan(Plan {

@@ -7,15 +7,16 @@
 use std::collections::BTreeSet;
 
 use keel_protocol::acp::{
-    AgentCapabilities, AuthMethod, AuthenticateRequest, CancelNotification, ClientCapabilities,
-    ContentBlock, ContentChunk, FileSystemCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, Plan, PlanEntry, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SessionCapabilities, SessionIdRequest, SessionInfo, SessionMode, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    AgentCapabilities, AuthMethod, AuthenticateRequest, CancelNotification,
+    CancelRequestNotification, ClientCapabilities, ContentBlock, ContentChunk,
+    FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    Plan, PlanEntry, PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionCapabilities, SessionIdRequest,
+    SessionInfo, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolKind,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -223,6 +224,11 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         Editor,
     );
     struct_check(
+        "CancelRequestNotification",
+        root_schema::<CancelRequestNotification>(),
+        Editor,
+    );
+    struct_check(
         "SessionNotification",
         root_schema::<SessionNotification>(),
         Keel,
@@ -323,6 +329,8 @@ fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
                 ("plan", "Plan"),
                 ("current_mode_update", "CurrentModeUpdate"),
                 ("config_option_update", "ConfigOptionUpdate"),
+                ("session_info_update", "SessionInfoUpdate"),
+                ("usage_update", "UsageUpdate"),
             ],
             Writer::Keel,
         ),

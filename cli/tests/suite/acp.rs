@@ -59,6 +59,7 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
         )]),
         Turn::new([assistant_message("The file is made.")]),
         Turn::new([shell_call("c2", ["bash", "-lc", "touch never.txt"])]),
+        Turn::new([shell_call("c3", ["bash", "-lc", "touch withdrawn.txt"])]),
     ]))
     .await?;
     // Commands ask first, as an editor user expects.
@@ -131,8 +132,12 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
 
     // The second prompt: cancelled while its permission request was open.
     assert_eq!(report["second"]["stopReason"], "cancelled", "{report:#}");
-    assert_eq!(report["permissions"].as_array().map(Vec::len), Some(2));
+    assert_eq!(report["permissions"].as_array().map(Vec::len), Some(3));
     assert!(!world.ws().join("never.txt").exists());
+
+    // A prompt the editor withdraws ($/cancel_request) stops its turn and answers -32800.
+    assert_eq!(report["withdrawn"]["code"], -32800, "{report:#}");
+    assert!(!world.ws().join("withdrawn.txt").exists());
 
     // A session that does not exist is refused, naming it.
     assert_eq!(report["unknown"]["code"], -32602, "{report:#}");

@@ -56,6 +56,8 @@ crate::notification_table! {
     pub enum AcpClientNotification in acp_client_notification {
         /// Stops the session's running turn.
         SessionCancel("session/cancel", CancelNotification),
+        /// Withdraws a request.
+        CancelRequest("$/cancel_request", CancelRequestNotification),
     }
 }
 

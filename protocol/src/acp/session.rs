@@ -106,3 +106,12 @@ pub struct CancelNotification {
     /// The session.
     pub session_id: String,
 }
+
+/// `$/cancel_request`: the editor no longer wants the answer to a request (for a prompt: the
+/// turn is cancelled).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelRequestNotification {
+    /// The request.
+    pub request_id: crate::RequestId,
+}

@@ -37,6 +37,20 @@ pub enum SessionUpdate {
         /// The mode now.
         current_mode_id: String,
     },
+    /// The session's title or last change.
+    #[serde(rename_all = "camelCase")]
+    SessionInfoUpdate {
+        /// Its title (the thread's name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// How full the model's context window is.
+    UsageUpdate {
+        /// Tokens the conversation takes.
+        used: u64,
+        /// The window's size.
+        size: u64,
+    },
     /// The session's pickers changed.
     #[serde(rename_all = "camelCase")]
     ConfigOptionUpdate {
