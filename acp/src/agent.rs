@@ -40,9 +40,9 @@ const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// The agent of one editor connection.
 pub(crate) struct Agent {
-    pub(crate) client: InProcessAppServerClient,
+    pub(crate) client: Arc<InProcessAppServerClient>,
     pub(crate) wire: Wire,
-    pub(crate) sessions: Sessions,
+    pub(crate) sessions: Arc<Sessions>,
     capabilities: std::sync::Mutex<ClientCapabilities>,
     /// The running prompts by request id: their session, and whether the editor withdrew
     /// the request.
@@ -76,9 +76,9 @@ impl Agent {
         )
         .await?;
         let agent = Arc::new(Self {
-            client,
+            client: Arc::new(client),
             wire: Wire::start(output),
-            sessions: Sessions::default(),
+            sessions: Arc::default(),
             capabilities: Default::default(),
             models: tokio::sync::OnceCell::new(),
             prompts: Default::default(),
@@ -396,7 +396,7 @@ impl Agent {
         for id in approvals {
             self.respond_to_engine(
                 id,
-                crate::permissions::decision_value(CommandExecutionApprovalDecision::Cancel),
+                serde_json::json!({ "decision": CommandExecutionApprovalDecision::Cancel }),
             )
             .await;
         }
@@ -419,8 +419,12 @@ impl Agent {
             match event {
                 InProcessEvent::Notification(notification) => self.forward(notification).await,
                 InProcessEvent::ServerRequest { id, request } => {
-                    let agent = Arc::clone(&self);
-                    tokio::spawn(crate::permissions::answer(agent, id, request));
+                    let asker = crate::permissions::Asker {
+                        sessions: Arc::clone(&self.sessions),
+                        wire: self.wire.clone(),
+                        client: Arc::clone(&self.client),
+                    };
+                    tokio::spawn(crate::permissions::answer(asker, id, request));
                 }
                 InProcessEvent::Lagged { skipped } => {
                     tracing::warn!(skipped, "streamed deltas were skipped");

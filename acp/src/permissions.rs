@@ -13,8 +13,28 @@ use keel_protocol::acp::{
 use keel_protocol::app_server::{CommandExecutionApprovalDecision, ServerRequest};
 use serde_json::{Value, json};
 
-use crate::agent::Agent;
+use crate::sessions::Sessions;
 use crate::updates::patch_call_parts;
+use crate::wire::Wire;
+
+/// What answering the engine's requests needs: the sessions, the editor, the engine.
+pub(crate) struct Asker {
+    /// The sessions.
+    pub sessions: Arc<Sessions>,
+    /// The editor.
+    pub wire: Wire,
+    /// The engine.
+    pub client: Arc<keel_app_server::InProcessAppServerClient>,
+}
+
+impl Asker {
+    /// Answers one of the engine's requests.
+    pub(crate) async fn respond_to_engine(&self, id: RequestId, result: Value) {
+        if let Err(err) = self.client.respond(id, result).await {
+            tracing::warn!("the engine did not take an answer: {err}");
+        }
+    }
+}
 
 /// The options offered for every approval.
 fn options() -> Vec<PermissionOption> {
@@ -49,7 +69,7 @@ fn decision(outcome: &RequestPermissionOutcome) -> CommandExecutionApprovalDecis
 }
 
 /// Answers one request of the engine: approvals are asked of the editor, the rest declined.
-pub(crate) async fn answer(agent: Arc<Agent>, id: RequestId, request: ServerRequest) {
+pub(crate) async fn answer(agent: Asker, id: RequestId, request: ServerRequest) {
     let (session_id, tool_call) = match request {
         ServerRequest::CommandExecutionRequestApproval(params) => {
             let command = params.command.clone().unwrap_or_default();
@@ -169,6 +189,6 @@ pub(crate) async fn answer(agent: Arc<Agent>, id: RequestId, request: ServerRequ
 }
 
 /// The engine's answer for a decision.
-pub(crate) fn decision_value(decision: CommandExecutionApprovalDecision) -> Value {
+fn decision_value(decision: CommandExecutionApprovalDecision) -> Value {
     json!({ "decision": decision })
 }
