@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates `cli/link-order.txt`: the functions of the `keel` binary that a `keel exec` run
-and the servers' start-up execute, for the linker to place side by side.
+and the servers' start-up (and an editor's first `keel acp` session) execute, for the linker to
+place side by side.
 
     CARGO_TARGET_DIR=/work/target-bench cargo build --release -p keel -p keel-test-support
     scripts/link-order.py --keel /work/target-bench/release/keel \
@@ -17,7 +18,7 @@ app-server, MCP server and exec-server start-ups), are kept when the binary defi
 
 Workloads: `keel exec` through three model turns (a `shell` call, an `exec_command` call, the
 answer) against `keel-mock-model`; each server over stdio through `initialize` and half a
-second idle. Names carry hashes that stay stable across edits to a function's body; after a
+second idle; `keel acp` through `initialize` and `session/new`. Names carry hashes that stay stable across edits to a function's body; after a
 dependency upgrade, names that no longer exist are skipped by the linker (the file only
 loses effect) until the file is regenerated.
 """
@@ -60,6 +61,11 @@ HELLOS = {
                    {"jsonrpc": "2.0", "method": "notifications/initialized"}],
     "exec-server": [{"id": 1, "method": "initialize", "params": {"clientName": "link-order"}},
                     {"method": "initialized", "params": {}}],
+    # An editor's start: the handshake, then a session (`{cwd}` is the workload's directory).
+    "acp": [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": 1, "clientCapabilities": {}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+             "params": {"cwd": "{cwd}", "mcpServers": []}}],
 }
 
 
@@ -131,8 +137,12 @@ def run_server(keel, name, work):
     if not server.stdout.readline():
         sys.exit(f"keel {name} did not answer initialize under callgrind")
     for message in rest:
-        server.stdin.write((json.dumps(message) + "\n").encode())
-    server.stdin.flush()
+        text = json.dumps(message).replace('"{cwd}"', json.dumps(work))
+        server.stdin.write((text + "\n").encode())
+        server.stdin.flush()
+        # A request is answered before the next message goes out.
+        if "id" in message and not server.stdout.readline():
+            sys.exit(f"keel {name} did not answer {message['method']} under callgrind")
     time.sleep(0.5)  # idle, as the idle-RSS benchmark measures it
     server.stdin.close()
     server.wait(timeout=120)
