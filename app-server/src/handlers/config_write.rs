@@ -28,17 +28,12 @@ pub(crate) fn config_value_write(
     )
 }
 
-/// `config/batchWrite`.
+/// `config/batchWrite`. An empty batch writes nothing and answers the file's version: the
+/// Codex 0.171 TUI sends one to reload the file after installing a plugin.
 pub(crate) fn config_batch_write(
     state: &AppState,
     params: ConfigBatchWriteParams,
 ) -> Result<ConfigWriteResponse> {
-    if params.edits.is_empty() {
-        return Err(AppServerError::InvalidParams {
-            method: "config/batchWrite".into(),
-            message: "`edits` must not be empty".into(),
-        });
-    }
     write(
         state,
         "config/batchWrite",

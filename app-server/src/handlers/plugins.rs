@@ -459,6 +459,12 @@ pub(crate) async fn marketplace_upgrade(
     .await
 }
 
+fn skills_changed() -> keel_protocol::app_server::ServerNotification {
+    keel_protocol::app_server::ServerNotification::SkillsChanged(
+        keel_protocol::app_server::SkillsChangedNotification {},
+    )
+}
+
 // What each of this topic's methods does (the dispatch finds them by method).
 handle!(PluginList, |ctx, p| Reply::now(
     &plugin_list(ctx.state.keel_home().to_path_buf(), p).await?
@@ -469,11 +475,16 @@ handle!(PluginInstalled, |ctx, p| Reply::now(
 handle!(PluginRead, |ctx, p| Reply::now(
     &plugin_read(ctx.state.keel_home().to_path_buf(), p).await?
 ));
-handle!(PluginInstall, |ctx, p| Reply::now(
-    &plugin_install(ctx.state.keel_home().to_path_buf(), p).await?
+// An installed or removed plugin brings or takes skills: clients list them again.
+handle!(PluginInstall, |ctx, p| Reply::then_notify(
+    &plugin_install(ctx.state.keel_home().to_path_buf(), p).await?,
+    ctx.outgoing(),
+    skills_changed(),
 ));
-handle!(PluginUninstall, |ctx, p| Reply::now(
-    &plugin_uninstall(ctx.state.keel_home().to_path_buf(), p).await?
+handle!(PluginUninstall, |ctx, p| Reply::then_notify(
+    &plugin_uninstall(ctx.state.keel_home().to_path_buf(), p).await?,
+    ctx.outgoing(),
+    skills_changed(),
 ));
 handle!(PluginSkillRead, |_, p| Reply::now(&plugin_skill_read(p)?));
 handle!(PluginReconcile, |_, _| Reply::now(&plugin_reconcile()));

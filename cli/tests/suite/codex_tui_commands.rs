@@ -23,7 +23,7 @@ pub(super) async fn listening(
 /// Waits until the TUI's thread exists on the server (its rollout is written before
 /// `thread/start` is answered): the TUI draws its composer earlier, and a command typed
 /// before the thread exists is refused with "No active thread is available".
-async fn thread_started(world: &World) -> anyhow::Result<()> {
+pub(super) async fn thread_started(world: &World) -> anyhow::Result<()> {
     let sessions = world.home.path().join("sessions");
     poll_until(|| {
         crate::suite::rollout_files(&sessions)
@@ -38,7 +38,7 @@ async fn thread_started(world: &World) -> anyhow::Result<()> {
 /// Types `command`, which needs the TUI's thread, and waits for `marker`. The TUI learns its
 /// thread from the server's answer, which on a busy machine it may read after the thread is
 /// already on disk: a command refused with "No active thread" is typed again.
-async fn on_thread(tui: &TuiPane, command: &str, marker: &str) -> anyhow::Result<()> {
+pub(super) async fn on_thread(tui: &TuiPane, command: &str, marker: &str) -> anyhow::Result<()> {
     const NO_THREAD: &str = "No active thread is available";
     for _ in 0..5 {
         let refusals = tui.screen().matches(NO_THREAD).count();

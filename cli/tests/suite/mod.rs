@@ -9,6 +9,7 @@ mod codex_tui;
 mod codex_tui_agents;
 mod codex_tui_commands;
 mod codex_tui_models;
+mod codex_tui_plugins;
 mod compaction;
 mod context_window_discovery;
 mod doc_commands;

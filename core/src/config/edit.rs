@@ -139,6 +139,13 @@ pub fn write_config_edits(
             actual,
         });
     }
+    // No edit (a client asking the server to reload the file): nothing is written.
+    if edits.is_empty() {
+        return Ok(ConfigWritten {
+            path,
+            version: actual,
+        });
+    }
     let mut document: DocumentMut = match current.parse() {
         Ok(document) => document,
         // The loader's error names the line and column of the problem.

@@ -171,8 +171,19 @@ pub(super) async fn refresh_skills(
     let switches = crate::skills::read_switches(&context.user_config_file)
         .unwrap_or_else(|| context.skill_switches.clone());
     let (roots, fresh) = if session.processes().is_local() {
-        let fresh = crate::skills::load_skills(&context.skill_roots);
-        (context.skill_roots.clone(), fresh)
+        // The folders are found again too: a plugin installed since the last turn brings
+        // its own.
+        let roots = crate::skills::with_extra_roots(
+            crate::skills::skill_roots(
+                &context.keel_home(),
+                crate::skills::user_home().as_deref(),
+                &context.cwd,
+                context.project_trusted,
+            ),
+            &context.extra_skill_roots,
+        );
+        let fresh = crate::skills::load_skills(&roots);
+        (roots, fresh)
     } else {
         let found = super::remote_skills::remote_skills(
             session.processes(),
