@@ -190,7 +190,7 @@ impl TuiPane {
     /// Presses `keys` until the screen no longer shows `marker` (a prompt or view they
     /// answer): a key sent while the TUI is still starting up can be lost, so each press gets
     /// a few seconds to work before it is sent again.
-    async fn press_until_gone(&self, keys: &[&str], marker: &str) -> anyhow::Result<()> {
+    pub(super) async fn press_until_gone(&self, keys: &[&str], marker: &str) -> anyhow::Result<()> {
         tokio::time::timeout(SCREEN_WAIT, async {
             loop {
                 self.keys(keys)?;
