@@ -67,8 +67,9 @@ enum Outcome {
     Failed(ExternalAgentConfigImportItemTypeFailure),
 }
 
-/// Imports one item.
-fn import_item(item: &ExternalAgentConfigMigrationItem) -> Outcome {
+/// Imports one item; `refused` says why its target may not be written (the operator's ceiling
+/// on clients).
+fn import_item(item: &ExternalAgentConfigMigrationItem, refused: Option<&str>) -> Outcome {
     let fail = |stage: &str, message: String, source: Option<&Path>| {
         Outcome::Failed(ExternalAgentConfigImportItemTypeFailure {
             item_type: item.item_type,
@@ -97,6 +98,9 @@ fn import_item(item: &ExternalAgentConfigMigrationItem) -> Outcome {
     let cwd = Path::new(cwd);
     let source = cwd.join(SOURCE_DOC);
     let target = cwd.join(TARGET_DOC);
+    if let Some(reason) = refused {
+        return fail("write", reason.to_string(), Some(&source));
+    }
     let text = match std::fs::read_to_string(&source) {
         Ok(text) => text,
         // Nothing there (any more): nothing to import.
@@ -125,13 +129,16 @@ fn import_item(item: &ExternalAgentConfigMigrationItem) -> Outcome {
 }
 
 /// The results of one item, as its kind's result.
-fn result_of(item: &ExternalAgentConfigMigrationItem) -> ExternalAgentConfigImportTypeResult {
+fn result_of(
+    item: &ExternalAgentConfigMigrationItem,
+    refused: Option<&str>,
+) -> ExternalAgentConfigImportTypeResult {
     let mut result = ExternalAgentConfigImportTypeResult {
         item_type: item.item_type,
         successes: Vec::new(),
         failures: Vec::new(),
     };
-    match import_item(item) {
+    match import_item(item, refused) {
         Outcome::Nothing => {}
         Outcome::Imported(success) => result.successes.push(success),
         Outcome::Failed(failure) => result.failures.push(failure),
@@ -174,10 +181,29 @@ async fn import(
         return Reply::now(&response);
     }
     let items = params.migration_items;
-    let results =
-        tokio::task::spawn_blocking(move || items.iter().map(result_of).collect::<Vec<_>>())
-            .await
-            .map_err(|err| AppServerError::Internal(format!("import: {err}")))?;
+    // What a client may not write (outside the server's roots, under the ceiling) fails.
+    let refusals: Vec<Option<String>> = items
+        .iter()
+        .map(|item| {
+            let cwd = item.cwd.as_deref().filter(|cwd| !cwd.is_empty())?;
+            state
+                .check_client_write(
+                    "externalAgentConfig/import",
+                    &Path::new(cwd).join(TARGET_DOC),
+                )
+                .err()
+                .map(|err| err.to_string())
+        })
+        .collect();
+    let results = tokio::task::spawn_blocking(move || {
+        items
+            .iter()
+            .zip(&refusals)
+            .map(|(item, refused)| result_of(item, refused.as_deref()))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|err| AppServerError::Internal(format!("import: {err}")))?;
     let all = merged(&results);
     record(state, &import_id, params.provider_id, &all).await?;
     let outgoing = outgoing.clone();

@@ -24,6 +24,7 @@ async fn save(state: &AppState, params: FeedbackSaveParams) -> Result<FeedbackSa
             "feedback savePath must be an absolute host path".into(),
         ));
     }
+    state.check_client_write("feedback/save", &params.save_path)?;
     let thread_id = params
         .thread_id
         .clone()

@@ -120,6 +120,32 @@ async fn a_workspace_write_server_keeps_cwd_and_tmpdir_within_its_roots() -> any
         json!({"path": target, "dataBase64": "eA=="}),
     )
     .await?;
+    refused(
+        &mut server,
+        "feedback/save",
+        json!({"classification": "bug", "savePath": target}),
+    )
+    .await?;
+    // An import would write the project's AGENTS.md: outside the roots it fails, unwritten.
+    std::fs::write(outside.path().join("CLAUDE.md"), "rules\n")?;
+    server
+        .request(
+            "externalAgentConfig/import",
+            json!({"migrationItems": [{"itemType": "AGENTS_MD", "description": "d",
+                                       "cwd": outside.path()}]}),
+        )
+        .await?;
+    let completed = server
+        .read_notification("externalAgentConfig/import/completed")
+        .await?;
+    let failure = &completed["params"]["itemTypeResults"][0]["failures"][0];
+    assert!(
+        failure["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("clients_within_sandbox")),
+        "{completed}"
+    );
+    assert!(!outside.path().join("AGENTS.md").exists());
     // Inside the roots, all of it works.
     let inside = world.ws_file("made.txt");
     server
