@@ -100,7 +100,50 @@ pub(crate) fn updates(
                     .collect(),
             }),
         ),
-        _ => Vec::new(),
+        // Nothing an editor shows (turn boundaries are handled by the agent).
+        N::Error(_)
+        | N::ThreadStarted(_)
+        | N::ThreadStatusChanged(_)
+        | N::ThreadArchived(_)
+        | N::ThreadUnarchived(_)
+        | N::ThreadDeleted(_)
+        | N::ThreadGoalUpdated(_)
+        | N::ConfigWarning(_)
+        | N::ThreadReverted(_)
+        | N::ThreadGoalCleared(_)
+        | N::FuzzyFileSearchSessionUpdated(_)
+        | N::FuzzyFileSearchSessionCompleted(_)
+        | N::FsChanged(_)
+        | N::ThreadReadStateChanged(_)
+        | N::ThreadClosed(_)
+        | N::ThreadCompacted(_)
+        | N::ThreadQueueChanged(_)
+        | N::TurnStarted(_)
+        | N::TurnCompleted(_)
+        | N::TurnDiffUpdated(_)
+        | N::CommandExecutionOutputDelta(_)
+        | N::TerminalInteraction(_)
+        | N::ReasoningSummaryPartAdded(_)
+        | N::ServerRequestResolved(_)
+        | N::CommandExecOutputDelta(_)
+        | N::AccountRateLimitsUpdated(_)
+        | N::Warning(_)
+        | N::SkillsChanged(_)
+        | N::HookStarted(_)
+        | N::HookCompleted(_)
+        | N::McpToolCallProgress(_)
+        | N::McpServerStatusUpdated(_)
+        | N::McpServerOauthLoginCompleted(_)
+        | N::ThreadSettingsUpdated(_)
+        | N::ThreadEnvironmentConnected(_)
+        | N::ThreadAttachmentUpdated(_)
+        | N::ThreadSectionChanged(_)
+        | N::AccountLoginCompleted(_)
+        | N::AccountUpdated(_)
+        | N::WindowsSandboxSetupCompleted(_)
+        | N::ExternalAgentConfigImportProgress(_)
+        | N::ExternalAgentConfigImportCompleted(_)
+        | N::ThreadEnvironmentDisconnected(_) => Vec::new(),
     }
 }
 
@@ -198,7 +241,18 @@ fn started_call(item: &ThreadItem) -> Option<ToolCall> {
             locations: Vec::new(),
             raw_input: Some(call.arguments.clone()),
         },
-        _ => return None,
+        // Not tool calls an editor shows.
+        ThreadItem::UserMessage { .. }
+        | ThreadItem::AgentMessage { .. }
+        | ThreadItem::Plan { .. }
+        | ThreadItem::Reasoning { .. }
+        | ThreadItem::ContextCompaction { .. }
+        | ThreadItem::EnteredReviewMode { .. }
+        | ThreadItem::ExitedReviewMode { .. }
+        | ThreadItem::CollabAgentToolCall(_)
+        | ThreadItem::SubAgentActivity(_)
+        | ThreadItem::Sleep { .. }
+        | ThreadItem::DynamicToolCall(_) => return None,
     })
 }
 
@@ -253,7 +307,18 @@ fn finished_call(item: &ThreadItem) -> Option<ToolCallUpdate> {
                 .and_then(|result| serde_json::to_value(result).ok()),
             ..ToolCallUpdate::default()
         },
-        _ => return None,
+        // Not tool calls an editor shows.
+        ThreadItem::UserMessage { .. }
+        | ThreadItem::AgentMessage { .. }
+        | ThreadItem::Plan { .. }
+        | ThreadItem::Reasoning { .. }
+        | ThreadItem::ContextCompaction { .. }
+        | ThreadItem::EnteredReviewMode { .. }
+        | ThreadItem::ExitedReviewMode { .. }
+        | ThreadItem::CollabAgentToolCall(_)
+        | ThreadItem::SubAgentActivity(_)
+        | ThreadItem::Sleep { .. }
+        | ThreadItem::DynamicToolCall(_) => return None,
     })
 }
 
