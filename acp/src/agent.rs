@@ -10,7 +10,7 @@ use keel_protocol::acp::{
     CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, EmptyObject,
     Implementation, InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest,
     NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionResponse, StopReason,
+    SessionUpdate, SetSessionConfigOptionResponse, StopReason, ToolCallContent,
 };
 use keel_protocol::app_server::{
     ClientInfo, CommandExecutionApprovalDecision, ModelListParams, ServerNotification,
@@ -43,7 +43,8 @@ pub(crate) struct Agent {
     pub(crate) client: Arc<InProcessAppServerClient>,
     pub(crate) wire: Wire,
     pub(crate) sessions: Arc<Sessions>,
-    capabilities: std::sync::Mutex<ClientCapabilities>,
+    /// What the editor offered at `initialize` (its files and terminals are used by them).
+    capabilities: Arc<std::sync::Mutex<ClientCapabilities>>,
     /// The running prompts by request id: their session, and whether the editor withdrew
     /// the request.
     prompts: std::sync::Mutex<std::collections::HashMap<RequestId, (String, bool)>>,
@@ -59,10 +60,21 @@ fn error(code: i64, message: impl Into<String>) -> JsonRpcErrorObject {
 
 impl Agent {
     /// Starts the engine and the writer, and begins forwarding the engine's events.
-    pub(crate) async fn start<W>(config: ServerConfig, output: W) -> Result<Arc<Self>, AcpError>
+    pub(crate) async fn start<W>(mut config: ServerConfig, output: W) -> Result<Arc<Self>, AcpError>
     where
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
+        let wire = Wire::start(output);
+        let sessions: Arc<Sessions> = Arc::default();
+        let capabilities: Arc<std::sync::Mutex<ClientCapabilities>> = Arc::default();
+        let editor = Arc::new(crate::editor::Editor::new(
+            wire.clone(),
+            Arc::clone(&capabilities),
+            Arc::clone(&sessions),
+        ));
+        config.client_backends = keel_core::ClientBackends::default()
+            .with_files(Arc::new(crate::editor::EditorFiles(Arc::clone(&editor))))
+            .with_terminals(Arc::new(crate::editor::EditorTerminals(editor)));
         let client = InProcessAppServerClient::start_with_delivery(
             config,
             ClientInfo {
@@ -77,9 +89,9 @@ impl Agent {
         .await?;
         let agent = Arc::new(Self {
             client: Arc::new(client),
-            wire: Wire::start(output),
-            sessions: Arc::default(),
-            capabilities: Default::default(),
+            wire,
+            sessions,
+            capabilities,
             models: tokio::sync::OnceCell::new(),
             prompts: Default::default(),
         });
@@ -265,17 +277,6 @@ impl Agent {
                 format!("cwd `{}` is not an absolute path", params.cwd.display()),
             ));
         }
-        let offered = self
-            .capabilities
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        tracing::debug!(
-            fs_read = offered.fs.read_text_file,
-            fs_write = offered.fs.write_text_file,
-            terminal = offered.terminal,
-            "new session; the editor's files and terminals are not used yet"
-        );
         let (config, notices) = crate::mcp_servers::config_of(&params.mcp_servers);
         for notice in &notices {
             tracing::warn!("{notice}");
@@ -496,19 +497,12 @@ impl Agent {
 
     /// Sends one `session/update`.
     pub(crate) async fn send_update(&self, session_id: &str, update: SessionUpdate) {
-        let params = SessionNotification {
-            session_id: session_id.to_string(),
-            update,
-        };
-        match serde_json::to_value(&params) {
-            Ok(params) => self.wire.notify("session/update", params).await,
-            Err(err) => tracing::warn!("cannot encode an update: {err}"),
-        }
+        self.wire.session_update(session_id, update).await;
     }
 
     async fn forward(&self, notification: ServerNotification) {
         for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
-            self.send_update(&session_id, update).await;
+            self.send_tool_update(&session_id, update).await;
         }
         match notification {
             ServerNotification::TurnStarted(started) => {
@@ -541,6 +535,42 @@ impl Agent {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl Agent {
+    /// Sends an update; a command's tool call shows the editor's terminal running it, whether
+    /// the terminal was made before the call was announced or after.
+    async fn send_tool_update(&self, session_id: &str, mut update: SessionUpdate) {
+        let announced = match &mut update {
+            SessionUpdate::ToolCall(call) => Some(call.tool_call_id.clone()),
+            SessionUpdate::ToolCallUpdate(ended) if ended.status.is_some() => {
+                // The finished call keeps showing its terminal instead of a copy of the output.
+                let terminal = self.sessions.with(session_id, |session| {
+                    session.announced.remove(&ended.tool_call_id);
+                    session.terminals.remove(&ended.tool_call_id)
+                });
+                if let Some(Some(terminal_id)) = terminal {
+                    ended.content = Some(vec![ToolCallContent::Terminal { terminal_id }]);
+                }
+                None
+            }
+            _ => None,
+        };
+        self.send_update(session_id, update).await;
+        if let Some(call_id) = announced {
+            let waiting = self.sessions.with(session_id, |session| {
+                session.announced.insert(call_id.clone());
+                session.terminals.get(&call_id).cloned()
+            });
+            if let Some(Some(terminal_id)) = waiting {
+                self.send_update(
+                    session_id,
+                    crate::editor::terminal_update(&call_id, &terminal_id),
+                )
+                .await;
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 //! goes through one writer, so stdout carries whole protocol lines only.
 
 mod agent;
+mod editor;
 mod error;
 mod history;
 mod mcp_servers;

@@ -30,6 +30,10 @@ pub(crate) struct Session {
     pub changes: HashMap<String, Vec<FileUpdateChange>>,
     /// The session's mode, model and reasoning effort pickers.
     pub pickers: Option<crate::modes::Pickers>,
+    /// Tool calls already announced to the editor (so a terminal can be shown in them).
+    pub announced: HashSet<String>,
+    /// The editor's terminal running each command tool call, by call id.
+    pub terminals: HashMap<String, String>,
 }
 
 /// Every session of this connection.

@@ -115,6 +115,22 @@ impl Wire {
         .await;
     }
 
+    /// Sends one `session/update`.
+    pub(crate) async fn session_update(
+        &self,
+        session_id: &str,
+        update: keel_protocol::acp::SessionUpdate,
+    ) {
+        let params = keel_protocol::acp::SessionNotification {
+            session_id: session_id.to_string(),
+            update,
+        };
+        match serde_json::to_value(&params) {
+            Ok(params) => self.notify("session/update", params).await,
+            Err(err) => tracing::warn!("cannot encode an update: {err}"),
+        }
+    }
+
     /// Sends a request; the answer arrives on the returned receiver (dropped unanswered if
     /// the editor goes away).
     pub(crate) async fn request(&self, method: &str, params: Value) -> oneshot::Receiver<Answer> {

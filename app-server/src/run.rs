@@ -126,6 +126,7 @@ pub async fn run_main(
         // (interactive threads) shows them.
         session_source: SessionSource::Vscode,
         deliver_queued_messages: true,
+        client_backends: Default::default(),
     }));
     state.follow_spawned_threads();
     match args.listen {

@@ -46,6 +46,9 @@ pub struct ServerConfig {
     /// Whether a loaded thread runs its queued messages (`thread/queue/*`) when idle: on for
     /// a server, off for `keel exec`, whose own turn is the one it came for.
     pub deliver_queued_messages: bool,
+    /// The files and terminals of the program embedding the server (an editor), used for
+    /// its threads' patches and one-shot commands where it offers them; none by default.
+    pub client_backends: keel_core::ClientBackends,
 }
 
 /// Shared by all connections.
@@ -83,11 +86,13 @@ impl AppState {
 
     pub(crate) fn new(config: ServerConfig) -> Self {
         let source = config.session_source.clone();
+        let client_backends = config.client_backends.clone();
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
             manager: ConversationManager::builder()
                 .session_source(source)
+                .client_backends(client_backends)
                 .build()
                 .unwrap_or_default(),
             threads: Mutex::new(HashMap::new()),

@@ -56,7 +56,7 @@ pub use apply::{apply, apply_checked};
 pub use error::{ApplyError, ApplyPatchError, ParseError, PlanError};
 pub use links::{ResolvedPath, SymlinkHop, resolve_links};
 pub use parser::{Hunk, Patch, UpdateChunk, parse_patch};
-pub use plan::{ApplyPatchAction, PlannedWrite, plan_patch};
+pub use plan::{ApplyPatchAction, PlannedWrite, plan_patch, plan_patch_over, touched_paths};
 pub use regular_file::{
     MAX_PATCHED_FILE_BYTES, not_a_regular_file, read_regular_file, read_regular_text,
 };

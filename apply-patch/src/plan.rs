@@ -78,8 +78,20 @@ impl ApplyPatchAction {
 /// lexically. `*** Add File:` overwrites an existing file (as Codex does). A file may be
 /// touched by only one operation (counting a move's destination).
 pub fn plan_patch(patch: &Patch, cwd: &Path) -> Result<ApplyPatchAction, PlanError> {
+    plan_patch_over(patch, cwd, &BTreeMap::new())
+}
+
+/// [`plan_patch`] against the disk with `open` laid over it: the text of each file it names
+/// (an editor's buffer, unsaved changes included) stands for that file's contents on disk.
+/// A file in `open` exists whatever the disk says.
+pub fn plan_patch_over(
+    patch: &Patch,
+    cwd: &Path,
+    open: &BTreeMap<PathBuf, String>,
+) -> Result<ApplyPatchAction, PlanError> {
     let mut planner = Planner {
         cwd,
+        open,
         touched: BTreeSet::new(),
         action: ApplyPatchAction {
             cwd: cwd.to_path_buf(),
@@ -94,8 +106,26 @@ pub fn plan_patch(patch: &Patch, cwd: &Path) -> Result<ApplyPatchAction, PlanErr
     Ok(planner.action)
 }
 
+/// Every file `patch` reads or writes (a move's destination included), resolved against
+/// `cwd` as [`plan_patch`] resolves them, in patch order.
+pub fn touched_paths(patch: &Patch, cwd: &Path) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for hunk in &patch.hunks {
+        paths.push(resolve(cwd, hunk.path()));
+        if let Hunk::Update {
+            move_path: Some(target),
+            ..
+        } = hunk
+        {
+            paths.push(resolve(cwd, target));
+        }
+    }
+    paths
+}
+
 struct Planner<'a> {
     cwd: &'a Path,
+    open: &'a BTreeMap<PathBuf, String>,
     touched: BTreeSet<PathBuf>,
     action: ApplyPatchAction,
 }
@@ -105,7 +135,7 @@ impl Planner<'_> {
         match hunk {
             Hunk::Add { path, contents } => {
                 let resolved = self.claim(path)?;
-                let before = read_existing(&resolved, "add")?;
+                let before = self.read_existing(&resolved, "add")?;
                 self.action.writes.push(PlannedWrite {
                     path: resolved.clone(),
                     before,
@@ -122,7 +152,7 @@ impl Planner<'_> {
             }
             Hunk::Delete { path } => {
                 let resolved = self.claim(path)?;
-                let content = read_required(&resolved, "delete")?;
+                let content = self.read_required(&resolved, "delete")?;
                 self.action.writes.push(PlannedWrite {
                     path: resolved.clone(),
                     before: Some(content.clone()),
@@ -140,7 +170,7 @@ impl Planner<'_> {
                 chunks,
             } => {
                 let resolved = self.claim(path)?;
-                let before = read_required(&resolved, "update")?;
+                let before = self.read_required(&resolved, "update")?;
                 let after = apply_chunks(&before, chunks, &resolved)?;
                 let unified_diff = TextDiff::from_lines(&before, &after)
                     .unified_diff()
@@ -153,7 +183,7 @@ impl Planner<'_> {
                 match destination {
                     Some((target, resolved_target)) => {
                         self.claim_resolved(&resolved_target)?;
-                        let target_before = read_existing(&resolved_target, "move to")?;
+                        let target_before = self.read_existing(&resolved_target, "move to")?;
                         self.action.writes.push(PlannedWrite {
                             path: resolved_target.clone(),
                             before: target_before,
@@ -197,6 +227,26 @@ impl Planner<'_> {
         Ok(())
     }
 
+    /// The file's text: the open one when there is one, else the disk's.
+    fn read_existing(
+        &self,
+        path: &Path,
+        action: &'static str,
+    ) -> Result<Option<String>, PlanError> {
+        match self.open.get(path) {
+            Some(text) => Ok(Some(text.clone())),
+            None => read_existing(path, action),
+        }
+    }
+
+    fn read_required(&self, path: &Path, action: &'static str) -> Result<String, PlanError> {
+        self.read_existing(path, action)?
+            .ok_or_else(|| PlanError::FileNotFound {
+                path: path.to_path_buf(),
+                action,
+            })
+    }
+
     fn claim(&mut self, path: &Path) -> Result<PathBuf, PlanError> {
         let resolved = resolve(self.cwd, path);
         self.claim_resolved(&resolved)?;
@@ -234,13 +284,6 @@ fn read_existing(path: &Path, action: &'static str) -> Result<Option<String>, Pl
             })
         }
     }
-}
-
-fn read_required(path: &Path, action: &'static str) -> Result<String, PlanError> {
-    read_existing(path, action)?.ok_or_else(|| PlanError::FileNotFound {
-        path: path.to_path_buf(),
-        action,
-    })
 }
 
 #[cfg(test)]
@@ -340,6 +383,43 @@ mod tests {
             "one\ntwo\nthree\n"
         );
         assert!(cwd.join("old.txt").exists());
+    }
+
+    #[test]
+    fn open_text_stands_for_the_disk_and_touched_paths_name_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        fs::write(cwd.join("a.txt"), "one\ntwo\n").unwrap();
+        fs::write(cwd.join("m.txt"), "m\n").unwrap();
+        let patch = parse_patch(
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two (unsaved)\n+2\n*** Update File: m.txt\n*** Move to: sub/../n.txt\n@@\n-m\n+M\n*** Add File: new.txt\n+x\n*** End Patch",
+        )
+        .unwrap();
+        assert_eq!(
+            touched_paths(&patch, cwd),
+            vec![
+                cwd.join("a.txt"),
+                cwd.join("m.txt"),
+                cwd.join("n.txt"),
+                cwd.join("new.txt")
+            ]
+        );
+        // Against the disk the hunk's context is not there; against the open text it is.
+        assert!(matches!(
+            plan_patch(&patch, cwd),
+            Err(PlanError::ContextNotFound { .. })
+        ));
+        let open: BTreeMap<PathBuf, String> =
+            [(cwd.join("a.txt"), "one\ntwo (unsaved)\n".to_string())].into();
+        let action = plan_patch_over(&patch, cwd, &open).unwrap();
+        let write = action
+            .writes()
+            .iter()
+            .find(|w| w.path == cwd.join("a.txt"))
+            .unwrap();
+        assert_eq!(write.before.as_deref(), Some("one\ntwo (unsaved)\n"));
+        assert_eq!(write.after.as_deref(), Some("one\n2\n"));
+        assert_eq!(fs::read_to_string(cwd.join("a.txt")).unwrap(), "one\ntwo\n");
     }
 
     #[test]

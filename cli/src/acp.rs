@@ -31,6 +31,7 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         cwd,
         session_source: SessionSource::Cli,
         deliver_queued_messages: true,
+        client_backends: Default::default(),
     })
     .await?;
     Ok(ExitCode::SUCCESS)

@@ -135,6 +135,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
             cwd: process_cwd,
             session_source: keel_protocol::app_server::SessionSource::Exec,
             deliver_queued_messages: false,
+            client_backends: Default::default(),
         },
         ClientInfo {
             name: "keel_review".to_string(),

@@ -76,6 +76,8 @@ pub(crate) struct ManagerShared {
     store: Option<Arc<dyn RolloutStore>>,
     /// Recorded as the source of every conversation the embedder starts.
     session_source: SessionSource,
+    /// The files and terminals of the program driving the conversations, where offered.
+    client_backends: crate::ClientBackends,
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -116,6 +118,7 @@ impl ConversationManager {
             Arc::from(Vec::new()),
             None,
             SessionSource::Unknown,
+            crate::ClientBackends::default(),
         )
     }
 
@@ -126,6 +129,7 @@ impl ConversationManager {
         hooks: Arc<[crate::hooks::EmbeddedHook]>,
         store: Option<Arc<dyn RolloutStore>>,
         session_source: SessionSource,
+        client_backends: crate::ClientBackends,
     ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
@@ -140,6 +144,7 @@ impl ConversationManager {
                 hooks,
                 store,
                 session_source,
+                client_backends,
             }),
         }
     }
@@ -776,6 +781,7 @@ impl ManagerShared {
                 agents,
                 mcp: Arc::clone(&mcp),
                 tools,
+                client_backends: self.client_backends.clone(),
             },
         );
         if keeps_checkpoints {

@@ -46,6 +46,7 @@ pub use keel_apply_patch as apply_patch;
 mod approvals;
 pub mod checkpoints;
 mod client;
+mod client_backends;
 mod code_mode;
 pub mod config;
 mod config_error;
@@ -104,6 +105,10 @@ mod unified_exec;
 pub use client::{
     ApiKeyFn, ChatApiProvider, ClientSettings, ModelClient, ModelProvider, Prompt,
     ProviderCapabilities, RequestMetadata, ResponseEvent, ResponseStream, ResponsesApiProvider,
+};
+pub use client_backends::{
+    ClientBackendError, ClientBackends, ClientCommand, ClientFiles, ClientTerminal,
+    ClientTerminals, TerminalExit, TerminalOutput,
 };
 pub use config::{
     Config, ConfigEnv, ConfigError, ConfigOverrides, ConfigWarning, ModelProviderInfo,

@@ -31,6 +31,7 @@ pub struct ConversationManagerBuilder {
     hooks: Vec<EmbeddedHook>,
     store: Option<Arc<dyn RolloutStore>>,
     session_source: Option<SessionSource>,
+    client_backends: crate::ClientBackends,
 }
 
 impl ConversationManagerBuilder {
@@ -97,6 +98,13 @@ impl ConversationManagerBuilder {
         self
     }
 
+    /// Reads and writes patched files, and runs one-shot commands, through the program that
+    /// drives each conversation (an editor) where it offers them ([`crate::ClientBackends`]).
+    pub fn client_backends(mut self, backends: crate::ClientBackends) -> Self {
+        self.client_backends = backends;
+        self
+    }
+
     /// The manager; fails when a tool's name is not one the model APIs accept, is taken by
     /// one of Keel's own tools, is given twice, or differs from the name in its definition.
     pub fn build(self) -> Result<ConversationManager, ToolRegistrationError> {
@@ -129,6 +137,7 @@ impl ConversationManagerBuilder {
             Arc::from(self.hooks),
             self.store,
             self.session_source.unwrap_or(SessionSource::Unknown),
+            self.client_backends,
         ))
     }
 }

@@ -9,14 +9,16 @@ use std::collections::BTreeSet;
 use keel_protocol::acp::{
     AgentCapabilities, AuthMethod, AuthenticateRequest, CancelNotification,
     CancelRequestNotification, ClientCapabilities, ContentBlock, ContentChunk,
-    FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
-    Plan, PlanEntry, PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionCapabilities, SessionIdRequest,
-    SessionInfo, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, StopReason, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolKind,
+    CreateTerminalRequest, CreateTerminalResponse, EnvVariable, FileSystemCapabilities,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SessionCapabilities, SessionIdRequest, SessionInfo, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TerminalExitStatus,
+    TerminalOutputResponse, TerminalRequest, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolKind, WriteTextFileRequest,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -296,6 +298,56 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         root_schema::<SessionCapabilities>(),
         Keel,
     );
+    // The editor's methods Keel calls: Keel writes the requests, the editor the results.
+    struct_check(
+        "ReadTextFileRequest",
+        root_schema::<ReadTextFileRequest>(),
+        Keel,
+    );
+    struct_check(
+        "ReadTextFileResponse",
+        root_schema::<ReadTextFileResponse>(),
+        Editor,
+    );
+    struct_check(
+        "WriteTextFileRequest",
+        root_schema::<WriteTextFileRequest>(),
+        Keel,
+    );
+    struct_check(
+        "CreateTerminalRequest",
+        root_schema::<CreateTerminalRequest>(),
+        Keel,
+    );
+    struct_check("EnvVariable", root_schema::<EnvVariable>(), Keel);
+    struct_check(
+        "CreateTerminalResponse",
+        root_schema::<CreateTerminalResponse>(),
+        Editor,
+    );
+    for request in [
+        "TerminalOutputRequest",
+        "WaitForTerminalExitRequest",
+        "KillTerminalRequest",
+        "ReleaseTerminalRequest",
+    ] {
+        struct_check(request, root_schema::<TerminalRequest>(), Keel);
+    }
+    struct_check(
+        "TerminalOutputResponse",
+        root_schema::<TerminalOutputResponse>(),
+        Editor,
+    );
+    struct_check(
+        "TerminalExitStatus",
+        root_schema::<TerminalExitStatus>(),
+        Editor,
+    );
+    struct_check(
+        "WaitForTerminalExitResponse",
+        root_schema::<TerminalExitStatus>(),
+        Editor,
+    );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -351,7 +403,11 @@ fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
             "ToolCallContent",
             root_schema::<ToolCallContent>(),
             "type",
-            &[("content", "Content"), ("diff", "Diff")],
+            &[
+                ("content", "Content"),
+                ("diff", "Diff"),
+                ("terminal", "Terminal"),
+            ],
             Writer::Keel,
         ),
         (

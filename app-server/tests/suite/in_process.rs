@@ -20,6 +20,7 @@ async fn start_client(
             cwd: workspace.to_path_buf(),
             session_source: keel_protocol::app_server::SessionSource::Vscode,
             deliver_queued_messages: true,
+            client_backends: Default::default(),
         },
         ClientInfo {
             name: "test".into(),
@@ -272,6 +273,7 @@ async fn queue_start_runs_a_queued_message_now() -> anyhow::Result<()> {
             cwd: workspace.path().to_path_buf(),
             session_source: keel_protocol::app_server::SessionSource::Vscode,
             deliver_queued_messages: false,
+            client_backends: Default::default(),
         },
         ClientInfo {
             name: "test".into(),

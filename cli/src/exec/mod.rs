@@ -161,6 +161,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             cwd: process_cwd,
             session_source: SessionSource::Exec,
             deliver_queued_messages: false,
+            client_backends: Default::default(),
         },
         ClientInfo {
             name: "keel_exec".to_string(),

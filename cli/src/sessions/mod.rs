@@ -57,6 +57,7 @@ pub(crate) async fn local_client() -> anyhow::Result<(InProcessAppServerClient, 
             // Reads and changes records only; a thread it started would be a person's.
             session_source: keel_protocol::app_server::SessionSource::Cli,
             deliver_queued_messages: false,
+            client_backends: Default::default(),
         },
         ClientInfo {
             name: "keel_cli".to_string(),

@@ -1,4 +1,5 @@
 mod acp;
+mod acp_editor_backends;
 mod agents;
 mod app_server;
 mod chat_streams;

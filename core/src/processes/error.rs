@@ -16,6 +16,9 @@ pub enum ProcessError {
          have started (and run) there; its outcome is unknown and it is not run again"
     )]
     LostWhileStarting,
+    /// The client's terminal failed (the editor refused or went away).
+    #[error("the editor's terminal failed: {0}")]
+    ClientTerminal(#[from] crate::ClientBackendError),
 }
 
 impl ProcessError {

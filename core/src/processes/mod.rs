@@ -7,6 +7,7 @@
 //! into a per-process buffer, so nothing printed between two polls of a long-lived process is
 //! lost, and a process's owner reads it when it wants.
 
+mod client_terminal;
 mod connected;
 mod error;
 mod handle;
@@ -26,6 +27,7 @@ use keel_protocol::exec_server::{
 use tokio::sync::Mutex;
 
 mod files;
+pub(crate) use client_terminal::run_in_client_terminal;
 use connected::Connected;
 pub use error::ProcessError;
 pub(crate) use handle::ProcessHandle;
@@ -179,6 +181,8 @@ pub(crate) struct ProcessLayer {
     link: Arc<tokio::sync::watch::Sender<crate::EnvironmentLink>>,
     /// Counts connections, so the end of a replaced one is not reported over its successor.
     generation: Arc<std::sync::atomic::AtomicU64>,
+    /// The client's files and terminals, with the conversation they are asked for.
+    client: Option<(keel_protocol::ConversationId, crate::ClientBackends)>,
 }
 
 impl ProcessLayer {
@@ -191,7 +195,42 @@ impl ProcessLayer {
             connected: Mutex::new(None),
             link,
             generation: Arc::default(),
+            client: None,
         }
+    }
+
+    /// Uses the client's files and terminals for `conversation` where it offers them (only
+    /// while the processes run on this host: a remote environment's files are not the
+    /// client's).
+    pub(crate) fn with_client(
+        mut self,
+        conversation: keel_protocol::ConversationId,
+        backends: crate::ClientBackends,
+    ) -> Self {
+        self.client = Some((conversation, backends));
+        self
+    }
+
+    /// The client's files for this conversation, when it offers them and the files are here.
+    pub(crate) fn client_files(
+        &self,
+    ) -> Option<(keel_protocol::ConversationId, Arc<dyn crate::ClientFiles>)> {
+        let (conversation, backends) = self.client.as_ref().filter(|_| self.is_local())?;
+        let files = backends.files_for(*conversation)?;
+        Some((*conversation, Arc::clone(files)))
+    }
+
+    /// The client's terminals for this conversation, when it offers them and the commands
+    /// run here.
+    pub(crate) fn client_terminals(
+        &self,
+    ) -> Option<(
+        keel_protocol::ConversationId,
+        Arc<dyn crate::ClientTerminals>,
+    )> {
+        let (conversation, backends) = self.client.as_ref().filter(|_| self.is_local())?;
+        let terminals = backends.terminals_for(*conversation)?;
+        Some((*conversation, Arc::clone(terminals)))
     }
 
     /// Whether processes run on this host (so files this process writes are theirs to read).

@@ -91,6 +91,8 @@ pub(crate) struct SessionLinks {
     pub mcp: Arc<crate::mcp_slot::McpSlot>,
     /// The embedder's own tools, offered after the built-ins.
     pub tools: Arc<[Arc<dyn DynTool>]>,
+    /// The client's files and terminals, where it offers them.
+    pub client_backends: crate::ClientBackends,
 }
 
 /// The engine side of one conversation.
@@ -163,6 +165,7 @@ impl Session {
             agents,
             mcp,
             tools,
+            client_backends,
         } = links;
         let snapshot_dir = turn_context.keel_home().join("shell-snapshots");
         // Nothing to report without servers (and nothing starts them).
@@ -195,7 +198,8 @@ impl Session {
             user_inputs: PendingAnswers::new("answers"),
             dynamic_calls: PendingAnswers::new("tool output"),
             rollout,
-            processes: ProcessLayer::new(exec_target, environment_link),
+            processes: ProcessLayer::new(exec_target, environment_link)
+                .with_client(id, client_backends),
             unified_exec: Arc::new(UnifiedExecSessions::default()),
             shell_snapshots: ShellSnapshots::new(snapshot_dir),
             agents,

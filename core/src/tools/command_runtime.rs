@@ -15,9 +15,14 @@ use keel_protocol::{
 
 use super::ToolContext;
 use crate::approvals::{ExecDecision, decide_exec};
-use crate::processes::{ExecOutcome, ExecStop, ProcessSpec, run_to_exit, truncate_for_model};
+use crate::processes::{
+    ExecOutcome, ExecStop, ProcessSpec, run_in_client_terminal, run_to_exit, truncate_for_model,
+};
 use crate::sandbox::{LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel};
 use crate::turn_context::TurnStop;
+
+/// Output an editor's terminal keeps for the model: what Keel's own processes keep.
+const CLIENT_TERMINAL_OUTPUT_BYTES: u64 = 1024 * 1024;
 
 /// Caps on the output shown to the model.
 const MODEL_OUTPUT_MAX_BYTES: usize = 10 * 1024;
@@ -250,15 +255,38 @@ pub(super) async fn execute(
     let session = &ctx.host;
     let sub_id = &ctx.ids.sub_id;
     let layer = ctx.host.processes();
-    let result = run_to_exit(layer, spec, *timeout, &ctx.cancel, |stream, bytes| {
-        let delta = EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
-            call_id: call_id.clone(),
-            stream,
-            chunk: Base64Bytes::from(bytes),
-        });
-        async move { session.send_event(sub_id, delta).await }
-    })
-    .await;
+    let result = match layer.client_terminals() {
+        // The editor shows the command live in its terminal: no output deltas.
+        Some((conversation, terminals)) => {
+            let command = crate::ClientCommand {
+                call_id: call_id.clone(),
+                argv: spec.argv,
+                arg0: spec.arg0,
+                cwd: spec.cwd,
+                env: spec.env,
+                output_byte_limit: CLIENT_TERMINAL_OUTPUT_BYTES,
+            };
+            run_in_client_terminal(
+                terminals.as_ref(),
+                conversation,
+                command,
+                *timeout,
+                &ctx.cancel,
+            )
+            .await
+        }
+        None => {
+            run_to_exit(layer, spec, *timeout, &ctx.cancel, |stream, bytes| {
+                let delta = EventMsg::ExecCommandOutputDelta(ExecCommandOutputDeltaEvent {
+                    call_id: call_id.clone(),
+                    stream,
+                    chunk: Base64Bytes::from(bytes),
+                });
+                async move { session.send_event(sub_id, delta).await }
+            })
+            .await
+        }
+    };
     let outcome = match result {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(ExecStop::Interrupted)) => return Err(TurnStop::Interrupted),

@@ -27,6 +27,7 @@ mod mcp;
 mod mcp_resources;
 mod observed;
 mod patch;
+mod patch_client;
 mod plan;
 mod registry;
 mod shell;

@@ -85,6 +85,8 @@ pub(super) async fn apply_patch(
     let remote = !ctx.host.processes().is_local();
     let planned = if remote {
         plan_remote(ctx, patch_text, cwd).await
+    } else if let Some((conversation, files)) = ctx.host.processes().client_files() {
+        super::patch_client::plan_through_client(ctx, conversation, files, patch_text, cwd).await
     } else {
         plan_local(ctx, patch_text, cwd)
     };
@@ -137,8 +139,10 @@ pub(super) async fn apply_patch(
             .note_baseline(&write.path, write.before.as_deref());
     }
     let writes = planned.writes.clone();
+    // Files written elsewhere (another host, an editor's buffers) are recorded as written.
+    let written_elsewhere = !matches!(planned.apply, ApplyBy::Local(_));
     let result = carry_out(ctx.host.processes(), planned.apply, planned.resolved).await;
-    if remote && result.is_ok() {
+    if written_elsewhere && result.is_ok() {
         let mut diff = ctx.diff();
         for write in &writes {
             diff.note_remote_after(&write.path, write.after.as_deref());
@@ -218,22 +222,24 @@ async fn apply_blocking(
 }
 
 /// A patch checked against the files it will change, wherever they are.
-struct PlannedPatch {
-    changes: std::collections::BTreeMap<PathBuf, keel_protocol::FileChange>,
+pub(super) struct PlannedPatch {
+    pub(super) changes: std::collections::BTreeMap<PathBuf, keel_protocol::FileChange>,
     /// Each write: the path the patch names, where it lands, its contents before and after.
-    writes: Vec<PatchWrite>,
+    pub(super) writes: Vec<PatchWrite>,
     /// The policy writes are judged by (roots as written and resolved); `None`: unsandboxed.
-    resolved: Option<ResolvedPolicy>,
+    pub(super) resolved: Option<ResolvedPolicy>,
     /// How to carry it out.
-    apply: ApplyBy,
+    pub(super) apply: ApplyBy,
 }
 
 /// Where a planned patch is written.
-enum ApplyBy {
+pub(super) enum ApplyBy {
     /// On this host, exactly as planned.
     Local(ApplyPatchAction),
     /// By the exec-server that runs the turn's commands, which plans it again on its host.
     Remote(PatchParams),
+    /// Through the client's files (an editor's buffers), as planned against them.
+    Client(super::patch_client::ClientPatch),
 }
 
 /// The patch planned against this host's files; `Err` is what the model reads.
@@ -242,15 +248,7 @@ fn plan_local(ctx: &ToolContext, patch_text: &str, cwd: &Path) -> Result<Planned
         .map_err(|e| e.to_string())
         .and_then(|patch| plan_patch(&patch, cwd).map_err(|e| e.to_string()))
         .map_err(|message| format!("apply_patch verification failed: {message}"))?;
-    let resolved = ResolvedPolicy::resolve(
-        &ctx.turn.sandbox_policy,
-        &ctx.turn.cwd,
-        ctx.turn.shell_env.get("TMPDIR").map(Path::new),
-        ctx.turn.sandbox_allow_git_writes,
-    )
-    // Where each write really lands: a link planted in the workspace never carries a
-    // write out of the writable roots, whatever the approval policy.
-    .map(with_real_roots);
+    let resolved = local_policy(ctx);
     let writes = planned_writes(resolved.as_ref(), &action)
         .map_err(|refusal| format!("patch rejected: {refusal}"))?;
     Ok(PlannedPatch {
@@ -259,6 +257,19 @@ fn plan_local(ctx: &ToolContext, patch_text: &str, cwd: &Path) -> Result<Planned
         resolved,
         apply: ApplyBy::Local(action),
     })
+}
+
+/// The turn's sandbox policy on this host, roots also as the kernel resolves them: where each
+/// write really lands is judged, so a link planted in the workspace never carries a write
+/// out of the writable roots, whatever the approval policy.
+pub(super) fn local_policy(ctx: &ToolContext) -> Option<ResolvedPolicy> {
+    ResolvedPolicy::resolve(
+        &ctx.turn.sandbox_policy,
+        &ctx.turn.cwd,
+        ctx.turn.shell_env.get("TMPDIR").map(Path::new),
+        ctx.turn.sandbox_allow_git_writes,
+    )
+    .map(with_real_roots)
 }
 
 /// The patch planned by the exec-server against its host's files; `Err` is what the
@@ -322,6 +333,7 @@ async fn carry_out(
 ) -> Result<String, String> {
     match apply {
         ApplyBy::Local(action) => apply_blocking(action, policy).await,
+        ApplyBy::Client(patch) => patch.write(policy.as_ref()).await,
         ApplyBy::Remote(params) => match processes.apply_patch(params).await {
             Ok(PatchApplyResponse::Applied { summary }) => Ok(summary),
             Ok(PatchApplyResponse::Refused { message }) => {

@@ -4,6 +4,7 @@
 //! drift test (`acp/tests`), so the workspace does not take on another crate's `serde_json`
 //! features.
 
+mod client_methods;
 mod config;
 mod content;
 mod history;
@@ -12,6 +13,7 @@ mod permission;
 mod session;
 mod update;
 
+pub use client_methods::*;
 pub use config::*;
 pub use content::*;
 pub use history::*;

@@ -178,6 +178,12 @@ pub enum ToolCallContent {
         /// Its text after.
         new_text: String,
     },
+    /// A terminal of the editor's where the call's command runs (shown live).
+    #[serde(rename_all = "camelCase")]
+    Terminal {
+        /// The terminal.
+        terminal_id: String,
+    },
 }
 
 /// A file a tool call touches.
