@@ -7,26 +7,25 @@ use std::time::Duration;
 use keel_app_server::{EventDelivery, InProcessAppServerClient, InProcessEvent, ServerConfig};
 use keel_protocol::acp::{
     ACP_PROTOCOL_VERSION, AcpClientNotification, AcpClientRequest, AgentCapabilities,
-    CancelNotification, ClientCapabilities, ContentBlock, EmbeddedResourceContents, EmptyObject,
-    Implementation, InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionUpdate, SetSessionConfigOptionResponse, StopReason, ToolCallContent,
+    CancelNotification, ClientCapabilities, EmptyObject, Implementation, InitializeRequest,
+    InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    SessionCapabilities, SessionUpdate, SetSessionConfigOptionResponse, StopReason,
+    ToolCallContent,
 };
 use keel_protocol::app_server::{
     ClientInfo, CommandExecutionApprovalDecision, ModelListParams, ServerNotification,
-    ThreadOverrides, ThreadSettings, ThreadStartParams, TurnInterruptParams, TurnStartParams,
-    TurnStatus, UserInput, client_request,
+    ThreadOverrides, ThreadSettings, ThreadStartParams, TurnInterruptParams, TurnStatus,
+    client_request,
 };
 use keel_protocol::{
-    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage,
-    JsonRpcNotification, JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, PARSE_ERROR, RequestId,
+    INTERNAL_ERROR, INVALID_PARAMS, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification,
+    JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, PARSE_ERROR, RequestId,
 };
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::oneshot;
 
 use crate::error::AcpError;
-use crate::sessions::{PromptEnd, Sessions};
+use crate::sessions::Sessions;
 use crate::wire::Wire;
 
 /// JSON-RPC's code for a request its sender withdrew (`$/cancel_request`).
@@ -44,12 +43,14 @@ pub(crate) struct Agent {
     pub(crate) wire: Wire,
     pub(crate) sessions: Arc<Sessions>,
     /// What the editor offered at `initialize` (its files and terminals are used by them).
-    capabilities: Arc<std::sync::Mutex<ClientCapabilities>>,
+    pub(crate) capabilities: Arc<std::sync::Mutex<ClientCapabilities>>,
     /// The running prompts by request id: their session, and whether the editor withdrew
     /// the request.
     prompts: std::sync::Mutex<std::collections::HashMap<RequestId, (String, bool)>>,
     /// The model catalogue, asked once.
     models: tokio::sync::OnceCell<Vec<keel_protocol::app_server::Model>>,
+    /// How the engine was set up (for the configured writable roots).
+    pub(crate) server: ServerConfig,
 }
 
 type Answer = Result<Value, JsonRpcErrorObject>;
@@ -72,6 +73,7 @@ impl Agent {
             Arc::clone(&capabilities),
             Arc::clone(&sessions),
         ));
+        let server = config.clone();
         config.client_backends = keel_core::ClientBackends::default()
             .with_files(Arc::new(crate::editor::EditorFiles(Arc::clone(&editor))))
             .with_terminals(Arc::new(crate::editor::EditorTerminals(editor)));
@@ -94,6 +96,7 @@ impl Agent {
             capabilities,
             models: tokio::sync::OnceCell::new(),
             prompts: Default::default(),
+            server,
         });
         let events = Arc::clone(&agent);
         tokio::spawn(async move { events.forward_events().await });
@@ -172,7 +175,30 @@ impl Agent {
                     answer
                 }
             }
-            Ok(typed) => self.dispatch(typed).await,
+            Ok(typed) => {
+                // A session the editor now has is told its commands and notices after the
+                // answer that gives it the session.
+                let reopened = match &typed {
+                    AcpClientRequest::SessionLoad(params)
+                    | AcpClientRequest::SessionResume(params) => Some(params.session_id.clone()),
+                    _ => None,
+                };
+                let created = matches!(
+                    typed,
+                    AcpClientRequest::SessionNew(_) | AcpClientRequest::SessionFork(_)
+                );
+                let answer = self.dispatch(typed).await;
+                let opened = match &answer {
+                    Ok(result) if created => result["sessionId"].as_str().map(str::to_string),
+                    Ok(_) => reopened,
+                    Err(_) => None,
+                };
+                self.wire.respond(id, answer).await;
+                if let Some(session_id) = opened {
+                    self.after_open(&session_id).await;
+                }
+                return;
+            }
             Err(err) if AcpClientRequest::METHODS.contains(&method.as_str()) => Err(error(
                 INVALID_PARAMS,
                 format!("invalid params for `{method}`: {err}"),
@@ -218,6 +244,8 @@ impl Agent {
                     .await?;
                 to_value(&EmptyObject {})
             }
+            AcpClientRequest::SessionFork(params) => to_value(&self.fork_session(params).await?),
+            AcpClientRequest::SessionSteering(params) => to_value(&self.steer(params).await?),
             AcpClientRequest::SessionSetConfigOption(params) => {
                 let Some(value) = params.value.as_str() else {
                     return Err(error(
@@ -231,6 +259,11 @@ impl Agent {
                 to_value(&SetSessionConfigOptionResponse { config_options })
             }
         }
+    }
+
+    /// What the editor offered at `initialize`.
+    pub(crate) fn offered(&self) -> ClientCapabilities {
+        lock(&self.capabilities).clone()
     }
 
     fn initialize(&self, params: InitializeRequest) -> InitializeResponse {
@@ -256,8 +289,11 @@ impl Agent {
                     resume: Some(EmptyObject {}),
                     close: Some(EmptyObject {}),
                     delete: Some(EmptyObject {}),
+                    additional_directories: Some(EmptyObject {}),
+                    fork: Some(EmptyObject {}),
                 },
             },
+            meta: Some(serde_json::json!({"steering": {"supported": true}})),
             auth_methods: Vec::new(),
             agent_info: Implementation {
                 name: "keel".to_string(),
@@ -277,16 +313,13 @@ impl Agent {
                 format!("cwd `{}` is not an absolute path", params.cwd.display()),
             ));
         }
-        let (config, notices) = crate::mcp_servers::config_of(&params.mcp_servers);
-        for notice in &notices {
-            tracing::warn!("{notice}");
-        }
+        let setup = self.session_setup(&params.mcp_servers, &params.additional_directories)?;
         let started = self
             .client
             .request::<client_request::ThreadStart>(ThreadStartParams {
                 overrides: ThreadOverrides {
-                    cwd: Some(params.cwd),
-                    config: (!config.is_empty()).then_some(config),
+                    cwd: Some(params.cwd.clone()),
+                    config: (!setup.config.is_empty()).then_some(setup.config),
                     ..ThreadOverrides::default()
                 },
                 ephemeral: None,
@@ -302,66 +335,9 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions.add(&session_id, pickers);
+        self.sessions
+            .add(&session_id, pickers, params.cwd, setup.notices);
         Ok(response)
-    }
-
-    async fn prompt(&self, params: PromptRequest) -> Result<PromptResponse, JsonRpcErrorObject> {
-        let input = params
-            .prompt
-            .into_iter()
-            .map(user_input)
-            .collect::<Result<Vec<_>, _>>()?;
-        let (tx, rx) = oneshot::channel::<PromptEnd>();
-        let busy = self
-            .sessions
-            .with(&params.session_id, |session| {
-                if session.prompt.is_some() {
-                    return true;
-                }
-                session.prompt = Some(tx);
-                session.cancelled = false;
-                false
-            })
-            .ok_or_else(|| unknown_session(&params.session_id))?;
-        if busy {
-            return Err(error(
-                INVALID_REQUEST,
-                "a prompt is already running in this session; cancel it first",
-            ));
-        }
-        let started = self
-            .client
-            .request::<client_request::TurnStart>(TurnStartParams {
-                thread_id: params.session_id.clone(),
-                input,
-                cwd: None,
-                approval_policy: None,
-                sandbox_policy: None,
-                permissions: None,
-                model: None,
-                effort: None,
-                output_schema: None,
-                collaboration_mode: None,
-                environments: None,
-            })
-            .await;
-        match started {
-            Ok(response) => {
-                self.sessions.with(&params.session_id, |session| {
-                    session.turn.get_or_insert(response.turn.id);
-                });
-            }
-            Err(err) => {
-                self.sessions
-                    .with(&params.session_id, |session| session.prompt = None);
-                return Err(engine_error(err));
-            }
-        }
-        match rx.await {
-            Ok(end) => end.map(|stop_reason| PromptResponse { stop_reason }),
-            Err(_) => Err(error(INTERNAL_ERROR, "the engine stopped during the turn")),
-        }
     }
 
     async fn handle_notification(&self, notification: JsonRpcNotification) {
@@ -504,6 +480,9 @@ impl Agent {
         for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
             self.send_tool_update(&session_id, update).await;
         }
+        if let Some((session_id, notice)) = crate::updates::notice_of(&notification) {
+            self.send_notice(&session_id, notice).await;
+        }
         match notification {
             ServerNotification::TurnStarted(started) => {
                 self.sessions.with(&started.thread_id, |session| {
@@ -591,47 +570,6 @@ pub(crate) fn engine_error(err: keel_app_server::InProcessError) -> JsonRpcError
         keel_app_server::InProcessError::Rpc(error) => error,
         other => error(INTERNAL_ERROR, other.to_string()),
     }
-}
-
-/// A prompt block as the engine's input: text as text, images as data URLs, resources as
-/// text the model can read (a link names the file for the model to open).
-fn user_input(block: ContentBlock) -> Result<UserInput, JsonRpcErrorObject> {
-    let text = |text: String| UserInput::Text {
-        text,
-        text_elements: Vec::new(),
-    };
-    Ok(match block {
-        ContentBlock::Text { text: body } => text(body),
-        ContentBlock::Image {
-            data, mime_type, ..
-        } => UserInput::Image {
-            url: format!("data:{mime_type};base64,{data}"),
-        },
-        ContentBlock::Audio { .. } => {
-            return Err(error(INVALID_PARAMS, "audio prompts are not supported"));
-        }
-        ContentBlock::ResourceLink { uri, name, .. } => text(format!(
-            "[@{name}]({})",
-            uri.strip_prefix("file://").unwrap_or(&uri)
-        )),
-        ContentBlock::Resource { resource } => match resource {
-            EmbeddedResourceContents::Text {
-                uri, text: body, ..
-            } => text(format!(
-                "<context ref=\"{}\">\n{body}\n</context>",
-                uri.strip_prefix("file://").unwrap_or(&uri)
-            )),
-            EmbeddedResourceContents::Blob { uri, .. } => {
-                return Err(error(
-                    INVALID_PARAMS,
-                    format!(
-                        "binary resource `{}` is not supported",
-                        keel_protocol::echo_bounded(&uri)
-                    ),
-                ));
-            }
-        },
-    })
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

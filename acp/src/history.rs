@@ -1,14 +1,14 @@
 //! Recorded sessions: listed from the thread index, opened with or without a replay of the
-//! conversation, closed, deleted. A replay sends what was shown live: the person's messages,
+//! conversation, forked, closed, deleted. A replay sends what was shown live: the person's messages,
 //! the answers, the reasoning, and each tool call once, as it ended.
 
 use keel_protocol::acp::{
-    ContentBlock, ContentChunk, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, SessionInfo, SessionUpdate,
+    ContentBlock, ContentChunk, ForkSessionRequest, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionResponse, SessionInfo, SessionUpdate,
 };
 use keel_protocol::app_server::{
-    Thread, ThreadIdParams, ThreadItem, ThreadListCwdFilter, ThreadListParams, ThreadOverrides,
-    ThreadResumeParams, UserInput, client_request,
+    Thread, ThreadForkParams, ThreadIdParams, ThreadItem, ThreadListCwdFilter, ThreadListParams,
+    ThreadOverrides, ThreadResumeParams, UserInput, client_request,
 };
 use keel_protocol::{INVALID_PARAMS, JsonRpcErrorObject};
 
@@ -48,17 +48,14 @@ impl Agent {
                 format!("cwd `{}` is not an absolute path", params.cwd.display()),
             ));
         }
-        let (config, notices) = crate::mcp_servers::config_of(&params.mcp_servers);
-        for notice in &notices {
-            tracing::warn!("{notice}");
-        }
+        let setup = self.session_setup(&params.mcp_servers, &params.additional_directories)?;
         let resumed = self
             .client
             .request::<client_request::ThreadResume>(ThreadResumeParams {
                 thread_id: params.session_id.clone(),
                 overrides: ThreadOverrides {
-                    cwd: Some(params.cwd),
-                    config: (!config.is_empty()).then_some(config),
+                    cwd: Some(params.cwd.clone()),
+                    config: (!setup.config.is_empty()).then_some(setup.config),
                     ..ThreadOverrides::default()
                 },
             })
@@ -69,12 +66,52 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions.add(&params.session_id, pickers);
+        self.sessions
+            .add(&params.session_id, pickers, params.cwd, setup.notices);
         if replay {
             for update in replayed(&resumed.thread) {
                 self.send_update(&params.session_id, update).await;
             }
         }
+        Ok(response)
+    }
+
+    /// `session/fork`: a new session holding a copy of another's conversation (recorded or
+    /// open here); the original is left as it is.
+    pub(crate) async fn fork_session(
+        &self,
+        params: ForkSessionRequest,
+    ) -> Result<NewSessionResponse, JsonRpcErrorObject> {
+        if !params.cwd.is_absolute() {
+            return Err(JsonRpcErrorObject::new(
+                INVALID_PARAMS,
+                format!("cwd `{}` is not an absolute path", params.cwd.display()),
+            ));
+        }
+        let setup = self.session_setup(&params.mcp_servers, &params.additional_directories)?;
+        let forked = self
+            .client
+            .request::<client_request::ThreadFork>(ThreadForkParams {
+                thread_id: params.session_id.clone(),
+                overrides: ThreadOverrides {
+                    cwd: Some(params.cwd.clone()),
+                    config: (!setup.config.is_empty()).then_some(setup.config),
+                    ..ThreadOverrides::default()
+                },
+                ephemeral: false,
+                exclude_turns: true,
+            })
+            .await
+            .map_err(engine_error)?;
+        let session_id = forked.thread.id;
+        let pickers = self.pickers(forked.settings).await;
+        let response = NewSessionResponse {
+            session_id: session_id.clone(),
+            modes: Some(pickers.mode_state()),
+            config_options: Some(pickers.options()),
+        };
+        self.sessions
+            .add(&session_id, pickers, params.cwd, setup.notices);
         Ok(response)
     }
 

@@ -10,12 +10,15 @@
 //! goes through one writer, so stdout carries whole protocol lines only.
 
 mod agent;
+mod commands;
 mod editor;
 mod error;
 mod history;
 mod mcp_servers;
 mod modes;
 mod permissions;
+mod prompt;
+mod session_setup;
 mod sessions;
 mod updates;
 mod wire;

@@ -34,6 +34,10 @@ pub(crate) struct Session {
     pub announced: HashSet<String>,
     /// The editor's terminal running each command tool call, by call id.
     pub terminals: HashMap<String, String>,
+    /// The session's working directory.
+    pub cwd: std::path::PathBuf,
+    /// Notices set aside while the session was opened, for once the editor has it.
+    pub notices: Vec<String>,
 }
 
 /// Every session of this connection.
@@ -41,12 +45,21 @@ pub(crate) struct Session {
 pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
-    /// Registers a new session with its pickers.
-    pub(crate) fn add(&self, id: &str, pickers: crate::modes::Pickers) {
+    /// Registers a new session with its pickers, its working directory and the notices for
+    /// it.
+    pub(crate) fn add(
+        &self,
+        id: &str,
+        pickers: crate::modes::Pickers,
+        cwd: std::path::PathBuf,
+        notices: Vec<String>,
+    ) {
         self.lock().insert(
             id.to_string(),
             Session {
                 pickers: Some(pickers),
+                cwd,
+                notices,
                 ..Session::default()
             },
         );

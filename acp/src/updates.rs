@@ -2,7 +2,7 @@
 //! model's commands, patches and tool calls as ACP tool calls, and the plan.
 
 use keel_protocol::acp::{
-    ContentBlock, ContentChunk, Plan, PlanEntry, SessionUpdate, ToolCall, ToolCallContent,
+    ContentBlock, ContentChunk, Notice, Plan, PlanEntry, SessionUpdate, ToolCall, ToolCallContent,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use keel_protocol::app_server::{
@@ -100,7 +100,8 @@ pub(crate) fn updates(
                     .collect(),
             }),
         ),
-        // Nothing an editor shows (turn boundaries are handled by the agent).
+        // Nothing an editor shows as part of the conversation (turn boundaries are handled by
+        // the agent; warnings and retried errors become notices, `notice_of`).
         N::Error(_)
         | N::ThreadStarted(_)
         | N::ThreadStatusChanged(_)
@@ -144,6 +145,30 @@ pub(crate) fn updates(
         | N::ExternalAgentConfigImportProgress(_)
         | N::ExternalAgentConfigImportCompleted(_)
         | N::ThreadEnvironmentDisconnected(_) => Vec::new(),
+    }
+}
+
+/// The notice a notification makes for an editor that shows notices (sent apart from the
+/// conversation's updates): a warning about a thread, an error the engine retries.
+pub(crate) fn notice_of(notification: &ServerNotification) -> Option<(String, Notice)> {
+    match notification {
+        ServerNotification::Warning(warning) => Some((
+            warning.thread_id.clone()?,
+            Notice {
+                severity: "warning".to_string(),
+                title: warning.message.clone(),
+                description: None,
+            },
+        )),
+        ServerNotification::Error(failed) if failed.will_retry => Some((
+            failed.thread_id.clone(),
+            Notice {
+                severity: "warning".to_string(),
+                title: format!("retrying: {}", failed.error.message),
+                description: None,
+            },
+        )),
+        _ => None,
     }
 }
 

@@ -7,18 +7,19 @@
 use std::collections::BTreeSet;
 
 use keel_protocol::acp::{
-    AgentCapabilities, AuthMethod, AuthenticateRequest, CancelNotification,
-    CancelRequestNotification, ClientCapabilities, ContentBlock, ContentChunk,
-    CreateTerminalRequest, CreateTerminalResponse, EnvVariable, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
-    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SessionCapabilities, SessionIdRequest, SessionInfo, SessionMode, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TerminalExitStatus,
-    TerminalOutputResponse, TerminalRequest, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolKind, WriteTextFileRequest,
+    AgentCapabilities, AuthMethod, AuthenticateRequest, AvailableCommand, AvailableCommandInput,
+    CancelNotification, CancelRequestNotification, ClientCapabilities, ClientSessionCapabilities,
+    ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse, EnvVariable,
+    FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, Notice,
+    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PromptCapabilities, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionCapabilities, SessionIdRequest,
+    SessionInfo, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, StopReason, TerminalExitStatus, TerminalOutputResponse, TerminalRequest,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    WriteTextFileRequest,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -293,11 +294,6 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         root_schema::<SessionIdRequest>(),
         Editor,
     );
-    struct_check(
-        "SessionCapabilities",
-        root_schema::<SessionCapabilities>(),
-        Keel,
-    );
     // The editor's methods Keel calls: Keel writes the requests, the editor the results.
     struct_check(
         "ReadTextFileRequest",
@@ -348,6 +344,40 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         root_schema::<TerminalExitStatus>(),
         Editor,
     );
+    struct_check(
+        "ClientSessionCapabilities",
+        root_schema::<ClientSessionCapabilities>(),
+        Editor,
+    );
+    struct_check("AvailableCommand", root_schema::<AvailableCommand>(), Keel);
+    struct_check(
+        "UnstructuredCommandInput",
+        root_schema::<AvailableCommandInput>(),
+        Keel,
+    );
+    struct_check("Notice", root_schema::<Notice>(), Keel);
+    // `session/fork` is from the unstable set: its shapes, and the capabilities that offer
+    // it, are checked against the unstable schema.
+    let unstable = &reference["unstable"];
+    let mut unstable_check = |name: &str, schema: Value, writer: Writer| {
+        let ours = shape(&schema, &schema["$defs"]);
+        check(name, ours, &unstable[name], writer, &mut problems);
+    };
+    unstable_check(
+        "SessionCapabilities",
+        root_schema::<SessionCapabilities>(),
+        Keel,
+    );
+    unstable_check(
+        "ForkSessionRequest",
+        root_schema::<ForkSessionRequest>(),
+        Editor,
+    );
+    unstable_check(
+        "ForkSessionResponse",
+        root_schema::<NewSessionResponse>(),
+        Keel,
+    );
     assert!(problems.is_empty(), "{problems:#?}");
     Ok(())
 }
@@ -383,6 +413,8 @@ fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
                 ("config_option_update", "ConfigOptionUpdate"),
                 ("session_info_update", "SessionInfoUpdate"),
                 ("usage_update", "UsageUpdate"),
+                ("available_commands_update", "AvailableCommandsUpdate"),
+                ("notice", "Notice"),
             ],
             Writer::Keel,
         ),

@@ -1,5 +1,6 @@
 mod acp;
 mod acp_editor_backends;
+mod acp_session_extras;
 mod agents;
 mod app_server;
 mod chat_streams;

@@ -96,4 +96,10 @@ pub struct SessionCapabilities {
     /// `session/delete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<super::EmptyObject>,
+    /// `additionalDirectories` on `session/new`, `load`, `resume` and `fork`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<super::EmptyObject>,
+    /// `session/fork` (from ACP's unstable set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<super::EmptyObject>,
 }

@@ -41,6 +41,18 @@ pub struct ClientCapabilities {
     /// Commands run in the editor's terminals.
     #[serde(default)]
     pub terminal: bool,
+    /// Session extensions the editor shows.
+    #[serde(default)]
+    pub session: Option<ClientSessionCapabilities>,
+}
+
+/// Session extensions the editor shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientSessionCapabilities {
+    /// `notice` updates (present, even as `{}`: shown).
+    #[serde(default)]
+    pub notices: Option<serde_json::Value>,
 }
 
 /// The editor's file methods.
@@ -67,6 +79,9 @@ pub struct InitializeResponse {
     pub auth_methods: Vec<AuthMethod>,
     /// The agent.
     pub agent_info: Implementation,
+    /// Extensions beyond the protocol (`steering`: `_session/steering` is offered).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 /// What the agent can do.

@@ -50,6 +50,10 @@ crate::request_table! {
         SessionDelete("session/delete", SessionIdRequest) -> EmptyObject,
         /// Changes a picker (mode, model, reasoning effort).
         SessionSetConfigOption("session/set_config_option", SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse,
+        /// Starts a session with a copy of another's conversation (unstable ACP).
+        SessionFork("session/fork", ForkSessionRequest) -> NewSessionResponse,
+        /// Adds input to the running turn (the `_session/steering` extension).
+        SessionSteering("_session/steering", SteeringRequest) -> SteeringResponse,
     }
 }
 

@@ -115,3 +115,46 @@ pub struct CancelRequestNotification {
     /// The request.
     pub request_id: crate::RequestId,
 }
+
+/// Params of `_session/steering` (the extension Claude's and Codex's ACP agents offer):
+/// input for the running turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SteeringRequest {
+    /// The session.
+    pub session_id: String,
+    /// What to add to the turn.
+    pub prompt: Vec<super::ContentBlock>,
+    /// `steering.idleBehavior: "promptRequired"`: with no turn running, answer so instead of
+    /// starting one.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
+}
+
+/// Result of `_session/steering`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SteeringResponse {
+    /// `injected` (the running turn took it), `startedNewTurn` or `promptRequired`.
+    pub outcome: String,
+    /// Why, for `promptRequired` (`noRunningTurn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Params of `session/fork` (ACP's unstable set): a new session with a copy of another's
+/// conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkSessionRequest {
+    /// The session to copy.
+    pub session_id: String,
+    /// The copy's working directory (absolute).
+    pub cwd: PathBuf,
+    /// MCP servers the editor wants the copy to use.
+    #[serde(default)]
+    pub mcp_servers: Vec<serde_json::Value>,
+    /// More directories the copy may work in.
+    #[serde(default)]
+    pub additional_directories: Vec<PathBuf>,
+}

@@ -44,6 +44,15 @@ pub enum SessionUpdate {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         title: Option<String>,
     },
+    /// The commands the person may type as `/name` (Keel's own and the skills).
+    #[serde(rename_all = "camelCase")]
+    AvailableCommandsUpdate {
+        /// Every command offered now.
+        available_commands: Vec<AvailableCommand>,
+    },
+    /// Something the person should know that is not part of the conversation (sent only to an
+    /// editor that shows notices).
+    Notice(Notice),
     /// How full the model's context window is.
     UsageUpdate {
         /// Tokens the conversation takes.
@@ -215,4 +224,38 @@ pub struct PlanEntry {
     pub priority: String,
     /// `pending`, `in_progress` or `completed`.
     pub status: String,
+}
+
+/// A command the person may type as `/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableCommand {
+    /// Its name, without the slash.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The text it takes after its name, when it takes any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<AvailableCommandInput>,
+}
+
+/// The text a command takes after its name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableCommandInput {
+    /// What to type, shown while nothing is typed.
+    pub hint: String,
+}
+
+/// A notice for the person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Notice {
+    /// `info`, `warning` or `error`.
+    pub severity: String,
+    /// What happened, in one line.
+    pub title: String,
+    /// More on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
