@@ -86,7 +86,21 @@ pub(super) async fn apply_patch(
     let planned = if remote {
         plan_remote(ctx, patch_text, cwd).await
     } else if let Some((conversation, files)) = ctx.host.processes().client_files() {
-        super::patch_client::plan_through_client(ctx, conversation, files, patch_text, cwd).await
+        let resolved = local_policy(ctx);
+        super::patch_client::plan_through_client(
+            conversation,
+            files,
+            patch_text,
+            cwd,
+            resolved.as_ref(),
+        )
+        .await
+        .map(|plan| PlannedPatch {
+            changes: plan.changes,
+            writes: plan.writes,
+            resolved,
+            apply: ApplyBy::Client(plan.patch),
+        })
     } else {
         plan_local(ctx, patch_text, cwd)
     };
@@ -222,18 +236,18 @@ async fn apply_blocking(
 }
 
 /// A patch checked against the files it will change, wherever they are.
-pub(super) struct PlannedPatch {
-    pub(super) changes: std::collections::BTreeMap<PathBuf, keel_protocol::FileChange>,
+struct PlannedPatch {
+    changes: std::collections::BTreeMap<PathBuf, keel_protocol::FileChange>,
     /// Each write: the path the patch names, where it lands, its contents before and after.
-    pub(super) writes: Vec<PatchWrite>,
+    writes: Vec<PatchWrite>,
     /// The policy writes are judged by (roots as written and resolved); `None`: unsandboxed.
-    pub(super) resolved: Option<ResolvedPolicy>,
+    resolved: Option<ResolvedPolicy>,
     /// How to carry it out.
-    pub(super) apply: ApplyBy,
+    apply: ApplyBy,
 }
 
 /// Where a planned patch is written.
-pub(super) enum ApplyBy {
+enum ApplyBy {
     /// On this host, exactly as planned.
     Local(ApplyPatchAction),
     /// By the exec-server that runs the turn's commands, which plans it again on its host.
@@ -262,7 +276,7 @@ fn plan_local(ctx: &ToolContext, patch_text: &str, cwd: &Path) -> Result<Planned
 /// The turn's sandbox policy on this host, roots also as the kernel resolves them: where each
 /// write really lands is judged, so a link planted in the workspace never carries a write
 /// out of the writable roots, whatever the approval policy.
-pub(super) fn local_policy(ctx: &ToolContext) -> Option<ResolvedPolicy> {
+fn local_policy(ctx: &ToolContext) -> Option<ResolvedPolicy> {
     ResolvedPolicy::resolve(
         &ctx.turn.sandbox_policy,
         &ctx.turn.cwd,

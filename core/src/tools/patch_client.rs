@@ -11,8 +11,9 @@ use std::sync::Arc;
 use keel_exec_server::patch::{check_place, planned_writes};
 use keel_protocol::ConversationId;
 
-use super::ToolContext;
-use super::patch::{ApplyBy, PlannedPatch, local_policy};
+use keel_protocol::FileChange;
+use keel_protocol::exec_server::PatchWrite;
+
 use crate::ClientFiles;
 use crate::apply_patch::{ApplyPatchAction, parse_patch, plan_patch_over, touched_paths};
 use crate::sandbox::ResolvedPolicy;
@@ -24,14 +25,23 @@ pub(super) struct ClientPatch {
     conversation: ConversationId,
 }
 
-/// The patch planned against the client's files; `Err` is what the model reads.
+/// A patch planned against the client's files: what it changes, each write, and how to
+/// carry it out.
+pub(super) struct ClientPlan {
+    pub changes: BTreeMap<std::path::PathBuf, FileChange>,
+    pub writes: Vec<PatchWrite>,
+    pub patch: ClientPatch,
+}
+
+/// The patch planned against the client's files, its writes judged by `resolved` (the turn's
+/// policy on this host); `Err` is what the model reads.
 pub(super) async fn plan_through_client(
-    ctx: &ToolContext,
     conversation: ConversationId,
     files: Arc<dyn ClientFiles>,
     patch_text: &str,
     cwd: &Path,
-) -> Result<PlannedPatch, String> {
+    resolved: Option<&ResolvedPolicy>,
+) -> Result<ClientPlan, String> {
     let patch =
         parse_patch(patch_text).map_err(|e| format!("apply_patch verification failed: {e}"))?;
     let mut open = BTreeMap::new();
@@ -42,18 +52,16 @@ pub(super) async fn plan_through_client(
     }
     let action = plan_patch_over(&patch, cwd, &open)
         .map_err(|e| format!("apply_patch verification failed: {e}"))?;
-    let resolved = local_policy(ctx);
-    let writes = planned_writes(resolved.as_ref(), &action)
+    let writes = planned_writes(resolved, &action)
         .map_err(|refusal| format!("patch rejected: {refusal}"))?;
-    Ok(PlannedPatch {
+    Ok(ClientPlan {
         changes: action.changes().clone(),
         writes,
-        resolved,
-        apply: ApplyBy::Client(ClientPatch {
+        patch: ClientPatch {
             action,
             files,
             conversation,
-        }),
+        },
     })
 }
 
