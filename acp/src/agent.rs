@@ -397,6 +397,7 @@ impl Agent {
                 InProcessEvent::Notification(notification) => self.forward(notification).await,
                 InProcessEvent::ServerRequest { id, request } => {
                     let asker = crate::permissions::Asker {
+                        subagents: self.shows_subagents(),
                         sessions: Arc::clone(&self.sessions),
                         wire: self.wire.clone(),
                         client: Arc::clone(&self.client),
@@ -477,10 +478,17 @@ impl Agent {
     }
 
     async fn forward(&self, notification: ServerNotification) {
-        for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
-            self.send_tool_update(&session_id, update).await;
+        if let ServerNotification::ThreadStarted(started) = &notification {
+            self.adopt_subagent(&started.thread).await;
         }
-        if let Some((session_id, notice)) = crate::updates::notice_of(&notification) {
+        for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
+            if self.shows_updates_of(&session_id) {
+                self.send_tool_update(&session_id, update).await;
+            }
+        }
+        if let Some((session_id, notice)) = crate::updates::notice_of(&notification)
+            && self.shows_updates_of(&session_id)
+        {
             self.send_notice(&session_id, notice).await;
         }
         match notification {

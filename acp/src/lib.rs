@@ -20,6 +20,7 @@ mod permissions;
 mod prompt;
 mod session_setup;
 mod sessions;
+mod subagents;
 mod updates;
 mod wire;
 

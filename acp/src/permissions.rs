@@ -25,6 +25,8 @@ pub(crate) struct Asker {
     pub wire: Wire,
     /// The engine.
     pub client: Arc<keel_app_server::InProcessAppServerClient>,
+    /// Whether the editor shows sub-agents as sessions (else theirs are asked on its own).
+    pub subagents: bool,
 }
 
 impl Asker {
@@ -145,8 +147,16 @@ pub(crate) async fn answer(agent: Asker, id: RequestId, request: ServerRequest) 
             .await;
         return;
     }
+    let ask_on = if agent.subagents {
+        session_id.clone()
+    } else {
+        agent
+            .sessions
+            .top_of(&session_id)
+            .unwrap_or_else(|| session_id.clone())
+    };
     let params = RequestPermissionRequest {
-        session_id: session_id.clone(),
+        session_id: ask_on,
         tool_call,
         options: options(),
     };

@@ -2,14 +2,17 @@
 //! ends; and input for a running turn (`_session/steering`).
 
 use keel_protocol::acp::{
-    ContentBlock, EmbeddedResourceContents, PromptRequest, PromptResponse, SteeringRequest,
-    SteeringResponse,
+    ContentBlock, ContentChunk, EmbeddedResourceContents, PromptRequest, PromptResponse,
+    SessionUpdate, SteeringRequest, SteeringResponse, StopReason,
 };
 use keel_protocol::app_server::{
-    ReviewDelivery, ReviewStartParams, ThreadIdParams, TurnStartParams, TurnSteerParams, UserInput,
-    client_request,
+    ReviewDelivery, ReviewStartParams, ThreadGoalSetParams, ThreadIdParams, TurnStartParams,
+    TurnSteerParams, UserInput, client_request,
 };
-use keel_protocol::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject};
+use keel_protocol::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, ThreadGoalMutationOrigin,
+    ThreadGoalStatus,
+};
 use tokio::sync::oneshot;
 
 use crate::agent::{Agent, engine_error, unknown_session};
@@ -27,9 +30,25 @@ impl Agent {
         params: PromptRequest,
     ) -> Result<PromptResponse, JsonRpcErrorObject> {
         let command = self.command_of(&params.session_id, &params.prompt).await?;
+        if let Some(command) = &command
+            && let Some(said) = self.run_at_once(&params.session_id, command).await?
+        {
+            self.send_update(
+                &params.session_id,
+                SessionUpdate::AgentMessageChunk(ContentChunk {
+                    content: ContentBlock::text(said),
+                }),
+            )
+            .await;
+            return Ok(PromptResponse {
+                stop_reason: StopReason::EndTurn,
+            });
+        }
         let input = match &command {
             Some(Command::Prompt(prompt)) => inputs(prompt.clone())?,
-            Some(Command::Compact | Command::Review(_)) => Vec::new(),
+            Some(Command::Compact | Command::Review(_) | Command::Goal(_) | Command::Revert) => {
+                Vec::new()
+            }
             None => inputs(params.prompt)?,
         };
         let (tx, rx) = oneshot::channel::<PromptEnd>();
@@ -66,7 +85,10 @@ impl Agent {
                 })
                 .await
                 .map(|review| Some(review.turn.id)),
-            Some(Command::Prompt(_)) | None => self.start_turn(thread_id, input).await.map(Some),
+            Some(Command::Goal(objective)) => self.pursue_goal(&params.session_id, objective).await,
+            Some(Command::Prompt(_) | Command::Revert) | None => {
+                self.start_turn(thread_id, input).await.map(Some)
+            }
         };
         match started {
             Ok(turn) => {
@@ -86,6 +108,35 @@ impl Agent {
             Ok(end) => end.map(|stop_reason| PromptResponse { stop_reason }),
             Err(_) => Err(error(INTERNAL_ERROR, "the engine stopped during the turn")),
         }
+    }
+
+    /// Sets the thread's goal; the engine starts a turn toward it at once (and more while it
+    /// stays active). A goal that is not active starts none: the prompt ends here.
+    async fn pursue_goal(
+        &self,
+        session_id: &str,
+        objective: String,
+    ) -> Result<Option<String>, keel_app_server::InProcessError> {
+        let set = self
+            .client
+            .request::<client_request::ThreadGoalSet>(ThreadGoalSetParams {
+                thread_id: session_id.to_string(),
+                objective: Some(objective),
+                status: None,
+                token_budget: None,
+                origin: Some(ThreadGoalMutationOrigin::User),
+            })
+            .await?;
+        if set.goal.status != ThreadGoalStatus::Active {
+            let waiting = self
+                .sessions
+                .with(session_id, |session| session.prompt.take())
+                .flatten();
+            if let Some(prompt) = waiting {
+                let _ignored = prompt.send(Ok(StopReason::EndTurn));
+            }
+        }
+        Ok(None)
     }
 
     /// A turn on the thread with `input`; its id.

@@ -38,6 +38,8 @@ pub(crate) struct Session {
     pub cwd: std::path::PathBuf,
     /// Notices set aside while the session was opened, for once the editor has it.
     pub notices: Vec<String>,
+    /// For a sub-agent's session: the session whose agent started it.
+    pub parent: Option<String>,
 }
 
 /// Every session of this connection.
@@ -63,6 +65,33 @@ impl Sessions {
                 ..Session::default()
             },
         );
+    }
+
+    /// Registers the session of a sub-agent that session `parent`'s agent started.
+    pub(crate) fn add_child(&self, id: &str, parent: &str, cwd: std::path::PathBuf) {
+        self.lock().insert(
+            id.to_string(),
+            Session {
+                parent: Some(parent.to_string()),
+                cwd,
+                ..Session::default()
+            },
+        );
+    }
+
+    /// The editor's own session `id` belongs to: itself, or the one a sub-agent's session
+    /// descends from; `None` when `id` is no session here.
+    pub(crate) fn top_of(&self, id: &str) -> Option<String> {
+        let sessions = self.lock();
+        let mut current = id;
+        // Bounded by the number of sessions, so a loop in the records cannot hang.
+        for _ in 0..=sessions.len() {
+            match sessions.get(current)?.parent.as_deref() {
+                Some(parent) => current = parent,
+                None => return Some(current.to_string()),
+            }
+        }
+        None
     }
 
     /// Forgets a session; whether it was there.

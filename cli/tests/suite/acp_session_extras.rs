@@ -4,13 +4,16 @@
 //! an additional directory is writable by the model's sandboxed command; a legacy SSE MCP
 //! server becomes a notice for an editor that shows notices; `_session/steering` feeds a
 //! running turn and, with no turn running, asks for a prompt when the editor wants that;
-//! `session/fork` copies the conversation into a new session.
+//! `session/fork` copies the conversation into a new session; `/goal` sets a goal pursued in
+//! a turn and shows it, `/revert` undoes the last turn.
 
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
-use keel_test_support::{MockModelServer, Script, Turn, assistant_message, shell_call};
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, function_call, shell_call,
+};
 use serde_json::{Value, json};
 
 use super::app_server::common::World;
@@ -63,6 +66,12 @@ async fn an_editor_gets_commands_notices_steering_fork_and_extra_directories() -
         )]),
         Turn::new([assistant_message("Done.")]),
         Turn::new([assistant_message("You asked me to greet Ada.")]),
+        Turn::new([function_call(
+            "g1",
+            "update_goal",
+            json!({"status": "complete"}).to_string(),
+        )]),
+        Turn::new([assistant_message("Shipped.")]),
     ]))
     .await?;
     let world = World::with_mock(
@@ -124,7 +133,11 @@ async fn an_editor_gets_commands_notices_steering_fork_and_extra_directories() -
         .flatten()
         .filter_map(|command| command["name"].as_str())
         .collect();
-    assert_eq!(names, ["compact", "review", "greet"], "{commands:#?}");
+    assert_eq!(
+        names,
+        ["compact", "review", "goal", "revert", "greet"],
+        "{commands:#?}"
+    );
     // The skill typed as a command reached the model as a mention of it.
     assert_eq!(report["skill"]["stopReason"], "end_turn", "{report:#}");
     let first = user_texts(&world.mock, 0);
@@ -186,5 +199,19 @@ async fn an_editor_gets_commands_notices_steering_fork_and_extra_directories() -
         listed.contains(&session) && listed.contains(&fork),
         "{listed:?}"
     );
+
+    // `/goal <objective>` sets the goal and the prompt waits for the turn that pursues it;
+    // `/goal` shows it; `/revert` undoes the last turn.
+    assert_eq!(report["goal"]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(report["goalShown"]["stopReason"], "end_turn");
+    assert_eq!(report["reverted"]["stopReason"], "end_turn");
+    let said: Vec<String> = of_session(session, "agent_message_chunk")
+        .iter()
+        .filter_map(|update| update["content"]["text"].as_str().map(str::to_string))
+        .collect();
+    let said = said.concat();
+    assert!(said.contains("Shipped."), "{said}");
+    assert!(said.contains("Goal (complete): ship the release"), "{said}");
+    assert!(said.contains("Reverted the last turn"), "{said}");
     Ok(())
 }

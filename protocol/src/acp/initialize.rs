@@ -44,6 +44,9 @@ pub struct ClientCapabilities {
     /// Session extensions the editor shows.
     #[serde(default)]
     pub session: Option<ClientSessionCapabilities>,
+    /// Sub-agents shown as sessions of their own (unstable ACP; present, even as `{}`: yes).
+    #[serde(default)]
+    pub subagents: Option<serde_json::Value>,
 }
 
 /// Session extensions the editor shows.

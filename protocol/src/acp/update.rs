@@ -53,6 +53,9 @@ pub enum SessionUpdate {
     /// Something the person should know that is not part of the conversation (sent only to an
     /// editor that shows notices).
     Notice(Notice),
+    /// The session's agent started a sub-agent, a session of its own (unstable ACP; sent only
+    /// to an editor that offers `subagents`).
+    SubagentUpdate(SubagentUpdate),
     /// How full the model's context window is.
     UsageUpdate {
         /// Tokens the conversation takes.
@@ -258,4 +261,22 @@ pub struct Notice {
     /// More on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+}
+
+/// A sub-agent the session's agent started: announced on the parent session before any of its
+/// own traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentUpdate {
+    /// The sub-agent's session (a Keel thread id).
+    pub session_id: String,
+    /// Its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Where it works (absolute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<std::path::PathBuf>,
 }
