@@ -1,6 +1,7 @@
 mod acp;
 mod acp_editor_backends;
 mod acp_session_extras;
+mod acp_subagents;
 mod agents;
 mod app_server;
 mod chat_streams;
