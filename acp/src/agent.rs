@@ -214,14 +214,14 @@ impl Agent {
     async fn dispatch(&self, request: AcpClientRequest) -> Answer {
         match request {
             AcpClientRequest::Initialize(params) => to_value(&self.initialize(params)),
-            AcpClientRequest::Authenticate(params) => Err(error(
-                INVALID_PARAMS,
-                format!(
-                    "unknown authentication method `{}`: Keel offers none (it reads the \
-                     provider's API key from the environment or from `keel login`)",
-                    keel_protocol::echo_bounded(&params.method_id)
-                ),
-            )),
+            AcpClientRequest::Authenticate(params) => {
+                self.authenticate(&params)?;
+                to_value(&EmptyObject {})
+            }
+            AcpClientRequest::Logout(_) => {
+                self.logout().await?;
+                to_value(&EmptyObject {})
+            }
             AcpClientRequest::SessionNew(params) => to_value(&self.new_session(params).await?),
             AcpClientRequest::SessionPrompt(params) => to_value(&self.prompt(params).await?),
             AcpClientRequest::SessionLoad(params) => {
@@ -292,9 +292,12 @@ impl Agent {
                     additional_directories: Some(EmptyObject {}),
                     fork: Some(EmptyObject {}),
                 },
+                auth: Some(keel_protocol::acp::AgentAuthCapabilities {
+                    logout: Some(EmptyObject {}),
+                }),
             },
             meta: Some(serde_json::json!({"steering": {"supported": true}})),
-            auth_methods: Vec::new(),
+            auth_methods: self.auth_methods(),
             agent_info: Implementation {
                 name: "keel".to_string(),
                 version: env!("CARGO_PKG_VERSION").to_string(),

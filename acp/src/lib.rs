@@ -10,6 +10,7 @@
 //! goes through one writer, so stdout carries whole protocol lines only.
 
 mod agent;
+mod auth;
 mod commands;
 mod editor;
 mod error;

@@ -82,18 +82,24 @@ impl Agent {
             .is_some_and(|session| session.notices.is_some())
     }
 
-    /// The writable roots the configuration gives (a session's additional directories are
-    /// added to them, not put in their place).
-    fn configured_writable_roots(&self) -> Vec<PathBuf> {
+    /// The configuration the engine runs with (`config.toml` and `-c`), as this process
+    /// reads it.
+    pub(crate) fn load_config(&self) -> Result<keel_core::Config, keel_core::ConfigError> {
         let overrides = keel_core::ConfigOverrides {
             cwd: Some(self.server.cwd.clone()),
             ..keel_core::ConfigOverrides::default()
         };
-        match keel_core::Config::load(
+        keel_core::Config::load(
             &self.server.keel_home,
             self.server.cli_overrides.clone(),
             overrides,
-        ) {
+        )
+    }
+
+    /// The writable roots the configuration gives (a session's additional directories are
+    /// added to them, not put in their place).
+    fn configured_writable_roots(&self) -> Vec<PathBuf> {
+        match self.load_config() {
             Ok(config) => match config.sandbox_policy {
                 keel_protocol::SandboxPolicy::WorkspaceWrite { writable_roots, .. } => {
                     writable_roots

@@ -6,8 +6,9 @@ use keel_protocol::acp::{
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use keel_protocol::app_server::{
-    CommandAction, CommandExecutionStatus, FileUpdateChange, McpToolCallStatus, PatchApplyStatus,
-    PatchChangeKind, ServerNotification, ThreadItem, TurnPlanStepStatus,
+    CommandAction, CommandExecutionStatus, FileUpdateChange, McpServerStartupState,
+    McpToolCallStatus, PatchApplyStatus, PatchChangeKind, ServerNotification, ThreadItem,
+    TurnPlanStepStatus,
 };
 use serde_json::json;
 
@@ -149,7 +150,8 @@ pub(crate) fn updates(
 }
 
 /// The notice a notification makes for an editor that shows notices (sent apart from the
-/// conversation's updates): a warning about a thread, an error the engine retries.
+/// conversation's updates): a warning about a thread, an MCP server that failed to start, an
+/// error the engine retries.
 pub(crate) fn notice_of(notification: &ServerNotification) -> Option<(String, Notice)> {
     match notification {
         ServerNotification::Warning(warning) => Some((
@@ -160,6 +162,18 @@ pub(crate) fn notice_of(notification: &ServerNotification) -> Option<(String, No
                 description: None,
             },
         )),
+        ServerNotification::McpServerStatusUpdated(status)
+            if status.status == McpServerStartupState::Failed =>
+        {
+            Some((
+                status.thread_id.clone()?,
+                Notice {
+                    severity: "warning".to_string(),
+                    title: format!("MCP server `{}` failed to start", status.name),
+                    description: status.error.clone(),
+                },
+            ))
+        }
         ServerNotification::Error(failed) if failed.will_retry => Some((
             failed.thread_id.clone(),
             Notice {

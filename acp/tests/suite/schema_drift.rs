@@ -7,19 +7,19 @@
 use std::collections::BTreeSet;
 
 use keel_protocol::acp::{
-    AgentCapabilities, AuthMethod, AuthenticateRequest, AvailableCommand, AvailableCommandInput,
-    CancelNotification, CancelRequestNotification, ClientCapabilities, ClientSessionCapabilities,
-    ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse, EnvVariable,
-    FileSystemCapabilities, ForkSessionRequest, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, Notice,
-    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PromptCapabilities, PromptRequest,
-    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionCapabilities, SessionIdRequest,
-    SessionInfo, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, StopReason, TerminalExitStatus, TerminalOutputResponse, TerminalRequest,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
-    WriteTextFileRequest,
+    AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthenticateRequest, AvailableCommand,
+    AvailableCommandInput, CancelNotification, CancelRequestNotification, ClientCapabilities,
+    ClientSessionCapabilities, ContentBlock, ContentChunk, CreateTerminalRequest,
+    CreateTerminalResponse, EmptyObject, EnvVariable, FileSystemCapabilities, ForkSessionRequest,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, Notice, PermissionOption, PermissionOptionKind, Plan,
+    PlanEntry, PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionCapabilities, SessionIdRequest, SessionInfo, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason,
+    TerminalExitStatus, TerminalOutputResponse, TerminalRequest, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, WriteTextFileRequest,
 };
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -351,6 +351,12 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
         Keel,
     );
     struct_check("Notice", root_schema::<Notice>(), Keel);
+    struct_check(
+        "AgentAuthCapabilities",
+        root_schema::<AgentAuthCapabilities>(),
+        Keel,
+    );
+    struct_check("LogoutRequest", root_schema::<EmptyObject>(), Editor);
     // `session/fork` is from the unstable set: its shapes, and the capabilities that offer
     // it, are checked against the unstable schema.
     let unstable = &reference["unstable"];

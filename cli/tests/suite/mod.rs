@@ -1,4 +1,5 @@
 mod acp;
+mod acp_auth;
 mod acp_editor_backends;
 mod acp_session_extras;
 mod acp_subagents;

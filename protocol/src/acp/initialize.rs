@@ -99,6 +99,18 @@ pub struct AgentCapabilities {
     pub mcp_capabilities: McpCapabilities,
     /// The session methods offered beyond `session/new`.
     pub session_capabilities: super::SessionCapabilities,
+    /// Sign-in methods beyond `authenticate` (`logout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AgentAuthCapabilities>,
+}
+
+/// Sign-in methods beyond `authenticate`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentAuthCapabilities {
+    /// `logout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logout: Option<super::EmptyObject>,
 }
 
 /// What a prompt may hold besides text and resource links.

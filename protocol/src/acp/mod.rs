@@ -32,6 +32,8 @@ crate::request_table! {
         Initialize("initialize", InitializeRequest) -> InitializeResponse,
         /// Chooses one of the authentication methods the agent offered.
         Authenticate("authenticate", AuthenticateRequest) -> EmptyObject,
+        /// Forgets the stored sign-in.
+        Logout("logout", EmptyObject) -> EmptyObject,
         /// Starts a session in a working directory.
         SessionNew("session/new", NewSessionRequest) -> NewSessionResponse,
         /// Runs one prompt turn; answered when the turn ends.
