@@ -14,7 +14,11 @@
 //! - **session/new**: from writing the request to reading its answer (a thread started,
 //!   recorded, its pickers built from the model catalogue);
 //! - **RSS after session/new**: `VmRSS` of the `keel acp` process right after the answer,
-//!   and again after it has been idle for one second (what an editor keeps open).
+//!   and again after it has been idle for one second (what an editor keeps open);
+//! - **cancel**: a prompt whose model runs `bash -lc 'sleep 600'` (no approval asked, no
+//!   sandbox: the test configuration's defaults); once the command's tool call is announced,
+//!   `session/cancel` is sent and the time to the prompt's `cancelled` answer is measured,
+//!   and the time until no process is left under `keel acp` (polled every 2 ms, up to 5 s).
 //!
 //! Then it closes stdin and waits for the process to exit (not timed). Prints each run on
 //! stderr and a markdown table of medians (with min–max) on stdout.
@@ -24,7 +28,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use keel_test_support::{MockModelServer, Script, write_config};
+use keel_test_support::{MockModelServer, Script, Turn, shell_call, write_config};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -67,8 +71,44 @@ fn rss_kib(pid: u32) -> anyhow::Result<u64> {
         .context("no VmRSS")
 }
 
-/// One run: session/new latency, RSS right after it and after the idle second.
-async fn run_once(keel: &PathBuf, mock_uri: &str) -> anyhow::Result<(Duration, u64, u64)> {
+/// Every process below `pid` (children, theirs, ...).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(parent) = queue.pop() {
+        let tasks = std::fs::read_dir(format!("/proc/{parent}/task"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for task in tasks {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                found.push(child);
+                queue.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// What one run measured.
+struct Run {
+    session_new: Duration,
+    rss_after: u64,
+    rss_idle: u64,
+    cancel: Duration,
+    /// From the cancel until no process is left under `keel acp`; `None`: some still ran
+    /// after [`GONE_WITHIN`].
+    gone: Option<Duration>,
+}
+
+/// How long the processes a cancel stops get to be gone.
+const GONE_WITHIN: Duration = Duration::from_secs(5);
+
+/// One run: session/new latency, RSS right after it and after the idle second, then a
+/// prompt cancelled while its command runs.
+async fn run_once(keel: &PathBuf, mock_uri: &str) -> anyhow::Result<Run> {
     let home = tempfile::tempdir()?;
     let workspace = tempfile::tempdir()?;
     write_config(
@@ -124,9 +164,58 @@ async fn run_once(keel: &PathBuf, mock_uri: &str) -> anyhow::Result<(Duration, u
     let right_after = rss_kib(pid)?;
     tokio::time::sleep(IDLE).await;
     let idle = rss_kib(pid)?;
+
+    // A prompt whose command runs until it is stopped, cancelled once the call is announced.
+    let session_id = session["sessionId"]
+        .as_str()
+        .context("session id")?
+        .to_string();
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+        "sessionId": session_id, "prompt": [{"type": "text", "text": "wait"}]}});
+    stdin.write_all(format!("{prompt}\n").as_bytes()).await?;
+    stdin.flush().await?;
+    let mut cancelled_at: Option<Instant> = None;
+    let cancel = loop {
+        let line = lines
+            .next_line()
+            .await?
+            .context("keel acp closed its output")?;
+        let message: Value = serde_json::from_str(&line)?;
+        if message["id"] == 3 {
+            anyhow::ensure!(
+                message["result"]["stopReason"] == "cancelled",
+                "not cancelled: {message}"
+            );
+            let at = cancelled_at.context("answered before the cancel")?;
+            break at.elapsed();
+        }
+        if cancelled_at.is_none() && message["params"]["update"]["sessionUpdate"] == "tool_call" {
+            let cancel = json!({"jsonrpc": "2.0", "method": "session/cancel",
+                "params": {"sessionId": session_id}});
+            stdin.write_all(format!("{cancel}\n").as_bytes()).await?;
+            stdin.flush().await?;
+            cancelled_at = Some(Instant::now());
+        }
+    };
+    let at = cancelled_at.context("no cancel was sent")?;
+    let gone = loop {
+        if descendants(pid).is_empty() {
+            break Some(at.elapsed());
+        }
+        if at.elapsed() > GONE_WITHIN {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
     drop(stdin);
     child.wait().await?;
-    Ok((latency, right_after, idle))
+    Ok(Run {
+        session_new: latency,
+        rss_after: right_after,
+        rss_idle: idle,
+        cancel,
+        gone,
+    })
 }
 
 fn median<T: Copy + Ord>(values: &mut [T]) -> T {
@@ -137,22 +226,41 @@ fn median<T: Copy + Ord>(values: &mut [T]) -> T {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
-    let mock = MockModelServer::start(Script::new([])).await?;
+    // Every prompt gets the same long command.
+    let mock = MockModelServer::builder()
+        .script(Script::new([Turn::new([shell_call(
+            "c1",
+            ["bash", "-lc", "sleep 600"],
+        )])]))
+        .repeat(true)
+        .start()
+        .await?;
     let mut latencies = Vec::new();
     let mut after = Vec::new();
     let mut idle = Vec::new();
+    let mut cancels = Vec::new();
+    let mut gone = Vec::new();
+    let mut lingering = 0;
     for run in 0..args.warmup + args.runs {
-        let (latency, right_after, idle_kib) = run_once(&args.keel, &mock.uri()).await?;
+        let measured = run_once(&args.keel, &mock.uri()).await?;
         eprintln!(
-            "run {run}: session/new {:.1} ms, RSS {:.1} MiB after, {:.1} MiB idle",
-            latency.as_secs_f64() * 1000.0,
-            right_after as f64 / 1024.0,
-            idle_kib as f64 / 1024.0
+            "run {run}: session/new {:.1} ms, RSS {:.1} MiB after, {:.1} MiB idle, cancel {:.1} \
+             ms, processes gone after {:?}",
+            measured.session_new.as_secs_f64() * 1000.0,
+            measured.rss_after as f64 / 1024.0,
+            measured.rss_idle as f64 / 1024.0,
+            measured.cancel.as_secs_f64() * 1000.0,
+            measured.gone
         );
         if run >= args.warmup {
-            latencies.push(latency);
-            after.push(right_after);
-            idle.push(idle_kib);
+            latencies.push(measured.session_new);
+            after.push(measured.rss_after);
+            idle.push(measured.rss_idle);
+            cancels.push(measured.cancel);
+            match measured.gone {
+                Some(after) => gone.push(after),
+                None => lingering += 1,
+            }
         }
     }
     let (min_l, max_l) = (
@@ -182,6 +290,26 @@ async fn main() -> anyhow::Result<()> {
         mib(Some(median(&mut idle))),
         mib(min_i),
         mib(max_i)
+    );
+    let (min_c, max_c) = (cancels.iter().min().copied(), cancels.iter().max().copied());
+    println!(
+        "| `session/cancel` → `cancelled` (command running) | {:.1} ms | {:.1}–{:.1} ms |",
+        ms(Some(median(&mut cancels))),
+        ms(min_c),
+        ms(max_c)
+    );
+    let (min_g, max_g) = (gone.iter().min().copied(), gone.iter().max().copied());
+    if !gone.is_empty() {
+        println!(
+            "| `session/cancel` → no process left under `keel acp` | {:.1} ms | {:.1}–{:.1} ms |",
+            ms(Some(median(&mut gone))),
+            ms(min_g),
+            ms(max_g)
+        );
+    }
+    println!(
+        "| runs with a process still there {} s after the cancel | {lingering} | |",
+        GONE_WITHIN.as_secs()
     );
     Ok(())
 }

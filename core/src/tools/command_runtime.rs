@@ -244,7 +244,7 @@ pub(super) async fn execute(
         ..
     } = call;
     let parsed_cmd = announce_begin(ctx, call, *source, None).await;
-    let launch = launch_argv(ctx, argv, cwd).await;
+    let launch = launch_argv(ctx, argv, cwd).await?;
     let spec = ProcessSpec {
         argv: sandbox.map_or_else(|| launch.clone(), |sandbox| sandbox.wrap(&launch)),
         arg0: sandbox.map(|_| LINUX_SANDBOX_ARG0.to_string()),
@@ -433,14 +433,20 @@ pub(super) async fn launch_argv(
     ctx: &ToolContext,
     argv: &[String],
     cwd: &std::path::Path,
-) -> Vec<String> {
+) -> Result<Vec<String>, TurnStop> {
     // The snapshot is a file on this host; a remote exec-server could not read it.
     if !ctx.turn.shell_snapshot || !ctx.host.processes().is_local() {
-        return argv.to_vec();
+        return Ok(argv.to_vec());
     }
-    ctx.host
-        .shell_snapshots()
-        .rewrite(argv, ctx.host.processes(), cwd, &ctx.turn.shell_env)
-        .await
-        .unwrap_or_else(|| argv.to_vec())
+    let rewrite =
+        ctx.host
+            .shell_snapshots()
+            .rewrite(argv, ctx.host.processes(), cwd, &ctx.turn.shell_env);
+    // A cancel while the login shell is captured (the first command of a home, a changed
+    // profile) stops at once: the capture is dropped (its process killed) and the command
+    // never starts.
+    tokio::select! {
+        () = ctx.cancel.cancelled() => Err(TurnStop::Interrupted),
+        rewritten = rewrite => Ok(rewritten.unwrap_or_else(|| argv.to_vec())),
+    }
 }

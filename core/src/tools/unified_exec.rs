@@ -163,7 +163,7 @@ pub(super) async fn exec_command(
         Ok(placement) => placement,
         Err(refusal) => return Ok(refusal),
     };
-    let launch = super::command_runtime::launch_argv(ctx, &call.argv, &call.cwd).await;
+    let launch = super::command_runtime::launch_argv(ctx, &call.argv, &call.cwd).await?;
     let (argv, arg0) = match &placement {
         Placement::Sandboxed(sandbox) => {
             (sandbox.wrap(&launch), Some(LINUX_SANDBOX_ARG0.to_string()))

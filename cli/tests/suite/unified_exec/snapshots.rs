@@ -317,3 +317,46 @@ async fn sessions_starting_together_share_one_capture() -> anyhow::Result<()> {
     assert_eq!(profile_runs(home.path()), 1);
     Ok(())
 }
+
+/// A home whose login profile never finishes: the first command's capture of it is under way
+/// when the person interrupts the turn. The turn ends at once (it used to wait for the
+/// capture), and the command never starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_during_the_profile_capture_ends_the_turn_at_once() -> anyhow::Result<()> {
+    use keel_test_support::Script;
+
+    use crate::suite::app_server::common::World;
+
+    let home = home_with_profile("sleep 600\n")?;
+    let script = Script::new([Turn::new([shell_call(
+        "first",
+        ["bash", "-lc", "touch started.txt"],
+    )])]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world
+        .server_with(world.builder().env("HOME", home.path()))
+        .await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "go").await?;
+    server
+        .read_until("command started", |m| {
+            m["method"] == "item/started" && m["params"]["item"]["type"] == "commandExecution"
+        })
+        .await?;
+    server
+        .request(
+            "turn/interrupt",
+            json!({"threadId": thread_id, "turnId": turn_id}),
+        )
+        .await?;
+    // Far less than the profile's sleep: the capture no longer holds the turn.
+    let completed = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        server.read_turn_completed(&turn_id),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("the interrupt waited for the profile capture"))??;
+    assert_eq!(completed["turn"]["status"], "interrupted", "{completed}");
+    assert!(!world.ws().join("started.txt").exists());
+    Ok(())
+}
