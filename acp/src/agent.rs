@@ -18,8 +18,8 @@ use keel_protocol::app_server::{
     client_request,
 };
 use keel_protocol::{
-    INTERNAL_ERROR, INVALID_PARAMS, JsonRpcErrorObject, JsonRpcMessage, JsonRpcNotification,
-    JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, PARSE_ERROR, RequestId,
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JsonRpcErrorObject, JsonRpcMessage,
+    JsonRpcNotification, JsonRpcRequest, METHOD_NOT_FOUND, MethodTable, PARSE_ERROR, RequestId,
 };
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
@@ -131,11 +131,28 @@ impl Agent {
                     Some(id) => self.wire.answered(&id, Err(failed.error)),
                     None => tracing::warn!("the editor reported an error: {}", failed.error),
                 },
-                Err(err) => {
-                    self.wire
-                        .unreadable(error(PARSE_ERROR, format!("not a JSON-RPC message: {err}")))
-                        .await;
-                }
+                Err(err) => match readable_id(&line) {
+                    // JSON with an id, but not a request, answer or error (no `method`, say).
+                    Some(id) => {
+                        self.wire
+                            .respond(
+                                id,
+                                Err(error(
+                                    INVALID_REQUEST,
+                                    format!("not a JSON-RPC request: {err}"),
+                                )),
+                            )
+                            .await;
+                    }
+                    None => {
+                        self.wire
+                            .unreadable(error(
+                                PARSE_ERROR,
+                                format!("not a JSON-RPC message: {err}"),
+                            ))
+                            .await;
+                    }
+                },
             }
         }
         // The editor is gone: what it already asked is answered (a prompt still running is
@@ -563,6 +580,12 @@ impl Agent {
             }
         }
     }
+}
+
+/// The id of a line that is JSON with a usable id, to answer it by.
+fn readable_id(line: &str) -> Option<RequestId> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    serde_json::from_value(value.get("id")?.clone()).ok()
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Answer {

@@ -1,5 +1,6 @@
 mod acp;
 mod acp_auth;
+mod acp_bad_input;
 mod acp_editor_backends;
 mod acp_session_extras;
 mod acp_subagents;
