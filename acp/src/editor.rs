@@ -64,10 +64,15 @@ impl Editor {
         lock(&self.capabilities).clone()
     }
 
+    /// Whether `conversation` is one of the editor's own sessions (not a sub-agent's, whose
+    /// session id an editor without `subagents` has never heard of: its files and commands
+    /// stay Keel's).
     fn is_session(&self, conversation: ConversationId) -> bool {
         self.sessions
-            .with(&conversation.to_string(), |_| ())
-            .is_some()
+            .with(&conversation.to_string(), |session| {
+                session.parent.is_none()
+            })
+            .unwrap_or(false)
     }
 
     /// Calls one of the editor's methods; its result.

@@ -4,7 +4,8 @@
 //! the helper on its session (`subagent_update`) before any of the helper's traffic, then sees
 //! the helper's tool call and permission request under the helper's own session id; an editor
 //! that does not is asked the helper's permission on its own session and sees none of the
-//! helper's updates.
+//! helper's updates; an editor that offers its terminals runs only its own sessions' commands
+//! there (the helper's run in Keel's processes).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -158,5 +159,18 @@ async fn an_editor_without_subagents_is_asked_on_its_own_session() -> anyhow::Re
             .is_some_and(|title| title.contains("checked-by-helper")),
         "{asked:#}"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_acp_sdk),
+    ignore = "needs KEEL_ACP_SDK: @agentclientprotocol/sdk from npm (.ci/run installs it) and node"
+)]
+async fn a_helpers_command_never_goes_to_the_editors_terminal() -> anyhow::Result<()> {
+    let (report, world) = run_editor("terminal").await?;
+    assert_eq!(report["answer"]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(report["terminals"], json!([]), "{report:#}");
+    assert!(world.ws().join("helper.txt").exists(), "{report:#}");
     Ok(())
 }
