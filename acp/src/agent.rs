@@ -348,6 +348,17 @@ impl Agent {
             })
             .await
             .map_err(engine_error)?;
+        Ok(self.adopt_new(started, params.cwd, setup.notices).await)
+    }
+
+    /// A thread just started (or forked) for the editor as one of its sessions: registered
+    /// with its pickers, and the answer that gives it to the editor.
+    pub(crate) async fn adopt_new(
+        &self,
+        started: keel_protocol::app_server::ThreadStartResponse,
+        cwd: std::path::PathBuf,
+        notices: Vec<String>,
+    ) -> NewSessionResponse {
         let session_id = started.thread.id;
         let pickers = self.pickers(started.settings).await;
         let response = NewSessionResponse {
@@ -355,9 +366,8 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions
-            .add(&session_id, pickers, params.cwd, setup.notices);
-        Ok(response)
+        self.sessions.add(&session_id, pickers, cwd, notices);
+        response
     }
 
     async fn handle_notification(&self, notification: JsonRpcNotification) {
@@ -502,14 +512,13 @@ impl Agent {
             self.adopt_subagent(&started.thread).await;
         }
         for (session_id, update) in crate::updates::updates(&notification, &self.sessions) {
-            if self.shows_updates_of(&session_id) {
+            let shown = match &update {
+                SessionUpdate::Notice(_) => self.shows_notices(),
+                _ => true,
+            };
+            if shown && self.shows_updates_of(&session_id) {
                 self.send_tool_update(&session_id, update).await;
             }
-        }
-        if let Some((session_id, notice)) = crate::updates::notice_of(&notification)
-            && self.shows_updates_of(&session_id)
-        {
-            self.send_notice(&session_id, notice).await;
         }
         match notification {
             ServerNotification::TurnStarted(started) => {

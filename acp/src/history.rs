@@ -103,16 +103,7 @@ impl Agent {
             })
             .await
             .map_err(engine_error)?;
-        let session_id = forked.thread.id;
-        let pickers = self.pickers(forked.settings).await;
-        let response = NewSessionResponse {
-            session_id: session_id.clone(),
-            modes: Some(pickers.mode_state()),
-            config_options: Some(pickers.options()),
-        };
-        self.sessions
-            .add(&session_id, pickers, params.cwd, setup.notices);
-        Ok(response)
+        Ok(self.adopt_new(forked, params.cwd, setup.notices).await)
     }
 
     /// `session/close`: the thread stops running here (it stays recorded).

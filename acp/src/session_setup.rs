@@ -76,7 +76,7 @@ impl Agent {
     }
 
     /// Whether the editor shows notices (`session.notices` at `initialize`).
-    fn shows_notices(&self) -> bool {
+    pub(crate) fn shows_notices(&self) -> bool {
         self.offered()
             .session
             .is_some_and(|session| session.notices.is_some())

@@ -101,8 +101,29 @@ pub(crate) fn updates(
                     .collect(),
             }),
         ),
+        // Notices (the agent sends them only to an editor that shows notices): a warning
+        // about a thread, an MCP server that failed to start, an error the engine retries.
+        N::Warning(warning) => warning
+            .thread_id
+            .as_deref()
+            .map(|thread| one(thread, notice(&warning.message, None)))
+            .unwrap_or_default(),
+        N::McpServerStatusUpdated(status) => match (&status.status, &status.thread_id) {
+            (McpServerStartupState::Failed, Some(thread)) => one(
+                thread,
+                notice(
+                    &format!("MCP server `{}` failed to start", status.name),
+                    status.error.clone(),
+                ),
+            ),
+            _ => Vec::new(),
+        },
+        N::Error(failed) if failed.will_retry => one(
+            &failed.thread_id,
+            notice(&format!("retrying: {}", failed.error.message), None),
+        ),
         // Nothing an editor shows as part of the conversation (turn boundaries are handled by
-        // the agent; warnings and retried errors become notices, `notice_of`).
+        // the agent; a failed turn ends its prompt with an error).
         N::Error(_)
         | N::ThreadStarted(_)
         | N::ThreadStatusChanged(_)
@@ -129,12 +150,10 @@ pub(crate) fn updates(
         | N::ServerRequestResolved(_)
         | N::CommandExecOutputDelta(_)
         | N::AccountRateLimitsUpdated(_)
-        | N::Warning(_)
         | N::SkillsChanged(_)
         | N::HookStarted(_)
         | N::HookCompleted(_)
         | N::McpToolCallProgress(_)
-        | N::McpServerStatusUpdated(_)
         | N::McpServerOauthLoginCompleted(_)
         | N::ThreadSettingsUpdated(_)
         | N::ThreadEnvironmentConnected(_)
@@ -149,41 +168,12 @@ pub(crate) fn updates(
     }
 }
 
-/// The notice a notification makes for an editor that shows notices (sent apart from the
-/// conversation's updates): a warning about a thread, an MCP server that failed to start, an
-/// error the engine retries.
-pub(crate) fn notice_of(notification: &ServerNotification) -> Option<(String, Notice)> {
-    match notification {
-        ServerNotification::Warning(warning) => Some((
-            warning.thread_id.clone()?,
-            Notice {
-                severity: "warning".to_string(),
-                title: warning.message.clone(),
-                description: None,
-            },
-        )),
-        ServerNotification::McpServerStatusUpdated(status)
-            if status.status == McpServerStartupState::Failed =>
-        {
-            Some((
-                status.thread_id.clone()?,
-                Notice {
-                    severity: "warning".to_string(),
-                    title: format!("MCP server `{}` failed to start", status.name),
-                    description: status.error.clone(),
-                },
-            ))
-        }
-        ServerNotification::Error(failed) if failed.will_retry => Some((
-            failed.thread_id.clone(),
-            Notice {
-                severity: "warning".to_string(),
-                title: format!("retrying: {}", failed.error.message),
-                description: None,
-            },
-        )),
-        _ => None,
-    }
+fn notice(title: &str, description: Option<String>) -> SessionUpdate {
+    SessionUpdate::Notice(Notice {
+        severity: "warning".to_string(),
+        title: title.to_string(),
+        description,
+    })
 }
 
 fn text(text: &str) -> ContentChunk {

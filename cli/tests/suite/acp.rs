@@ -6,41 +6,23 @@
 //! then a fresh `keel acp` (an editor restarted) lists the session, loads it with the whole
 //! conversation replayed as it was shown live, and deletes it.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
 use keel_test_support::{MockModelServer, Script, Turn, assistant_message, shell_call};
 use serde_json::{Value, json};
 
+use super::acp_editor::{editor_command, editor_report};
 use super::app_server::common::World;
-
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/acp_editor.mjs");
 
 /// Ample for two turns on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(120);
 
 /// Runs the editor script (`extra`: its mode) against `keel acp` in `world`; its report.
-async fn editor(sdk: &str, world: &World, extra: &[&str]) -> anyhow::Result<Value> {
-    let output = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new("node")
-            .arg(SCRIPT)
-            .arg(sdk)
-            .arg(env!("CARGO_BIN_EXE_keel"))
-            .arg(world.ws())
-            .args(extra)
-            .env("KEEL_HOME", world.home.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
-    serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
+async fn editor(world: &World, extra: &[&str]) -> anyhow::Result<Value> {
+    let mut command = editor_command("acp_editor.mjs", world)?;
+    command.arg(world.ws()).args(extra);
+    editor_report(command, WAIT).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,8 +32,6 @@ async fn editor(sdk: &str, world: &World, extra: &[&str]) -> anyhow::Result<Valu
 )]
 async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_cancel()
 -> anyhow::Result<()> {
-    let sdk = std::env::var("KEEL_ACP_SDK")
-        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
     let mock = MockModelServer::start(Script::new([
         Turn::new([shell_call(
             "c1",
@@ -67,7 +47,7 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
         mock,
         &[("approval_policy", toml::Value::String("untrusted".into()))],
     )?;
-    let report = editor(&sdk, &world, &[]).await?;
+    let report = editor(&world, &[]).await?;
 
     // The handshake states what Keel does.
     assert_eq!(report["init"]["protocolVersion"], 1);
@@ -164,7 +144,7 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
     assert_eq!(report["badMode"]["code"], -32602, "{report:#}");
 
     // The editor restarts: a fresh `keel acp` lists the session and replays it as shown.
-    let reload = editor(&sdk, &world, &["reload", session]).await?;
+    let reload = editor(&world, &["reload", session]).await?;
     assert_eq!(reload["init"]["agentCapabilities"]["loadSession"], true);
     let listed = &reload["listed"]["sessions"];
     assert_eq!(listed[0]["sessionId"], session, "{reload:#}");

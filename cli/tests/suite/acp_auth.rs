@@ -7,16 +7,11 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::Context;
 use keel_test_support::{MockModelServer, Script};
 use serde_json::{Value, json};
 
+use super::acp_editor::{editor_command, editor_report};
 use super::app_server::common::World;
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/acp_editor_auth.mjs"
-);
 
 /// Ample for a handshake on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(60);
@@ -25,28 +20,12 @@ const WAIT: Duration = Duration::from_secs(60);
 const KEY_VARIABLE: &str = "KEEL_ACP_TEST_PROVIDER_KEY";
 
 async fn sign_in(world: &World, key_in_environment: bool) -> anyhow::Result<Value> {
-    let sdk = std::env::var("KEEL_ACP_SDK")
-        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
-    let mut command = tokio::process::Command::new("node");
-    command
-        .arg(SCRIPT)
-        .arg(&sdk)
-        .arg(env!("CARGO_BIN_EXE_keel"))
-        .arg(world.ws())
-        .env("KEEL_HOME", world.home.path())
-        .env_remove(KEY_VARIABLE)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut command = editor_command("acp_editor_auth.mjs", world)?;
+    command.arg(world.ws()).env_remove(KEY_VARIABLE);
     if key_in_environment {
         command.env(KEY_VARIABLE, "sk-from-the-environment");
     }
-    let output = tokio::time::timeout(WAIT, command.output())
-        .await
-        .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
-    serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))
+    editor_report(command, WAIT).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,13 +1,13 @@
 //! `keel acp` with an editor that offers its files and terminals (`fs` and `terminal` at
 //! `initialize`), driven by a client on the official ACP SDK
 //! (`tests/fixtures/acp_editor_backends.mjs`): a patch is planned against the editor's unsaved
-//! buffer and written back through `fs/write_text_file` (the disk untouched); the model's
+//! buffer and written back through `fs/write_text_file` (the disk untouched), and one through
+//! a link out of the workspace is refused before the editor is asked to write; the model's
 //! command runs in an editor terminal, still inside Keel's sandbox helper (a write outside the
 //! workspace fails), and its tool call shows the terminal; a command the person stops while
 //! it runs in a terminal is killed there, and the prompt ends `cancelled`.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,12 +16,8 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
+use super::acp_editor::{editor_command, editor_report};
 use super::app_server::common::World;
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/acp_editor_backends.mjs"
-);
 
 /// Ample for two turns on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(120);
@@ -45,8 +41,6 @@ fn output_of(mock: &MockModelServer, call_id: &str) -> Option<String> {
 )]
 async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_commands()
 -> anyhow::Result<()> {
-    let sdk = std::env::var("KEEL_ACP_SDK")
-        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
     // Outside every writable root (the workspace and the temporary folders).
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
     let escaped = outside.path().join("escaped.txt");
@@ -55,6 +49,11 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
             "p1",
             "*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two (unsaved)\n+2\n\
              *** Add File: fresh.txt\n+fresh\n*** End Patch",
+        )]),
+        // A link planted in the workspace, pointing out of it: the patch must not reach.
+        Turn::new([apply_patch_call(
+            "p2",
+            "*** Begin Patch\n*** Update File: escape.txt\n@@\n-outside\n+owned\n*** End Patch",
         )]),
         Turn::new([shell_call(
             "c1",
@@ -81,28 +80,13 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
     let ws = std::fs::canonicalize(world.ws())?;
     let notes = ws.join("notes.txt");
     std::fs::write(&notes, "one\ntwo\n")?;
+    let target = outside.path().join("target.txt");
+    std::fs::write(&target, "outside\n")?;
+    std::os::unix::fs::symlink(&target, ws.join("escape.txt"))?;
 
-    let output = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new("node")
-            .arg(SCRIPT)
-            .arg(&sdk)
-            .arg(env!("CARGO_BIN_EXE_keel"))
-            .arg(&ws)
-            .arg(&notes)
-            .arg("one\ntwo (unsaved)\n")
-            .env("KEEL_HOME", world.home.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
-    assert_eq!(report["first"]["stopReason"], "end_turn", "{report:#}");
+    let mut command = editor_command("acp_editor_backends.mjs", &world)?;
+    command.arg(&ws).arg(&notes).arg("one\ntwo (unsaved)\n");
+    let report: Value = editor_report(command, WAIT).await?;
 
     // The patch was planned against the editor's unsaved buffer and written back through it;
     // a file new to both was never read; the disk holds what it held.
@@ -113,7 +97,12 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
         .flatten()
         .filter_map(|read| read["path"].as_str())
         .collect();
-    assert!(read.iter().all(|path| *path == notes_path), "{read:?}");
+    let escape_path = ws.join("escape.txt").display().to_string();
+    assert!(
+        read.iter()
+            .all(|path| *path == notes_path || *path == escape_path),
+        "{read:?}"
+    );
     assert!(!read.is_empty(), "{report:#}");
     assert_eq!(report["buffers"][&notes_path], "one\n2\n", "{report:#}");
     let fresh = ws.join("fresh.txt").display().to_string();
@@ -122,6 +111,24 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
     assert!(!ws.join("fresh.txt").exists());
     let patched = output_of(&world.mock, "p1").context("no output for the patch")?;
     assert!(patched.contains("notes.txt"), "{patched}");
+
+    // The link out of the workspace was refused before the editor was asked to write, and
+    // the file it points to is untouched.
+    let escaped_patch = output_of(&world.mock, "p2").context("no output for the link patch")?;
+    assert!(escaped_patch.contains("patch rejected"), "{escaped_patch}");
+    let written: Vec<&str> = report["writes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|write| write["path"].as_str())
+        .collect();
+    assert!(
+        written
+            .iter()
+            .all(|path| !path.contains("escape") && !path.contains("target")),
+        "{written:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&target)?, "outside\n");
 
     // The command ran in an editor terminal, inside the sandbox helper.
     let first_terminal = &report["created"][0];

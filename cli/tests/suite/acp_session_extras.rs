@@ -7,7 +7,6 @@
 //! `session/fork` copies the conversation into a new session; `/goal` sets a goal pursued in
 //! a turn and shows it, `/revert` undoes the last turn.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,12 +15,8 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
+use super::acp_editor::{editor_command, editor_report};
 use super::app_server::common::World;
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/acp_editor_session_extras.mjs"
-);
 
 /// Ample for four turns on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(120);
@@ -49,8 +44,6 @@ fn user_texts(mock: &MockModelServer, index: usize) -> Vec<String> {
 )]
 async fn an_editor_gets_commands_notices_steering_fork_and_extra_directories() -> anyhow::Result<()>
 {
-    let sdk = std::env::var("KEEL_ACP_SDK")
-        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
     // Outside the workspace and the temporary folders: writable only as an extra directory.
     let extra = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
     let extra_dir = std::fs::canonicalize(extra.path())?;
@@ -89,26 +82,9 @@ async fn an_editor_gets_commands_notices_steering_fork_and_extra_directories() -
     )?;
     let ws = std::fs::canonicalize(world.ws())?;
 
-    let output = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new("node")
-            .arg(SCRIPT)
-            .arg(&sdk)
-            .arg(env!("CARGO_BIN_EXE_keel"))
-            .arg(&ws)
-            .arg(&extra_dir)
-            .env("KEEL_HOME", world.home.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
-
+    let mut command = editor_command("acp_editor_session_extras.mjs", &world)?;
+    command.arg(&ws).arg(&extra_dir);
+    let report: Value = editor_report(command, WAIT).await?;
     // What `initialize` offers.
     let offered = &report["init"]["agentCapabilities"]["sessionCapabilities"];
     assert_eq!(offered["fork"], json!({}), "{report:#}");

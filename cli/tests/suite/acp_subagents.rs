@@ -7,7 +7,6 @@
 //! helper's updates; an editor that offers its terminals runs only its own sessions' commands
 //! there (the helper's run in Keel's processes).
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,13 +15,9 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
+use super::acp_editor::{editor_command, editor_report};
 use super::app_server::common::World;
 use crate::suite::agents::input_text;
-
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/acp_editor_subagents.mjs"
-);
 
 /// Ample for three agents' turns on a busy machine; the script itself never sleeps.
 const WAIT: Duration = Duration::from_secs(120);
@@ -64,32 +59,14 @@ fn delegation(request: &CapturedRequest) -> Option<Turn> {
 
 /// Runs the editor script (`mode`: `subagents` or nothing) against `keel acp`; its report.
 async fn run_editor(mode: &str) -> anyhow::Result<(Value, World)> {
-    let sdk = std::env::var("KEEL_ACP_SDK")
-        .context("KEEL_ACP_SDK must name the SDK's dist/v1/stable/acp.js")?;
     let mock = MockModelServer::builder()
         .responder(delegation)
         .start()
         .await?;
     let world = World::with_mock(mock, &[("approval_policy", toml::Value::from("untrusted"))])?;
-    let output = tokio::time::timeout(
-        WAIT,
-        tokio::process::Command::new("node")
-            .arg(SCRIPT)
-            .arg(&sdk)
-            .arg(env!("CARGO_BIN_EXE_keel"))
-            .arg(world.ws())
-            .arg(mode)
-            .env("KEEL_HOME", world.home.path())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .context("the editor script did not finish")??;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    anyhow::ensure!(output.status.success(), "node failed: {stderr}");
-    let report = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
+    let mut command = editor_command("acp_editor_subagents.mjs", &world)?;
+    command.arg(world.ws()).arg(mode);
+    let report = editor_report(command, WAIT).await?;
     Ok((report, world))
 }
 

@@ -1,6 +1,7 @@
 mod acp;
 mod acp_auth;
 mod acp_bad_input;
+mod acp_editor;
 mod acp_editor_backends;
 mod acp_session_extras;
 mod acp_subagents;
