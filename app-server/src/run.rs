@@ -154,6 +154,7 @@ pub async fn run_main(
     for id in ids {
         state.unload(id).await;
     }
+    state.manager.shutdown_telemetry().await;
     Ok(())
 }
 

@@ -440,6 +440,7 @@ impl AppState {
         if tokio::time::timeout(limit, all).await.is_err() {
             tracing::warn!("threads still shutting down after {limit:?}; leaving them");
         }
+        self.manager.shutdown_telemetry().await;
     }
 
     /// Unloads thread `id` if no connection follows it any more; `true` if it did. Checked

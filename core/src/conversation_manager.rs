@@ -78,6 +78,8 @@ pub(crate) struct ManagerShared {
     session_source: SessionSource,
     /// The files and terminals of the program driving the conversations, where offered.
     client_backends: crate::ClientBackends,
+    /// The telemetry exporters conversations configure (`[otel]`), built on first use.
+    telemetry: crate::telemetry::TelemetryHub,
 }
 
 /// A conversation an agent spawned (a sub-agent or a job worker): the embedder shows it as
@@ -145,8 +147,16 @@ impl ConversationManager {
                 store,
                 session_source,
                 client_backends,
+                telemetry: crate::telemetry::TelemetryHub::default(),
             }),
         }
+    }
+
+    /// Sends the telemetry the exporters still hold and stops them (each within a few
+    /// seconds). Call it before the program exits when `[otel]` is configured; conversations
+    /// started afterwards build their exporters again.
+    pub async fn shutdown_telemetry(&self) {
+        self.shared.telemetry.shutdown().await;
     }
 
     /// Announces every conversation agents spawn from now on, so the embedder can show it
@@ -707,6 +717,10 @@ impl ManagerShared {
             context.hooks = Arc::new((*context.hooks).clone().with_embedded(&self.hooks));
         }
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
+        context.telemetry = self.telemetry.conversation(
+            &config.otel,
+            conversation_facts(&config, id, &self.source_of(&lineage)),
+        );
         context.agent_path = lineage.path.clone();
         context.origin = lineage
             .parent
@@ -905,4 +919,36 @@ fn close_interrupted_work(
         repairs.push(rollout::RolloutItem::EventMsg(aborted));
     }
     repairs
+}
+
+/// What telemetry says of a conversation starting with `config`.
+fn conversation_facts(
+    config: &Config,
+    id: ConversationId,
+    source: &SessionSource,
+) -> crate::telemetry::ConversationFacts {
+    let text = |value: serde_json::Result<serde_json::Value>| match value {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    let originator = match source {
+        SessionSource::SubAgent(_) => "subagent".to_string(),
+        other => text(serde_json::to_value(other)),
+    };
+    crate::telemetry::ConversationFacts {
+        conversation_id: id.to_string(),
+        model: config.model.clone(),
+        provider: config.model_provider_id.clone(),
+        originator,
+        reasoning_effort: config
+            .model_reasoning_effort
+            .as_ref()
+            .map(ToString::to_string),
+        context_window: config.model_context_window,
+        approval_policy: text(serde_json::to_value(config.approval_policy)),
+        sandbox_policy: text(serde_json::to_value(config.sandbox_policy.mode())),
+        mcp_servers: config.mcp_servers.keys().cloned().collect(),
+        profile: config.active_profile.clone(),
+    }
 }

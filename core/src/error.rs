@@ -119,6 +119,14 @@ pub enum CoreError {
 }
 
 impl CoreError {
+    /// The HTTP status the provider answered with, for an error status.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::HttpStatus { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
     /// Whether repeating the same model request may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -92,6 +92,7 @@ pub use keel_sandbox as sandbox;
 mod session;
 mod shell_snapshot;
 pub mod skills;
+mod telemetry;
 #[cfg(feature = "thread-index")]
 mod thread_organizer;
 #[cfg(feature = "thread-index")]

@@ -14,6 +14,8 @@ use crate::error::CoreError;
 #[derive(Debug, Clone)]
 pub(crate) struct TurnContext {
     pub cwd: PathBuf,
+    /// Where the conversation's telemetry goes (`[otel]`); empty when nowhere.
+    pub telemetry: crate::telemetry::Telemetry,
     pub approval_policy: AskForApproval,
     pub sandbox_policy: SandboxPolicy,
     /// The helper that confines commands; `None` when none was found (sandboxed commands
@@ -193,6 +195,8 @@ pub(crate) struct TurnIds {
     pub output_schema: Option<serde_json::Value>,
     /// When the turn started, in milliseconds since the Unix epoch (told to the provider).
     pub started_at_ms: i64,
+    /// The turn's span and metrics (empty without telemetry).
+    pub trace: crate::telemetry::TurnTrace,
 }
 
 impl TurnIds {
@@ -203,6 +207,7 @@ impl TurnIds {
             sub_id,
             output_schema,
             started_at_ms: chrono::Utc::now().timestamp_millis(),
+            trace: crate::telemetry::TurnTrace::default(),
         }
     }
 }

@@ -79,6 +79,7 @@ pub(crate) fn turn_context(config: &Config, env: &EnvLookup, backend: ModelBacke
     );
     TurnContext {
         cwd: config.cwd.clone(),
+        telemetry: crate::telemetry::Telemetry::default(),
         approval_policy: config.approval_policy,
         sandbox_policy: config.sandbox_policy.clone(),
         sandbox_executable: config

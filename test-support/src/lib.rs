@@ -91,6 +91,7 @@ pub mod fuzz;
 mod harness;
 mod mock;
 mod oauth_mcp;
+mod otlp;
 pub mod plot;
 mod postgres;
 mod secret_service;
@@ -108,5 +109,6 @@ pub use mock::{
     job_worker_ids, reasoning, shell_call, write_stdin_call,
 };
 pub use oauth_mcp::{OAuthEvent, OAuthMcpServer};
+pub use otlp::{OtlpReceiver, OtlpTransport, ReceivedLog, ReceivedMetric, ReceivedSpan};
 pub use postgres::{PostgresCluster, postgres_bin_dir};
 pub use secret_service::SecretServiceSession;

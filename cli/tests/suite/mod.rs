@@ -41,6 +41,7 @@ mod mcp_client;
 mod mcp_server;
 mod mcp_server_conformance;
 mod oss;
+mod otel;
 mod output_schema;
 mod plugins;
 mod prompt;

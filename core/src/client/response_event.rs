@@ -28,3 +28,18 @@ pub enum ResponseEvent {
         token_usage: Option<TokenUsage>,
     },
 }
+
+impl ResponseEvent {
+    /// The Responses API's name for the server-sent event this came from, as telemetry's
+    /// `codex.sse_event` reports it (`None` for the completion, reported with its tokens).
+    pub fn sse_kind(&self) -> Option<&'static str> {
+        match self {
+            Self::Created => Some("response.created"),
+            Self::OutputTextDelta(_) => Some("response.output_text.delta"),
+            Self::ReasoningSummaryDelta(_) => Some("response.reasoning_summary_text.delta"),
+            Self::ReasoningSummaryPartAdded { .. } => Some("response.reasoning_summary_part.added"),
+            Self::OutputItemDone(_) => Some("response.output_item.done"),
+            Self::Completed { .. } => None,
+        }
+    }
+}

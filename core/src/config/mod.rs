@@ -23,6 +23,7 @@ mod environments_file;
 mod features;
 mod mcp_oauth;
 mod mcp_servers;
+mod otel;
 mod overrides;
 mod provider;
 mod resolve;
@@ -53,6 +54,7 @@ pub use mcp_servers::{
     DEFAULT_MCP_STARTUP_TIMEOUT, DEFAULT_MCP_TOOL_TIMEOUT, McpServerConfig, McpServerTransport,
     plugin_mcp_servers, resolve_plugin_mcp_server,
 };
+pub use otel::{DEFAULT_OTEL_ENVIRONMENT, OtelExporter, OtelSettings, OtelTls, OtlpHttpProtocol};
 pub use overrides::{ConfigOverrides, parse_cli_override};
 pub use provider::{
     DEFAULT_REQUEST_MAX_RETRIES, DEFAULT_STREAM_IDLE_TIMEOUT_MS, DEFAULT_STREAM_MAX_RETRIES,

@@ -200,6 +200,8 @@ pub struct Config {
     /// Keys of the file or `-c` overrides that Keel does not read (typos, most likely); the
     /// caller shows them, since only it knows where warnings go.
     pub warnings: Vec<ConfigWarning>,
+    /// Where telemetry goes (`[otel]`): log events, spans and metrics over OTLP.
+    pub otel: super::OtelSettings,
 }
 
 impl Config {
@@ -268,7 +270,21 @@ impl Config {
             key: key.to_string(),
             message,
         })?;
+        let otel = super::otel::resolve_otel(std::mem::take(&mut file.otel), keel_home).map_err(
+            |(key, message)| {
+                let keys = [
+                    "otel".to_string(),
+                    key.split('.').next().unwrap_or_default().to_string(),
+                ];
+                ConfigError::InvalidValue {
+                    origin: origin_of(&keys, &path, &cli_overrides),
+                    key: format!("otel.{key}"),
+                    message,
+                }
+            },
+        )?;
         let mut config = resolve(file, keel_home, &path, overrides, env)?;
+        config.otel = otel;
         config.mcp_servers = mcp_servers;
         let credentials = keel_home.join(super::MCP_CREDENTIALS_FILE);
         merge_plugin_mcp_servers(&mut config.mcp_servers, keel_home, toml);
@@ -544,6 +560,7 @@ fn resolve(
         service_tier,
         openai_base_url,
         model_catalog_json,
+        otel: _,
     } = file;
     // Checked at load (`validate_base_urls`), so a failure here cannot happen.
     let chosen = super::environments::choose(
@@ -748,6 +765,7 @@ fn resolve(
         mcp_servers: BTreeMap::new(),
         dynamic_tools: Vec::new(),
         warnings: Vec::new(),
+        otel: super::OtelSettings::default(),
     })
 }
 

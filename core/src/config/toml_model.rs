@@ -73,6 +73,8 @@ pub(crate) struct ConfigToml {
     pub openai_base_url: Option<String>,
     /// A catalogue file correcting or extending the built-in model catalogue.
     pub model_catalog_json: Option<PathBuf>,
+    /// `[otel]`: telemetry exporters, resolved by the otel module.
+    pub otel: super::otel::OtelToml,
 }
 
 /// `[projects."/abs/path"]`: what the user decided about a project, as Codex records it.

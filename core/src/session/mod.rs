@@ -66,6 +66,8 @@ struct SessionState {
     /// The task of the most recent turn; the next turn waits for it so events never interleave.
     last_turn: Option<JoinHandle<()>>,
     /// The output schema `Op::NextTurnOutputSchema` set for the next turn.
+    /// The remote span `Op::NextTurnTraceContext` named as the next turn's parent.
+    next_traceparent: Option<String>,
     next_output_schema: Option<serde_json::Value>,
     /// The conversation's own history while a review turn works on a fresh one.
     review_parent_history: Option<Vec<ResponseItem>>,
@@ -188,6 +190,7 @@ impl Session {
                 active_turn: None,
                 last_turn: None,
                 next_output_schema: None,
+                next_traceparent: None,
                 review_parent_history: None,
                 window_number: 0,
                 context_window_id: uuid::Uuid::now_v7().to_string(),
@@ -317,6 +320,16 @@ impl Session {
     /// Sets the output schema of the next turn started by user input.
     pub(crate) fn set_next_output_schema(&self, schema: serde_json::Value) {
         self.state().next_output_schema = Some(schema);
+    }
+
+    /// Names the remote span the next turn's span continues.
+    pub(crate) fn set_turn_traceparent(&self, traceparent: String) {
+        self.state().next_traceparent = Some(traceparent);
+    }
+
+    /// Takes the remote parent set for the turn that is starting.
+    pub(crate) fn take_turn_traceparent(&self) -> Option<String> {
+        self.state().next_traceparent.take()
     }
 
     /// Takes the output schema set for the turn that is starting.

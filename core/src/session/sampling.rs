@@ -241,6 +241,7 @@ impl CallsOfTurn {
             cancel: self.cancel.clone(),
             call_id: keel_protocol::CallId::new(call_id),
             diff: self.diff.clone(),
+            trace: crate::telemetry::ToolTrace::default(),
         }
     }
 
@@ -385,7 +386,8 @@ async fn sample_with_retries(
     let mut request_retries = 0;
     let mut stream_retries = 0;
     loop {
-        let err = match sample_once(session, ids, prompt, cancel).await {
+        let attempt = request_retries + stream_retries + 1;
+        let err = match sample_once(session, ids, prompt, cancel, attempt).await {
             Ok(items) => return Ok(items),
             Err(TurnStop::Failed(err)) if err.is_retryable() => err,
             Err(stop) => return Err(stop),
@@ -454,11 +456,25 @@ async fn sample_once(
     ids: &TurnIds,
     prompt: &Prompt,
     cancel: &CancellationToken,
+    attempt: u64,
 ) -> Result<Vec<ResponseItem>, TurnStop> {
     let context = session.turn_context();
+    let mut trace = ids.trace.model_request(attempt);
     let mut stream = tokio::select! {
         () = cancel.cancelled() => return Err(TurnStop::Interrupted),
-        stream = context.client.stream(prompt) => stream.map_err(TurnStop::Failed)?,
+        stream = context.client.stream(prompt) => match stream {
+            Ok(stream) => {
+                trace.answered(crate::telemetry::RequestOutcome { status: Some(200), error: None });
+                stream
+            }
+            Err(err) => {
+                trace.answered(crate::telemetry::RequestOutcome {
+                    status: err.http_status(),
+                    error: Some(err.to_string()),
+                });
+                return Err(TurnStop::Failed(err));
+            }
+        },
     };
     if let Some(limits) = stream.rate_limits() {
         session
@@ -473,13 +489,19 @@ async fn sample_once(
         };
         let event = match event {
             Some(Ok(event)) => event,
-            Some(Err(err)) => return Err(TurnStop::Failed(err)),
+            Some(Err(err)) => {
+                trace.failed(&err.to_string());
+                return Err(TurnStop::Failed(err));
+            }
             None => {
-                return Err(TurnStop::Failed(CoreError::Stream(
-                    "stream closed before response.completed".to_string(),
-                )));
+                let err = CoreError::Stream("stream closed before response.completed".to_string());
+                trace.failed(&err.to_string());
+                return Err(TurnStop::Failed(err));
             }
         };
+        if let Some(kind) = event.sse_kind() {
+            trace.sse_event(kind);
+        }
         match event {
             ResponseEvent::Created => {}
             ResponseEvent::OutputTextDelta(delta) => {
@@ -512,6 +534,11 @@ async fn sample_once(
             // is retried from scratch, and its items were never part of the history.
             ResponseEvent::OutputItemDone(item) => items.push(item),
             ResponseEvent::Completed { token_usage, .. } => {
+                let called_tools = items.iter().any(|item| item.tool_call_id().is_some());
+                trace.completed(
+                    token_usage.as_ref(),
+                    if called_tools { "tool_calls" } else { "stop" },
+                );
                 announce_completed_items(session, ids, &items).await;
                 let info = match token_usage {
                     Some(usage) => {

@@ -81,6 +81,7 @@ async fn handle(session: &Arc<Session>, id: SubmissionId, op: Op) -> ControlFlow
             settings::override_turn_context(session, overrides);
         }
         Op::NextTurnOutputSchema { schema } => session.set_next_output_schema(schema),
+        Op::NextTurnTraceContext { traceparent } => session.set_turn_traceparent(traceparent),
         Op::ExecApproval {
             id: call_id,
             decision,

@@ -93,7 +93,16 @@ async fn run_turn(
     };
     // Only the turns that work for the user lead on to the goal's next turn.
     let leads_on = matches!(task, TurnTask::UserInput(_) | TurnTask::GoalContinuation);
-    let ids = TurnIds::starting(sub_id, output_schema);
+    let mut ids = TurnIds::starting(sub_id, output_schema);
+    let starting = session.turn_context();
+    ids.trace = starting.telemetry.turn(
+        ids.turn_id.as_str(),
+        &starting.model,
+        session.take_turn_traceparent().as_deref(),
+    );
+    if let TurnTask::UserInput(input) = &task {
+        ids.trace.user_prompt(&prompt_text(input));
+    }
     super::environment::apply_environment_move(&session, &ids).await;
     // The turns that may change files are checkpointed, so a revert can put them back; not
     // in a remote environment, whose files are not on this host.
@@ -122,6 +131,11 @@ async fn run_turn(
         )
         .await;
     let outcome = run_body(&session, &ids, &cancel, task, context).await;
+    match &outcome {
+        Ok(_) => ids.trace.finish("completed", None),
+        Err(TurnStop::Interrupted) => ids.trace.finish("interrupted", None),
+        Err(TurnStop::Failed(err)) => ids.trace.finish("failed", Some(&err.to_string())),
+    }
     if let Some(checkpoints) = checkpoints {
         checkpoint(checkpoints, ids.turn_id.to_string(), None).await;
     }
@@ -222,6 +236,18 @@ async fn stopped(session: &Arc<Session>, ids: &TurnIds, clock: &TurnClock, stop:
         super::goal_accounting::turn_failed(session, ids, usage_limit).await;
     }
     session.send_event(&ids.sub_id, msg).await;
+}
+
+/// The text of the user's input, as `codex.user_prompt` measures it (images left out).
+fn prompt_text(input: &[keel_protocol::InputItem]) -> String {
+    input
+        .iter()
+        .filter_map(|item| match item {
+            keel_protocol::InputItem::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Starts a turn toward the goal when it is active and no turn runs.

@@ -28,6 +28,7 @@ pub(super) async fn run(
         cancel: cancel.clone(),
         call_id: CallId::new(format!("user-shell-{}", ids.turn_id)),
         diff: Arc::new(Mutex::new(TurnDiffTracker::default())),
+        trace: crate::telemetry::ToolTrace::default(),
     };
     crate::tools::run_user_shell(&context, command, timeout).await
 }

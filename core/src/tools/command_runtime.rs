@@ -19,6 +19,7 @@ use crate::processes::{
     ExecOutcome, ExecStop, ProcessSpec, run_in_client_terminal, run_to_exit, truncate_for_model,
 };
 use crate::sandbox::{LINUX_SANDBOX_ARG0, SandboxCommand, SandboxError, probe_kernel};
+use crate::telemetry::DecisionSource;
 use crate::turn_context::TurnStop;
 
 /// Output an editor's terminal keeps for the model: what Keel's own processes keep.
@@ -79,9 +80,20 @@ pub(super) async fn authorize(
     match decision {
         // The user saw and approved this exact command: it runs as approved, outside the
         // sandbox (as in Codex).
-        ExecDecision::Run if approved_for_session => return Ok(Ok(Placement::Unsandboxed)),
-        ExecDecision::Run => {}
-        ExecDecision::Reject(reason) => return Ok(Err(reason)),
+        ExecDecision::Run if approved_for_session => {
+            ctx.trace
+                .decision(ReviewDecision::ApprovedForSession, DecisionSource::Config);
+            return Ok(Ok(Placement::Unsandboxed));
+        }
+        ExecDecision::Run => ctx
+            .trace
+            .decision(ReviewDecision::Approved, DecisionSource::Config),
+        ExecDecision::Reject(reason) => {
+            ctx.trace
+                .decision(ReviewDecision::Denied, DecisionSource::Config);
+            ctx.trace.mark_failed();
+            return Ok(Err(reason));
+        }
         ExecDecision::Ask(reason) => {
             return Ok(match ask_exec(ctx, call, reason).await? {
                 Some(refusal) => Err(refusal),

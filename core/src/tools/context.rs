@@ -27,6 +27,8 @@ pub struct ToolContext {
     pub(crate) cancel: CancellationToken,
     pub(crate) call_id: CallId,
     pub(crate) diff: Arc<Mutex<TurnDiffTracker>>,
+    /// The call's span and telemetry events (empty without telemetry).
+    pub(crate) trace: crate::telemetry::ToolTrace,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -131,6 +133,8 @@ impl ToolContext {
         event: EventMsg,
     ) -> Result<ReviewDecision, TurnStop> {
         if let Some(decision) = self.permission_hooks(call_id, &event).await {
+            self.trace
+                .decision(decision, crate::telemetry::DecisionSource::Config);
             return Ok(decision);
         }
         let rx = self.host.register_approval(call_id.clone());
@@ -140,7 +144,11 @@ impl ToolContext {
                 self.host.forget_approval(call_id);
                 Err(TurnStop::Interrupted)
             }
-            decision = rx => Ok(decision.unwrap_or(ReviewDecision::Denied)),
+            decision = rx => {
+                let decision = decision.unwrap_or(ReviewDecision::Denied);
+                self.trace.decision(decision, crate::telemetry::DecisionSource::User);
+                Ok(decision)
+            }
         }
     }
 

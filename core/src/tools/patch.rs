@@ -18,6 +18,7 @@ use crate::apply_patch::{ApplyPatchAction, parse_patch, plan_patch};
 use crate::approvals::{ExecDecision, decide_patch};
 use crate::processes::ProcessLayer;
 use crate::sandbox::ResolvedPolicy;
+use crate::telemetry::DecisionSource;
 use crate::turn_context::TurnStop;
 
 /// `apply_patch`: a freeform tool for models trained on it, a function tool otherwise; a
@@ -116,8 +117,17 @@ pub(super) async fn apply_patch(
         &real_paths,
     );
     let auto_approved = match decision {
-        ExecDecision::Run => true,
-        ExecDecision::Reject(reason) => return Ok(format!("patch rejected: {reason}")),
+        ExecDecision::Run => {
+            ctx.trace
+                .decision(ReviewDecision::Approved, DecisionSource::Config);
+            true
+        }
+        ExecDecision::Reject(reason) => {
+            ctx.trace
+                .decision(ReviewDecision::Denied, DecisionSource::Config);
+            ctx.trace.mark_failed();
+            return Ok(format!("patch rejected: {reason}"));
+        }
         ExecDecision::Ask(reason) => {
             let reason = with_link_targets(reason, &paths, &real_paths);
             let event = EventMsg::ApplyPatchApprovalRequest(ApplyPatchApprovalRequestEvent {
@@ -130,6 +140,7 @@ pub(super) async fn apply_patch(
             match ctx.wait_for_decision(&call_id, event).await? {
                 ReviewDecision::Approved | ReviewDecision::ApprovedForSession => false,
                 ReviewDecision::Denied => {
+                    ctx.trace.mark_failed();
                     return Ok("patch rejected by user".to_string());
                 }
                 ReviewDecision::Abort => return Err(TurnStop::Interrupted),

@@ -175,15 +175,35 @@ impl ToolRegistry {
         };
         let call_id = ctx.call_id.to_string();
         let limit = ctx.turn.tool_output_token_limit;
-        let text = match self.get(name) {
-            Some(tool) => run(tool.as_ref(), ctx, input).await?,
-            None if super::is_builtin_name(name) => serde_json::json!({
-                "error": format!("`{name}` is not available to this agent")
-            })
-            .to_string(),
-            None if freeform => format!("unsupported custom tool `{name}`"),
-            None => format!("unsupported tool `{name}`"),
+        let mut ctx = ctx;
+        ctx.trace = ctx.ids.trace.tool_call(name, &call_id, input.text());
+        let trace = ctx.trace.clone();
+        let started = std::time::Instant::now();
+        let ran = match self.get(name) {
+            Some(tool) => run(tool.as_ref(), ctx, input).await,
+            None => {
+                trace.mark_failed();
+                Ok(if super::is_builtin_name(name) {
+                    serde_json::json!({
+                        "error": format!("`{name}` is not available to this agent")
+                    })
+                    .to_string()
+                } else if freeform {
+                    format!("unsupported custom tool `{name}`")
+                } else {
+                    format!("unsupported tool `{name}`")
+                })
+            }
         };
+        let text = match ran {
+            Ok(text) => text,
+            Err(stop) => {
+                trace.mark_failed();
+                trace.finish(&stop_text(&stop), started.elapsed());
+                return Err(stop);
+            }
+        };
+        trace.finish(&text, started.elapsed());
         let output = within_budget(text, limit);
         Ok(if freeform {
             ResponseItem::CustomToolCallOutput {
@@ -210,6 +230,7 @@ async fn run(tool: &dyn DynTool, ctx: ToolContext, input: ToolInput) -> Result<S
         match ctx.request_approval(command, reason).await {
             Ok(ReviewDecision::Approved | ReviewDecision::ApprovedForSession) => {}
             Ok(ReviewDecision::Denied | ReviewDecision::Abort) => {
+                ctx.trace.mark_failed();
                 return Ok(format!("the user declined the call to `{}`", tool.name()));
             }
             Err(ToolError::Interrupted) => return Err(TurnStop::Interrupted),
@@ -217,10 +238,23 @@ async fn run(tool: &dyn DynTool, ctx: ToolContext, input: ToolInput) -> Result<S
             Err(ToolError::Fatal(why)) => return Err(TurnStop::Failed(CoreError::ToolFatal(why))),
         }
     }
+    let trace = ctx.trace.clone();
     match tool.handle(ctx, input).await {
-        Ok(text) | Err(ToolError::Respond(text)) => Ok(text),
+        Ok(text) => Ok(text),
+        Err(ToolError::Respond(text)) => {
+            trace.mark_failed();
+            Ok(text)
+        }
         Err(ToolError::Interrupted) => Err(TurnStop::Interrupted),
         Err(ToolError::Fatal(why)) => Err(TurnStop::Failed(CoreError::ToolFatal(why))),
+    }
+}
+
+/// What a stopped call's telemetry says it ended with.
+fn stop_text(stop: &TurnStop) -> String {
+    match stop {
+        TurnStop::Interrupted => "the turn was interrupted".to_string(),
+        TurnStop::Failed(err) => err.to_string(),
     }
 }
 

@@ -84,6 +84,13 @@ pub enum Op {
         /// A JSON Schema object.
         schema: serde_json::Value,
     },
+    /// The next turn's span is a child of this remote span (a W3C `traceparent`), so a
+    /// client's trace continues into the engine's. Applies to the next turn, then is
+    /// forgotten; ignored without telemetry.
+    NextTurnTraceContext {
+        /// `00-<trace id>-<span id>-<flags>`.
+        traceparent: String,
+    },
     /// Answers an `elicitation_request` from an MCP server.
     ResolveElicitation {
         /// The server that asked.

@@ -116,6 +116,7 @@ fn default_config(keel_home: &Path) -> Config {
         mcp_servers: BTreeMap::new(),
         dynamic_tools: Vec::new(),
         warnings: Vec::new(),
+        otel: OtelSettings::default(),
     }
 }
 
@@ -342,6 +343,7 @@ fn full_codex_style_file() -> TestResult {
             },
         )]),
         warnings: Vec::new(),
+        otel: OtelSettings::default(),
     };
     assert_eq!(config, expected);
 

@@ -1,0 +1,231 @@
+//! The telemetry handles with exporters behind them (the `otel` feature).
+
+mod events;
+mod exporters;
+mod instruments;
+mod trace;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::logs::LoggerProvider as _;
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+
+pub(crate) use self::trace::{ToolTrace, TurnTrace};
+use super::ConversationFacts;
+use crate::config::OtelSettings;
+use instruments::Instruments;
+
+/// The name every record's instrumentation scope and `service.name` carry.
+const SERVICE_NAME: &str = "keel";
+
+/// How long shutting down may take to send what is left, per signal.
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(3);
+
+/// The manager's exporters, one set per distinct `[otel]` configuration, built when the first
+/// conversation that needs them starts.
+#[derive(Default)]
+pub(crate) struct TelemetryHub {
+    pipelines: Mutex<Vec<(OtelSettings, Option<Arc<Pipelines>>)>>,
+}
+
+impl std::fmt::Debug for TelemetryHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelemetryHub").finish_non_exhaustive()
+    }
+}
+
+impl TelemetryHub {
+    /// The telemetry of a conversation starting with `settings`; sends
+    /// `codex.conversation_starts` and counts the thread.
+    pub(crate) fn conversation(
+        &self,
+        settings: &OtelSettings,
+        facts: ConversationFacts,
+    ) -> Telemetry {
+        let Some(pipelines) = self.pipelines_for(settings) else {
+            return Telemetry::default();
+        };
+        let conversation = Arc::new(ConversationTelemetry::new(pipelines, facts));
+        conversation.conversation_starts();
+        Telemetry(Some(conversation))
+    }
+
+    fn pipelines_for(&self, settings: &OtelSettings) -> Option<Arc<Pipelines>> {
+        if !settings.exports_anything() {
+            if settings.names_statsig() {
+                tracing::info!("otel: `statsig` exporters send nothing from Keel");
+            }
+            return None;
+        }
+        let Ok(mut known) = self.pipelines.lock() else {
+            return None;
+        };
+        if let Some((_, pipelines)) = known.iter().find(|(known, _)| known == settings) {
+            return pipelines.clone();
+        }
+        let pipelines = match Pipelines::build(settings) {
+            Ok(pipelines) => Some(Arc::new(pipelines)),
+            Err(err) => {
+                // Reported once per configuration; conversations run without telemetry.
+                tracing::warn!("otel: {err}; no telemetry is sent");
+                None
+            }
+        };
+        known.push((settings.clone(), pipelines.clone()));
+        pipelines
+    }
+
+    /// Sends what the exporters still hold and stops them (each signal within a few
+    /// seconds, so an unreachable collector cannot hold up the program's exit).
+    pub(crate) async fn shutdown(&self) {
+        let pipelines: Vec<Arc<Pipelines>> = match self.pipelines.lock() {
+            Ok(mut known) => known
+                .drain(..)
+                .filter_map(|(_, pipelines)| pipelines)
+                .collect(),
+            Err(_) => return,
+        };
+        if pipelines.is_empty() {
+            return;
+        }
+        // The SDK blocks while it flushes: off the async workers.
+        let done = tokio::task::spawn_blocking(move || {
+            for pipelines in pipelines {
+                pipelines.shutdown();
+            }
+        })
+        .await;
+        if let Err(err) = done {
+            tracing::warn!("otel: shutting the exporters down failed: {err}");
+        }
+    }
+}
+
+/// The providers built for one `[otel]` configuration.
+pub(super) struct Pipelines {
+    logs: Option<(SdkLoggerProvider, SdkLogger)>,
+    traces: Option<(SdkTracerProvider, SdkTracer)>,
+    metrics: Option<(SdkMeterProvider, Instruments)>,
+    log_user_prompt: bool,
+}
+
+impl Pipelines {
+    fn build(settings: &OtelSettings) -> Result<Self, exporters::ExporterError> {
+        let resource = Resource::builder()
+            .with_service_name(SERVICE_NAME)
+            .with_attributes([
+                KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+                KeyValue::new("deployment.environment.name", settings.environment.clone()),
+                KeyValue::new("env", settings.environment.clone()),
+            ])
+            .build();
+        let logs = exporters::log_exporter(&settings.exporter)?.map(|exporter| {
+            let provider = SdkLoggerProvider::builder()
+                .with_resource(resource.clone())
+                .with_batch_exporter(exporter)
+                .build();
+            let logger = provider.logger(SERVICE_NAME);
+            (provider, logger)
+        });
+        let traces = exporters::span_exporter(&settings.trace_exporter)?.map(|exporter| {
+            let provider = SdkTracerProvider::builder()
+                .with_resource(resource.clone())
+                .with_batch_exporter(exporter)
+                .build();
+            let tracer = provider.tracer(SERVICE_NAME);
+            (provider, tracer)
+        });
+        let metrics = exporters::metric_exporter(&settings.metrics_exporter)?.map(|exporter| {
+            let provider = SdkMeterProvider::builder()
+                .with_resource(resource)
+                .with_periodic_exporter(exporter)
+                .build();
+            let instruments = Instruments::new(&provider.meter(SERVICE_NAME));
+            (provider, instruments)
+        });
+        Ok(Self {
+            logs,
+            traces,
+            metrics,
+            log_user_prompt: settings.log_user_prompt,
+        })
+    }
+
+    fn shutdown(&self) {
+        if let Some((provider, _)) = &self.logs
+            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
+        {
+            tracing::debug!("otel: log exporter shutdown: {err}");
+        }
+        if let Some((provider, _)) = &self.traces
+            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
+        {
+            tracing::debug!("otel: span exporter shutdown: {err}");
+        }
+        if let Some((provider, _)) = &self.metrics
+            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
+        {
+            tracing::debug!("otel: metric exporter shutdown: {err}");
+        }
+    }
+
+    pub(super) fn logger(&self) -> Option<&SdkLogger> {
+        self.logs.as_ref().map(|(_, logger)| logger)
+    }
+
+    pub(super) fn tracer(&self) -> Option<&SdkTracer> {
+        self.traces.as_ref().map(|(_, tracer)| tracer)
+    }
+
+    pub(super) fn instruments(&self) -> Option<&Instruments> {
+        self.metrics.as_ref().map(|(_, instruments)| instruments)
+    }
+}
+
+/// One conversation's share of the exporters, with the attributes all its records carry.
+pub(super) struct ConversationTelemetry {
+    pipelines: Arc<Pipelines>,
+    facts: ConversationFacts,
+}
+
+impl ConversationTelemetry {
+    fn new(pipelines: Arc<Pipelines>, facts: ConversationFacts) -> Self {
+        Self { pipelines, facts }
+    }
+
+    pub(super) fn pipelines(&self) -> &Pipelines {
+        &self.pipelines
+    }
+
+    pub(super) fn facts(&self) -> &ConversationFacts {
+        &self.facts
+    }
+}
+
+/// A conversation's telemetry; empty when nothing is configured.
+#[derive(Clone, Default)]
+pub(crate) struct Telemetry(Option<Arc<ConversationTelemetry>>);
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Telemetry").field(&self.0.is_some()).finish()
+    }
+}
+
+impl Telemetry {
+    /// The trace of a turn starting now with `model`, under the remote span `parent` (a W3C
+    /// `traceparent`) when the client sent one.
+    pub(crate) fn turn(&self, turn_id: &str, model: &str, parent: Option<&str>) -> TurnTrace {
+        match &self.0 {
+            Some(conversation) => TurnTrace::start(conversation.clone(), turn_id, model, parent),
+            None => TurnTrace::default(),
+        }
+    }
+}
