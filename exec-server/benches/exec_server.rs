@@ -46,6 +46,7 @@ fn params(argv: &[&str], tty: bool) -> ExecParams {
         env: [("PATH".to_string(), "/usr/bin:/bin".to_string())].into(),
         tty,
         arg0: None,
+        traceparent: None,
     }
 }
 

@@ -57,6 +57,7 @@
 //!         env: [("PATH".to_string(), "/usr/bin:/bin".to_string())].into(),
 //!         tty: false,
 //!         arg0: None,
+//!         traceparent: None,
 //!     })
 //!     .await?;
 //! while let Ok(event) = events.recv().await {
@@ -87,6 +88,11 @@ pub mod patch;
 mod pipe;
 mod server;
 pub mod supervisor;
+#[cfg(feature = "otel")]
+mod telemetry;
+#[cfg(not(feature = "otel"))]
+#[path = "telemetry_disabled.rs"]
+mod telemetry;
 mod transport;
 mod utf8_stream;
 

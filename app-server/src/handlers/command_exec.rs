@@ -215,6 +215,7 @@ impl CommandExecs {
                 env,
                 tty: params.tty,
                 arg0,
+                traceparent: None,
             })
             .await?
             .session_id;
@@ -520,6 +521,7 @@ mod tests {
                 env: server_environment(),
                 tty: false,
                 arg0: None,
+                traceparent: None,
             })
             .await?
             .session_id;
@@ -541,6 +543,7 @@ mod tests {
                 env: server_environment(),
                 tty: false,
                 arg0: None,
+                traceparent: None,
             })
             .await?
             .session_id;

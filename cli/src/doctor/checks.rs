@@ -302,6 +302,7 @@ async fn remote_environment(config: &Config) -> Option<Check> {
                 env: std::collections::BTreeMap::new(),
                 tty: false,
                 arg0: None,
+                traceparent: None,
             })
             .await
             .map_err(|err| format!("cannot run a command there: {err}"))?;

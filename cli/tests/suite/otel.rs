@@ -390,3 +390,74 @@ async fn a_bad_exporter_is_refused_naming_the_key() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turns_trace_continues_on_a_remote_exec_server() -> anyhow::Result<()> {
+    let receiver = OtlpReceiver::start().await?;
+    // The exec-server traces as any OpenTelemetry service is told to: by its environment.
+    let _server_process;
+    let url = {
+        let mut server = keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .args(["exec-server", "--listen", "ws://127.0.0.1:0"])
+            .env(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                receiver.http_endpoint("traces"),
+            )
+            .env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+            .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+            .spawn()?;
+        let url = format!("ws://{}", server.websocket_address().await?);
+        _server_process = server;
+        url
+    };
+    let mock = MockModelServer::start(one_turn_with_a_command()).await?;
+    let home = tempfile::tempdir()?;
+    let cwd = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            ("exec_server_url", toml::Value::from(url)),
+            (
+                "otel.trace_exporter",
+                toml_value(&format!(
+                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
+                    receiver.grpc_endpoint()
+                ))?,
+            ),
+        ],
+    )?;
+    let out = keel_exec(home.path(), cwd.path(), &["run it remotely"], None).await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let child_of_the_tool = |receiver: &OtlpReceiver| {
+        let spans = receiver.spans();
+        let tool = spans
+            .iter()
+            .find(|span| span.name == "execute_tool shell")?;
+        spans
+            .iter()
+            .find(|span| {
+                span.service_name == "keel-exec-server" && span.parent_span_id == tool.span_id
+            })
+            .map(|remote| (tool.clone(), remote.clone()))
+    };
+    receiver
+        .wait_until("the remote process's span", WAIT, |receiver| {
+            child_of_the_tool(receiver).is_some()
+        })
+        .await?;
+    let (tool, remote) =
+        child_of_the_tool(&receiver).ok_or_else(|| anyhow::anyhow!("no remote span"))?;
+    assert_eq!(remote.trace_id, tool.trace_id);
+    assert_eq!(remote.transport, OtlpTransport::HttpProtobuf);
+    assert_eq!(tool.transport, OtlpTransport::Grpc);
+    assert!(remote.name.starts_with("exec "), "{remote:?}");
+    assert_eq!(remote.attributes["process.exit.code"], "0");
+    let turn = receiver
+        .spans()
+        .into_iter()
+        .find(|span| span.name == "invoke_agent keel")
+        .ok_or_else(|| anyhow::anyhow!("no turn span"))?;
+    assert_eq!(tool.parent_span_id, turn.span_id);
+    Ok(())
+}

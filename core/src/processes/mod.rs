@@ -167,6 +167,9 @@ pub(crate) struct ProcessSpec {
     pub env: BTreeMap<String, String>,
     /// Run on a pseudo-terminal (input can be written) instead of pipes (stdin closed).
     pub tty: bool,
+    /// The span of the tool call starting it (W3C `traceparent`), for a remote exec-server
+    /// that traces.
+    pub traceparent: Option<String>,
 }
 
 /// One conversation's connection to the process service, made on first use.
@@ -389,6 +392,7 @@ impl ProcessLayer {
                 env: spec.env,
                 tty: spec.tty,
                 arg0: spec.arg0,
+                traceparent: spec.traceparent,
             })
             .await
             .map_err(|err| match err {

@@ -272,6 +272,7 @@ impl ShellSnapshots {
             cwd: cwd.to_path_buf(),
             env: env.clone(),
             tty: false,
+            traceparent: None,
         };
         let outcome = run_to_exit(
             layer,

@@ -62,11 +62,6 @@ impl TurnTrace {
         ToolTrace::default()
     }
 
-    #[allow(dead_code, reason = "handed to remote exec-servers next")]
-    pub(crate) fn traceparent(&self) -> Option<String> {
-        None
-    }
-
     pub(crate) fn finish(&self, _outcome: &str, _error: Option<&str>) {}
 }
 
@@ -107,7 +102,6 @@ impl ToolTrace {
 
     pub(crate) fn mark_failed(&self) {}
 
-    #[allow(dead_code, reason = "handed to remote exec-servers next")]
     pub(crate) fn traceparent(&self) -> Option<String> {
         None
     }

@@ -263,6 +263,7 @@ pub(super) async fn execute(
         cwd: cwd.clone(),
         env: ctx.turn.shell_env.clone(),
         tty: false,
+        traceparent: ctx.trace.traceparent(),
     };
     let session = &ctx.host;
     let sub_id = &ctx.ids.sub_id;

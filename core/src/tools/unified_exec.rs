@@ -184,6 +184,7 @@ pub(super) async fn exec_command(
         cwd: call.cwd.clone(),
         env: ctx.turn.shell_env.clone(),
         tty,
+        traceparent: ctx.trace.traceparent(),
     };
     let started = Instant::now();
     let handle = match ctx.host.processes().spawn(spec).await {

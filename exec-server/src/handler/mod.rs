@@ -255,6 +255,16 @@ impl ExecServerHandler {
             self.inner.config.retained_output_bytes,
             context,
         );
+        if let Some(span) = crate::telemetry::ProcessSpan::start(
+            params.argv.first().map_or("", String::as_str),
+            id.as_str(),
+            params.traceparent.as_deref(),
+        ) {
+            let traced = session.clone();
+            self.inner.tasks.spawn(async move {
+                span.finish(traced.wait(None).await);
+            });
+        }
         state.sessions.insert(id.clone(), session);
         state.running += 1;
         drop(state);

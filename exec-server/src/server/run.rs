@@ -58,6 +58,7 @@ impl ExecServerArgs {
 /// the caller should exit the process promptly afterwards.
 pub async fn run_main(args: ExecServerArgs) -> Result<()> {
     let config = args.config();
+    crate::telemetry::install_from_env();
     let kind = match args.listen {
         ListenUrl::Stdio => ListenerKind::Stdio,
         ListenUrl::WebSocket(address) => ListenerKind::Tcp(address),
@@ -86,6 +87,7 @@ pub async fn run_main(args: ExecServerArgs) -> Result<()> {
         }
     };
     signals.abort();
+    crate::telemetry::shutdown().await;
     result
 }
 

@@ -226,6 +226,7 @@ pub fn pipes(argv: &[&str]) -> ExecParams {
         env: base_env(),
         tty: false,
         arg0: None,
+        traceparent: None,
     }
 }
 

@@ -25,6 +25,11 @@ pub struct ExecParams {
     /// Overrides `argv[0]` as the process sees it.
     #[serde(default)]
     pub arg0: Option<String>,
+    /// The caller's span as a W3C `traceparent`: a server that traces makes the process's
+    /// span its child. Optional and additive (a server that does not trace ignores it, and
+    /// it is left out when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Result of `command/exec`.

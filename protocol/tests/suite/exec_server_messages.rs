@@ -30,10 +30,26 @@ fn request_cases() -> Vec<(ExecServerRequest, &'static str, Value)> {
                 env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
                 tty: true,
                 arg0: None,
+                traceparent: None,
             }),
             "command/exec",
             json!({"argv": ["bash", "-lc", "echo hi"], "cwd": "/tmp",
                    "env": {"PATH": "/usr/bin:/bin"}, "tty": true, "arg0": null}),
+        ),
+        (
+            ExecServerRequest::Exec(ExecParams {
+                argv: vec!["true".into()],
+                cwd: PathBuf::from("/"),
+                env: BTreeMap::new(),
+                tty: false,
+                arg0: None,
+                traceparent: Some(
+                    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
+                ),
+            }),
+            "command/exec",
+            json!({"argv": ["true"], "cwd": "/", "env": {}, "tty": false, "arg0": null,
+                   "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
         ),
         (
             ExecServerRequest::Write(WriteParams {

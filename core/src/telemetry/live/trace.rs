@@ -49,7 +49,6 @@ impl OpenSpan {
 }
 
 /// The span context as a W3C `traceparent`.
-#[allow(dead_code, reason = "handed to remote exec-servers next")]
 fn traceparent_of(context: &SpanContext) -> Option<String> {
     context.is_valid().then(|| {
         format!(
@@ -207,25 +206,13 @@ impl TurnTrace {
         })))
     }
 
-    /// The turn's span as a W3C `traceparent`, for work it hands to another process.
-    #[allow(dead_code, reason = "handed to remote exec-servers next")]
-    pub(crate) fn traceparent(&self) -> Option<String> {
-        self.0
-            .as_ref()
-            .and_then(|turn| traceparent_of(&turn.context))
-    }
-
     /// Ends the turn: `outcome` is `completed`, `interrupted` or `failed` (with `error`).
     pub(crate) fn finish(&self, outcome: &str, error: Option<&str>) {
         let Some(turn) = &self.0 else {
             return;
         };
         let elapsed = turn.started.elapsed();
-        let tokens = turn
-            .tokens
-            .lock()
-            .map(|tokens| *tokens)
-            .unwrap_or_default();
+        let tokens = turn.tokens.lock().map(|tokens| *tokens).unwrap_or_default();
         turn.span.with(|span| {
             span.set_attribute(KeyValue::new("keel.turn.outcome", outcome.to_string()));
             span.set_attribute(KeyValue::new(
@@ -492,7 +479,6 @@ impl ToolTrace {
     }
 
     /// The call's span as a W3C `traceparent`, for work it hands to another process.
-    #[allow(dead_code, reason = "handed to remote exec-servers next")]
     pub(crate) fn traceparent(&self) -> Option<String> {
         self.0
             .as_ref()
