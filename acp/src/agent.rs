@@ -177,7 +177,9 @@ impl Agent {
     }
 
     async fn handle_request(self: Arc<Self>, request: JsonRpcRequest) {
-        let JsonRpcRequest { id, method, params } = request;
+        let JsonRpcRequest {
+            id, method, params, ..
+        } = request;
         let answer = match AcpClientRequest::from_method_and_params(&method, params) {
             Ok(AcpClientRequest::SessionPrompt(prompt)) => {
                 lock(&self.prompts).insert(id.clone(), (prompt.session_id.clone(), false));

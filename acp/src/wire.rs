@@ -141,6 +141,7 @@ impl Wire {
             id,
             method: method.to_string(),
             params: Some(params),
+            trace: None,
         }))
         .await;
         rx

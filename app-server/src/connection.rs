@@ -250,7 +250,12 @@ fn unsupported_feature(method: &str) -> Option<&'static str> {
 }
 
 async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcRequest) {
-    let JsonRpcRequest { id, method, params } = request;
+    let JsonRpcRequest {
+        id,
+        method,
+        params,
+        trace,
+    } = request;
     let typed = match ClientRequest::from_method_and_params(&method, params) {
         Ok(typed) => typed,
         Err(err) => {
@@ -276,17 +281,21 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
         }
     };
     tracing::debug!(%method, "request");
-    match dispatch(state, context, typed).await {
-        Ok(reply) => {
-            context.outgoing.respond_raw(id, reply.result).await;
-            if let Some(after) = reply.after {
-                after.await;
+    let traceparent = trace.and_then(|trace| trace.traceparent);
+    crate::client_trace::scope(traceparent, async {
+        match dispatch(state, context, typed).await {
+            Ok(reply) => {
+                context.outgoing.respond_raw(id, reply.result).await;
+                if let Some(after) = reply.after {
+                    after.await;
+                }
+            }
+            Err(err) => {
+                let error = err.to_rpc_error();
+                tracing::debug!(%method, code = error.code, "request failed: {}", error.message);
+                context.outgoing.respond(id, Err(error)).await;
             }
         }
-        Err(err) => {
-            let error = err.to_rpc_error();
-            tracing::debug!(%method, code = error.code, "request failed: {}", error.message);
-            context.outgoing.respond(id, Err(error)).await;
-        }
-    }
+    })
+    .await;
 }

@@ -205,6 +205,7 @@ impl InProcessAppServerClient {
             id,
             method: M::METHOD.to_string(),
             params: Some(serde_json::to_value(params)?),
+            trace: None,
         };
         self.tx
             .send(Incoming::Message(request.into()))

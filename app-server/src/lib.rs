@@ -20,6 +20,7 @@
 mod ceiling;
 mod client_api;
 mod client_error;
+mod client_trace;
 mod connection;
 mod delivery;
 mod error;

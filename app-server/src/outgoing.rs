@@ -206,6 +206,7 @@ impl Outgoing {
             id: id.clone(),
             method: method.to_string(),
             params: Some(params),
+            trace: None,
         });
         if self.send(message).await {
             Some((id, rx))

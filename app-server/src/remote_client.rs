@@ -227,6 +227,7 @@ impl RemoteAppServerClient {
                 id,
                 method: M::METHOD.to_string(),
                 params: Some(serde_json::to_value(params)?),
+                trace: None,
             }
             .into(),
         )?;

@@ -115,6 +115,7 @@ impl OutgoingSender {
             id,
             method: R::METHOD.to_string(),
             params: Some(params),
+            trace: None,
         };
         self.send(request.into()).await;
         pending

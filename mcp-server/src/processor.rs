@@ -169,7 +169,9 @@ impl MessageProcessor {
     }
 
     async fn handle_request(&mut self, request: JsonRpcRequest) {
-        let JsonRpcRequest { id, method, params } = request;
+        let JsonRpcRequest {
+            id, method, params, ..
+        } = request;
         let outgoing = &self.context.outgoing;
         if !McpClientRequest::METHODS.contains(&method.as_str()) {
             let error = JsonRpcErrorObject::new(

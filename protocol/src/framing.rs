@@ -219,6 +219,7 @@ mod tests {
                 id: RequestId::Integer(1),
                 method: "ping".into(),
                 params: None,
+                trace: None,
             })))
         );
         assert_eq!(

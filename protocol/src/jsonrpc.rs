@@ -75,6 +75,22 @@ pub struct JsonRpcRequest {
     /// Method parameters; absent means none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Value>,
+    /// The caller's span (W3C Trace Context), as Codex 0.171's clients may send it; absent
+    /// means none, and it is left out when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<W3cTraceContext>,
+}
+
+/// A W3C Trace Context (`traceparent`, `tracestate`), carried with a request so a server's
+/// spans continue the caller's trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct W3cTraceContext {
+    /// `00-<trace id>-<span id>-<flags>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// Vendor-specific trace state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// A one-way message: no response is sent.
@@ -236,6 +252,16 @@ struct RawMessage {
     result: Option<Value>,
     #[serde(default)]
     error: Option<JsonRpcErrorObject>,
+    /// Only taken from requests; a trace context that is not an object is ignored.
+    #[serde(default, deserialize_with = "lenient_trace")]
+    trace: Option<W3cTraceContext>,
+}
+
+/// A `trace` of the wrong shape is dropped rather than failing the whole message.
+fn lenient_trace<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<W3cTraceContext>, D::Error> {
+    Ok(Option::<W3cTraceContext>::deserialize(Value::deserialize(deserializer)?).unwrap_or(None))
 }
 
 /// Keeps `"result": null` distinct from a missing `result`.
@@ -260,7 +286,12 @@ impl TryFrom<RawMessage> for JsonRpcMessage {
         };
         match (raw.method, raw.result, raw.error) {
             (Some(method), None, None) => Ok(match raw.id {
-                Some(id) => Self::Request(JsonRpcRequest { id, method, params }),
+                Some(id) => Self::Request(JsonRpcRequest {
+                    id,
+                    method,
+                    params,
+                    trace: raw.trace,
+                }),
                 None => Self::Notification(JsonRpcNotification { method, params }),
             }),
             (None, Some(result), None) => match raw.id {

@@ -44,6 +44,7 @@ pub use ids::{
 pub use jsonrpc::{
     ECHO_LIMIT, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, JSONRPC_VERSION, JsonRpcError,
     JsonRpcErrorObject, JsonRpcFraming, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest,
-    JsonRpcResponse, METHOD_NOT_FOUND, PARSE_ERROR, RequestId, SERVER_OVERLOADED, echo_bounded,
+    JsonRpcResponse, METHOD_NOT_FOUND, PARSE_ERROR, RequestId, SERVER_OVERLOADED, W3cTraceContext,
+    echo_bounded,
 };
 pub use rpc::{Handles, MethodTable, RequestHandler, RpcNotification, RpcRequest};

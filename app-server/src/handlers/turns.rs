@@ -82,6 +82,9 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
         .output_schema
         .map(|schema| Op::NextTurnOutputSchema { schema });
     let items: Vec<InputItem> = params.input.into_iter().map(Into::into).collect();
+    // The client's span, when it sent one, is the turn span's parent.
+    let trace = crate::client_trace::traceparent()
+        .map(|traceparent| Op::NextTurnTraceContext { traceparent });
     let response = TurnStartResponse {
         turn: Turn::in_progress(turn_id.clone(), None),
     };
@@ -89,7 +92,10 @@ pub(crate) async fn start(state: &AppState, params: TurnStartParams) -> Result<R
     Reply::then(&response, async move {
         let mut claim = claim;
         let submit = async {
-            for op in [overrides, mode, output_schema].into_iter().flatten() {
+            for op in [overrides, mode, output_schema, trace]
+                .into_iter()
+                .flatten()
+            {
                 conversation.submit(op).await?;
             }
             conversation

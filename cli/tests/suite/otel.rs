@@ -461,3 +461,77 @@ async fn a_turns_trace_continues_on_a_remote_exec_server() -> anyhow::Result<()>
     assert_eq!(tool.parent_span_id, turn.span_id);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<()> {
+    let receiver = OtlpReceiver::start().await?;
+    let mock =
+        MockModelServer::start(Script::new([Turn::new([assistant_message("traced")])])).await?;
+    let home = tempfile::tempdir()?;
+    let cwd = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [(
+            "otel.trace_exporter",
+            toml_value(&format!(
+                r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
+                receiver.http_endpoint("traces")
+            ))?,
+        )],
+    )?;
+    let mut server = keel_test_support::AppServerProcess::spawn(
+        keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+            .arg("app-server")
+            .home_path(home.path())
+            .home_var("KEEL_HOME")
+            .cwd(cwd.path())
+            .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+            .env_remove("RUST_LOG"),
+    )?;
+    server.initialize().await?;
+    let thread = server
+        .start_thread(serde_json::json!({"cwd": cwd.path()}))
+        .await?;
+    // Codex 0.171's request shape: an optional W3C trace context beside the params.
+    let client_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_span = "00f067aa0ba902b7";
+    server
+        .send(&serde_json::json!({
+            "id": 77,
+            "method": "turn/start",
+            "params": {"threadId": thread, "input": [{"type": "text", "text": "hi"}]},
+            "trace": {"traceparent": format!("00-{client_trace}-{client_span}-01")},
+        }))
+        .await?;
+    let started = server.read_response(77).await?;
+    let turn_id = started["result"]["turn"]["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no turn id in {started}"))?
+        .to_string();
+    server.read_turn_completed(&turn_id).await?;
+    // A malformed trace is ignored, not a failed request.
+    server
+        .send(&serde_json::json!({
+            "id": 78, "method": "thread/list", "params": {}, "trace": "not an object",
+        }))
+        .await?;
+    let listed = server.read_response(78).await?;
+    assert!(listed.get("result").is_some(), "{listed}");
+    receiver
+        .wait_until("the turn's span", WAIT, |receiver| {
+            receiver
+                .spans()
+                .iter()
+                .any(|span| span.name == "invoke_agent keel")
+        })
+        .await?;
+    let spans = receiver.spans();
+    let turn = spans
+        .iter()
+        .find(|span| span.name == "invoke_agent keel")
+        .ok_or_else(|| anyhow::anyhow!("no turn span"))?;
+    assert_eq!(turn.trace_id, client_trace);
+    assert_eq!(turn.parent_span_id, client_span);
+    Ok(())
+}

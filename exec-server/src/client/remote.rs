@@ -70,6 +70,7 @@ impl Remote {
             id: RequestId::Integer(id),
             method: R::METHOD.to_string(),
             params: Some(params),
+            trace: None,
         })
         .to_json(JsonRpcFraming::WithoutVersion)
         .map_err(|err| ExecServerError::Protocol(format!("encoding `{}`: {err}", R::METHOD)))?;

@@ -245,7 +245,9 @@ impl Processor {
     }
 
     async fn route(&mut self, request: JsonRpcRequest) -> Next {
-        let JsonRpcRequest { id, method, params } = request;
+        let JsonRpcRequest {
+            id, method, params, ..
+        } = request;
         if !ExecServerRequest::METHODS.contains(&method.as_str()) {
             let error = ExecServerError::UnknownMethod(keel_protocol::echo_bounded(&method));
             self.reply::<()>(id, Err(error)).await;

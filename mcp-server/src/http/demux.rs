@@ -239,6 +239,7 @@ mod tests {
                 id: RequestId::Integer(0),
                 method: "elicitation/create".to_string(),
                 params: Some(json!({"codex_mcp_tool_call_id": "5"})),
+                trace: None,
             }
             .into(),
         );

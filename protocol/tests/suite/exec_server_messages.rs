@@ -334,6 +334,7 @@ fn golden_command_exec_exchange() -> anyhow::Result<()> {
         id: RequestId::Integer(2),
         method: method.to_string(),
         params: Some(params),
+        trace: None,
     }
     .into();
     // Params pass through a JSON map, so compare as values: member order is not significant.

@@ -33,7 +33,12 @@ fn message() -> impl Strategy<Value = JsonRpcMessage> {
     };
     prop_oneof![
         (id, "[a-z]{1,8}(/[a-zA-Z]{1,8}){0,2}", params()).prop_map(|(id, method, params)| {
-            JsonRpcMessage::Request(JsonRpcRequest { id, method, params })
+            JsonRpcMessage::Request(JsonRpcRequest {
+                id,
+                method,
+                params,
+                trace: None,
+            })
         }),
         ("[a-z]{1,8}(/[a-zA-Z]{1,8}){0,2}", params()).prop_map(|(method, params)| {
             JsonRpcMessage::Notification(JsonRpcNotification { method, params })

@@ -11,12 +11,14 @@ fn samples() -> Vec<JsonRpcMessage> {
             id: RequestId::Integer(1),
             method: "initialize".into(),
             params: Some(json!({"clientName": "t"})),
+            trace: None,
         }
         .into(),
         JsonRpcRequest {
             id: RequestId::String("abc".into()),
             method: "ping".into(),
             params: None,
+            trace: None,
         }
         .into(),
         JsonRpcNotification {
@@ -73,6 +75,7 @@ fn golden_lines() -> anyhow::Result<()> {
         id: RequestId::Integer(1),
         method: "initialize".into(),
         params: Some(json!({"clientName": "t"})),
+        trace: None,
     }
     .into();
     assert_eq!(
