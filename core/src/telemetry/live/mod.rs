@@ -158,22 +158,32 @@ impl Pipelines {
         })
     }
 
+    /// Flushes and stops the three signals side by side, so a collector that is down costs
+    /// one bound, not three.
     fn shutdown(&self) {
-        if let Some((provider, _)) = &self.logs
-            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
-        {
-            tracing::debug!("otel: log exporter shutdown: {err}");
-        }
-        if let Some((provider, _)) = &self.traces
-            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
-        {
-            tracing::debug!("otel: span exporter shutdown: {err}");
-        }
-        if let Some((provider, _)) = &self.metrics
-            && let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND)
-        {
-            tracing::debug!("otel: metric exporter shutdown: {err}");
-        }
+        std::thread::scope(|scope| {
+            if let Some((provider, _)) = &self.logs {
+                scope.spawn(|| {
+                    if let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND) {
+                        tracing::debug!("otel: log exporter shutdown: {err}");
+                    }
+                });
+            }
+            if let Some((provider, _)) = &self.traces {
+                scope.spawn(|| {
+                    if let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND) {
+                        tracing::debug!("otel: span exporter shutdown: {err}");
+                    }
+                });
+            }
+            if let Some((provider, _)) = &self.metrics {
+                scope.spawn(|| {
+                    if let Err(err) = provider.shutdown_with_timeout(SHUTDOWN_BOUND) {
+                        tracing::debug!("otel: metric exporter shutdown: {err}");
+                    }
+                });
+            }
+        });
     }
 
     pub(super) fn logger(&self) -> Option<&SdkLogger> {
