@@ -80,6 +80,7 @@ pub(crate) async fn serve(
         fs_watches: Default::default(),
     });
     let initialized = AtomicBool::new(false);
+    let _counted = ConnectionCount::enter(&state.connections);
     let (queue_tx, mut queue_rx) = mpsc::channel::<JsonRpcRequest>(limits.queue_capacity.max(1));
     let processor_state = state.clone();
     let processor_context = context.clone();
@@ -298,4 +299,20 @@ async fn handle(state: &AppState, context: &ConnectionContext, request: JsonRpcR
         }
     })
     .await;
+}
+
+/// Counts a connection while it is served.
+struct ConnectionCount(Arc<std::sync::atomic::AtomicUsize>);
+
+impl ConnectionCount {
+    fn enter(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for ConnectionCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }

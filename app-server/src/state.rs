@@ -74,6 +74,8 @@ pub(crate) struct AppState {
     pub(crate) feature_enablement: std::sync::Mutex<std::collections::BTreeMap<String, bool>>,
     /// Sections, attachments and git metadata of threads, opened on first use.
     pub(crate) thread_organizer: tokio::sync::OnceCell<Arc<keel_core::ThreadOrganizer>>,
+    /// Connections being served now (the `keel.app_server.connections` gauge).
+    pub(crate) connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl AppState {
@@ -87,14 +89,23 @@ impl AppState {
     pub(crate) fn new(config: ServerConfig) -> Self {
         let source = config.session_source.clone();
         let client_backends = config.client_backends.clone();
+        let manager = ConversationManager::builder()
+            .session_source(source)
+            .client_backends(client_backends)
+            .build()
+            .unwrap_or_default();
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let served = connections.clone();
+        manager.observe_gauge(
+            "keel.app_server.connections",
+            "Clients connected to the app-server",
+            move || served.load(std::sync::atomic::Ordering::Relaxed) as u64,
+        );
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
-            manager: ConversationManager::builder()
-                .session_source(source)
-                .client_backends(client_backends)
-                .build()
-                .unwrap_or_default(),
+            manager,
+            connections,
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             thread_index: tokio::sync::OnceCell::new(),
@@ -165,11 +176,24 @@ impl AppState {
         self.thread_queue
             .get_or_try_init(|| async {
                 let home = self.config.keel_home.clone();
-                tokio::task::spawn_blocking(move || keel_core::ThreadQueue::open(&home))
-                    .await
-                    .map_err(|err| AppServerError::Internal(format!("thread queue: {err}")))?
-                    .map(Arc::new)
-                    .map_err(|err| AppServerError::Internal(err.to_string()))
+                let queue =
+                    tokio::task::spawn_blocking(move || keel_core::ThreadQueue::open(&home))
+                        .await
+                        .map_err(|err| AppServerError::Internal(format!("thread queue: {err}")))?
+                        .map(Arc::new)
+                        .map_err(|err| AppServerError::Internal(err.to_string()))?;
+                let counted = Arc::downgrade(&queue);
+                self.manager.observe_gauge(
+                    "keel.thread_queue.depth",
+                    "Messages queued for threads (keel queue, thread/queue/*)",
+                    move || {
+                        counted
+                            .upgrade()
+                            .and_then(|queue| queue.total_len().ok())
+                            .map_or(0, |depth| depth as u64)
+                    },
+                );
+                Ok(queue)
             })
             .await
             .cloned()

@@ -133,6 +133,40 @@ impl ConversationManager {
         session_source: SessionSource,
         client_backends: crate::ClientBackends,
     ) -> Self {
+        let manager = Self::with_shared(
+            env,
+            tools,
+            model,
+            hooks,
+            store,
+            session_source,
+            client_backends,
+        );
+        let shared = Arc::downgrade(&manager.shared);
+        manager.observe_gauge(
+            "keel.conversations.active",
+            "Conversations the engine holds (loaded threads and their sub-agents)",
+            move || {
+                shared.upgrade().map_or(0, |shared| {
+                    shared
+                        .conversations
+                        .read()
+                        .map_or(0, |conversations| conversations.len() as u64)
+                })
+            },
+        );
+        manager
+    }
+
+    fn with_shared(
+        env: EnvLookup,
+        tools: Arc<[Arc<dyn DynTool>]>,
+        model: EmbedderModel,
+        hooks: Arc<[crate::hooks::EmbeddedHook]>,
+        store: Option<Arc<dyn RolloutStore>>,
+        session_source: SessionSource,
+        client_backends: crate::ClientBackends,
+    ) -> Self {
         Self {
             shared: Arc::new(ManagerShared {
                 conversations: std::sync::RwLock::new(HashMap::new()),
@@ -150,6 +184,22 @@ impl ConversationManager {
                 telemetry: crate::telemetry::TelemetryHub::default(),
             }),
         }
+    }
+
+    /// Reports `read()` as the gauge `name` with every metrics export of conversations that
+    /// configure `[otel] metrics_exporter` (a server's connections, a queue's depth). `read`
+    /// runs on the exporter's thread and must not block for long.
+    pub fn observe_gauge(
+        &self,
+        name: &'static str,
+        description: &'static str,
+        read: impl Fn() -> u64 + Send + Sync + 'static,
+    ) {
+        self.shared.telemetry.observe(crate::telemetry::Gauge {
+            name,
+            description,
+            read: Arc::new(read),
+        });
     }
 
     /// Sends the telemetry the exporters still hold and stops them (each within a few

@@ -196,6 +196,15 @@ impl ThreadQueue {
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
+    /// How many messages wait, over every thread. Blocking.
+    pub fn total_len(&self) -> Result<usize, ThreadQueueError> {
+        let db = self.lock();
+        let count: i64 = db
+            .query_row("SELECT count(*) FROM queued", [], |row| row.get(0))
+            .map_err(|err| self.fail(err))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
     /// Removes message `id` of `thread`; whether it was there. Blocking.
     pub fn delete(&self, thread: ConversationId, id: &str) -> Result<bool, ThreadQueueError> {
         let db = self.lock();
@@ -364,5 +373,32 @@ impl ThreadQueue {
             path: self.path.clone(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_depth_counts_every_threads_messages() -> Result<(), Box<dyn std::error::Error>> {
+        let home = tempfile::tempdir()?;
+        let queue = ThreadQueue::open(home.path())?;
+        assert_eq!(queue.total_len()?, 0);
+        let (one, two) = (ConversationId::new(), ConversationId::new());
+        let text = || {
+            vec![UserInput::Text {
+                text: "next".into(),
+                text_elements: Vec::new(),
+            }]
+        };
+        queue.add(one, "a", text(), None)?;
+        queue.add(one, "b", text(), None)?;
+        queue.add(two, "c", text(), None)?;
+        assert_eq!(
+            (queue.len(one)?, queue.len(two)?, queue.total_len()?),
+            (2, 1, 3)
+        );
+        Ok(())
     }
 }

@@ -30,7 +30,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
-use opentelemetry_proto::tonic::metrics::v1::metric;
+use opentelemetry_proto::tonic::metrics::v1::{NumberDataPoint, metric, number_data_point};
 use tokio::sync::Notify;
 
 use crate::{Error, Result};
@@ -91,6 +91,8 @@ pub struct ReceivedMetric {
     pub name: String,
     /// Each data point's attributes.
     pub points: Vec<BTreeMap<String, String>>,
+    /// Each data point's value (a histogram's: its count), in the same order.
+    pub values: Vec<f64>,
     /// How it arrived.
     pub transport: OtlpTransport,
 }
@@ -346,33 +348,42 @@ fn take_metrics(
     for resource_metrics in request.resource_metrics {
         for scope in resource_metrics.scope_metrics {
             for metric in scope.metrics {
-                let points = match &metric.data {
-                    Some(metric::Data::Sum(sum)) => sum
-                        .data_points
-                        .iter()
-                        .map(|point| attributes(&point.attributes))
-                        .collect(),
+                let (points, values) = match &metric.data {
+                    Some(metric::Data::Sum(sum)) => number_points(&sum.data_points),
+                    Some(metric::Data::Gauge(gauge)) => number_points(&gauge.data_points),
                     Some(metric::Data::Histogram(histogram)) => histogram
                         .data_points
                         .iter()
-                        .map(|point| attributes(&point.attributes))
-                        .collect(),
-                    Some(metric::Data::Gauge(gauge)) => gauge
-                        .data_points
-                        .iter()
-                        .map(|point| attributes(&point.attributes))
-                        .collect(),
-                    _ => Vec::new(),
+                        .map(|point| (attributes(&point.attributes), point.count as f64))
+                        .unzip(),
+                    _ => (Vec::new(), Vec::new()),
                 };
                 metrics.push(ReceivedMetric {
                     name: metric.name.clone(),
                     points,
+                    values,
                     transport,
                 });
             }
         }
     }
     metrics
+}
+
+type Points = (Vec<BTreeMap<String, String>>, Vec<f64>);
+
+fn number_points(points: &[NumberDataPoint]) -> Points {
+    points
+        .iter()
+        .map(|point| {
+            let value = match point.value {
+                Some(number_data_point::Value::AsDouble(value)) => value,
+                Some(number_data_point::Value::AsInt(value)) => value as f64,
+                None => f64::NAN,
+            };
+            (attributes(&point.attributes), value)
+        })
+        .unzip()
 }
 
 fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {

@@ -472,13 +472,22 @@ async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<(
     write_config(
         home.path(),
         &mock.uri(),
-        [(
-            "otel.trace_exporter",
-            toml_value(&format!(
-                r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
-                receiver.http_endpoint("traces")
-            ))?,
-        )],
+        [
+            (
+                "otel.trace_exporter",
+                toml_value(&format!(
+                    r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
+                    receiver.http_endpoint("traces")
+                ))?,
+            ),
+            (
+                "otel.metrics_exporter",
+                toml_value(&format!(
+                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
+                    receiver.grpc_endpoint()
+                ))?,
+            ),
+        ],
     )?;
     let mut server = keel_test_support::AppServerProcess::spawn(
         keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
@@ -487,6 +496,7 @@ async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<(
             .home_var("KEEL_HOME")
             .cwd(cwd.path())
             .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+            .env("OTEL_METRIC_EXPORT_INTERVAL", "100")
             .env_remove("RUST_LOG"),
     )?;
     server.initialize().await?;
@@ -533,5 +543,20 @@ async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<(
         .ok_or_else(|| anyhow::anyhow!("no turn span"))?;
     assert_eq!(turn.trace_id, client_trace);
     assert_eq!(turn.parent_span_id, client_span);
+    // The server's gauges, exported while it runs: this connection, and the thread it holds.
+    let gauge = |receiver: &OtlpReceiver, name: &str| {
+        receiver
+            .metrics()
+            .iter()
+            .rev()
+            .find(|metric| metric.name == name)
+            .and_then(|metric| metric.values.first().copied())
+    };
+    receiver
+        .wait_until("the server's gauges", WAIT, |receiver| {
+            gauge(receiver, "keel.app_server.connections") == Some(1.0)
+                && gauge(receiver, "keel.conversations.active") == Some(1.0)
+        })
+        .await?;
     Ok(())
 }

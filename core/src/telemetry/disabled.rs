@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConversationFacts, DecisionSource, RequestOutcome};
+use super::{ConversationFacts, DecisionSource, Gauge, RequestOutcome};
 use crate::config::OtelSettings;
 
 /// No exporters in this build.
@@ -29,9 +29,13 @@ impl TelemetryHub {
         Telemetry::default()
     }
 
+    /// Nothing is exported in this build.
+    pub(crate) fn observe(&self, _gauge: Gauge) {}
+
     /// Nothing to send.
     pub(crate) async fn shutdown(&self) {}
 }
+
 
 /// A conversation's telemetry: none.
 #[derive(Debug, Clone, Default)]

@@ -89,3 +89,15 @@ pub(crate) struct RequestOutcome {
     /// What went wrong, if anything.
     pub error: Option<String>,
 }
+
+/// A value the program reports, read at each metrics export.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct Gauge {
+    /// The metric's name.
+    pub name: &'static str,
+    /// What it counts.
+    pub description: &'static str,
+    /// Reads the value; runs on the exporter's thread.
+    pub read: std::sync::Arc<dyn Fn() -> u64 + Send + Sync>,
+}

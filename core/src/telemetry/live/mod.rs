@@ -18,7 +18,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 
 pub(crate) use self::trace::{ToolTrace, TurnTrace};
-use super::ConversationFacts;
+use super::{ConversationFacts, Gauge};
 use crate::config::OtelSettings;
 use instruments::Instruments;
 
@@ -33,7 +33,10 @@ const SHUTDOWN_BOUND: Duration = Duration::from_secs(3);
 #[derive(Default)]
 pub(crate) struct TelemetryHub {
     pipelines: Mutex<Vec<(OtelSettings, Option<Arc<Pipelines>>)>>,
+    /// Gauges the program reports, registered with every metrics pipeline (now or later).
+    gauges: Mutex<Vec<Gauge>>,
 }
+
 
 impl std::fmt::Debug for TelemetryHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -71,7 +74,14 @@ impl TelemetryHub {
             return pipelines.clone();
         }
         let pipelines = match Pipelines::build(settings) {
-            Ok(pipelines) => Some(Arc::new(pipelines)),
+            Ok(pipelines) => {
+                if let Ok(gauges) = self.gauges.lock() {
+                    for gauge in gauges.iter() {
+                        pipelines.register(gauge);
+                    }
+                }
+                Some(Arc::new(pipelines))
+            }
             Err(err) => {
                 // Reported once per configuration; conversations run without telemetry.
                 tracing::warn!("otel: {err}; no telemetry is sent");
@@ -80,6 +90,18 @@ impl TelemetryHub {
         };
         known.push((settings.clone(), pipelines.clone()));
         pipelines
+    }
+
+    /// Reports `gauge` with every metrics export, from pipelines built already and later.
+    pub(crate) fn observe(&self, gauge: Gauge) {
+        if let Ok(known) = self.pipelines.lock() {
+            for pipelines in known.iter().filter_map(|(_, pipelines)| pipelines.as_ref()) {
+                pipelines.register(&gauge);
+            }
+        }
+        if let Ok(mut gauges) = self.gauges.lock() {
+            gauges.push(gauge);
+        }
     }
 
     /// Sends what the exporters still hold and stops them (each signal within a few
@@ -113,6 +135,8 @@ pub(super) struct Pipelines {
     logs: Option<(SdkLoggerProvider, SdkLogger)>,
     traces: Option<(SdkTracerProvider, SdkTracer)>,
     metrics: Option<(SdkMeterProvider, Instruments)>,
+    /// The program's gauges, kept for as long as the pipeline.
+    gauges: Mutex<Vec<opentelemetry::metrics::ObservableGauge<u64>>>,
     log_user_prompt: bool,
 }
 
@@ -154,8 +178,25 @@ impl Pipelines {
             logs,
             traces,
             metrics,
+            gauges: Mutex::new(Vec::new()),
             log_user_prompt: settings.log_user_prompt,
         })
+    }
+
+    fn register(&self, gauge: &Gauge) {
+        let Some((provider, _)) = &self.metrics else {
+            return;
+        };
+        let read = gauge.read.clone();
+        let observed = provider
+            .meter(SERVICE_NAME)
+            .u64_observable_gauge(gauge.name)
+            .with_description(gauge.description)
+            .with_callback(move |observer| observer.observe(read(), &[]))
+            .build();
+        if let Ok(mut gauges) = self.gauges.lock() {
+            gauges.push(observed);
+        }
     }
 
     /// Flushes and stops the three signals side by side, so a collector that is down costs
