@@ -203,6 +203,13 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(current_dir_path)
                 .transpose()?,
+        )
+        // The caller's span, by the usual convention for command-line tools: the workers'
+        // turns continue it, on whatever host works the job.
+        .trace_context(
+            std::env::var("TRACEPARENT")
+                .ok()
+                .filter(|traceparent| !traceparent.trim().is_empty()),
         );
     let job = load_job(store.as_ref(), spec)
         .await

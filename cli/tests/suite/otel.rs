@@ -560,3 +560,112 @@ async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<(
         .await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_jobs_workers_continue_the_trace_of_the_call_that_started_it() -> anyhow::Result<()>
+{
+    let receiver = OtlpReceiver::start().await?;
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(
+        ws.path().join("people.csv"),
+        "id,name\n1,ann\n2,bob\n3,cy\n",
+    )?;
+    let args = serde_json::json!({
+        "csv_path": "people.csv",
+        "instruction": "Upper-case {name}",
+        "id_column": "id",
+        "output_csv_path": "results.csv",
+    });
+    let (mock, _stats) = super::agents::job_mock(
+        vec![("job", "spawn_agents_on_csv", args)],
+        super::agents::reporting_worker(),
+    )
+    .await?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [
+            (
+                "otel.trace_exporter",
+                toml_value(&format!(
+                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
+                    receiver.grpc_endpoint()
+                ))?,
+            ),
+            (
+                "otel.metrics_exporter",
+                toml_value(&format!(
+                    r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
+                    receiver.http_endpoint("metrics")
+                ))?,
+            ),
+        ],
+    )?;
+    let out = keel_exec(
+        home.path(),
+        ws.path(),
+        &["-c", "features.enable_fanout=true", "run the job"],
+        None,
+    )
+    .await?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let job_span = |receiver: &OtlpReceiver| {
+        receiver
+            .spans()
+            .into_iter()
+            .find(|span| span.name == "execute_tool spawn_agents_on_csv")
+    };
+    let workers_of = |receiver: &OtlpReceiver, job: &keel_test_support::ReceivedSpan| {
+        receiver
+            .spans()
+            .into_iter()
+            .filter(|span| span.name == "invoke_agent keel" && span.parent_span_id == job.span_id)
+            .collect::<Vec<_>>()
+    };
+    receiver
+        .wait_until(
+            "three workers' turns under the job's call",
+            WAIT,
+            |receiver| job_span(receiver).is_some_and(|job| workers_of(receiver, &job).len() == 3),
+        )
+        .await?;
+    let job = job_span(&receiver).ok_or_else(|| anyhow::anyhow!("no job span"))?;
+    let workers = workers_of(&receiver, &job);
+    assert!(workers.iter().all(|worker| worker.trace_id == job.trace_id));
+    // Three distinct worker conversations.
+    let conversations: std::collections::BTreeSet<_> = workers
+        .iter()
+        .map(|worker| worker.attributes["gen_ai.conversation.id"].clone())
+        .collect();
+    assert_eq!(conversations.len(), 3);
+    // Each worker's tool call is in its own turn, in the same trace.
+    let reports: Vec<_> = receiver
+        .spans()
+        .into_iter()
+        .filter(|span| span.name == "execute_tool report_agent_job_result")
+        .collect();
+    assert_eq!(reports.len(), 3);
+    assert!(reports.iter().all(|report| {
+        report.trace_id == job.trace_id
+            && workers
+                .iter()
+                .any(|worker| worker.span_id == report.parent_span_id)
+    }));
+    // Finished rows are counted by status.
+    let rows = receiver
+        .metrics()
+        .into_iter()
+        .rev()
+        .find(|metric| metric.name == "keel.agent_job.rows")
+        .ok_or_else(|| anyhow::anyhow!("no keel.agent_job.rows"))?;
+    let completed: f64 = rows
+        .points
+        .iter()
+        .zip(&rows.values)
+        .filter(|(point, _)| point.get("status").map(String::as_str) == Some("completed"))
+        .map(|(_, value)| *value)
+        .sum();
+    assert_eq!(completed, 3.0, "{rows:?}");
+    Ok(())
+}

@@ -32,6 +32,9 @@ pub struct JobRecord {
     pub output_schema: Option<serde_json::Value>,
     /// `loading`, `running`, `completed` or `cancelled`.
     pub status: String,
+    /// The span of the tool call that started the job (a W3C `traceparent`), so the turns of
+    /// its workers continue that trace; `None` when it was started without telemetry.
+    pub trace_context: Option<String>,
 }
 
 impl JobRecord {
@@ -53,7 +56,14 @@ impl JobRecord {
             output_csv_path,
             output_schema,
             status,
+            trace_context: None,
         }
+    }
+
+    /// The same job, with the span its workers' turns continue.
+    pub fn with_trace_context(mut self, trace_context: Option<String>) -> Self {
+        self.trace_context = trace_context;
+        self
     }
 }
 
@@ -76,6 +86,8 @@ pub struct NewJob {
     pub output_schema: Option<serde_json::Value>,
     /// The input CSV's columns.
     pub headers: Vec<String>,
+    /// The span of the tool call starting the job (a W3C `traceparent`), kept with the job.
+    pub trace_context: Option<String>,
 }
 
 impl NewJob {
@@ -96,7 +108,14 @@ impl NewJob {
             instruction,
             output_schema,
             headers,
+            trace_context: None,
         }
+    }
+
+    /// The same job, kept with the span its workers' turns continue.
+    pub fn with_trace_context(mut self, trace_context: Option<String>) -> Self {
+        self.trace_context = trace_context;
+        self
     }
 }
 

@@ -25,6 +25,8 @@ pub struct JobSpec {
     pub output_schema: Option<serde_json::Value>,
     /// Identifies the same job asked for again; by default the CSV path and instruction.
     pub resume_key: Option<String>,
+    /// The span the job's workers' turns continue (a W3C `traceparent`), kept with the job.
+    pub trace_context: Option<String>,
 }
 
 impl JobSpec {
@@ -37,7 +39,14 @@ impl JobSpec {
             output_csv_path: None,
             output_schema: None,
             resume_key: None,
+            trace_context: None,
         }
+    }
+
+    /// Keeps `traceparent` with the job, so its workers' turns continue that span.
+    pub fn trace_context(mut self, traceparent: Option<String>) -> Self {
+        self.trace_context = traceparent;
+        self
     }
 
     /// Names each row by the value of `column`.
@@ -117,7 +126,8 @@ pub async fn load_job(store: &dyn JobStore, spec: JobSpec) -> Result<JobRecord, 
         spec.instruction.clone(),
         spec.output_schema.clone(),
         headers,
-    );
+    )
+    .with_trace_context(spec.trace_context.clone());
     if let Some(key) = spec.resume_key {
         job.resume_key = key;
     }
@@ -129,6 +139,7 @@ pub async fn load_job(store: &dyn JobStore, spec: JobSpec) -> Result<JobRecord, 
         output_csv_path: job.output_csv_path.clone(),
         output_schema: job.output_schema.clone(),
         status: "running".to_string(),
+        trace_context: job.trace_context.clone(),
     };
     store.begin_job(job).await?;
     match load_rows(store, &record.id, rows, &spec.csv_path).await {

@@ -58,6 +58,8 @@ const MIGRATIONS: &[&str] = &[
     // 1: leases, so several processes can work one job.
     "ALTER TABLE agent_job_items ADD COLUMN lease_holder TEXT;
      ALTER TABLE agent_job_items ADD COLUMN lease_expires_ms INTEGER;",
+    // 2: the span of the tool call that started a job, so its workers' turns continue it.
+    "ALTER TABLE agent_jobs ADD COLUMN trace_context TEXT;",
 ];
 
 /// The job database on one host; cheap to clone (one connection behind a lock).
@@ -109,6 +111,7 @@ fn job_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<JobRecordRow> {
         output: row.get(4)?,
         schema: row.get(5)?,
         status: row.get(6)?,
+        trace_context: row.get(7)?,
     })
 }
 
@@ -121,6 +124,7 @@ struct JobRecordRow {
     output: String,
     schema: Option<String>,
     status: String,
+    trace_context: Option<String>,
 }
 
 impl JobRecordRow {
@@ -133,12 +137,13 @@ impl JobRecordRow {
             output_csv_path: PathBuf::from(self.output),
             output_schema: self.schema.and_then(|s| serde_json::from_str(&s).ok()),
             status: self.status,
+            trace_context: self.trace_context,
         })
     }
 }
 
 const JOB_COLUMNS: &str =
-    "id, headers_json, total, instruction, output_csv_path, output_schema, status";
+    "id, headers_json, total, instruction, output_csv_path, output_schema, status, trace_context";
 
 /// Brings a file to the current schema, one migration at a time.
 fn migrate(conn: &mut Connection) -> Result<(), JobError> {
@@ -222,8 +227,8 @@ impl JobStore for SqliteJobStore {
             let headers = serde_json::to_string(&job.headers).map_err(json_error)?;
             conn.execute(
                 "INSERT INTO agent_jobs (id, resume_key, status, csv_path, output_csv_path,
-                     instruction, output_schema, headers_json, total, created_at)
-                 VALUES (?1, ?2, 'loading', ?3, ?4, ?5, ?6, ?7, 0, ?8)",
+                     instruction, output_schema, headers_json, total, created_at, trace_context)
+                 VALUES (?1, ?2, 'loading', ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)",
                 params![
                     job.id,
                     job.resume_key,
@@ -232,7 +237,8 @@ impl JobStore for SqliteJobStore {
                     job.instruction,
                     job.output_schema.as_ref().map(ToString::to_string),
                     headers,
-                    now()
+                    now(),
+                    job.trace_context
                 ],
             )?;
             Ok(())

@@ -152,6 +152,9 @@ pub(crate) async fn work_job(
         holder: holder.clone(),
         stop: CancellationToken::new(),
         halt: CancellationToken::new(),
+        // A worker process's own turns are traced by its conversations; its rows are not
+        // counted as the job's owner counts them.
+        telemetry: crate::telemetry::Telemetry::default(),
     });
     let mut workers: JoinSet<WorkerEnd> = JoinSet::new();
     let mut rows_worked = 0u64;

@@ -18,12 +18,14 @@ use crate::conversation::Conversation;
 
 /// Starts and stops worker conversations: a conversation's agent tree, or a manager of its own.
 pub(crate) trait WorkerHost: Send + Sync {
-    /// Starts a worker agent on `input`.
+    /// Starts a worker agent on `input`, its turn continuing the span `traceparent` (the
+    /// job's) when there is one.
     fn spawn_worker(
         &self,
         config: Config,
         input: Vec<InputItem>,
         worker: Arc<JobWorker>,
+        traceparent: Option<String>,
     ) -> BoxFuture<'_, Result<Arc<Conversation>, String>>;
 
     /// Shuts a worker down and waits (bounded) until its commands have stopped.
@@ -43,6 +45,8 @@ pub(crate) struct RowRun {
     pub stop: CancellationToken,
     /// Cancelled to end every running worker (stop or interrupt).
     pub halt: CancellationToken,
+    /// Where finished rows are counted (`keel.agent_job.rows`).
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 /// What became of one worker's row.
@@ -124,6 +128,7 @@ pub(crate) async fn run_row(host: &dyn WorkerHost, run: &RowRun, item: ClaimedIt
             run.config.clone(),
             vec![InputItem::Text { text: prompt }],
             worker,
+            job.trace_context.clone(),
         )
         .await
     {
@@ -163,11 +168,20 @@ pub(crate) async fn run_row(host: &dyn WorkerHost, run: &RowRun, item: ClaimedIt
             }
         }
     };
-    match run
+    let recorded = run
         .store
         .finish_unreported(&job.id, &item.item_id, &run.holder, item.attempt, end, &why)
-        .await
-    {
+        .await;
+    let ended = match &recorded {
+        Ok(true) => Some("completed"),
+        Ok(false) if end == ItemEnd::Cancelled => Some("cancelled"),
+        Ok(false) => Some("failed"),
+        Err(_) => None,
+    };
+    if let Some(status) = ended {
+        run.telemetry.job_row_ended(status);
+    }
+    match recorded {
         Ok(true) => WorkerEnd::Completed,
         Ok(false) if end == ItemEnd::Cancelled => WorkerEnd::Cancelled,
         Ok(false) => WorkerEnd::Failed,

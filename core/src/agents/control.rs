@@ -296,6 +296,7 @@ impl AgentControl {
         config: Config,
         input: Vec<InputItem>,
         worker: Arc<JobWorker>,
+        traceparent: Option<String>,
     ) -> Result<Arc<Conversation>, AgentError> {
         let manager = self.manager()?;
         let new = manager
@@ -309,11 +310,17 @@ impl AgentControl {
             )
             .await?;
         new.conversation.mark_running();
-        if let Err(err) = new
-            .conversation
-            .submit(Op::UserInput { items: input })
-            .await
-        {
+        let submitted = async {
+            if let Some(traceparent) = traceparent {
+                new.conversation
+                    .submit(Op::NextTurnTraceContext { traceparent })
+                    .await?;
+            }
+            new.conversation
+                .submit(Op::UserInput { items: input })
+                .await
+        };
+        if let Err(err) = submitted.await {
             manager.remove(new.conversation_id);
             return Err(err.into());
         }

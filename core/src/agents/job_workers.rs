@@ -32,6 +32,7 @@ impl WorkerHost for ManagerWorkers {
         config: Config,
         input: Vec<InputItem>,
         worker: Arc<JobWorker>,
+        traceparent: Option<String>,
     ) -> BoxFuture<'_, Result<Arc<Conversation>, String>> {
         Box::pin(async move {
             let mut lineage = Lineage::root(&config);
@@ -47,7 +48,15 @@ impl WorkerHost for ManagerWorkers {
             // request) so they never stall on a full queue.
             tokio::spawn(drain_unobserved(conversation.clone()));
             conversation.mark_running();
-            if let Err(err) = conversation.submit(Op::UserInput { items: input }).await {
+            let submitted = async {
+                if let Some(traceparent) = traceparent {
+                    conversation
+                        .submit(Op::NextTurnTraceContext { traceparent })
+                        .await?;
+                }
+                conversation.submit(Op::UserInput { items: input }).await
+            };
+            if let Err(err) = submitted.await {
                 self.host.remove(conversation.id());
                 return Err(err.to_string());
             }

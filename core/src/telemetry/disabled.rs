@@ -36,7 +36,6 @@ impl TelemetryHub {
     pub(crate) async fn shutdown(&self) {}
 }
 
-
 /// A conversation's telemetry: none.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Telemetry {
@@ -44,6 +43,9 @@ pub(crate) struct Telemetry {
 }
 
 impl Telemetry {
+    #[cfg_attr(not(feature = "agent-jobs"), allow(dead_code))]
+    pub(crate) fn job_row_ended(&self, _status: &str) {}
+
     pub(crate) fn turn(&self, _turn_id: &str, _model: &str, _parent: Option<&str>) -> TurnTrace {
         TurnTrace::default()
     }

@@ -69,11 +69,12 @@ impl WorkerHost for SessionWorkers {
         config: Config,
         input: Vec<InputItem>,
         worker: Arc<JobWorker>,
+        traceparent: Option<String>,
     ) -> BoxFuture<'_, Result<Arc<Conversation>, String>> {
         Box::pin(async move {
             self.0
                 .agents()
-                .spawn_worker(config, input, worker)
+                .spawn_worker(config, input, worker, traceparent)
                 .await
                 .map_err(|err| err.to_string())
         })
@@ -92,8 +93,9 @@ pub(crate) async fn run_job(
     ids: &TurnIds,
     cancel: &CancellationToken,
     args: JobArgs,
+    traceparent: Option<String>,
 ) -> Result<String, TurnStop> {
-    let run = match prepare(session, context, args).await {
+    let run = match prepare(session, context, args, traceparent).await {
         Ok(run) => run,
         Err(err) => return fail(err),
     };
@@ -141,6 +143,7 @@ async fn prepare(
     session: &Arc<dyn ToolHost>,
     context: &TurnContext,
     args: JobArgs,
+    traceparent: Option<String>,
 ) -> Result<JobRun, JobError> {
     if args.instruction.trim().is_empty() {
         return Err(JobError::BadArguments("instruction is empty".to_string()));
@@ -154,7 +157,8 @@ async fn prepare(
                 .as_ref()
                 .map(|p| resolve(&context.cwd, p)),
         )
-        .output_schema(args.output_schema.clone());
+        .output_schema(args.output_schema.clone())
+        .trace_context(traceparent);
     let output_csv_path = spec.results_path();
     let schema = match &args.output_schema {
         None => None,
@@ -217,6 +221,7 @@ async fn prepare(
             holder: holder_id(),
             stop: CancellationToken::new(),
             halt: CancellationToken::new(),
+            telemetry: context.telemetry.clone(),
         },
         concurrency,
     })

@@ -49,7 +49,15 @@ impl BuiltinTool for SpawnAgentsOnCsvTool {
     }
 
     async fn run(&self, ctx: &ToolContext, args: JobArgs) -> Result<String, TurnStop> {
-        run_job(&ctx.host, &ctx.turn, &ctx.ids, &ctx.cancel, args).await
+        run_job(
+            &ctx.host,
+            &ctx.turn,
+            &ctx.ids,
+            &ctx.cancel,
+            args,
+            ctx.trace.traceparent(),
+        )
+        .await
     }
 }
 

@@ -350,3 +350,87 @@ async fn the_password_comes_from_a_password_file_and_a_wrong_one_is_named() -> a
     assert!(!stderr.contains("not-the-password"), "{stderr}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_postgres),
+    ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
+)]
+async fn a_job_on_postgres_keeps_its_starters_trace_for_every_workers_turn() -> anyhow::Result<()> {
+    let pg = cluster()?;
+    let store = Store {
+        arg: pg.url(),
+        env: vec![("PGPASSWORD".to_string(), pg.password().to_string())],
+    };
+    let receiver = keel_test_support::OtlpReceiver::start().await?;
+    let ws = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    std::fs::write(ws.path().join("rows.csv"), "id,name\nr1,ann\nr2,bob\n")?;
+    let worker: super::WorkerScript = Arc::new(|worker, request| {
+        if request.tool_output_call_ids().is_empty() {
+            let name = worker.row["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_uppercase();
+            (
+                report_call(worker, "1", json!({ "upper": name }), false),
+                false,
+            )
+        } else {
+            (Turn::new([assistant_message("reported")]), true)
+        }
+    });
+    let (mock, _stats) = job_mock(Vec::new(), worker).await?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        [(
+            "otel.trace_exporter",
+            toml::Value::Table(toml::toml! {
+                [otlp-http]
+                endpoint = (receiver.http_endpoint("traces"))
+            }),
+        )],
+    )?;
+    // The starter's span, as a CI system or a script hands it to command-line tools.
+    let (trace, span) = ("5a9d6ecb2f3e4c1f8a7b6c5d4e3f2a1b", "1122334455667788");
+    let mut start = keel(
+        home.path(),
+        ws.path(),
+        &store,
+        &[
+            "start",
+            "--csv",
+            "rows.csv",
+            "--id-column",
+            "id",
+            "--instruction",
+            "Up {name}",
+        ],
+    );
+    start.env("TRACEPARENT", format!("00-{trace}-{span}-01"));
+    let job = run_ok(start).await?.trim().to_string();
+    let stored = pg.psql(&format!(
+        "SELECT trace_context FROM agent_jobs WHERE id = '{job}'"
+    ))?;
+    assert_eq!(stored, format!("00-{trace}-{span}-01"));
+    // A worker process on another "host" (its own home would do; the job row carries the span).
+    run_ok(keel(home.path(), ws.path(), &store, &["work", &job])).await?;
+    let workers = |receiver: &keel_test_support::OtlpReceiver| {
+        receiver
+            .spans()
+            .into_iter()
+            .filter(|s| {
+                s.name == "invoke_agent keel" && s.trace_id == trace && s.parent_span_id == span
+            })
+            .count()
+    };
+    receiver
+        .wait_until(
+            "both workers' turns in the starter's trace",
+            Duration::from_secs(30),
+            |r| workers(r) == 2,
+        )
+        .await?;
+    Ok(())
+}

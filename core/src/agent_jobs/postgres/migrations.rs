@@ -5,10 +5,16 @@
 use super::super::JobError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    include_str!("../../../migrations/postgres/0001_agent_jobs.sql"),
-)];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        include_str!("../../../migrations/postgres/0001_agent_jobs.sql"),
+    ),
+    (
+        2,
+        include_str!("../../../migrations/postgres/0002_agent_job_trace_context.sql"),
+    ),
+];
 
 /// The advisory lock key migrations hold (any fixed number that other programs are
 /// unlikely to use: "keel" in ASCII).

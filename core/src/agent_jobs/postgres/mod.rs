@@ -58,7 +58,7 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, JobError> {
 }
 
 const JOB_COLUMNS: &str =
-    "id, headers_json, total, instruction, output_csv_path, output_schema, status";
+    "id, headers_json, total, instruction, output_csv_path, output_schema, status, trace_context";
 
 fn job_record(row: &Row) -> Result<JobRecord, JobError> {
     let headers: String = row.try_get(1)?;
@@ -71,6 +71,7 @@ fn job_record(row: &Row) -> Result<JobRecord, JobError> {
         output_csv_path: std::path::PathBuf::from(row.try_get::<_, String>(4)?),
         output_schema: schema.and_then(|s| serde_json::from_str(&s).ok()),
         status: row.try_get(6)?,
+        trace_context: row.try_get(7)?,
     })
 }
 
@@ -258,8 +259,8 @@ impl JobStore for PostgresJobStore {
             let schema = job.output_schema.as_ref().map(ToString::to_string);
             self.execute(
                 "INSERT INTO agent_jobs (id, resume_key, status, csv_path, output_csv_path,
-                     instruction, output_schema, headers_json, total, created_at)
-                 VALUES ($1, $2, 'loading', $3, $4, $5, $6, $7, 0, $8)",
+                     instruction, output_schema, headers_json, total, created_at, trace_context)
+                 VALUES ($1, $2, 'loading', $3, $4, $5, $6, $7, 0, $8, $9)",
                 &[
                     &job.id,
                     &job.resume_key,
@@ -269,6 +270,7 @@ impl JobStore for PostgresJobStore {
                     &schema,
                     &headers,
                     &now(),
+                    &job.trace_context,
                 ],
             )
             .await?;

@@ -22,6 +22,8 @@ pub(crate) struct Instruments {
     pub api_requests: Counter<u64>,
     /// `codex.api_request.duration_ms`: a request's start to the provider's answer.
     pub api_duration: Histogram<f64>,
+    /// `keel.agent_job.rows`: agent-job rows finished, by `status`.
+    pub job_rows: Counter<u64>,
 }
 
 impl Instruments {
@@ -67,6 +69,10 @@ impl Instruments {
                 .f64_histogram("codex.api_request.duration_ms")
                 .with_unit("ms")
                 .with_description("Model request start to the provider's answer")
+                .build(),
+            job_rows: meter
+                .u64_counter("keel.agent_job.rows")
+                .with_description("Agent-job rows finished, by status")
                 .build(),
         }
     }

@@ -37,7 +37,6 @@ pub(crate) struct TelemetryHub {
     gauges: Mutex<Vec<Gauge>>,
 }
 
-
 impl std::fmt::Debug for TelemetryHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TelemetryHub").finish_non_exhaustive()
@@ -271,6 +270,16 @@ impl std::fmt::Debug for Telemetry {
 }
 
 impl Telemetry {
+    /// Counts an agent-job row that ended `status` (`completed`, `failed`, `cancelled`).
+    #[cfg_attr(not(feature = "agent-jobs"), allow(dead_code))]
+    pub(crate) fn job_row_ended(&self, status: &str) {
+        if let Some(instruments) = self.0.as_ref().and_then(|c| c.pipelines.instruments()) {
+            instruments
+                .job_rows
+                .add(1, &[KeyValue::new("status", status.to_string())]);
+        }
+    }
+
     /// The trace of a turn starting now with `model`, under the remote span `parent` (a W3C
     /// `traceparent`) when the client sent one.
     pub(crate) fn turn(&self, turn_id: &str, model: &str, parent: Option<&str>) -> TurnTrace {
