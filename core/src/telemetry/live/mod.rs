@@ -35,6 +35,8 @@ pub(crate) struct TelemetryHub {
     pipelines: Mutex<Vec<(OtelSettings, Option<Arc<Pipelines>>)>>,
     /// Gauges the program reports, registered with every metrics pipeline (now or later).
     gauges: Mutex<Vec<Gauge>>,
+    /// Whether the notice that `statsig` sends nothing was given.
+    statsig_noticed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for TelemetryHub {
@@ -60,10 +62,14 @@ impl TelemetryHub {
     }
 
     fn pipelines_for(&self, settings: &OtelSettings) -> Option<Arc<Pipelines>> {
+        if settings.names_statsig()
+            && !self
+                .statsig_noticed
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("otel: `statsig` is Codex's own collector; Keel sends nothing there");
+        }
         if !settings.exports_anything() {
-            if settings.names_statsig() {
-                tracing::info!("otel: `statsig` exporters send nothing from Keel");
-            }
             return None;
         }
         let Ok(mut known) = self.pipelines.lock() else {
