@@ -206,6 +206,8 @@ async fn a_turn_sends_codex_log_events_linked_spans_and_metrics() -> anyhow::Res
         .ok_or_else(|| anyhow::anyhow!("no tool span in {spans:#?}"))?;
     assert_eq!(tool.parent_span_id, turn.span_id);
     assert_eq!(tool.attributes["gen_ai.tool.call.id"], "call-1");
+    assert_eq!(tool.attributes["gen_ai.tool.type"], "function");
+    assert_eq!(tool.attributes["keel.tool.kind"], "function");
     assert_eq!(tool.attributes["keel.tool.decision"], "approved");
     assert_eq!(tool.attributes["keel.tool.success"], "true");
     // Log events sit in the spans they happened in.

@@ -64,7 +64,13 @@ impl TurnTrace {
         RequestTrace::default()
     }
 
-    pub(crate) fn tool_call(&self, _tool: &str, _call_id: &str, _arguments: &str) -> ToolTrace {
+    pub(crate) fn tool_call(
+        &self,
+        _tool: &str,
+        _call_id: &str,
+        _arguments: &str,
+        _freeform: bool,
+    ) -> ToolTrace {
         ToolTrace::default()
     }
 
@@ -105,6 +111,9 @@ impl ToolTrace {
         _source: DecisionSource,
     ) {
     }
+
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn mcp_server(&self, _server: &str) {}
 
     pub(crate) fn mark_failed(&self) {}
 

@@ -66,6 +66,7 @@ impl DynTool for McpTool {
     ) -> BoxFuture<'_, Result<String, ToolError>> {
         Box::pin(async move {
             let call_id = ctx.call_id().to_string();
+            ctx.trace.mcp_server(&self.entry.server);
             Ok(mcp_tool(&ctx, &call_id, &self.entry, input.text()).await?)
         })
     }

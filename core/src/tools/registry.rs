@@ -176,7 +176,10 @@ impl ToolRegistry {
         let call_id = ctx.call_id.to_string();
         let limit = ctx.turn.tool_output_token_limit;
         let mut ctx = ctx;
-        ctx.trace = ctx.ids.trace.tool_call(name, &call_id, input.text());
+        ctx.trace = ctx
+            .ids
+            .trace
+            .tool_call(name, &call_id, input.text(), freeform);
         let trace = ctx.trace.clone();
         let started = std::time::Instant::now();
         let ran = match self.get(name) {

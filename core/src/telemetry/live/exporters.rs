@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use opentelemetry_otlp::{
-    LogExporter, MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig,
-    WithTonicConfig,
+    LogExporter, MetricExporter, Protocol, RetryPolicy, SpanExporter, WithExportConfig,
+    WithHttpConfig, WithTonicConfig,
 };
 
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
@@ -17,6 +17,16 @@ use crate::config::{OtelExporter, OtelTls, OtlpHttpProtocol};
 
 /// How long one export may take before it counts as failed.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One quick retry for a collector's blip; a collector that is down costs a batch (the next
+/// one is tried afresh), never seconds of backoff at the program's exit.
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_max_retries(1)
+        .with_initial_delay(Duration::from_millis(50))
+        .with_max_delay(Duration::from_millis(100))
+        .with_max_jitter(Duration::from_millis(20))
+}
 
 /// Why an exporter could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +83,7 @@ macro_rules! build_exporter {
                     .with_timeout(EXPORT_TIMEOUT)
                     .with_headers(headers.clone().into_iter().collect::<HashMap<_, _>>())
                     .with_http_client(client)
+                    .with_retry_policy(retry_policy())
                     .build()
                     .map(Some)
                     .map_err(|source| ExporterError::Build {
@@ -90,6 +101,7 @@ macro_rules! build_exporter {
                     .with_endpoint(endpoint.clone())
                     .with_protocol(Protocol::Grpc)
                     .with_timeout(EXPORT_TIMEOUT)
+                    .with_retry_policy(retry_policy())
                     .with_metadata(metadata(headers)?);
                 if let Some(tls) = grpc_tls(endpoint, tls.as_ref())? {
                     builder = builder.with_tls_config(tls);

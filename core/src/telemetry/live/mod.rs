@@ -25,8 +25,8 @@ use instruments::Instruments;
 /// The name every record's instrumentation scope and `service.name` carry.
 const SERVICE_NAME: &str = "keel";
 
-/// How long shutting down may take to send what is left, per signal.
-const SHUTDOWN_BOUND: Duration = Duration::from_secs(3);
+/// How long shutting down may take to send what is left (the signals flush side by side).
+const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
 
 /// The manager's exporters, one set per distinct `[otel]` configuration, built when the first
 /// conversation that needs them starts.

@@ -176,8 +176,14 @@ impl TurnTrace {
         }))
     }
 
-    /// The trace of one tool call of the turn.
-    pub(crate) fn tool_call(&self, tool: &str, call_id: &str, arguments: &str) -> ToolTrace {
+    /// The trace of one tool call of the turn (`freeform`: a custom tool taking raw text).
+    pub(crate) fn tool_call(
+        &self,
+        tool: &str,
+        call_id: &str,
+        arguments: &str,
+        freeform: bool,
+    ) -> ToolTrace {
         let Some(turn) = &self.0 else {
             return ToolTrace::default();
         };
@@ -189,6 +195,11 @@ impl TurnTrace {
                     KeyValue::new("gen_ai.operation.name", "execute_tool"),
                     KeyValue::new("gen_ai.tool.name", tool.to_string()),
                     KeyValue::new("gen_ai.tool.call.id", call_id.to_string()),
+                    KeyValue::new("gen_ai.tool.type", "function"),
+                    KeyValue::new(
+                        "keel.tool.kind",
+                        if freeform { "freeform" } else { "function" },
+                    ),
                 ])
                 .start_with_context(tracer, &parent_of(&turn.context))
         });
@@ -203,6 +214,7 @@ impl TurnTrace {
             call_id: call_id.to_string(),
             arguments: arguments.to_string(),
             failed: AtomicBool::new(false),
+            mcp_server: OnceLock::new(),
         })))
     }
 
@@ -446,6 +458,8 @@ struct ToolInner {
     call_id: String,
     arguments: String,
     failed: AtomicBool,
+    /// The MCP server the tool belongs to, for an MCP tool.
+    mcp_server: OnceLock<String>,
 }
 
 impl ToolTrace {
@@ -471,6 +485,18 @@ impl ToolTrace {
         );
     }
 
+    /// The call is an MCP tool of `server` (GenAI's `extension` tools; Codex's `mcp_server`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn mcp_server(&self, server: &str) {
+        if let Some(tool) = &self.0 {
+            let _ = tool.mcp_server.set(server.to_string());
+            tool.span.with(|span| {
+                span.set_attribute(KeyValue::new("gen_ai.tool.type", "extension"));
+                span.set_attribute(KeyValue::new("keel.mcp.server", server.to_string()));
+            });
+        }
+    }
+
     /// The call did not do what was asked (an error answer, a command that failed).
     pub(crate) fn mark_failed(&self) {
         if let Some(tool) = &self.0 {
@@ -492,19 +518,19 @@ impl ToolTrace {
         };
         let success = !tool.failed.load(Ordering::Relaxed);
         let conversation = &tool.turn.conversation;
-        conversation.emit(
-            "codex.tool_result",
-            Some(&tool.context),
-            vec![
-                ("tool_name", tool.tool.clone().into()),
-                ("call_id", tool.call_id.clone().into()),
-                ("arguments", tool.arguments.clone().into()),
-                ("duration_ms", to_i64(elapsed.as_millis()).into()),
-                ("success", if success { "true" } else { "false" }.into()),
-                ("output_length", to_i64(output.len()).into()),
-                ("output", conversation.content(output)),
-            ],
-        );
+        let mut attributes: super::events::Attributes = vec![
+            ("tool_name", tool.tool.clone().into()),
+            ("call_id", tool.call_id.clone().into()),
+            ("arguments", tool.arguments.clone().into()),
+            ("duration_ms", to_i64(elapsed.as_millis()).into()),
+            ("success", if success { "true" } else { "false" }.into()),
+            ("output_length", to_i64(output.len()).into()),
+            ("output", conversation.content(output)),
+        ];
+        if let Some(server) = tool.mcp_server.get() {
+            attributes.push(("mcp_server", server.clone().into()));
+        }
+        conversation.emit("codex.tool_result", Some(&tool.context), attributes);
         if let Some(instruments) = conversation.pipelines().instruments() {
             let labels = [
                 KeyValue::new("tool", tool.tool.clone()),
