@@ -129,6 +129,12 @@ pub async fn run_main(
         client_backends: Default::default(),
     }));
     state.follow_spawned_threads();
+    // A server's own metrics (its connections, its queue) are exported from the start, not
+    // only once a thread is loaded. A configuration that does not load is reported by the
+    // requests that need it.
+    if let Ok(config) = state.resolve_config(&Default::default()) {
+        state.manager.start_telemetry(&config.otel);
+    }
     match args.listen {
         AppServerListen::Stdio => {
             tokio::select! {

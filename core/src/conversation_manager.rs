@@ -133,15 +133,23 @@ impl ConversationManager {
         session_source: SessionSource,
         client_backends: crate::ClientBackends,
     ) -> Self {
-        let manager = Self::with_shared(
-            env,
-            tools,
-            model,
-            hooks,
-            store,
-            session_source,
-            client_backends,
-        );
+        let manager = Self {
+            shared: Arc::new(ManagerShared {
+                conversations: std::sync::RwLock::new(HashMap::new()),
+                env,
+                http: std::sync::OnceLock::new(),
+                context_windows: std::sync::Mutex::new(HashMap::new()),
+                mcp: crate::mcp::McpRegistry::default(),
+                spawned: std::sync::Mutex::new(None),
+                tools,
+                model,
+                hooks,
+                store,
+                session_source,
+                client_backends,
+                telemetry: crate::telemetry::TelemetryHub::default(),
+            }),
+        };
         let shared = Arc::downgrade(&manager.shared);
         manager.observe_gauge(
             "keel.conversations.active",
@@ -158,32 +166,10 @@ impl ConversationManager {
         manager
     }
 
-    fn with_shared(
-        env: EnvLookup,
-        tools: Arc<[Arc<dyn DynTool>]>,
-        model: EmbedderModel,
-        hooks: Arc<[crate::hooks::EmbeddedHook]>,
-        store: Option<Arc<dyn RolloutStore>>,
-        session_source: SessionSource,
-        client_backends: crate::ClientBackends,
-    ) -> Self {
-        Self {
-            shared: Arc::new(ManagerShared {
-                conversations: std::sync::RwLock::new(HashMap::new()),
-                env,
-                http: std::sync::OnceLock::new(),
-                context_windows: std::sync::Mutex::new(HashMap::new()),
-                mcp: crate::mcp::McpRegistry::default(),
-                spawned: std::sync::Mutex::new(None),
-                tools,
-                model,
-                hooks,
-                store,
-                session_source,
-                client_backends,
-                telemetry: crate::telemetry::TelemetryHub::default(),
-            }),
-        }
+    /// Builds the exporters `settings` name now rather than when the first conversation that
+    /// configures them starts: a server's gauges are then exported before any thread runs.
+    pub fn start_telemetry(&self, settings: &crate::config::OtelSettings) {
+        self.shared.telemetry.start(settings);
     }
 
     /// Reports `read()` as the gauge `name` with every metrics export of conversations that
@@ -769,7 +755,7 @@ impl ManagerShared {
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
         context.telemetry = self.telemetry.conversation(
             &config.otel,
-            conversation_facts(&config, id, &self.source_of(&lineage)),
+            crate::telemetry::ConversationFacts::of(&config, id, &self.source_of(&lineage)),
         );
         context.agent_path = lineage.path.clone();
         context.origin = lineage
@@ -969,36 +955,4 @@ fn close_interrupted_work(
         repairs.push(rollout::RolloutItem::EventMsg(aborted));
     }
     repairs
-}
-
-/// What telemetry says of a conversation starting with `config`.
-fn conversation_facts(
-    config: &Config,
-    id: ConversationId,
-    source: &SessionSource,
-) -> crate::telemetry::ConversationFacts {
-    let text = |value: serde_json::Result<serde_json::Value>| match value {
-        Ok(serde_json::Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    };
-    let originator = match source {
-        SessionSource::SubAgent(_) => "subagent".to_string(),
-        other => text(serde_json::to_value(other)),
-    };
-    crate::telemetry::ConversationFacts {
-        conversation_id: id.to_string(),
-        model: config.model.clone(),
-        provider: config.model_provider_id.clone(),
-        originator,
-        reasoning_effort: config
-            .model_reasoning_effort
-            .as_ref()
-            .map(ToString::to_string),
-        context_window: config.model_context_window,
-        approval_policy: text(serde_json::to_value(config.approval_policy)),
-        sandbox_policy: text(serde_json::to_value(config.sandbox_policy.mode())),
-        mcp_servers: config.mcp_servers.keys().cloned().collect(),
-        profile: config.active_profile.clone(),
-    }
 }

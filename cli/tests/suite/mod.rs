@@ -42,6 +42,8 @@ mod mcp_server;
 mod mcp_server_conformance;
 mod oss;
 mod otel;
+mod otel_links;
+mod otel_tls;
 mod output_schema;
 mod plugins;
 mod prompt;

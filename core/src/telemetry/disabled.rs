@@ -19,6 +19,15 @@ impl TelemetryHub {
         settings: &OtelSettings,
         _facts: ConversationFacts,
     ) -> Telemetry {
+        self.start(settings);
+        Telemetry::default()
+    }
+
+    /// Nothing is exported in this build.
+    pub(crate) fn observe(&self, _gauge: Gauge) {}
+
+    /// Says once that `settings` cannot be honoured in this build.
+    pub(crate) fn start(&self, settings: &OtelSettings) {
         if settings.exports_anything()
             && !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -26,11 +35,7 @@ impl TelemetryHub {
                 "[otel] is configured, but Keel was built without the `otel` feature: nothing is sent"
             );
         }
-        Telemetry::default()
     }
-
-    /// Nothing is exported in this build.
-    pub(crate) fn observe(&self, _gauge: Gauge) {}
 
     /// Nothing to send.
     pub(crate) async fn shutdown(&self) {}

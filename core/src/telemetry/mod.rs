@@ -80,6 +80,40 @@ pub(crate) struct ConversationFacts {
     pub profile: Option<String>,
 }
 
+impl ConversationFacts {
+    /// The facts of conversation `id` starting with `config`, started by `source`.
+    pub(crate) fn of(
+        config: &crate::config::Config,
+        id: keel_protocol::ConversationId,
+        source: &keel_protocol::app_server::SessionSource,
+    ) -> Self {
+        let text = |value: serde_json::Result<serde_json::Value>| match value {
+            Ok(serde_json::Value::String(text)) => text,
+            Ok(other) => other.to_string(),
+            Err(_) => String::new(),
+        };
+        let originator = match source {
+            keel_protocol::app_server::SessionSource::SubAgent(_) => "subagent".to_string(),
+            other => text(serde_json::to_value(other)),
+        };
+        Self {
+            conversation_id: id.to_string(),
+            model: config.model.clone(),
+            provider: config.model_provider_id.clone(),
+            originator,
+            reasoning_effort: config
+                .model_reasoning_effort
+                .as_ref()
+                .map(ToString::to_string),
+            context_window: config.model_context_window,
+            approval_policy: text(serde_json::to_value(config.approval_policy)),
+            sandbox_policy: text(serde_json::to_value(config.sandbox_policy.mode())),
+            mcp_servers: config.mcp_servers.keys().cloned().collect(),
+            profile: config.active_profile.clone(),
+        }
+    }
+}
+
 /// How a model request went, for `codex.api_request` and its span.
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]

@@ -4,7 +4,7 @@
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, Severity};
 use opentelemetry::trace::SpanContext;
 
-use super::ConversationTelemetry;
+use super::pipelines::ConversationTelemetry;
 
 /// What a redacted text is replaced with.
 const REDACTED: &str = "[REDACTED]";
@@ -52,14 +52,9 @@ impl ConversationTelemetry {
         logger.emit(record);
     }
 
-    /// Whether user content (prompts, tool output) may be sent as written.
-    pub(super) fn logs_user_content(&self) -> bool {
-        self.pipelines().log_user_prompt
-    }
-
     /// `text` when user content may be sent, else the redaction marker.
     pub(super) fn content(&self, text: &str) -> AnyValue {
-        if self.logs_user_content() {
+        if self.pipelines().logs_user_content() {
             AnyValue::from(text.to_string())
         } else {
             AnyValue::from(REDACTED)

@@ -15,8 +15,8 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::Span;
 
-use super::ConversationTelemetry;
 use super::events::to_i64;
+use super::pipelines::ConversationTelemetry;
 use crate::telemetry::{DecisionSource, RequestOutcome, decision_name};
 
 /// The W3C header a trace context travels in.
