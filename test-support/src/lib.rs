@@ -95,6 +95,7 @@ mod otlp;
 pub mod plot;
 mod postgres;
 mod secret_service;
+mod tls_front;
 
 pub use error::{Error, Result};
 pub use harness::{
@@ -112,3 +113,4 @@ pub use oauth_mcp::{OAuthEvent, OAuthMcpServer};
 pub use otlp::{OtlpReceiver, OtlpTransport, ReceivedLog, ReceivedMetric, ReceivedSpan};
 pub use postgres::{PostgresCluster, postgres_bin_dir};
 pub use secret_service::SecretServiceSession;
+pub use tls_front::tls_front;

@@ -24,6 +24,30 @@ pub(super) fn toml_value(text: &str) -> anyhow::Result<toml::Value> {
         .ok_or_else(|| anyhow::anyhow!("no value in {text}"))
 }
 
+/// An OTLP exporter's value: `{ KIND = { endpoint = "ENDPOINT", MORE } }`.
+pub(super) fn otlp(kind: &str, endpoint: &str, more: &str) -> anyhow::Result<toml::Value> {
+    let more = if more.is_empty() {
+        String::new()
+    } else {
+        format!(", {more}")
+    };
+    toml_value(&format!(
+        r#"{{ {kind} = {{ endpoint = "{endpoint}"{more} }} }}"#
+    ))
+}
+
+/// A mock serving `script`, a Keel home configured for it with `entries` (`otel.*` keys and
+/// others), and an empty workspace.
+pub(super) async fn configured(
+    script: Script,
+    entries: Vec<(&str, toml::Value)>,
+) -> anyhow::Result<(MockModelServer, tempfile::TempDir, tempfile::TempDir)> {
+    let mock = MockModelServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    write_config(home.path(), &mock.uri(), entries)?;
+    Ok((mock, home, tempfile::tempdir()?))
+}
+
 /// The log events named `name`.
 pub(super) fn events<'a>(logs: &'a [ReceivedLog], name: &str) -> Vec<&'a ReceivedLog> {
     logs.iter().filter(|log| log.event_name == name).collect()
@@ -43,37 +67,37 @@ pub(super) fn one_turn_with_a_command() -> Script {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_sends_codex_log_events_linked_spans_and_metrics() -> anyhow::Result<()> {
     let receiver = OtlpReceiver::start().await?;
-    let mock = MockModelServer::start(one_turn_with_a_command()).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [
+    let (_mock, home, cwd) = configured(
+        one_turn_with_a_command(),
+        vec![
             (
                 "otel.exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "{}", protocol = "binary", headers = {{ "x-otlp-api-key" = "s3cret" }} }} }}"#,
-                    receiver.http_endpoint("logs")
-                ))?,
+                otlp(
+                    "otlp-http",
+                    &receiver.http_endpoint("logs"),
+                    r#"protocol = "binary", headers = { "x-otlp-api-key" = "s3cret" }"#,
+                )?,
             ),
             (
                 "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "{}", protocol = "json" }} }}"#,
-                    receiver.http_endpoint("traces")
-                ))?,
+                otlp(
+                    "otlp-http",
+                    &receiver.http_endpoint("traces"),
+                    r#"protocol = "json""#,
+                )?,
             ),
             (
                 "otel.metrics_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "{}", headers = {{ "x-otlp-meta" = "m1" }} }} }}"#,
-                    receiver.grpc_endpoint()
-                ))?,
+                otlp(
+                    "otlp-grpc",
+                    &receiver.grpc_endpoint(),
+                    r#"headers = { "x-otlp-meta" = "m1" }"#,
+                )?,
             ),
             ("otel.environment", toml::Value::from("staging")),
         ],
-    )?;
+    )
+    .await?;
     let prompt = "please run the tool";
     let out = keel_exec(home.path(), cwd.path(), &[prompt], None).await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -269,24 +293,18 @@ async fn a_turn_sends_codex_log_events_linked_spans_and_metrics() -> anyhow::Res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompts_and_tool_output_are_sent_only_when_log_user_prompt_allows() -> anyhow::Result<()> {
     let receiver = OtlpReceiver::start().await?;
-    let mock = MockModelServer::start(one_turn_with_a_command()).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [
+    let (_mock, home, cwd) = configured(
+        one_turn_with_a_command(),
+        vec![
             (
                 "otel.exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
-                    receiver.grpc_endpoint()
-                ))?,
+                otlp("otlp-grpc", &receiver.grpc_endpoint(), "")?,
             ),
             ("otel.log_user_prompt", toml::Value::from(true)),
             ("otel.metrics_exporter", toml::Value::from("statsig")),
         ],
-    )?;
+    )
+    .await?;
     let out = keel_exec(home.path(), cwd.path(), &["say the secret word"], None).await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     // Codex's own collector: one line says Keel sends nothing there.
@@ -323,33 +341,24 @@ async fn a_collector_that_is_down_or_silent_never_fails_a_turn() -> anyhow::Resu
             kept.push(stream);
         }
     });
-    let mock = MockModelServer::start(one_turn_with_a_command()).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [
+    let (_mock, home, cwd) = configured(
+        one_turn_with_a_command(),
+        vec![
             (
                 "otel.exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "http://{closed}/v1/logs" }} }}"#
-                ))?,
+                otlp("otlp-http", &format!("http://{closed}/v1/logs"), "")?,
             ),
             (
                 "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "http://{silent_addr}" }} }}"#
-                ))?,
+                otlp("otlp-grpc", &format!("http://{silent_addr}"), "")?,
             ),
             (
                 "otel.metrics_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "http://{silent_addr}/v1/metrics" }} }}"#
-                ))?,
+                otlp("otlp-http", &format!("http://{silent_addr}/v1/metrics"), "")?,
             ),
         ],
-    )?;
+    )
+    .await?;
     let out = keel_exec(home.path(), cwd.path(), &["run it"], None).await?;
     held.abort();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -360,17 +369,14 @@ async fn a_collector_that_is_down_or_silent_never_fails_a_turn() -> anyhow::Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_exporter_is_refused_naming_the_key() -> anyhow::Result<()> {
-    let mock = MockModelServer::start(Script::new([])).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [(
+    let (mock, home, cwd) = configured(
+        Script::new([]),
+        vec![(
             "otel.exporter",
             toml_value(r#"{ otlp-http = { endpoint = "localhost:4318" } }"#)?,
         )],
-    )?;
+    )
+    .await?;
     let out = keel_exec(home.path(), cwd.path(), &["hi"], None).await?;
     assert_ne!(out.code, Some(0));
     assert!(

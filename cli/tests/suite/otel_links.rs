@@ -3,11 +3,11 @@
 //! job's workers continue the call that started the job; and the app-server's gauges.
 
 use keel_test_support::{
-    MockModelServer, OtlpReceiver, OtlpTransport, Script, Turn, assistant_message, write_config,
+    OtlpReceiver, OtlpTransport, Script, Turn, assistant_message, write_config,
 };
 
 use super::exec::keel_exec;
-use super::otel::{WAIT, one_turn_with_a_command, toml_value};
+use super::otel::{WAIT, configured, one_turn_with_a_command, otlp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turns_trace_continues_on_a_remote_exec_server() -> anyhow::Result<()> {
@@ -28,23 +28,17 @@ async fn a_turns_trace_continues_on_a_remote_exec_server() -> anyhow::Result<()>
         _server_process = server;
         url
     };
-    let mock = MockModelServer::start(one_turn_with_a_command()).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [
+    let (_mock, home, cwd) = configured(
+        one_turn_with_a_command(),
+        vec![
             ("exec_server_url", toml::Value::from(url)),
             (
                 "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
-                    receiver.grpc_endpoint()
-                ))?,
+                otlp("otlp-grpc", &receiver.grpc_endpoint(), "")?,
             ),
         ],
-    )?;
+    )
+    .await?;
     let out = keel_exec(home.path(), cwd.path(), &["run it remotely"], None).await?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let child_of_the_tool = |receiver: &OtlpReceiver| {
@@ -80,44 +74,43 @@ async fn a_turns_trace_continues_on_a_remote_exec_server() -> anyhow::Result<()>
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<()> {
-    let receiver = OtlpReceiver::start().await?;
-    let mock =
-        MockModelServer::start(Script::new([Turn::new([assistant_message("traced")])])).await?;
-    let home = tempfile::tempdir()?;
-    let cwd = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        [
-            (
-                "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
-                    receiver.http_endpoint("traces")
-                ))?,
-            ),
-            (
-                "otel.metrics_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
-                    receiver.grpc_endpoint()
-                ))?,
-            ),
-        ],
-    )?;
+/// An initialized app-server on `home` that exports spans and metrics within 100 ms.
+async fn app_server(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+) -> anyhow::Result<keel_test_support::AppServerProcess> {
     let mut server = keel_test_support::AppServerProcess::spawn(
         keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
             .arg("app-server")
-            .home_path(home.path())
+            .home_path(home)
             .home_var("KEEL_HOME")
-            .cwd(cwd.path())
+            .cwd(cwd)
             .env("OTEL_BSP_SCHEDULE_DELAY", "50")
             .env("OTEL_METRIC_EXPORT_INTERVAL", "100")
             .env_remove("RUST_LOG"),
     )?;
     server.initialize().await?;
+    Ok(server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<()> {
+    let receiver = OtlpReceiver::start().await?;
+    let (_mock, home, cwd) = configured(
+        Script::new([Turn::new([assistant_message("traced")])]),
+        vec![
+            (
+                "otel.trace_exporter",
+                otlp("otlp-http", &receiver.http_endpoint("traces"), "")?,
+            ),
+            (
+                "otel.metrics_exporter",
+                otlp("otlp-grpc", &receiver.grpc_endpoint(), "")?,
+            ),
+        ],
+    )
+    .await?;
+    let mut server = app_server(home.path(), cwd.path()).await?;
     let thread = server
         .start_thread(serde_json::json!({"cwd": cwd.path()}))
         .await?;
@@ -180,16 +173,7 @@ async fn a_clients_trace_on_turn_start_is_the_turns_parent() -> anyhow::Result<(
 
     // Another server on the home, no thread loaded: its gauges are exported from its start,
     // and a message queued for the (unloaded) thread waits there.
-    let mut server = keel_test_support::AppServerProcess::spawn(
-        keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
-            .arg("app-server")
-            .home_path(home.path())
-            .home_var("KEEL_HOME")
-            .cwd(cwd.path())
-            .env("OTEL_METRIC_EXPORT_INTERVAL", "100")
-            .env_remove("RUST_LOG"),
-    )?;
-    server.initialize().await?;
+    let mut server = app_server(home.path(), cwd.path()).await?;
     server
         .request(
             "thread/queue/add",
@@ -236,17 +220,11 @@ async fn an_agent_jobs_workers_continue_the_trace_of_the_call_that_started_it() 
         [
             (
                 "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "{}" }} }}"#,
-                    receiver.grpc_endpoint()
-                ))?,
+                otlp("otlp-grpc", &receiver.grpc_endpoint(), "")?,
             ),
             (
                 "otel.metrics_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "{}" }} }}"#,
-                    receiver.http_endpoint("metrics")
-                ))?,
+                otlp("otlp-http", &receiver.http_endpoint("metrics"), "")?,
             ),
         ],
     )?;

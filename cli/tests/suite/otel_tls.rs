@@ -4,7 +4,7 @@
 use keel_test_support::{MockModelServer, OtlpReceiver, OtlpTransport, write_config};
 
 use super::exec::keel_exec;
-use super::otel::{WAIT, events, one_turn_with_a_command, toml_value};
+use super::otel::{WAIT, events, one_turn_with_a_command, otlp};
 
 /// A certificate authority for a collector, with a server certificate for `localhost` and a
 /// client certificate, made on the spot.
@@ -62,23 +62,7 @@ impl TestCa {
             .with_single_cert(vec![self.server.der().clone()], key)?;
         config.alpn_protocols = vec![alpn.to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let (acceptor, backend) = (acceptor.clone(), backend.clone());
-                tokio::spawn(async move {
-                    // No client certificate, or an untrusted server: the handshake ends here.
-                    let Ok(mut client) = acceptor.accept(client).await else {
-                        return;
-                    };
-                    if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                    }
-                });
-            }
-        });
-        Ok(port)
+        Ok(keel_test_support::tls_front(acceptor, backend).await?)
     }
 }
 
@@ -108,19 +92,18 @@ async fn exporters_speak_mutual_tls_with_the_configured_certificates() -> anyhow
     let tls = r#"tls = { ca-certificate = "certs/ca.pem", client-certificate = "certs/client.pem", client-private-key = "certs/client-key.pem" }"#;
     let exporters = |with_tls: bool| -> anyhow::Result<Vec<(&'static str, toml::Value)>> {
         let tls = if with_tls { tls } else { "" };
-        let comma = if with_tls { "," } else { "" };
         Ok(vec![
             (
                 "otel.exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-http = {{ endpoint = "https://localhost:{https}/v1/logs"{comma} {tls} }} }}"#
-                ))?,
+                otlp(
+                    "otlp-http",
+                    &format!("https://localhost:{https}/v1/logs"),
+                    tls,
+                )?,
             ),
             (
                 "otel.trace_exporter",
-                toml_value(&format!(
-                    r#"{{ otlp-grpc = {{ endpoint = "https://localhost:{grpcs}"{comma} {tls} }} }}"#
-                ))?,
+                otlp("otlp-grpc", &format!("https://localhost:{grpcs}"), tls)?,
             ),
         ])
     };

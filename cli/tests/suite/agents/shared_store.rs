@@ -366,21 +366,7 @@ async fn a_job_on_postgres_keeps_its_starters_trace_for_every_workers_turn() -> 
     let ws = tempfile::tempdir()?;
     let home = tempfile::tempdir()?;
     std::fs::write(ws.path().join("rows.csv"), "id,name\nr1,ann\nr2,bob\n")?;
-    let worker: super::WorkerScript = Arc::new(|worker, request| {
-        if request.tool_output_call_ids().is_empty() {
-            let name = worker.row["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_uppercase();
-            (
-                report_call(worker, "1", json!({ "upper": name }), false),
-                false,
-            )
-        } else {
-            (Turn::new([assistant_message("reported")]), true)
-        }
-    });
-    let (mock, _stats) = job_mock(Vec::new(), worker).await?;
+    let (mock, _stats) = job_mock(Vec::new(), super::reporting_worker()).await?;
     write_config(
         home.path(),
         &mock.uri(),

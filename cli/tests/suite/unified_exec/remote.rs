@@ -89,22 +89,7 @@ async fn tls_terminator(backend: String) -> anyhow::Result<(u16, String)> {
     .with_no_client_auth()
     .with_single_cert(vec![certified.cert.der().clone()], key)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let port = listener.local_addr()?.port();
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let (acceptor, backend) = (acceptor.clone(), backend.clone());
-            tokio::spawn(async move {
-                // A client that refuses the certificate ends its handshake here.
-                let Ok(mut client) = acceptor.accept(client).await else {
-                    return;
-                };
-                if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                }
-            });
-        }
-    });
+    let port = keel_test_support::tls_front(acceptor, backend).await?;
     Ok((port, certified.cert.pem()))
 }
 

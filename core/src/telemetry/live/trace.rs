@@ -19,6 +19,19 @@ use super::events::to_i64;
 use super::pipelines::ConversationTelemetry;
 use crate::telemetry::{DecisionSource, RequestOutcome, decision_name};
 
+/// `Debug` for a handle that is empty without telemetry: it says whether it traces.
+macro_rules! debug_as_present {
+    ($handle:ident) => {
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_tuple(stringify!($handle))
+                    .field(&self.0.is_some())
+                    .finish()
+            }
+        }
+    };
+}
+
 /// The W3C header a trace context travels in.
 const TRACEPARENT: &str = "traceparent";
 
@@ -75,6 +88,18 @@ fn parent_of(context: &SpanContext) -> Context {
     Context::new().with_remote_span_context(context.clone())
 }
 
+/// GenAI's token counts on a span.
+fn set_usage(span: &mut Span, usage: &keel_protocol::TokenUsage) {
+    span.set_attribute(KeyValue::new(
+        "gen_ai.usage.input_tokens",
+        to_i64(usage.input_tokens),
+    ));
+    span.set_attribute(KeyValue::new(
+        "gen_ai.usage.output_tokens",
+        to_i64(usage.output_tokens),
+    ));
+}
+
 fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
@@ -83,11 +108,7 @@ fn millis(duration: Duration) -> f64 {
 #[derive(Clone, Default)]
 pub(crate) struct TurnTrace(Option<Arc<TurnInner>>);
 
-impl std::fmt::Debug for TurnTrace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("TurnTrace").field(&self.0.is_some()).finish()
-    }
-}
+debug_as_present!(TurnTrace);
 
 struct TurnInner {
     conversation: Arc<ConversationTelemetry>,
@@ -227,14 +248,7 @@ impl TurnTrace {
         let tokens = turn.tokens.lock().map(|tokens| *tokens).unwrap_or_default();
         turn.span.with(|span| {
             span.set_attribute(KeyValue::new("keel.turn.outcome", outcome.to_string()));
-            span.set_attribute(KeyValue::new(
-                "gen_ai.usage.input_tokens",
-                to_i64(tokens.input_tokens),
-            ));
-            span.set_attribute(KeyValue::new(
-                "gen_ai.usage.output_tokens",
-                to_i64(tokens.output_tokens),
-            ));
+            set_usage(span, &tokens);
         });
         turn.span.end(match error {
             Some(error) => Status::error(error.to_string()),
@@ -274,13 +288,7 @@ impl TurnTrace {
 #[derive(Default)]
 pub(crate) struct RequestTrace(Option<RequestInner>);
 
-impl std::fmt::Debug for RequestTrace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("RequestTrace")
-            .field(&self.0.is_some())
-            .finish()
-    }
-}
+debug_as_present!(RequestTrace);
 
 struct RequestInner {
     turn: Arc<TurnInner>,
@@ -393,16 +401,7 @@ impl RequestTrace {
             if let Ok(mut tokens) = request.turn.tokens.lock() {
                 tokens.add(usage);
             }
-            request.span.with(|span| {
-                span.set_attribute(KeyValue::new(
-                    "gen_ai.usage.input_tokens",
-                    to_i64(usage.input_tokens),
-                ));
-                span.set_attribute(KeyValue::new(
-                    "gen_ai.usage.output_tokens",
-                    to_i64(usage.output_tokens),
-                ));
-            });
+            request.span.with(|span| set_usage(span, usage));
         }
         request.span.with(|span| {
             span.set_attribute(KeyValue::new(
@@ -444,11 +443,7 @@ impl RequestTrace {
 #[derive(Clone, Default)]
 pub(crate) struct ToolTrace(Option<Arc<ToolInner>>);
 
-impl std::fmt::Debug for ToolTrace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("ToolTrace").field(&self.0.is_some()).finish()
-    }
-}
+debug_as_present!(ToolTrace);
 
 struct ToolInner {
     turn: Arc<TurnInner>,
