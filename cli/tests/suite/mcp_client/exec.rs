@@ -2,10 +2,12 @@
 //! structured, images); a server that cannot start is reported and the turn goes on; a slow
 //! call is cut at `tool_timeout_sec`; the servers end with `keel exec`.
 
+use anyhow::Context as _;
 use keel_test_support::{
     MockModelServer, Script, Turn, assistant_message, function_call, write_config,
 };
 use serde_json::{Value, json};
+use std::time::Duration;
 
 use super::{stdio_server, wait_gone};
 use crate::suite::exec::keel_exec;
@@ -479,5 +481,70 @@ async fn the_model_lists_and_reads_mcp_resources() -> anyhow::Result<()> {
         "unknown MCP server `nowhere`; configured: everything"
     );
     wait_gone(&marker, std::time::Duration::from_secs(20)).await?;
+    Ok(())
+}
+
+/// With `[otel]`, an MCP tool's call is traced as GenAI's `extension` tool of its server, and
+/// its `codex.tool_result` names the server, as Codex's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_mcp_everything),
+    ignore = "needs KEEL_MCP_EVERYTHING: the reference MCP server from npm (.ci/run installs it)"
+)]
+async fn an_mcp_tool_call_is_traced_with_its_server() -> anyhow::Result<()> {
+    let marker = format!("keel-mcp-otel-{}", std::process::id());
+    let receiver = keel_test_support::OtlpReceiver::start().await?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([function_call(
+            "m1",
+            "mcp__everything__echo",
+            json!({"message": "traced"}).to_string(),
+        )]),
+        Turn::new([assistant_message("done")]),
+    ]))
+    .await?;
+    let home = tempfile::tempdir()?;
+    let ws = tempfile::tempdir()?;
+    let mut config = stdio_server("everything", &marker)?;
+    for (key, signal) in [("otel.exporter", "logs"), ("otel.trace_exporter", "traces")] {
+        let mut otlp = toml::Table::new();
+        otlp.insert("endpoint".into(), receiver.http_endpoint(signal).into());
+        let mut exporter = toml::Table::new();
+        exporter.insert("otlp-http".into(), otlp.into());
+        config.push((key.to_string(), exporter.into()));
+    }
+    write_config(home.path(), &mock.uri(), config)?;
+    let out = keel_exec(home.path(), ws.path(), &["go"], None).await?;
+    assert_eq!(out.code, Some(0), "stderr: {}", out.stderr);
+    receiver
+        .wait_until(
+            "the MCP call's span and result",
+            Duration::from_secs(30),
+            |receiver| {
+                receiver
+                    .spans()
+                    .iter()
+                    .any(|span| span.name == "execute_tool mcp__everything__echo")
+                    && receiver
+                        .logs()
+                        .iter()
+                        .any(|log| log.event_name == "codex.tool_result")
+            },
+        )
+        .await?;
+    let spans = receiver.spans();
+    let call = spans
+        .iter()
+        .find(|span| span.name == "execute_tool mcp__everything__echo")
+        .context("no span for the MCP call")?;
+    assert_eq!(call.attributes["gen_ai.tool.type"], "extension");
+    assert_eq!(call.attributes["keel.mcp.server"], "everything");
+    let logs = receiver.logs();
+    let result = logs
+        .iter()
+        .find(|log| log.event_name == "codex.tool_result")
+        .context("no tool result")?;
+    assert_eq!(result.attributes["mcp_server"], "everything");
+    assert_eq!(result.attributes["success"], "true");
     Ok(())
 }
