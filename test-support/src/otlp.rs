@@ -11,6 +11,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
+use axum::serve::ListenerExt as _;
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
     LogsService, LogsServiceServer,
 };
@@ -155,7 +156,11 @@ impl OtlpReceiver {
             .route("/v1/metrics", post(http_metrics))
             .with_state(shared.clone());
         let http_task = tokio::spawn(async move {
-            let _ = axum::serve(http_listener, app).await;
+            // Answers go out at once (no Nagle delay on small responses).
+            let listener = http_listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            let _ = axum::serve(listener, app).await;
         });
         let grpc_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -164,7 +169,10 @@ impl OtlpReceiver {
         let service = Grpc(shared.clone());
         let grpc_task = tokio::spawn(async move {
             let incoming = futures::stream::unfold(grpc_listener, |listener| async move {
-                let accepted = listener.accept().await.map(|(stream, _)| stream);
+                let accepted = listener.accept().await.map(|(stream, _)| {
+                    let _ = stream.set_nodelay(true);
+                    stream
+                });
                 Some((accepted, listener))
             });
             let _ = tonic::transport::Server::builder()
