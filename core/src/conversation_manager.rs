@@ -753,10 +753,9 @@ impl ManagerShared {
             context.hooks = Arc::new((*context.hooks).clone().with_embedded(&self.hooks));
         }
         let may_spawn = lineage.depth < config.agents_max_depth && lineage.worker.is_none();
-        context.telemetry = self.telemetry.conversation(
-            &config.otel,
-            crate::telemetry::ConversationFacts::of(&config, id, &self.source_of(&lineage)),
-        );
+        context.telemetry = self.telemetry.conversation(&config.otel, || {
+            crate::telemetry::ConversationFacts::of(&config, id, &self.source_of(&lineage))
+        });
         context.agent_path = lineage.path.clone();
         context.origin = lineage
             .parent

@@ -364,7 +364,9 @@ fn take_metrics(
                         .iter()
                         .map(|point| (attributes(&point.attributes), point.count as f64))
                         .unzip(),
-                    _ => (Vec::new(), Vec::new()),
+                    // Kinds Keel never sends.
+                    Some(metric::Data::ExponentialHistogram(_) | metric::Data::Summary(_))
+                    | None => (Vec::new(), Vec::new()),
                 };
                 metrics.push(ReceivedMetric {
                     name: metric.name.clone(),

@@ -295,3 +295,52 @@ async fn an_agent_jobs_workers_continue_the_trace_of_the_call_that_started_it() 
     assert_eq!(completed, 3.0, "{rows:?}");
     Ok(())
 }
+
+/// A client's `traceparent` on `command/exec` is only a hint: one that is malformed, or far
+/// too long, neither fails the command nor plants a parent in the server's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bogus_traceparent_on_command_exec_is_ignored() -> anyhow::Result<()> {
+    let receiver = OtlpReceiver::start().await?;
+    let mut server = keel_test_support::ProcessBuilder::new(env!("CARGO_BIN_EXE_keel"))
+        .arg("exec-server")
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            receiver.http_endpoint("traces"),
+        )
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("RUST_LOG")
+        .spawn()?;
+    server
+        .request("initialize", serde_json::json!({"clientName": "attacker"}))
+        .await?;
+    server
+        .send_notification("initialized", serde_json::json!({}))
+        .await?;
+    let bogus = [
+        "not a traceparent".to_string(),
+        format!("00-{}-{}-01", "f".repeat(32), "0".repeat(16)),
+        format!("00-{}-00f067aa0ba902b7-01", "a".repeat(1 << 20)),
+    ];
+    for traceparent in &bogus {
+        let started = server
+            .request(
+                "command/exec",
+                serde_json::json!({
+                    "argv": ["true"], "cwd": "/", "env": {}, "tty": false,
+                    "traceparent": traceparent,
+                }),
+            )
+            .await?;
+        assert!(started["sessionId"].is_string(), "{started}");
+    }
+    receiver
+        .wait_until("the three processes' spans", WAIT, |receiver| {
+            receiver.spans().len() >= 3
+        })
+        .await?;
+    for span in receiver.spans() {
+        assert_eq!(span.parent_span_id, "", "{span:?}");
+        assert_eq!(span.name, "exec true");
+    }
+    Ok(())
+}

@@ -101,7 +101,7 @@ async fn run_turn(
         session.take_turn_traceparent().as_deref(),
     );
     if let TurnTask::UserInput(input) = &task {
-        ids.trace.user_prompt(&prompt_text(input));
+        ids.trace.user_prompt(input);
     }
     super::environment::apply_environment_move(&session, &ids).await;
     // The turns that may change files are checkpointed, so a revert can put them back; not
@@ -236,18 +236,6 @@ async fn stopped(session: &Arc<Session>, ids: &TurnIds, clock: &TurnClock, stop:
         super::goal_accounting::turn_failed(session, ids, usage_limit).await;
     }
     session.send_event(&ids.sub_id, msg).await;
-}
-
-/// The text of the user's input, as `codex.user_prompt` measures it (images left out).
-fn prompt_text(input: &[keel_protocol::InputItem]) -> String {
-    input
-        .iter()
-        .filter_map(|item| match item {
-            keel_protocol::InputItem::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Starts a turn toward the goal when it is active and no turn runs.

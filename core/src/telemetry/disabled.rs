@@ -17,7 +17,7 @@ impl TelemetryHub {
     pub(crate) fn conversation(
         &self,
         settings: &OtelSettings,
-        _facts: ConversationFacts,
+        _facts: impl FnOnce() -> ConversationFacts,
     ) -> Telemetry {
         self.start(settings);
         Telemetry::default()
@@ -63,7 +63,7 @@ pub(crate) struct TurnTrace {
 }
 
 impl TurnTrace {
-    pub(crate) fn user_prompt(&self, _text: &str) {}
+    pub(crate) fn user_prompt(&self, _input: &[keel_protocol::InputItem]) {}
 
     pub(crate) fn model_request(&self, _attempt: u64) -> RequestTrace {
         RequestTrace::default()

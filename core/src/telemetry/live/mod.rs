@@ -33,17 +33,18 @@ impl std::fmt::Debug for TelemetryHub {
 }
 
 impl TelemetryHub {
-    /// The telemetry of a conversation starting with `settings`; sends
+    /// The telemetry of a conversation starting with `settings` (its `facts` gathered only
+    /// when something is exported); sends
     /// `codex.conversation_starts` and counts the thread.
     pub(crate) fn conversation(
         &self,
         settings: &OtelSettings,
-        facts: ConversationFacts,
+        facts: impl FnOnce() -> ConversationFacts,
     ) -> Telemetry {
         let Some(pipelines) = self.pipelines_for(settings) else {
             return Telemetry::default();
         };
-        let conversation = Arc::new(ConversationTelemetry::new(pipelines, facts));
+        let conversation = Arc::new(ConversationTelemetry::new(pipelines, facts()));
         conversation.conversation_starts();
         Telemetry(Some(conversation))
     }

@@ -84,6 +84,13 @@ fn remote_parent(traceparent: Option<&str>) -> Context {
     }
 }
 
+/// A span's context; an empty one without a span (traces not exported).
+fn context_of(span: Option<&Span>) -> SpanContext {
+    span.map_or_else(SpanContext::empty_context, |span| {
+        span.span_context().clone()
+    })
+}
+
 fn parent_of(context: &SpanContext) -> Context {
     Context::new().with_remote_span_context(context.clone())
 }
@@ -143,10 +150,7 @@ impl TurnTrace {
                 ])
                 .start_with_context(tracer, &remote_parent(parent))
         });
-        let context = span
-            .as_ref()
-            .map(|span| span.span_context().clone())
-            .unwrap_or_else(SpanContext::empty_context);
+        let context = context_of(span.as_ref());
         Self(Some(Arc::new(TurnInner {
             conversation,
             span: OpenSpan::new(span),
@@ -158,10 +162,19 @@ impl TurnTrace {
         })))
     }
 
-    /// `codex.user_prompt`, in this turn's span.
-    pub(crate) fn user_prompt(&self, text: &str) {
+    /// `codex.user_prompt` for the user's `input` (its text; images left out), in this
+    /// turn's span.
+    pub(crate) fn user_prompt(&self, input: &[keel_protocol::InputItem]) {
         if let Some(turn) = &self.0 {
-            turn.conversation.user_prompt(text, Some(&turn.context));
+            let text = input
+                .iter()
+                .filter_map(|item| match item {
+                    keel_protocol::InputItem::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            turn.conversation.user_prompt(&text, Some(&turn.context));
         }
     }
 
@@ -186,10 +199,7 @@ impl TurnTrace {
         });
         RequestTrace(Some(RequestInner {
             turn: turn.clone(),
-            context: span
-                .as_ref()
-                .map(|span| span.span_context().clone())
-                .unwrap_or_else(SpanContext::empty_context),
+            context: context_of(span.as_ref()),
             span: OpenSpan::new(span),
             attempt,
             started: Instant::now(),
@@ -226,10 +236,7 @@ impl TurnTrace {
         });
         ToolTrace(Some(Arc::new(ToolInner {
             turn: turn.clone(),
-            context: span
-                .as_ref()
-                .map(|span| span.span_context().clone())
-                .unwrap_or_else(SpanContext::empty_context),
+            context: context_of(span.as_ref()),
             span: OpenSpan::new(span),
             tool: tool.to_string(),
             call_id: call_id.to_string(),
