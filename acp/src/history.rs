@@ -1,6 +1,7 @@
 //! Recorded sessions: listed from the thread index, opened with or without a replay of the
 //! conversation, forked, closed, deleted. A replay sends what was shown live: the person's messages,
-//! the answers, the reasoning, and each tool call once, as it ended.
+//! the answers, the reasoning, each tool call once, as it ended, and each turn's plan and
+//! token usage as the turn left them.
 
 use keel_protocol::acp::{
     ContentBlock, ContentChunk, ForkSessionRequest, ListSessionsRequest, ListSessionsResponse,
@@ -158,25 +159,38 @@ fn replayed(thread: &Thread) -> Vec<SessionUpdate> {
         content: ContentBlock::text(text),
     };
     let mut updates = Vec::new();
-    for item in thread.turns.iter().flat_map(|turn| turn.items.iter()) {
-        match item {
-            ThreadItem::UserMessage { content, .. } => {
-                for input in content {
-                    if let UserInput::Text { text, .. } = input {
-                        updates.push(SessionUpdate::UserMessageChunk(chunk(text)));
+    for turn in &thread.turns {
+        for item in &turn.items {
+            match item {
+                ThreadItem::UserMessage { content, .. } => {
+                    for input in content {
+                        if let UserInput::Text { text, .. } = input {
+                            updates.push(SessionUpdate::UserMessageChunk(chunk(text)));
+                        }
                     }
                 }
-            }
-            ThreadItem::AgentMessage { text, .. } if !text.is_empty() => {
-                updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
-            }
-            ThreadItem::Reasoning { summary, .. } => {
-                for part in summary {
-                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(part)));
+                ThreadItem::AgentMessage { text, .. } if !text.is_empty() => {
+                    updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
+                }
+                ThreadItem::Reasoning { summary, .. } => {
+                    for part in summary {
+                        updates.push(SessionUpdate::AgentThoughtChunk(chunk(part)));
+                    }
+                }
+                other => {
+                    updates.extend(crate::updates::ended_call(other).map(SessionUpdate::ToolCall));
                 }
             }
-            other => updates.extend(crate::updates::ended_call(other).map(SessionUpdate::ToolCall)),
         }
+        // Live, the plan and the usage were last shown as the turn left them.
+        if let Some(plan) = &turn.plan {
+            updates.push(crate::updates::plan_update(&plan.plan));
+        }
+        updates.extend(
+            turn.token_usage
+                .as_ref()
+                .and_then(crate::updates::usage_update),
+        );
     }
     updates
 }

@@ -8,7 +8,7 @@ use keel_protocol::acp::{
 use keel_protocol::app_server::{
     CommandAction, CommandExecutionStatus, FileUpdateChange, McpServerStartupState,
     McpToolCallStatus, PatchApplyStatus, PatchChangeKind, ServerNotification, ThreadItem,
-    TurnPlanStepStatus,
+    ThreadTokenUsage, TurnPlanStep, TurnPlanStepStatus,
 };
 use serde_json::json;
 
@@ -72,35 +72,10 @@ pub(crate) fn updates(
                 title: named.thread_name.clone(),
             },
         ),
-        N::ThreadTokenUsageUpdated(usage) => match usage.token_usage.model_context_window {
-            Some(size) => one(
-                &usage.thread_id,
-                SessionUpdate::UsageUpdate {
-                    used: usage.token_usage.last.total_tokens,
-                    size,
-                },
-            ),
-            None => Vec::new(),
-        },
-        N::TurnPlanUpdated(plan) => one(
-            &plan.thread_id,
-            SessionUpdate::Plan(Plan {
-                entries: plan
-                    .plan
-                    .iter()
-                    .map(|step| PlanEntry {
-                        content: step.step.clone(),
-                        priority: "medium".to_string(),
-                        status: match step.status {
-                            TurnPlanStepStatus::Pending => "pending",
-                            TurnPlanStepStatus::InProgress => "in_progress",
-                            TurnPlanStepStatus::Completed => "completed",
-                        }
-                        .to_string(),
-                    })
-                    .collect(),
-            }),
-        ),
+        N::ThreadTokenUsageUpdated(usage) => usage_update(&usage.token_usage)
+            .map(|update| one(&usage.thread_id, update))
+            .unwrap_or_default(),
+        N::TurnPlanUpdated(plan) => one(&plan.thread_id, plan_update(&plan.plan)),
         // Notices (the agent sends them only to an editor that shows notices): a warning
         // about a thread, an MCP server that failed to start, an error the engine retries.
         N::Warning(warning) => warning
@@ -363,4 +338,33 @@ pub(crate) fn ended_call(item: &ThreadItem) -> Option<ToolCall> {
         }
     }
     Some(call)
+}
+
+/// The context window in use, once the model's window is known (ACP needs its size).
+pub(crate) fn usage_update(usage: &ThreadTokenUsage) -> Option<SessionUpdate> {
+    usage
+        .model_context_window
+        .map(|size| SessionUpdate::UsageUpdate {
+            used: usage.last.total_tokens,
+            size,
+        })
+}
+
+/// The whole plan, as ACP shows it (every step at one priority: Keel's plans have none).
+pub(crate) fn plan_update(steps: &[TurnPlanStep]) -> SessionUpdate {
+    SessionUpdate::Plan(Plan {
+        entries: steps
+            .iter()
+            .map(|step| PlanEntry {
+                content: step.step.clone(),
+                priority: "medium".to_string(),
+                status: match step.status {
+                    TurnPlanStepStatus::Pending => "pending",
+                    TurnPlanStepStatus::InProgress => "in_progress",
+                    TurnPlanStepStatus::Completed => "completed",
+                }
+                .to_string(),
+            })
+            .collect(),
+    })
 }

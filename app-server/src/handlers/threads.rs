@@ -57,14 +57,35 @@ fn started_reply_keeping_turns(
     let thread = thread.clone();
     let mut reply = Reply::now(&response)?;
     let turns = std::mem::take(&mut response.thread.turns);
+    // A resumed or forked thread's usage is told again (as Codex does): clients show the
+    // context left before the next turn reports it.
+    let usage = restored_usage(&response.thread.id, &turns);
     let notification = ServerNotification::ThreadStarted(ThreadStartedNotification {
         thread: response.thread,
     });
     reply.after = Some(Box::pin(async move {
         outgoing.notify(notification).await;
+        if let Some(usage) = usage {
+            outgoing.notify(usage).await;
+        }
         thread.answered();
     }));
     Ok((reply, turns))
+}
+
+/// The token usage the latest turn that reported any ended with, as its notification.
+fn restored_usage(
+    thread_id: &str,
+    turns: &[keel_protocol::app_server::Turn],
+) -> Option<ServerNotification> {
+    let turn = turns.iter().rev().find(|turn| turn.token_usage.is_some())?;
+    Some(ServerNotification::ThreadTokenUsageUpdated(
+        keel_protocol::app_server::ThreadTokenUsageUpdatedNotification {
+            thread_id: thread_id.to_string(),
+            turn_id: turn.id.clone(),
+            token_usage: turn.token_usage.clone()?,
+        },
+    ))
 }
 
 /// Loads `new` as a thread and answers with it and `turns`, which the answer is serialised

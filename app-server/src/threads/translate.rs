@@ -5,8 +5,8 @@
 
 use keel_protocol::app_server::{
     CommandExecutionStatus, ErrorNotification, ItemCompletedNotification, ItemNotification,
-    PatchApplyStatus, ServerNotification, ServerRequest, ThreadIdNotification, ThreadItem, Turn,
-    TurnError, TurnStatus, UserInput,
+    PatchApplyStatus, ServerNotification, ServerRequest, ThreadIdNotification, ThreadItem,
+    ThreadTokenUsage, Turn, TurnError, TurnPlan, TurnStatus, UserInput,
 };
 use keel_protocol::{CallId, Event, EventMsg};
 
@@ -78,6 +78,10 @@ struct TurnInProgress {
     error: Option<TurnError>,
     /// When the engine started it, Unix seconds.
     started_at: Option<i64>,
+    /// The plan as last set (kept with the turn for redrawing it).
+    plan: Option<TurnPlan>,
+    /// The token usage as last reported.
+    token_usage: Option<ThreadTokenUsage>,
 }
 
 impl TurnInProgress {
@@ -205,6 +209,8 @@ impl Translator {
                 started_at: turn.started_at,
                 completed_at: None,
                 duration_ms: None,
+                plan: turn.plan.clone(),
+                token_usage: turn.token_usage.clone(),
             });
         }
         turns

@@ -89,6 +89,8 @@ const KEEL_ADDITIONS: &[&str] = &[
     "ThreadItem::exitedReviewMode.reviewOutput",
     "thread/revert params.restoreFiles",
     "thread/revert result.restoredFiles",
+    "Turn.plan",
+    "Turn.tokenUsage",
 ];
 
 fn check(

@@ -86,6 +86,8 @@ mod tests {
                 started_at: None,
                 completed_at: None,
                 duration_ms: None,
+                plan: None,
+                token_usage: None,
             },
         })
     }
@@ -137,6 +139,8 @@ mod tests {
                 started_at: None,
                 completed_at: None,
                 duration_ms: None,
+                plan: None,
+                token_usage: None,
             },
         });
         assert_eq!(turn_outcome(&started, "t", "1"), None);

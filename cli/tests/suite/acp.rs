@@ -4,12 +4,14 @@
 //! call with its output, then the answer), a prompt cancelled while its permission request is
 //! open (stop reason `cancelled`, the command never run), and an unknown session refused;
 //! then a fresh `keel acp` (an editor restarted) lists the session, loads it with the whole
-//! conversation replayed as it was shown live, and deletes it.
+//! conversation replayed as it was shown live (the plan and the usage too), and deletes it.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use keel_test_support::{MockModelServer, Script, Turn, assistant_message, shell_call};
+use keel_test_support::{
+    MockModelServer, Script, Turn, assistant_message, function_call, shell_call,
+};
 use serde_json::{Value, json};
 
 use super::acp_editor::{editor_command, editor_report};
@@ -32,20 +34,30 @@ async fn editor(world: &World, extra: &[&str]) -> anyhow::Result<Value> {
 )]
 async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_cancel()
 -> anyhow::Result<()> {
+    let plan = json!({"explanation": "one step", "plan": [
+        {"step": "make the file", "status": "in_progress"},
+        {"step": "say so", "status": "pending"},
+    ]});
     let mock = MockModelServer::start(Script::new([
-        Turn::new([shell_call(
-            "c1",
-            ["bash", "-lc", "echo made > made.txt && echo wrote it"],
-        )]),
+        Turn::new([
+            function_call("p1", "update_plan", plan.to_string()),
+            shell_call(
+                "c1",
+                ["bash", "-lc", "echo made > made.txt && echo wrote it"],
+            ),
+        ]),
         Turn::new([assistant_message("The file is made.")]),
         Turn::new([shell_call("c2", ["bash", "-lc", "touch never.txt"])]),
         Turn::new([shell_call("c3", ["bash", "-lc", "touch withdrawn.txt"])]),
     ]))
     .await?;
-    // Commands ask first, as an editor user expects.
+    // Commands ask first, as an editor user expects; the window makes usage showable.
     let world = World::with_mock(
         mock,
-        &[("approval_policy", toml::Value::String("untrusted".into()))],
+        &[
+            ("approval_policy", toml::Value::String("untrusted".into())),
+            ("model_context_window", toml::Value::Integer(200_000)),
+        ],
     )?;
     let report = editor(&world, &[]).await?;
 
@@ -109,6 +121,19 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
         .filter_map(|update| update["content"]["text"].as_str())
         .collect();
     assert_eq!(answer, "The file is made.");
+    let live_plan = updates
+        .iter()
+        .find(|update| update["sessionUpdate"] == "plan")
+        .with_context(|| format!("no plan: {updates:#?}"))?;
+    assert_eq!(
+        live_plan["entries"][0],
+        json!({"content": "make the file", "priority": "medium", "status": "in_progress"})
+    );
+    let live_usage = updates
+        .iter()
+        .rfind(|update| update["sessionUpdate"] == "usage_update")
+        .with_context(|| format!("no usage: {updates:#?}"))?;
+    assert!(live_usage["used"].as_u64().is_some_and(|used| used > 0));
 
     // The second prompt: cancelled while its permission request was open.
     assert_eq!(report["second"]["stopReason"], "cancelled", "{report:#}");
@@ -172,7 +197,10 @@ async fn an_editor_on_the_official_sdk_runs_a_session_with_permissions_and_a_can
     assert_eq!(call_again["status"], "completed");
     assert_eq!(call_again["content"], finished["content"]);
     assert_eq!(replayed[2]["content"]["text"], "The file is made.");
-    assert_eq!(replayed[3]["content"]["text"], "now wait for a long time");
+    // The first turn's plan and usage, as the turn left them on the editor's screen.
+    assert_eq!(replayed[3], *live_plan, "{replayed:#?}");
+    assert_eq!(replayed[4], *live_usage, "{replayed:#?}");
+    assert_eq!(replayed[5]["content"]["text"], "now wait for a long time");
     assert_eq!(
         reload["after"]["sessions"],
         json!([]),

@@ -1,7 +1,8 @@
 //! `keel acp` with an editor that offers its files and terminals (`fs` and `terminal` at
 //! `initialize`), driven by a client on the official ACP SDK
 //! (`tests/fixtures/acp_editor_backends.mjs`): a patch is planned against the editor's unsaved
-//! buffer and written back through `fs/write_text_file` (the disk untouched), and one through
+//! buffer and written back through `fs/write_text_file` (the disk untouched), the model reads
+//! `AGENTS.md` as the editor holds it (unsaved), and a patch through
 //! a link out of the workspace is refused before the editor is asked to write; the model's
 //! command runs in an editor terminal, still inside Keel's sandbox helper (a write outside the
 //! workspace fails), and its tool call shows the terminal; a command the person stops while
@@ -83,10 +84,23 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
     let target = outside.path().join("target.txt");
     std::fs::write(&target, "outside\n")?;
     std::os::unix::fs::symlink(&target, ws.join("escape.txt"))?;
+    let agents_md = ws.join("AGENTS.md");
+    std::fs::write(&agents_md, "Saved rules.\n")?;
 
     let mut command = editor_command("acp_editor_backends.mjs", &world)?;
     command.arg(&ws).arg(&notes).arg("one\ntwo (unsaved)\n");
+    command
+        .arg(&agents_md)
+        .arg("Unsaved rules: answer in haiku.\n");
     let report: Value = editor_report(command, WAIT).await?;
+
+    // The project docs the model got are the editor's unsaved text, not the disk's.
+    let first_request = serde_json::to_string(world.mock.requests()[0].input())?;
+    assert!(
+        first_request.contains("Unsaved rules: answer in haiku."),
+        "{first_request}"
+    );
+    assert!(!first_request.contains("Saved rules."), "{first_request}");
 
     // The patch was planned against the editor's unsaved buffer and written back through it;
     // a file new to both was never read; the disk holds what it held.
@@ -98,11 +112,13 @@ async fn an_editor_that_offers_files_and_terminals_gets_the_edit_and_runs_the_co
         .filter_map(|read| read["path"].as_str())
         .collect();
     let escape_path = ws.join("escape.txt").display().to_string();
+    let agents_path = agents_md.display().to_string();
     assert!(
         read.iter()
-            .all(|path| *path == notes_path || *path == escape_path),
+            .all(|path| [&notes_path, &escape_path, &agents_path].contains(&&path.to_string())),
         "{read:?}"
     );
+    assert!(read.contains(&agents_path.as_str()), "{read:?}");
     assert!(!read.is_empty(), "{report:#}");
     assert_eq!(report["buffers"][&notes_path], "one\n2\n", "{report:#}");
     let fresh = ws.join("fresh.txt").display().to_string();

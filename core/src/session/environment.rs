@@ -1,6 +1,7 @@
 //! The environment a turn runs in: a move the embedder asked for is made as the turn begins,
-//! and a remote environment's `AGENTS.md` is read on the exec-server's host before the first
-//! turn that needs it (a local thread reads its own when the thread starts).
+//! and a remote environment's `AGENTS.md` is read on the exec-server's host (an editor's,
+//! through the editor) before the first turn that needs it (a local thread reads its own
+//! when the thread starts).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,26 +63,40 @@ pub(super) async fn apply_environment_move(session: &Arc<Session>, ids: &TurnIds
     session.set_turn_context(updated);
 }
 
-/// The turn's context with the remote environment's project docs, read once per thread; a
-/// failed read is retried by the next turn and reported to the client as a warning.
+/// The turn's context with the project docs of where its files are, read once per thread:
+/// a remote environment's on its host (a failed read is retried by the next turn and
+/// reported to the client as a warning), or the client's when it serves the files (an
+/// editor's buffers); a local thread's others were read from disk when it started.
 pub(super) async fn with_environment_docs(
     session: &Session,
     ids: &TurnIds,
     context: Arc<TurnContext>,
 ) -> Arc<TurnContext> {
-    if session.processes().is_local() || session.environment_docs_read.load(Ordering::Acquire) {
+    if session.environment_docs_read.load(Ordering::Acquire) {
         return context;
     }
-    match read_project_docs(
-        session.processes(),
-        &context.cwd,
-        context.project_doc_max_bytes,
-    )
-    .await
-    {
+    let read = if let Some((conversation, files)) = session.processes().client_files() {
+        Ok(super::client_docs::read_client_project_docs(
+            files,
+            conversation,
+            &context.cwd,
+            context.project_doc_max_bytes,
+        )
+        .await)
+    } else if session.processes().is_local() {
+        return context;
+    } else {
+        read_project_docs(
+            session.processes(),
+            &context.cwd,
+            context.project_doc_max_bytes,
+        )
+        .await
+    };
+    match read {
         Ok(docs) => {
             session.environment_docs_read.store(true, Ordering::Release);
-            if docs.is_none() {
+            if docs.is_none() || docs == context.user_instructions {
                 return context;
             }
             let mut updated = (*context).clone();

@@ -4,6 +4,7 @@
 //! The submission loop never blocks on a turn: each turn runs on its own task so that
 //! interrupts, approvals and extra input are handled while it runs.
 
+mod client_docs;
 mod compact;
 mod environment;
 mod goal_accounting;

@@ -57,6 +57,25 @@ pub struct Turn {
     /// How long it ran, in milliseconds, once ended and when recorded.
     #[serde(default)]
     pub duration_ms: Option<u64>,
+    /// Keel addition: the plan as the turn last set it (`turn/plan/updated` happens live
+    /// only), so a client redrawing a recorded thread can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<TurnPlan>,
+    /// Keel addition: the token usage as last reported during the turn
+    /// (`thread/tokenUsage/updated` happens live only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<super::ThreadTokenUsage>,
+}
+
+/// A plan as `turn/plan/updated` carries it, kept with the turn that set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnPlan {
+    /// Why the plan last changed.
+    #[serde(default)]
+    pub explanation: Option<String>,
+    /// The whole plan.
+    pub plan: Vec<super::TurnPlanStep>,
 }
 
 impl Turn {
@@ -70,6 +89,8 @@ impl Turn {
             started_at,
             completed_at: None,
             duration_ms: None,
+            plan: None,
+            token_usage: None,
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use keel_protocol::app_server::{
     ContextCompactedNotification, ServerNotification, ThreadIdNotification, ThreadItem,
-    ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnPlanStep,
-    TurnPlanStepStatus, TurnPlanUpdatedNotification,
+    ThreadTokenUsage, ThreadTokenUsageUpdatedNotification, TurnDiffUpdatedNotification, TurnPlan,
+    TurnPlanStep, TurnPlanStepStatus, TurnPlanUpdatedNotification,
 };
 use keel_protocol::{EventMsg, StepStatus};
 
@@ -58,23 +58,30 @@ impl Translator {
             }
             EventMsg::PlanUpdate(plan) => {
                 let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                let recorded = TurnPlan {
+                    explanation: plan.explanation.clone(),
+                    plan: plan
+                        .plan
+                        .iter()
+                        .map(|item| TurnPlanStep {
+                            step: item.step.clone(),
+                            status: match item.status {
+                                StepStatus::Pending => TurnPlanStepStatus::Pending,
+                                StepStatus::InProgress => TurnPlanStepStatus::InProgress,
+                                StepStatus::Completed => TurnPlanStepStatus::Completed,
+                            },
+                        })
+                        .collect(),
+                };
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.plan = Some(recorded.clone());
+                }
                 out.push(Output::notify(ServerNotification::TurnPlanUpdated(
                     TurnPlanUpdatedNotification {
                         thread_id,
                         turn_id,
-                        explanation: plan.explanation.clone(),
-                        plan: plan
-                            .plan
-                            .iter()
-                            .map(|item| TurnPlanStep {
-                                step: item.step.clone(),
-                                status: match item.status {
-                                    StepStatus::Pending => TurnPlanStepStatus::Pending,
-                                    StepStatus::InProgress => TurnPlanStepStatus::InProgress,
-                                    StepStatus::Completed => TurnPlanStepStatus::Completed,
-                                },
-                            })
-                            .collect(),
+                        explanation: recorded.explanation,
+                        plan: recorded.plan,
                     },
                 )));
             }
@@ -91,11 +98,15 @@ impl Translator {
             EventMsg::TokenCount(count) => {
                 if let Some(info) = &count.info {
                     let turn_id = self.active_turn_id().unwrap_or_default().to_string();
+                    let usage = ThreadTokenUsage::from(info.clone());
+                    if let Some(turn) = self.turn.as_mut() {
+                        turn.token_usage = Some(usage.clone());
+                    }
                     out.push(Output::notify(ServerNotification::ThreadTokenUsageUpdated(
                         ThreadTokenUsageUpdatedNotification {
                             thread_id,
                             turn_id,
-                            token_usage: info.clone().into(),
+                            token_usage: usage,
                         },
                     )));
                 }

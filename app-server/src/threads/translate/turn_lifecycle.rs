@@ -84,6 +84,8 @@ impl Translator {
             started_at: turn.started_at,
             completed_at: end.map(|end| end.at),
             duration_ms: end.map(|end| end.duration_ms),
+            plan: turn.plan,
+            token_usage: turn.token_usage,
         };
         self.lingering.extend(
             turn.items

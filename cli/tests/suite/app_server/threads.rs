@@ -3,7 +3,7 @@ use keel_protocol::app_server::{
     ThreadLoadedListParams, ThreadReadParams, ThreadSetNameParams, ThreadStatus,
     client_request as rq, server_notification as nt,
 };
-use keel_test_support::{Script, Turn, assistant_message, shell_call};
+use keel_test_support::{Script, Turn, assistant_message, function_call, shell_call};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -76,6 +76,81 @@ async fn resume_after_restart_keeps_history_and_fork_copies_it() -> anyhow::Resu
         "{sent}"
     );
     world.mock.verify()?;
+    Ok(())
+}
+
+/// A turn keeps the plan and the usage it last reported (Keel additions to `Turn`, so a
+/// client redrawing a recorded thread can show them), and a resumed or forked thread's usage
+/// is told again after the answer, with the turn it came from, as Codex does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_turn_keeps_its_plan_and_usage_and_resume_tells_the_usage() -> anyhow::Result<()>
+{
+    let first = json!({"plan": [{"step": "look", "status": "completed"}]});
+    let second = json!({"explanation": "looked", "plan": [
+        {"step": "look", "status": "completed"},
+        {"step": "answer", "status": "in_progress"},
+    ]});
+    let script = Script::new([
+        Turn::new([function_call("p1", "update_plan", first.to_string())]),
+        Turn::new([function_call("p2", "update_plan", second.to_string())]),
+        Turn::new([assistant_message("planned")]),
+    ]);
+    let world = World::new(
+        script,
+        &[("model_context_window", toml::Value::Integer(100_000))],
+    )
+    .await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "plan it").await?;
+    let live_usage = server
+        .next_notification::<nt::ThreadTokenUsageUpdated>(|_| true)
+        .await?;
+    let completed = server.read_turn_completed(&turn_id).await?;
+    let live_turn = completed["turn"].clone();
+    assert_eq!(
+        live_turn["plan"],
+        json!({"explanation": "looked", "plan": [
+            {"step": "look", "status": "completed"},
+            {"step": "answer", "status": "inProgress"},
+        ]}),
+        "{completed}"
+    );
+    assert_eq!(live_turn["tokenUsage"]["modelContextWindow"], 100_000);
+    assert!(live_usage.token_usage.total.total_tokens > 0);
+    drop(server);
+
+    // After a restart the recorded turn is the live one, and its usage is told again.
+    let mut server = world.server().await?;
+    let resumed = server
+        .request("thread/resume", json!({"threadId": thread_id}))
+        .await?;
+    let turn = &resumed["thread"]["turns"][0];
+    assert_eq!(turn["plan"], live_turn["plan"], "{resumed}");
+    assert_eq!(turn["tokenUsage"], live_turn["tokenUsage"], "{resumed}");
+    let told = server
+        .next_notification::<nt::ThreadTokenUsageUpdated>(|told| told.thread_id == thread_id)
+        .await?;
+    assert_eq!(told.turn_id, turn_id);
+    assert_eq!(
+        serde_json::to_value(&told.token_usage)?,
+        live_turn["tokenUsage"]
+    );
+
+    let forked = server
+        .request("thread/fork", json!({"threadId": thread_id}))
+        .await?;
+    let fork_id = forked["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let told = server
+        .next_notification::<nt::ThreadTokenUsageUpdated>(|told| told.thread_id == fork_id)
+        .await?;
+    assert_eq!(
+        serde_json::to_value(&told.token_usage)?,
+        live_turn["tokenUsage"]
+    );
     Ok(())
 }
 
