@@ -51,6 +51,8 @@ pub(crate) struct Agent {
     models: tokio::sync::OnceCell<Vec<keel_protocol::app_server::Model>>,
     /// How the engine was set up (for the configured writable roots).
     pub(crate) server: ServerConfig,
+    /// Whether an editor that asks for the draft v2 gets it.
+    protocol_v2: bool,
 }
 
 type Answer = Result<Value, JsonRpcErrorObject>;
@@ -61,7 +63,11 @@ fn error(code: i64, message: impl Into<String>) -> JsonRpcErrorObject {
 
 impl Agent {
     /// Starts the engine and the writer, and begins forwarding the engine's events.
-    pub(crate) async fn start<W>(mut config: ServerConfig, output: W) -> Result<Arc<Self>, AcpError>
+    pub(crate) async fn start<W>(
+        mut config: ServerConfig,
+        options: crate::AcpOptions,
+        output: W,
+    ) -> Result<Arc<Self>, AcpError>
     where
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -97,6 +103,7 @@ impl Agent {
             models: tokio::sync::OnceCell::new(),
             prompts: Default::default(),
             server,
+            protocol_v2: options.protocol_v2,
         });
         let events = Arc::clone(&agent);
         tokio::spawn(async move { events.forward_events().await });
@@ -116,8 +123,16 @@ impl Agent {
             }
             match JsonRpcMessage::from_json(&line) {
                 Ok(JsonRpcMessage::Request(request)) => {
+                    // The version is settled before the next message is read.
+                    if request.method == "initialize" && self.asks_for_v2(&request) {
+                        self.wire.speak_v2();
+                    }
                     let agent = Arc::clone(&self);
-                    requests.spawn(async move { agent.handle_request(request).await });
+                    if self.wire.v2().is_some() {
+                        requests.spawn(async move { agent.handle_request_v2(request).await });
+                    } else {
+                        requests.spawn(async move { agent.handle_request(request).await });
+                    }
                     // Finished requests are reaped as the session goes on.
                     while requests.try_join_next().is_some() {}
                 }
@@ -167,6 +182,19 @@ impl Agent {
         self.client.shutdown(SHUTDOWN_GRACE).await;
         self.wire.flush().await;
         Ok(())
+    }
+
+    /// Whether this `initialize` asks for the draft v2 and the agent may speak it.
+    fn asks_for_v2(&self, request: &JsonRpcRequest) -> bool {
+        self.protocol_v2
+            && request
+                .params
+                .as_ref()
+                .and_then(|params| params.get("protocolVersion"))
+                .and_then(Value::as_u64)
+                .is_some_and(|version| {
+                    version >= u64::from(keel_protocol::acp::v2::ACP_V2_PROTOCOL_VERSION)
+                })
     }
 
     /// Answers one of the engine's requests.
@@ -325,7 +353,7 @@ impl Agent {
         }
     }
 
-    async fn new_session(
+    pub(crate) async fn new_session(
         &self,
         params: NewSessionRequest,
     ) -> Result<NewSessionResponse, JsonRpcErrorObject> {
@@ -466,7 +494,7 @@ impl Agent {
     }
 
     /// Changes a picker; every picker as it is now. A mode change is announced as such too.
-    async fn set_option(
+    pub(crate) async fn set_option(
         &self,
         session_id: &str,
         config_id: &str,

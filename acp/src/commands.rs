@@ -37,6 +37,16 @@ pub(crate) enum Command {
 impl Agent {
     /// Offers the session's commands to the editor.
     pub(crate) async fn announce_commands(&self, session_id: &str) {
+        let available_commands = self.commands_of(session_id).await;
+        self.send_update(
+            session_id,
+            SessionUpdate::AvailableCommandsUpdate { available_commands },
+        )
+        .await;
+    }
+
+    /// The session's commands: Keel's own, then its enabled skills.
+    pub(crate) async fn commands_of(&self, session_id: &str) -> Vec<AvailableCommand> {
         let mut commands = vec![
             AvailableCommand {
                 name: COMPACT.to_string(),
@@ -79,13 +89,7 @@ impl Agent {
                 }),
             });
         }
-        self.send_update(
-            session_id,
-            SessionUpdate::AvailableCommandsUpdate {
-                available_commands: commands,
-            },
-        )
-        .await;
+        commands
     }
 
     /// The enabled skills a thread in the session's folder is offered.

@@ -1,5 +1,5 @@
-//! keel-acp: Keel as an Agent Client Protocol (ACP v1) agent for editors. An editor starts
-//! `keel acp` and speaks JSON-RPC 2.0 on its stdin and stdout, one message per line; each ACP
+//! keel-acp: Keel as an Agent Client Protocol (ACP v1, and the draft v2 when asked for) agent
+//! for editors. An editor starts `keel acp` and speaks JSON-RPC 2.0 on its stdin and stdout, one message per line; each ACP
 //! session is a Keel thread of an app-server running in this process (the in-process client),
 //! so configuration, providers, sandbox and approvals are exactly those of `keel exec`.
 //!
@@ -23,22 +23,39 @@ mod session_setup;
 mod sessions;
 mod subagents;
 mod updates;
+mod v2;
 mod wire;
 
 pub use error::AcpError;
 
 use keel_app_server::ServerConfig;
 
+/// How the agent speaks to editors beyond ACP v1.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AcpOptions {
+    /// Speak the draft ACP v2 to an editor that asks for it at `initialize` (the draft may
+    /// still change; editors that ask for v1 get v1 either way).
+    pub protocol_v2: bool,
+}
+
 /// Serves one editor on stdin and stdout until stdin closes.
-pub async fn run_stdio(config: ServerConfig) -> Result<(), AcpError> {
-    serve(tokio::io::stdin(), tokio::io::stdout(), config).await
+pub async fn run_stdio(config: ServerConfig, options: AcpOptions) -> Result<(), AcpError> {
+    serve(tokio::io::stdin(), tokio::io::stdout(), config, options).await
 }
 
 /// Serves one editor on `input` and `output` until `input` ends.
-pub async fn serve<R, W>(input: R, output: W, config: ServerConfig) -> Result<(), AcpError>
+pub async fn serve<R, W>(
+    input: R,
+    output: W,
+    config: ServerConfig,
+    options: AcpOptions,
+) -> Result<(), AcpError>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    agent::Agent::start(config, output).await?.run(input).await
+    agent::Agent::start(config, options, output)
+        .await?
+        .run(input)
+        .await
 }

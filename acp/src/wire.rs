@@ -33,6 +33,9 @@ pub(crate) struct Wire {
     lines: mpsc::Sender<Out>,
     next_id: Arc<AtomicI64>,
     waiting: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>>,
+    /// Set once the editor and the agent agreed on the draft v2 at `initialize`: what is sent
+    /// in v1's shapes goes out in v2's.
+    v2: Arc<std::sync::OnceLock<Arc<crate::v2::Converter>>>,
 }
 
 impl Wire {
@@ -66,7 +69,18 @@ impl Wire {
             lines,
             next_id: Arc::new(AtomicI64::new(0)),
             waiting: Arc::default(),
+            v2: Arc::default(),
         }
+    }
+
+    /// From now on, speaks the draft v2 (the connection's `initialize` asked for it).
+    pub(crate) fn speak_v2(&self) -> Arc<crate::v2::Converter> {
+        Arc::clone(self.v2.get_or_init(Arc::default))
+    }
+
+    /// The v2 translation, when the connection speaks v2.
+    pub(crate) fn v2(&self) -> Option<&Arc<crate::v2::Converter>> {
+        self.v2.get()
     }
 
     async fn send(&self, message: JsonRpcMessage) {
@@ -115,13 +129,35 @@ impl Wire {
         .await;
     }
 
-    /// Sends one `session/update`.
+    /// Sends one `session/update` (as what it becomes in v2, when the connection speaks v2).
     pub(crate) async fn session_update(
         &self,
         session_id: &str,
         update: keel_protocol::acp::SessionUpdate,
     ) {
+        if let Some(v2) = self.v2() {
+            for update in v2.update(session_id, update) {
+                self.session_update_v2(session_id, update).await;
+            }
+            return;
+        }
         let params = keel_protocol::acp::SessionNotification {
+            session_id: session_id.to_string(),
+            update,
+        };
+        match serde_json::to_value(&params) {
+            Ok(params) => self.notify("session/update", params).await,
+            Err(err) => tracing::warn!("cannot encode an update: {err}"),
+        }
+    }
+
+    /// Sends one v2 `session/update`.
+    pub(crate) async fn session_update_v2(
+        &self,
+        session_id: &str,
+        update: keel_protocol::acp::v2::SessionUpdate,
+    ) {
+        let params = keel_protocol::acp::v2::SessionNotification {
             session_id: session_id.to_string(),
             update,
         };
@@ -134,6 +170,12 @@ impl Wire {
     /// Sends a request; the answer arrives on the returned receiver (dropped unanswered if
     /// the editor goes away).
     pub(crate) async fn request(&self, method: &str, params: Value) -> oneshot::Receiver<Answer> {
+        let params = match self.v2() {
+            Some(_) if method == "session/request_permission" => {
+                crate::v2::permission_params(params)
+            }
+            _ => params,
+        };
         let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id.clone(), tx);

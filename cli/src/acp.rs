@@ -15,6 +15,10 @@ pub struct AcpArgs {
     /// Override a configuration value for every session, e.g. `-c model=o3`.
     #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
     config_overrides: Vec<String>,
+    /// Speak the draft ACP v2 to an editor that asks for it at `initialize` (the draft may
+    /// still change; editors asking for v1 get v1 either way).
+    #[arg(long)]
+    protocol_v2: bool,
 }
 
 /// Serves the editor until it closes stdin.
@@ -25,14 +29,19 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         cli_overrides.push(parse_cli_override(raw)?);
     }
     let cwd = std::env::current_dir().context("reading the current directory")?;
-    keel_acp::run_stdio(ServerConfig {
-        keel_home: home,
-        cli_overrides,
-        cwd,
-        session_source: SessionSource::Cli,
-        deliver_queued_messages: true,
-        client_backends: Default::default(),
-    })
+    keel_acp::run_stdio(
+        ServerConfig {
+            keel_home: home,
+            cli_overrides,
+            cwd,
+            session_source: SessionSource::Cli,
+            deliver_queued_messages: true,
+            client_backends: Default::default(),
+        },
+        keel_acp::AcpOptions {
+            protocol_v2: args.protocol_v2,
+        },
+    )
     .await?;
     Ok(ExitCode::SUCCESS)
 }

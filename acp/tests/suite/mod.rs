@@ -1,1 +1,2 @@
 mod schema_drift;
+mod schema_drift_v2;

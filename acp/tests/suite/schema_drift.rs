@@ -30,14 +30,14 @@ fn reference() -> anyhow::Result<Value> {
     ))?)
 }
 
-fn root_schema<T: JsonSchema>() -> Value {
+pub(super) fn root_schema<T: JsonSchema>() -> Value {
     schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value()
 }
 
-fn resolve<'a>(schema: &'a Value, defs: &'a Value) -> &'a Value {
+pub(super) fn resolve<'a>(schema: &'a Value, defs: &'a Value) -> &'a Value {
     match schema.get("$ref").and_then(Value::as_str) {
         Some(reference) => {
             let name = reference.rsplit('/').next().unwrap_or_default();
@@ -48,7 +48,7 @@ fn resolve<'a>(schema: &'a Value, defs: &'a Value) -> &'a Value {
 }
 
 /// Property and required names of an object schema, through `$ref` and `allOf`.
-fn shape(schema: &Value, defs: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+pub(super) fn shape(schema: &Value, defs: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     let schema = if schema.get("properties").is_some() {
         schema
     } else {
@@ -75,7 +75,7 @@ fn shape(schema: &Value, defs: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     (props, required)
 }
 
-fn names(value: &Value) -> BTreeSet<String> {
+pub(super) fn names(value: &Value) -> BTreeSet<String> {
     value
         .as_array()
         .into_iter()
@@ -87,12 +87,12 @@ fn names(value: &Value) -> BTreeSet<String> {
 
 /// Who writes a message: the agent (Keel) or the editor.
 #[derive(Clone, Copy, PartialEq)]
-enum Writer {
+pub(super) enum Writer {
     Keel,
     Editor,
 }
 
-fn check(
+pub(super) fn check(
     what: &str,
     (props, required): (BTreeSet<String>, BTreeSet<String>),
     theirs: &Value,
@@ -123,7 +123,7 @@ fn check(
 }
 
 /// The `(tag, variant schema)` pairs of an internally tagged enum.
-fn variants(schema: &Value, tag: &str) -> Vec<(String, Value)> {
+pub(super) fn variants(schema: &Value, tag: &str) -> Vec<(String, Value)> {
     schema["oneOf"]
         .as_array()
         .into_iter()
@@ -143,7 +143,7 @@ fn variants(schema: &Value, tag: &str) -> Vec<(String, Value)> {
 }
 
 /// The string values of a unit enum.
-fn values(schema: &Value) -> BTreeSet<String> {
+pub(super) fn values(schema: &Value) -> BTreeSet<String> {
     let mut found = names(&schema["enum"]);
     for variant in schema["oneOf"].as_array().into_iter().flatten() {
         if let Some(value) = variant["const"].as_str() {

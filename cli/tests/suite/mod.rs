@@ -5,6 +5,7 @@ mod acp_editor;
 mod acp_editor_backends;
 mod acp_session_extras;
 mod acp_subagents;
+mod acp_v2;
 mod agents;
 mod app_server;
 mod chat_streams;

@@ -12,6 +12,7 @@ mod initialize;
 mod permission;
 mod session;
 mod update;
+pub mod v2;
 
 pub use client_methods::*;
 pub use config::*;
