@@ -65,7 +65,7 @@ impl Agent {
     /// Starts the engine and the writer, and begins forwarding the engine's events.
     pub(crate) async fn start<W>(
         mut config: ServerConfig,
-        options: crate::AcpOptions,
+        options: crate::options::AcpOptions,
         output: W,
     ) -> Result<Arc<Self>, AcpError>
     where

@@ -17,6 +17,7 @@ mod error;
 mod history;
 mod mcp_servers;
 mod modes;
+mod options;
 mod permissions;
 mod prompt;
 mod session_setup;
@@ -27,16 +28,9 @@ mod v2;
 mod wire;
 
 pub use error::AcpError;
+pub use options::AcpOptions;
 
 use keel_app_server::ServerConfig;
-
-/// How the agent speaks to editors beyond ACP v1.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AcpOptions {
-    /// Speak the draft ACP v2 to an editor that asks for it at `initialize` (the draft may
-    /// still change; editors that ask for v1 get v1 either way).
-    pub protocol_v2: bool,
-}
 
 /// Serves one editor on stdin and stdout until stdin closes.
 pub async fn run_stdio(config: ServerConfig, options: AcpOptions) -> Result<(), AcpError> {

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Thread, ThreadItem, ThreadStatus, ThreadTokenUsage, Turn, TurnError};
+use super::{Thread, ThreadItem, ThreadStatus, ThreadTokenUsage, Turn, TurnError, TurnPlanStep};
 use crate::RequestId;
 
 /// `thread/started`.
@@ -73,27 +73,6 @@ pub struct TurnDiffUpdatedNotification {
     pub turn_id: String,
     /// Every file changed in the turn so far, as one unified diff.
     pub diff: String,
-}
-
-/// One step of `turn/plan/updated`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct TurnPlanStep {
-    /// The step.
-    pub step: String,
-    /// `pending`, `inProgress` or `completed`.
-    pub status: TurnPlanStepStatus,
-}
-
-/// Progress of a plan step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum TurnPlanStepStatus {
-    /// Not started.
-    Pending,
-    /// Being worked on.
-    InProgress,
-    /// Done.
-    Completed,
 }
 
 /// `turn/plan/updated`.

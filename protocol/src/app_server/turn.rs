@@ -75,7 +75,28 @@ pub struct TurnPlan {
     #[serde(default)]
     pub explanation: Option<String>,
     /// The whole plan.
-    pub plan: Vec<super::TurnPlanStep>,
+    pub plan: Vec<TurnPlanStep>,
+}
+
+/// One step of `turn/plan/updated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnPlanStep {
+    /// The step.
+    pub step: String,
+    /// `pending`, `inProgress` or `completed`.
+    pub status: TurnPlanStepStatus,
+}
+
+/// Progress of a plan step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnPlanStepStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
 }
 
 impl Turn {
