@@ -60,9 +60,9 @@ pub(crate) struct AppState {
     config_writes: std::sync::Mutex<()>,
     /// Which threads a person has seen.
     pub read_states: Arc<crate::read_state::ReadStates>,
-    /// The index behind `thread/list` and `thread/search`, opened on first use (`None` when
-    /// it cannot be: listings then read the rollouts).
-    thread_index: tokio::sync::OnceCell<Option<Arc<keel_core::ThreadIndex>>>,
+    /// The recorded threads behind `thread/list`, `thread/search` and lookups by id (the
+    /// rollouts under the Keel home, through the thread index when it can be used).
+    pub(crate) catalog: Arc<keel_core::FileThreadCatalog>,
     /// Environments clients added (`environment/add`).
     pub(crate) environments: crate::handlers::AddedEnvironments,
     /// Messages queued for threads (`thread/queue/*`), opened on first use.
@@ -101,6 +101,7 @@ impl AppState {
             "Clients connected to the app-server",
             move || served.load(std::sync::atomic::Ordering::Relaxed) as u64,
         );
+        let catalog = Arc::new(keel_core::FileThreadCatalog::new(&config.keel_home));
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
@@ -108,7 +109,7 @@ impl AppState {
             connections,
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
-            thread_index: tokio::sync::OnceCell::new(),
+            catalog,
             thread_queue: tokio::sync::OnceCell::new(),
             thread_organizer: tokio::sync::OnceCell::new(),
             extra_skill_roots: Default::default(),
@@ -117,58 +118,13 @@ impl AppState {
         }
     }
 
-    /// The rollout file of recorded thread `id` (live or, with `archived`, in the archive):
-    /// from the index, or by walking the rollouts when there is none.
+    /// The rollout file of recorded thread `id` (live or, with `archived`, in the archive).
     pub(crate) async fn find_rollout(
         &self,
         id: ConversationId,
         archived: bool,
     ) -> Result<Option<std::path::PathBuf>> {
-        if let Some(index) = self.thread_index().await {
-            match tokio::task::spawn_blocking(move || index.find(id, archived)).await {
-                Ok(Ok(found)) => return Ok(found),
-                Ok(Err(err)) => tracing::warn!("thread index lookup failed: {err}"),
-                Err(err) => tracing::warn!("thread index lookup stopped: {err}"),
-            }
-        }
-        let root = self.keel_home().join(if archived {
-            keel_core::ARCHIVED_SESSIONS_DIR
-        } else {
-            keel_core::SESSIONS_DIR
-        });
-        let mut cursor = None;
-        loop {
-            let page = keel_core::list_conversations_in(&root, 200, cursor.as_deref()).await?;
-            if let Some(found) = page.items.into_iter().find(|s| s.id == id) {
-                return Ok(Some(found.path));
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(None),
-            }
-        }
-    }
-
-    /// The thread index, opened (and built if missing) on first use.
-    pub(crate) async fn thread_index(&self) -> Option<Arc<keel_core::ThreadIndex>> {
-        self.thread_index
-            .get_or_init(|| async {
-                let home = self.config.keel_home.clone();
-                match tokio::task::spawn_blocking(move || keel_core::ThreadIndex::open(&home)).await
-                {
-                    Ok(Ok(index)) => Some(Arc::new(index)),
-                    Ok(Err(err)) => {
-                        tracing::warn!("no thread index, listings read the rollouts: {err}");
-                        None
-                    }
-                    Err(err) => {
-                        tracing::warn!("no thread index: {err}");
-                        None
-                    }
-                }
-            })
-            .await
-            .clone()
+        Ok(self.catalog.find_path(id, archived).await?)
     }
 
     /// The home's queued messages (opened on first use).

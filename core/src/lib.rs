@@ -128,14 +128,14 @@ pub use processes::{ProcessError, exec_server_bearer_token, exec_server_bearer_t
 pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,
-    InMemoryRolloutStore, InvalidCursor, ListCursor, ListSort, LoadedRollout, RolloutItem,
-    RolloutRecorder, RolloutSink, RolloutStore, SESSIONS_DIR, SessionMeta, ThreadFilter,
-    TranscriptEntry, archive_rollout, delete_rollout, find_rollout_path, first_message_match,
-    list_conversations, list_conversations_in, load_rollout, read_transcript, summarise,
-    unarchive_rollout,
+    FileThreadCatalog, InMemoryRolloutStore, InvalidCursor, ListCursor, ListSort, LoadedRollout,
+    RolloutItem, RolloutRecorder, RolloutSink, RolloutStore, SESSIONS_DIR, SearchHit, SearchPage,
+    SessionMeta, ThreadCatalog, ThreadCatalogError, ThreadFilter, ThreadSearch, TranscriptEntry,
+    archive_rollout, delete_rollout, find_rollout_path, first_message_match, list_conversations,
+    list_conversations_in, load_rollout, read_transcript, summarise, unarchive_rollout,
 };
 #[cfg(feature = "thread-index")]
-pub use rollout::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+pub use rollout::{ThreadIndex, ThreadIndexError};
 #[cfg(feature = "thread-index")]
 pub use thread_organizer::{
     AttachmentPage, PINNED_SECTION_ID, SectionMembership, THREAD_ORGANIZER_FILE, ThreadOrganizer,

@@ -4,6 +4,7 @@
 //! An embedding program may record them elsewhere through a [`RolloutStore`].
 
 mod archive;
+mod catalog;
 mod fold;
 mod index;
 mod items;
@@ -19,11 +20,12 @@ mod thread_filter;
 mod transcript_events;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
+pub use catalog::{FileThreadCatalog, ThreadCatalog, ThreadCatalogError, ThreadSearch};
 #[cfg(feature = "thread-index")]
-pub use index::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+pub use index::{ThreadIndex, ThreadIndexError};
 pub use list::{find_rollout_path, list_conversations, list_conversations_in};
 pub use search::first_message_match;
-pub use summary::{ConversationSummary, ConversationsPage, summarise};
+pub use summary::{ConversationSummary, ConversationsPage, SearchHit, SearchPage, summarise};
 pub use thread_filter::{InvalidCursor, ListCursor, ListSort, ThreadFilter};
 
 /// Where live rollout files are kept, under the Keel home.

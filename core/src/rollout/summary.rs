@@ -143,3 +143,21 @@ pub struct ConversationsPage {
     /// Pass to the next call to continue; `None` at the end.
     pub next_cursor: Option<String>,
 }
+
+/// A thread that mentions the searched text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The thread.
+    pub summary: ConversationSummary,
+    /// Its first message (or its name) that mentions the text, cut around the mention.
+    pub snippet: String,
+}
+
+/// One page of search results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    /// Newest first.
+    pub items: Vec<SearchHit>,
+    /// Pass back for the next page; `None` at the end.
+    pub next_cursor: Option<String>,
+}

@@ -20,4 +20,4 @@ pub(crate) use live::note_live;
 #[cfg(feature = "thread-index")]
 pub(crate) use store::index_exists;
 #[cfg(feature = "thread-index")]
-pub use store::{SearchHit, SearchPage, ThreadIndex, ThreadIndexError};
+pub use store::{ThreadIndex, ThreadIndexError};

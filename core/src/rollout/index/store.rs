@@ -9,7 +9,7 @@ use keel_protocol::app_server::SessionSource;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::scan::{self, SEPARATOR};
-use crate::rollout::summary::ConversationSummary;
+use crate::rollout::summary::{ConversationSummary, SearchHit, SearchPage};
 use crate::rollout::thread_filter::{ListCursor, ThreadFilter};
 use crate::rollout::{ARCHIVED_SESSIONS_DIR, ConversationsPage, SESSIONS_DIR};
 
@@ -36,24 +36,6 @@ pub enum ThreadIndexError {
         #[source]
         source: rusqlite::Error,
     },
-}
-
-/// A thread that mentions the searched text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchHit {
-    /// The thread.
-    pub summary: ConversationSummary,
-    /// Its first message (or its name) that mentions the text, cut around the mention.
-    pub snippet: String,
-}
-
-/// One page of search results.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchPage {
-    /// Newest first.
-    pub items: Vec<SearchHit>,
-    /// Pass back for the next page; `None` at the end.
-    pub next_cursor: Option<String>,
 }
 
 /// The index of one Keel home's rollouts (see the module docs).

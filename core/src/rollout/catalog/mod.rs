@@ -1,0 +1,242 @@
+//! The recorded threads as a service browses them: found by id, listed with filters and a
+//! cursor, searched by their messages and names. Files under a Keel home are the default
+//! ([`FileThreadCatalog`]: the SQLite thread index, or the rollouts read one by one when the
+//! index cannot be used); a service whose threads live elsewhere implements [`ThreadCatalog`].
+
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+use keel_protocol::ConversationId;
+
+use super::{
+    ConversationSummary, ConversationsPage, SearchHit, SearchPage, ThreadFilter,
+    first_message_match, list_conversations_in, summarise,
+};
+use crate::error::CoreError;
+
+#[cfg(feature = "thread-index")]
+mod indexed;
+#[cfg(not(feature = "thread-index"))]
+mod unindexed;
+#[cfg(not(feature = "thread-index"))]
+use unindexed as indexed;
+
+/// Why a catalog could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ThreadCatalogError {
+    /// A search cursor this catalog did not hand out (or from before the index changed).
+    #[error("`cursor` {0:?} is not a cursor this server returned; search again without one")]
+    UnknownCursor(String),
+    /// The records could not be read.
+    #[error(transparent)]
+    Read(#[from] CoreError),
+}
+
+/// What a search asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSearch {
+    /// The text (matched case-insensitively).
+    pub term: String,
+    /// The archive instead of the live threads.
+    pub archived: bool,
+    /// Where the previous page ended.
+    pub cursor: Option<String>,
+    /// Page size.
+    pub limit: usize,
+}
+
+/// The recorded threads, for listing and finding them by id.
+pub trait ThreadCatalog: Send + Sync {
+    /// The summary of thread `id` (live, or with `archived` in the archive); `None` when the
+    /// catalog does not hold it.
+    fn find(
+        &self,
+        id: ConversationId,
+        archived: bool,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>>;
+
+    /// Threads that had a turn and pass `filter`, a page at a time.
+    fn list(
+        &self,
+        filter: ThreadFilter,
+    ) -> BoxFuture<'_, Result<ConversationsPage, ThreadCatalogError>>;
+
+    /// Threads that had a turn whose user or assistant messages, or name, contain the term,
+    /// newest first, each with a snippet of its first match.
+    fn search(&self, search: ThreadSearch)
+    -> BoxFuture<'_, Result<SearchPage, ThreadCatalogError>>;
+}
+
+/// The rollouts under a Keel home, through the thread index when it can be used.
+pub struct FileThreadCatalog {
+    keel_home: PathBuf,
+    index: indexed::Index,
+}
+
+impl FileThreadCatalog {
+    /// The catalog of `keel_home` (its index is opened, or built, on first use).
+    pub fn new(keel_home: impl Into<PathBuf>) -> Self {
+        let keel_home = keel_home.into();
+        Self {
+            index: indexed::Index::new(&keel_home),
+            keel_home,
+        }
+    }
+
+    fn root(&self, archived: bool) -> PathBuf {
+        self.keel_home.join(if archived {
+            super::ARCHIVED_SESSIONS_DIR
+        } else {
+            super::SESSIONS_DIR
+        })
+    }
+
+    /// The rollout file of thread `id` (live, or with `archived` in the archive): from the
+    /// index, or by walking the rollouts when there is none.
+    pub async fn find_path(
+        &self,
+        id: ConversationId,
+        archived: bool,
+    ) -> Result<Option<PathBuf>, CoreError> {
+        if let Some(found) = self.index.find(id, archived).await {
+            return Ok(found);
+        }
+        let root = self.root(archived);
+        let mut cursor = None;
+        loop {
+            let page = list_conversations_in(&root, 200, cursor.as_deref()).await?;
+            if let Some(found) = page.items.into_iter().find(|s| s.id == id) {
+                return Ok(Some(found.path));
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// `list` without the index: every rollout's head, filtered and paged as the index would.
+    async fn scan_list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, CoreError> {
+        let root = self.root(filter.archived);
+        let mut all: Vec<ConversationSummary> = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+            all.extend(page.items);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(filter.page(all)),
+            }
+        }
+    }
+
+    /// `search` without the index: the rollouts one by one, each read up to its first match.
+    /// Its cursor is a file name, as `list`'s.
+    async fn scan_search(&self, search: &ThreadSearch) -> Result<SearchPage, CoreError> {
+        let root = self.root(search.archived);
+        let mut found: Vec<SearchHit> = Vec::new();
+        let mut cursor = search.cursor.clone();
+        loop {
+            let page = list_conversations_in(&root, 100, cursor.as_deref()).await?;
+            for summary in page.items {
+                if found.len() == search.limit {
+                    let next = found.last().and_then(|hit| file_name(&hit.summary));
+                    return Ok(SearchPage {
+                        items: found,
+                        next_cursor: next,
+                    });
+                }
+                if !summary.has_turns {
+                    continue;
+                }
+                let path = summary.path.clone();
+                let needle = search.term.clone();
+                let matched =
+                    tokio::task::spawn_blocking(move || first_message_match(&path, &needle))
+                        .await
+                        .map_err(|err| CoreError::Rollout {
+                            path: summary.path.clone(),
+                            message: format!("searching stopped: {err}"),
+                        })?;
+                let snippet = matched.or_else(|| {
+                    summary
+                        .name
+                        .as_ref()
+                        .filter(|name| name.to_lowercase().contains(&search.term))
+                        .cloned()
+                });
+                if let Some(snippet) = snippet {
+                    found.push(SearchHit { summary, snippet });
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => {
+                    return Ok(SearchPage {
+                        items: found,
+                        next_cursor: None,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl ThreadCatalog for FileThreadCatalog {
+    fn find(
+        &self,
+        id: ConversationId,
+        archived: bool,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
+        Box::pin(async move {
+            let Some(path) = self.find_path(id, archived).await? else {
+                return Ok(None);
+            };
+            Ok(summarise(&path).await)
+        })
+    }
+
+    fn list(
+        &self,
+        filter: ThreadFilter,
+    ) -> BoxFuture<'_, Result<ConversationsPage, ThreadCatalogError>> {
+        Box::pin(async move {
+            if let Some(page) = self.index.list(&filter).await {
+                return Ok(page);
+            }
+            Ok(self.scan_list(&filter).await?)
+        })
+    }
+
+    fn search(
+        &self,
+        search: ThreadSearch,
+    ) -> BoxFuture<'_, Result<SearchPage, ThreadCatalogError>> {
+        Box::pin(async move {
+            let search = ThreadSearch {
+                term: search.term.to_lowercase(),
+                ..search
+            };
+            let usable = self.index.usable().await;
+            // The index pages by its own positions, the scan by file names: a cursor from the
+            // other (the index became unusable between two pages) is refused, not misread.
+            if let Some(cursor) = &search.cursor
+                && cursor.parse::<i64>().is_ok() != usable
+            {
+                return Err(ThreadCatalogError::UnknownCursor(cursor.clone()));
+            }
+            if let Some(page) = self.index.search(&search).await {
+                return Ok(page);
+            }
+            Ok(self.scan_search(&search).await?)
+        })
+    }
+}
+
+/// A summary's rollout file name (the scan's cursor).
+fn file_name(summary: &ConversationSummary) -> Option<String> {
+    summary
+        .path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+}
