@@ -34,6 +34,8 @@ pub struct Conversation {
     environment_switch: Arc<EnvironmentSwitch>,
     /// Its MCP servers, which a reload replaces.
     mcp: Arc<crate::mcp_slot::McpSlot>,
+    /// Its record, shared with its engine: the only writer of the thread's record.
+    record: Option<Arc<dyn crate::RolloutSink>>,
 }
 
 /// A move to another environment, made as the conversation's next turn begins.
@@ -77,6 +79,8 @@ pub(crate) struct SharedWithEngine {
     pub environment_switch: Arc<EnvironmentSwitch>,
     /// Its MCP servers, which a reload replaces.
     pub mcp: Arc<crate::mcp_slot::McpSlot>,
+    /// Its record (none for an ephemeral thread).
+    pub record: Option<Arc<dyn crate::RolloutSink>>,
 }
 
 impl Conversation {
@@ -94,6 +98,7 @@ impl Conversation {
             environment,
             environment_switch,
             mcp,
+            record,
         } = shared;
         Self {
             id,
@@ -107,6 +112,7 @@ impl Conversation {
             environment,
             environment_switch,
             mcp,
+            record,
         }
     }
 
@@ -213,6 +219,18 @@ impl Conversation {
     /// The rollout file recording this conversation.
     pub fn rollout_path(&self) -> Option<&Path> {
         self.rollout_path.as_deref()
+    }
+
+    /// Records the thread's name through the conversation's own record, so a running turn
+    /// and a rename never write it from two places; `false` for a thread that is not recorded.
+    pub async fn record_name(&self, name: &str) -> crate::error::Result<bool> {
+        let Some(record) = &self.record else {
+            return Ok(false);
+        };
+        record
+            .record(&[crate::RolloutItem::ThreadName(name.to_string())])
+            .await?;
+        Ok(true)
     }
 
     /// Queues an operation and returns the id its events will carry. User input while a turn

@@ -817,6 +817,7 @@ impl ManagerShared {
             &config.mcp_servers,
             self.http(),
         ));
+        let record = recorder.clone();
         let mut session = Session::new(
             id,
             context,
@@ -866,6 +867,7 @@ impl ManagerShared {
                 environment: environment_link.subscribe(),
                 environment_switch,
                 mcp,
+                record,
             },
         ));
         write(&self.conversations).insert(id, conversation.clone());

@@ -607,7 +607,8 @@ pub(crate) async fn delete(
     Reply::then_notify(&EmptyResponse {}, outgoing, notification)
 }
 
-/// `thread/name/set`: recorded in the rollout file so lists show it after a restart.
+/// `thread/name/set`: recorded with the thread (by its conversation when it is loaded, so the
+/// record keeps one writer) so lists show it after a restart.
 pub(crate) async fn set_name(
     state: &AppState,
     params: ThreadSetNameParams,
@@ -615,11 +616,19 @@ pub(crate) async fn set_name(
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
     let (loaded, path) = existing_thread(state, id).await?;
-    if let Some(path) = &path {
-        RolloutRecorder::open_append(path)
-            .await?
-            .record(&[RolloutItem::ThreadName(params.name.clone())])
-            .await?;
+    match &loaded {
+        // A loaded thread's record has one writer, its conversation (a turn may be writing).
+        Some(thread) => {
+            thread.conversation.record_name(&params.name).await?;
+        }
+        None => {
+            if let Some(path) = &path {
+                RolloutRecorder::open_append(path)
+                    .await?
+                    .record(&[RolloutItem::ThreadName(params.name.clone())])
+                    .await?;
+            }
+        }
     }
     let notification = ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {
         thread_id: id.to_string(),

@@ -154,6 +154,61 @@ async fn a_recorded_turn_keeps_its_plan_and_usage_and_resume_tells_the_usage() -
     Ok(())
 }
 
+/// A thread renamed while its turn is being recorded: the name goes through the thread's own
+/// record (one writer per thread), so after a restart both the name and the whole turn are
+/// there, every line of the record whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_during_a_running_turn_is_recorded_with_the_turn() -> anyhow::Result<()> {
+    let script = Script::new([Turn::new([assistant_message(
+        "a long answer streamed word by word while the thread is renamed",
+    )])
+    .with_event_delay(std::time::Duration::from_millis(20))]);
+    let world = World::new(script, &[]).await?;
+    let mut server = world.server().await?;
+    let thread_id = server.start_thread(world.thread_params()).await?;
+    let turn_id = server.start_turn(&thread_id, "talk for a while").await?;
+    server
+        .next_notification::<nt::AgentMessageDelta>(|delta| delta.thread_id == thread_id)
+        .await?;
+    server
+        .request(
+            "thread/name/set",
+            json!({"threadId": thread_id, "name": "Renamed mid-turn"}),
+        )
+        .await?;
+    server.read_turn_completed(&turn_id).await?;
+    let path = server
+        .call::<rq::ThreadRead>(ThreadReadParams {
+            thread_id: thread_id.clone(),
+            include_turns: false,
+        })
+        .await?
+        .thread
+        .path
+        .ok_or_else(|| anyhow::anyhow!("no rollout path"))?;
+    drop(server);
+
+    let text = std::fs::read_to_string(&path)?;
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .map_err(|err| anyhow::anyhow!("a torn line ({err}): {line}"))?;
+    }
+    assert_eq!(text.matches("\"thread_name\"").count(), 1, "{text}");
+    let mut server = world.server().await?;
+    let read = server
+        .call::<rq::ThreadRead>(ThreadReadParams {
+            thread_id: thread_id.clone(),
+            include_turns: true,
+        })
+        .await?;
+    assert_eq!(read.thread.name.as_deref(), Some("Renamed mid-turn"));
+    assert_eq!(
+        agent_texts(&read.thread.turns[0]),
+        ["a long answer streamed word by word while the thread is renamed"]
+    );
+    Ok(())
+}
+
 /// The texts of a turn's agent messages.
 fn agent_texts(turn: &keel_protocol::app_server::Turn) -> Vec<&str> {
     turn.items
