@@ -79,6 +79,12 @@ pub struct AppServerArgs {
     /// (same as `[app_server] clients_within_sandbox = true`; see docs/security.md).
     #[arg(long)]
     pub clients_within_sandbox: bool,
+
+    /// On SIGTERM or SIGINT, keep serving the connected clients this many seconds with
+    /// `/readyz` failing (so a load balancer sends no new ones) before stopping; a second
+    /// signal stops at once. 0 (default): stop at once.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub drain_seconds: u64,
 }
 
 impl AppServerArgs {
@@ -143,7 +149,8 @@ pub async fn run_main(
             }
         }
         AppServerListen::WebSocket(addr) => {
-            serve_websocket(state.clone(), addr, args.limits(), guard, shutdown_signal()).await?;
+            let stop = drained(state.clone(), args.drain_seconds);
+            serve_websocket(state.clone(), addr, args.limits(), guard, stop).await?;
         }
         AppServerListen::Unix(_) => {
             serve_unix_socket(
@@ -151,7 +158,7 @@ pub async fn run_main(
                 socket_path,
                 args.limits(),
                 guard,
-                shutdown_signal(),
+                drained(state.clone(), args.drain_seconds),
             )
             .await?;
         }
@@ -162,6 +169,24 @@ pub async fn run_main(
     }
     state.manager.shutdown_telemetry().await;
     Ok(())
+}
+
+/// Resolves when the server should stop: at the first signal, or after draining for
+/// `drain_seconds` once it came (a second signal cuts the drain short).
+async fn drained(state: Arc<AppState>, drain_seconds: u64) {
+    shutdown_signal().await;
+    if drain_seconds == 0 {
+        return;
+    }
+    state.start_draining();
+    // Said on stderr, as the listening address is: operators and tests watch for it.
+    eprintln!(
+        "draining: /readyz fails for {drain_seconds} s while connected clients are served (a second signal stops at once)"
+    );
+    tokio::select! {
+        () = tokio::time::sleep(std::time::Duration::from_secs(drain_seconds)) => {}
+        () = shutdown_signal() => {}
+    }
 }
 
 async fn shutdown_signal() {

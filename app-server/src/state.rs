@@ -63,6 +63,8 @@ pub(crate) struct AppState {
     /// The recorded threads behind `thread/list`, `thread/search` and lookups by id (the
     /// rollouts under the Keel home, through the thread index when it can be used).
     pub(crate) catalog: Arc<keel_core::FileThreadCatalog>,
+    /// Set once the server is stopping: it serves its connections but is not ready for more.
+    draining: std::sync::atomic::AtomicBool,
     /// Environments clients added (`environment/add`).
     pub(crate) environments: crate::handlers::AddedEnvironments,
     /// Messages queued for threads (`thread/queue/*`), opened on first use.
@@ -110,12 +112,31 @@ impl AppState {
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             catalog,
+            draining: std::sync::atomic::AtomicBool::new(false),
             thread_queue: tokio::sync::OnceCell::new(),
             thread_organizer: tokio::sync::OnceCell::new(),
             extra_skill_roots: Default::default(),
             feature_enablement: Default::default(),
             environments: Default::default(),
         }
+    }
+
+    /// From now on the server is stopping: `/readyz` fails, so a load balancer sends it no
+    /// new clients, while the connected ones are served until it stops.
+    pub(crate) fn start_draining(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the server takes new clients: not draining, and its threads reachable; why
+    /// not otherwise.
+    pub(crate) async fn readiness(&self) -> std::result::Result<(), String> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("draining: the server is stopping".to_string());
+        }
+        keel_core::ThreadCatalog::ready(self.catalog.as_ref())
+            .await
+            .map_err(|err| format!("threads unreachable: {err}"))
     }
 
     /// The rollout file of recorded thread `id` (live or, with `archived`, in the archive).

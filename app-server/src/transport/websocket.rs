@@ -151,7 +151,7 @@ fn bind_with_final_mode(path: &Path) -> std::io::Result<tokio::net::UnixListener
 
 fn router(state: Arc<AppState>, limits: ConnectionLimits, guard: ListenerGuard) -> Router {
     Router::new()
-        .route("/readyz", get(health))
+        .route("/readyz", get(ready))
         .route("/healthz", get(health))
         .fallback(get(upgrade))
         .with_state(Shared {
@@ -165,6 +165,18 @@ fn refused(refusal: Refusal) -> Response {
     (refusal.status, refusal.message).into_response()
 }
 
+/// Ready for new clients: not draining, and the threads reachable (`503` naming why not).
+async fn ready(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = shared.guard.check_host(&headers) {
+        return refused(refusal);
+    }
+    match shared.state.readiness().await {
+        Ok(()) => (StatusCode::OK, "ok").into_response(),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    }
+}
+
+/// Alive (whether or not it takes new clients).
 async fn health(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     match shared.guard.check_host(&headers) {
         Ok(()) => (StatusCode::OK, "ok").into_response(),

@@ -449,3 +449,63 @@ async fn a_disconnected_clients_background_sessions_end_with_its_thread() -> any
     assert_eq!(loaded(&mut again, 1).await?, Vec::<Value>::new());
     Ok(())
 }
+
+/// `/readyz` means ready for new clients: on SIGTERM with `--drain-seconds` the server keeps
+/// serving its connected clients while `/readyz` answers 503 naming the drain (a load
+/// balancer's health check then sends it no one new) and `/healthz` still says alive; a second
+/// signal stops it at once. A server whose Keel home is gone is not ready either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_server_is_not_ready_but_serves_its_clients() -> anyhow::Result<()> {
+    let world = World::new(Script::new([]), &[]).await?;
+    let mut server = world
+        .builder()
+        .args(["--listen", "ws://127.0.0.1:0", "--drain-seconds", "600"])
+        .spawn()?;
+    let addr = server.websocket_address().await?;
+    keel_core::install_tls_provider();
+    let status = |path: &'static str| {
+        let url = format!("http://{addr}/{path}");
+        async move {
+            let response = reqwest::get(url).await?;
+            let status = response.status().as_u16();
+            anyhow::Ok((status, response.text().await?))
+        }
+    };
+    assert_eq!(status("readyz").await?.0, 200);
+    // A server whose threads cannot be reached is not ready either.
+    let home = world.home.path().to_path_buf();
+    let away = home.with_extension("away");
+    std::fs::rename(&home, &away)?;
+    let unreachable = status("readyz").await;
+    std::fs::rename(&away, &home)?;
+    let (code, body) = unreachable?;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("threads unreachable"), "{body}");
+    assert_eq!(status("readyz").await?.0, 200);
+
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/")).await?;
+    send(&mut socket, json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "ws", "version": "1"}}})).await?;
+    read_until(&mut socket, |m| m["id"] == 1).await?;
+
+    server.signal(nix::sys::signal::Signal::SIGTERM)?;
+    server
+        .wait_for_stderr_line("the drain", |line| line.contains("draining"))
+        .await?;
+    let (code, body) = status("readyz").await?;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("draining"), "{body}");
+    assert_eq!(status("healthz").await?.0, 200);
+    // The connected client is still served.
+    send(
+        &mut socket,
+        json!({"id": 2, "method": "thread/loaded/list", "params": {}}),
+    )
+    .await?;
+    let answer = read_until(&mut socket, |m| m["id"] == 2).await?;
+    assert!(answer["result"]["data"].is_array(), "{answer}");
+
+    server.signal(nix::sys::signal::Signal::SIGTERM)?;
+    let exit = tokio::time::timeout(WAIT, server.wait()).await??;
+    assert!(exit.success(), "{exit:?}");
+    Ok(())
+}

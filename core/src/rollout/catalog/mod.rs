@@ -65,6 +65,10 @@ pub trait ThreadCatalog: Send + Sync {
     /// newest first, each with a snippet of its first match.
     fn search(&self, search: ThreadSearch)
     -> BoxFuture<'_, Result<SearchPage, ThreadCatalogError>>;
+
+    /// Whether the threads can be reached now (a server that cannot is not ready for
+    /// clients: its `/readyz` fails).
+    fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>>;
 }
 
 /// The rollouts under a Keel home, through the thread index when it can be used.
@@ -183,6 +187,22 @@ impl FileThreadCatalog {
 }
 
 impl ThreadCatalog for FileThreadCatalog {
+    fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
+        Box::pin(async move {
+            let unreachable = |message: String| {
+                ThreadCatalogError::Read(CoreError::Rollout {
+                    path: self.keel_home.clone(),
+                    message,
+                })
+            };
+            match tokio::fs::metadata(&self.keel_home).await {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err(unreachable("not a directory".to_string())),
+                Err(err) => Err(unreachable(err.to_string())),
+            }
+        })
+    }
+
     fn find(
         &self,
         id: ConversationId,
