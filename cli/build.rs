@@ -123,6 +123,10 @@ fn main() {
     if has_postgres || in_ci {
         println!("cargo::rustc-cfg=keel_postgres");
     }
+    println!("cargo::rustc-check-cfg=cfg(keel_haproxy)");
+    if std::path::Path::new("/usr/sbin/haproxy").is_file() || on_path("haproxy") || in_ci {
+        println!("cargo::rustc-cfg=keel_haproxy");
+    }
     println!("cargo::rustc-check-cfg=cfg(keel_mount_namespaces)");
     let mount_namespaces = std::process::Command::new("unshare")
         .args(["--mount", "true"])

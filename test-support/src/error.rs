@@ -68,6 +68,10 @@ pub enum Error {
     #[error("throwaway PostgreSQL: {0}")]
     Postgres(String),
 
+    /// The test load balancer could not be started.
+    #[error("HAProxy: {0}")]
+    Haproxy(String),
+
     /// A throwaway desktop keyring (D-Bus session and GNOME Keyring) could not be started.
     #[error("throwaway keyring: {0}")]
     SecretService(String),

@@ -88,6 +88,7 @@
 
 mod error;
 pub mod fuzz;
+mod haproxy;
 mod harness;
 mod mock;
 mod oauth_mcp;
@@ -98,6 +99,7 @@ mod secret_service;
 mod tls_front;
 
 pub use error::{Error, Result};
+pub use haproxy::{Haproxy, haproxy_binary};
 pub use harness::{
     AppServerProcess, DEFAULT_TIMEOUT, JsonLinesProcess, MCP_PROTOCOL_VERSION, MarkedSleeper,
     McpProcess, ProcessBuilder, cargo_bin, config_toml, processes_whose_cmdline_contains,

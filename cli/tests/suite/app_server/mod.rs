@@ -11,6 +11,7 @@ mod dynamic_tools;
 mod environments;
 mod feedback_and_import;
 mod file_search;
+mod fleet;
 mod goals;
 mod items_list;
 mod method_coverage;
