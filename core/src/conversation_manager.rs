@@ -317,11 +317,38 @@ impl ConversationManager {
     /// side conversation: it has the history, and leaves no trace).
     pub async fn fork_conversation_with(
         &self,
-        mut config: Config,
+        config: Config,
         rollout_path: &Path,
         ephemeral: bool,
     ) -> Result<NewConversation> {
-        let mut loaded = rollout::load_rollout(rollout_path).await?;
+        let loaded = rollout::load_rollout(rollout_path).await?;
+        self.fork_loaded(config, loaded, ephemeral).await
+    }
+
+    /// [`Self::fork_conversation_with`] for conversation `id` of the manager's rollout store
+    /// (the rollout files under `config.keel_home` unless the builder set another store).
+    pub async fn fork_conversation_by_id(
+        &self,
+        config: Config,
+        id: ConversationId,
+        ephemeral: bool,
+    ) -> Result<NewConversation> {
+        let items = self
+            .shared
+            .store_for(&config)
+            .load(id)
+            .await?
+            .ok_or(CoreError::ConversationNotFound(id))?;
+        let loaded = rollout::fold_items(items, rollout::stored_source(id))?;
+        self.fork_loaded(config, loaded, ephemeral).await
+    }
+
+    async fn fork_loaded(
+        &self,
+        mut config: Config,
+        mut loaded: rollout::LoadedRollout,
+        ephemeral: bool,
+    ) -> Result<NewConversation> {
         close_interrupted_work(&mut loaded.history, &mut loaded.events);
         if config.dynamic_tools.is_empty() {
             config.dynamic_tools = loaded.meta.dynamic_tools.clone();
@@ -506,10 +533,28 @@ impl ConversationHost for ManagerShared {
     fn resume_conversation<'a>(
         self: Arc<Self>,
         config: Config,
-        rollout_path: &'a Path,
+        id: ConversationId,
+        known_file: Option<&'a Path>,
         lineage: Lineage,
-    ) -> BoxFuture<'a, Result<NewConversation>> {
-        Box::pin(async move { self.resume_recorded(config, rollout_path, lineage).await })
+    ) -> BoxFuture<'a, Result<Option<NewConversation>>> {
+        Box::pin(async move {
+            // An embedder's store holds the records; files are found where they were seen,
+            // else looked up.
+            if self.store.is_some() {
+                return match self.resume_stored(config, id, lineage).await {
+                    Err(CoreError::ConversationNotFound(_)) => Ok(None),
+                    other => other.map(Some),
+                };
+            }
+            let path = match known_file {
+                Some(path) => path.to_path_buf(),
+                None => match rollout::find_rollout_path(&config.keel_home, id).await? {
+                    Some(path) => path,
+                    None => return Ok(None),
+                },
+            };
+            self.resume_recorded(config, &path, lineage).await.map(Some)
+        })
     }
 }
 

@@ -429,8 +429,9 @@ impl AgentControl {
         Ok(before)
     }
 
-    /// Reopens a closed sub-agent from its rollout (one of this conversation's, or any
-    /// recorded conversation with that id); it waits for input.
+    /// Reopens a closed sub-agent from its record (one of this conversation's, or any
+    /// recorded conversation with that id, in the manager's rollout store); it waits for
+    /// input.
     pub(crate) async fn resume(
         &self,
         id: ConversationId,
@@ -448,13 +449,8 @@ impl AgentControl {
         });
         let (path, state) = match known {
             Some((true, _, _)) => return Err(AgentError::AlreadyOpen(id)),
-            Some((false, Some(path), state)) => (path, state),
-            _ => {
-                let path = crate::rollout::find_rollout_path(&self.config.keel_home, id)
-                    .await?
-                    .ok_or_else(|| AgentError::NotFound(id.to_string()))?;
-                (path, CollabAgentState::new(CollabAgentStatus::Completed))
-            }
+            Some((false, path, state)) => (path, state),
+            None => (None, CollabAgentState::new(CollabAgentStatus::Completed)),
         };
         let manager = self.manager()?;
         // A conversation open anywhere in this process (this one, its parent, a thread a
@@ -467,11 +463,13 @@ impl AgentControl {
         let new = manager
             .resume_conversation(
                 config,
-                &path,
+                id,
+                path.as_deref(),
                 self.lineage
                     .child(self.own_id, None, &format!("agent_{id}"), None),
             )
-            .await?;
+            .await?
+            .ok_or_else(|| AgentError::NotFound(id.to_string()))?;
         // It runs no turn until it gets input: it stands where it stood when closed.
         let state = if state.status.is_final() {
             state
@@ -479,6 +477,10 @@ impl AgentControl {
             CollabAgentState::new(CollabAgentStatus::Interrupted)
         };
         new.conversation.restore_status(state.clone());
+        let rollout_path = new
+            .conversation
+            .rollout_path()
+            .map(std::path::Path::to_path_buf);
         self.children().insert(
             id,
             Child {
@@ -486,7 +488,7 @@ impl AgentControl {
                     conversation: new.conversation,
                     _slot: slot,
                 }),
-                rollout_path: Some(path),
+                rollout_path,
                 last_state: state.clone(),
             },
         );

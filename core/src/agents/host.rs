@@ -31,11 +31,14 @@ pub(crate) trait ConversationHost: Send + Sync {
         lineage: Lineage,
     ) -> BoxFuture<'static, Result<NewConversation>>;
 
-    /// Resumes a recorded conversation with the lineage it gets in this process.
+    /// Resumes recorded conversation `id` with the lineage it gets in this process, from the
+    /// host's rollout store (`known_file`: where a file store already found it); `None` when
+    /// no record of it exists.
     fn resume_conversation<'a>(
         self: Arc<Self>,
         config: Config,
-        rollout_path: &'a Path,
+        id: ConversationId,
+        known_file: Option<&'a Path>,
         lineage: Lineage,
-    ) -> BoxFuture<'a, Result<NewConversation>>;
+    ) -> BoxFuture<'a, Result<Option<NewConversation>>>;
 }

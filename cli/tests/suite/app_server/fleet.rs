@@ -121,7 +121,11 @@ async fn a_fleet_behind_haproxy_takes_clients_loses_a_server_and_drains_another(
     let mut servers = Vec::new();
     let mut addresses = Vec::new();
     for home in &homes {
-        write_config(home.path(), &mock.uri(), std::iter::empty::<(&str, toml::Value)>())?;
+        write_config(
+            home.path(),
+            &mock.uri(),
+            std::iter::empty::<(&str, toml::Value)>(),
+        )?;
         let (process, address) = server(home.path(), workspace.path()).await?;
         servers.push(process);
         addresses.push(address);
