@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use keel_protocol::ConversationId;
 
-use super::ThreadSearch;
+use super::search::ThreadSearch;
 use crate::rollout::{ConversationsPage, SearchPage, ThreadFilter, ThreadIndex, ThreadIndexError};
 
 /// The index of one Keel home, opened (and built if missing) on first use.

@@ -14,6 +14,10 @@ use super::{
 };
 use crate::error::CoreError;
 
+mod search;
+
+pub use search::ThreadSearch;
+
 #[cfg(feature = "thread-index")]
 mod indexed;
 #[cfg(not(feature = "thread-index"))]
@@ -30,19 +34,6 @@ pub enum ThreadCatalogError {
     /// The records could not be read.
     #[error(transparent)]
     Read(#[from] CoreError),
-}
-
-/// What a search asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadSearch {
-    /// The text (matched case-insensitively).
-    pub term: String,
-    /// The archive instead of the live threads.
-    pub archived: bool,
-    /// Where the previous page ended.
-    pub cursor: Option<String>,
-    /// Page size.
-    pub limit: usize,
 }
 
 /// The recorded threads, for listing and finding them by id.

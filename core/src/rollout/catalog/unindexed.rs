@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use keel_protocol::ConversationId;
 
-use super::ThreadSearch;
+use super::search::ThreadSearch;
 use crate::rollout::{ConversationsPage, SearchPage, ThreadFilter};
 
 /// No index.
