@@ -70,6 +70,17 @@ pub enum AppServerError {
     ReadStateConflict(keel_protocol::app_server::ThreadReadState),
 }
 
+impl From<keel_core::ThreadCatalogError> for AppServerError {
+    fn from(err: keel_core::ThreadCatalogError) -> Self {
+        match err {
+            keel_core::ThreadCatalogError::Read(err) => Self::Core(err),
+            other @ keel_core::ThreadCatalogError::UnknownCursor(_) => {
+                Self::InvalidRequest(other.to_string())
+            }
+        }
+    }
+}
+
 impl AppServerError {
     /// Whether the server's own flags are at fault (exit code 2), not something at run time.
     pub fn is_bad_flags(&self) -> bool {

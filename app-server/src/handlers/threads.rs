@@ -3,10 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use keel_core::{
-    ConversationSummary, RolloutItem, RolloutRecorder, archive_rollout, delete_rollout,
-    read_transcript, summarise, unarchive_rollout,
-};
+use keel_core::{ConversationSummary, read_transcript, summarise};
 use keel_protocol::ConversationId;
 use keel_protocol::app_server::{
     EmptyResponse, ServerNotification, SessionSource, SortDirection, Thread, ThreadForkParams,
@@ -533,7 +530,12 @@ pub(crate) async fn archive(
             .ok_or_else(|| not_found(id))?,
     };
     state.unload(id).await;
-    archive_rollout(state.keel_home(), &path).await?;
+    if !keel_core::ThreadCatalog::archive(state.catalog.as_ref(), id).await? {
+        return Err(AppServerError::InvalidRequest(format!(
+            "thread {id} is not recorded at {}",
+            path.display()
+        )));
+    }
     let notification = ServerNotification::ThreadArchived(ThreadIdNotification {
         thread_id: id.to_string(),
     });
@@ -547,11 +549,12 @@ pub(crate) async fn unarchive(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let archived = state.find_rollout(id, true).await?.ok_or_else(|| {
-        AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
-    })?;
-    let path = unarchive_rollout(state.keel_home(), &archived).await?;
-    let (mut thread, _) = recorded_thread(&path, false).await?;
+    let summary = keel_core::ThreadCatalog::unarchive(state.catalog.as_ref(), id)
+        .await?
+        .ok_or_else(|| {
+            AppServerError::InvalidRequest(format!("no archived thread with id {id}"))
+        })?;
+    let mut thread = summary_thread(&summary, ThreadStatus::NotLoaded, Vec::new());
     state.decorate(&mut thread).await;
     let notification = ServerNotification::ThreadUnarchived(ThreadIdNotification {
         thread_id: id.to_string(),
@@ -581,11 +584,9 @@ pub(crate) async fn delete(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let (_, path) = existing_thread(state, id).await?;
+    existing_thread(state, id).await?;
     state.unload(id).await;
-    if let Some(path) = path {
-        delete_rollout(&path).await?;
-    }
+    keel_core::ThreadCatalog::delete(state.catalog.as_ref(), id).await?;
     state.read_states.remove(id);
     if let Err(err) = state
         .organize(move |organizer| organizer.forget_thread(id))
@@ -615,19 +616,15 @@ pub(crate) async fn set_name(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let (loaded, path) = existing_thread(state, id).await?;
+    let (loaded, _) = existing_thread(state, id).await?;
     match &loaded {
         // A loaded thread's record has one writer, its conversation (a turn may be writing).
         Some(thread) => {
             thread.conversation.record_name(&params.name).await?;
         }
         None => {
-            if let Some(path) = &path {
-                RolloutRecorder::open_append(path)
-                    .await?
-                    .record(&[RolloutItem::ThreadName(params.name.clone())])
-                    .await?;
-            }
+            keel_core::ThreadCatalog::rename(state.catalog.as_ref(), id, params.name.clone())
+                .await?;
         }
     }
     let notification = ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {

@@ -206,6 +206,17 @@ async fn a_rename_during_a_running_turn_is_recorded_with_the_turn() -> anyhow::R
         agent_texts(&read.thread.turns[0]),
         ["a long answer streamed word by word while the thread is renamed"]
     );
+    // Not loaded here: named through the server's thread catalog; the last name wins.
+    server
+        .request(
+            "thread/name/set",
+            json!({"threadId": thread_id, "name": "Renamed at rest"}),
+        )
+        .await?;
+    let listed = server
+        .call::<rq::ThreadList>(ThreadListParams::default())
+        .await?;
+    assert_eq!(listed.data[0].name.as_deref(), Some("Renamed at rest"));
     Ok(())
 }
 

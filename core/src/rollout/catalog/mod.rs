@@ -60,6 +60,28 @@ pub trait ThreadCatalog: Send + Sync {
     /// Whether the threads can be reached now (a server that cannot is not ready for
     /// clients: its `/readyz` fails).
     fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>>;
+
+    /// Names thread `id`, live or archived (a thread running in this process is named
+    /// through its own record instead); `false` when the catalog does not hold it.
+    fn rename(
+        &self,
+        id: ConversationId,
+        name: String,
+    ) -> BoxFuture<'_, Result<bool, ThreadCatalogError>>;
+
+    /// Moves thread `id` to the archive; `false` when it is not among the live threads.
+    fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>>;
+
+    /// Moves thread `id` back from the archive and returns its summary; `None` when it is not
+    /// archived.
+    fn unarchive(
+        &self,
+        id: ConversationId,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>>;
+
+    /// Removes thread `id`, live or archived, for good; `false` when the catalog does not
+    /// hold it.
+    fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>>;
 }
 
 /// The rollouts under a Keel home, through the thread index when it can be used.
@@ -107,6 +129,14 @@ impl FileThreadCatalog {
                 Some(next) => cursor = Some(next),
                 None => return Ok(None),
             }
+        }
+    }
+
+    /// The rollout file of thread `id`, live or else archived.
+    async fn find_anywhere(&self, id: ConversationId) -> Result<Option<PathBuf>, CoreError> {
+        match self.find_path(id, false).await? {
+            Some(path) => Ok(Some(path)),
+            None => self.find_path(id, true).await,
         }
     }
 
@@ -178,6 +208,62 @@ impl FileThreadCatalog {
 }
 
 impl ThreadCatalog for FileThreadCatalog {
+    fn rename(
+        &self,
+        id: ConversationId,
+        name: String,
+    ) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move {
+            let Some(path) = self.find_anywhere(id).await? else {
+                return Ok(false);
+            };
+            super::RolloutRecorder::open_append(&path)
+                .await?
+                .record(&[super::RolloutItem::ThreadName(name)])
+                .await?;
+            Ok(true)
+        })
+    }
+
+    fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move {
+            let Some(path) = self.find_path(id, false).await? else {
+                return Ok(false);
+            };
+            super::archive_rollout(&self.keel_home, &path).await?;
+            Ok(true)
+        })
+    }
+
+    fn unarchive(
+        &self,
+        id: ConversationId,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
+        Box::pin(async move {
+            let Some(path) = self.find_path(id, true).await? else {
+                return Ok(None);
+            };
+            let path = super::unarchive_rollout(&self.keel_home, &path).await?;
+            match summarise(&path).await {
+                Some(summary) => Ok(Some(summary)),
+                None => Err(ThreadCatalogError::Read(CoreError::Rollout {
+                    path,
+                    message: "not a Keel rollout file".to_string(),
+                })),
+            }
+        })
+    }
+
+    fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move {
+            let Some(path) = self.find_anywhere(id).await? else {
+                return Ok(false);
+            };
+            super::delete_rollout(&path).await?;
+            Ok(true)
+        })
+    }
+
     fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
         Box::pin(async move {
             let unreachable = |message: String| {
