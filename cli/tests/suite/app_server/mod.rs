@@ -14,6 +14,7 @@ mod file_search;
 mod fleet;
 mod goals;
 mod items_list;
+mod killed_mid_turn;
 mod method_coverage;
 mod models;
 mod plan_mode;
