@@ -391,13 +391,54 @@ fn structs_match_the_acp_schema() -> anyhow::Result<()> {
 
 /// A tagged union to check: its schema name, Keel's schema, the tag member, the schema's
 /// definition for each variant's members, and who writes it.
-type Union = (
+pub(super) type Union = (
     &'static str,
     Value,
     &'static str,
     &'static [(&'static str, &'static str)],
     Writer,
 );
+
+/// Checks each union against the schema's definitions in `sets` (the first set that defines
+/// a name wins; every set's tags count): every tag Keel has is the schema's, and each
+/// variant's members match the schema's definition for it.
+pub(super) fn check_unions(
+    unions: impl IntoIterator<Item = Union>,
+    sets: &[&Value],
+    problems: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    for (name, schema, tag, bodies, writer) in unions {
+        let mut theirs = BTreeSet::new();
+        for set in sets {
+            theirs.extend(names(&set[name]["tags"]));
+        }
+        let ours = variants(&schema, tag);
+        anyhow::ensure!(
+            !ours.is_empty(),
+            "{name}: no variants found in Keel's schema"
+        );
+        for (variant, body) in &ours {
+            if !theirs.contains(variant) {
+                problems.push(format!("{name}: tag `{variant}` is not in the ACP schema"));
+            }
+            if let Some((_, def)) = bodies.iter().find(|(tag, _)| tag == variant) {
+                let definition = sets
+                    .iter()
+                    .map(|set| &set[*def])
+                    .find(|found| !found.is_null())
+                    .unwrap_or(&Value::Null);
+                check(
+                    &format!("{name}::{variant}"),
+                    shape(body, &schema["$defs"]),
+                    definition,
+                    writer,
+                    problems,
+                );
+            }
+        }
+    }
+    Ok(())
+}
 
 #[test]
 fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
@@ -458,35 +499,8 @@ fn tagged_unions_and_values_match_the_acp_schema() -> anyhow::Result<()> {
             Writer::Editor,
         ),
     ];
-    for (name, schema, tag, bodies, writer) in unions {
-        // Tags of ACP's unstable set Keel sends (`subagent_update`) count too.
-        let mut theirs = names(&defs[name]["tags"]);
-        theirs.extend(names(&reference["unstable"][name]["tags"]));
-        let ours = variants(&schema, tag);
-        anyhow::ensure!(
-            !ours.is_empty(),
-            "{name}: no variants found in Keel's schema"
-        );
-        for (variant, body) in &ours {
-            if !theirs.contains(variant) {
-                problems.push(format!("{name}: tag `{variant}` is not in the ACP schema"));
-            }
-            if let Some((_, def)) = bodies.iter().find(|(tag, _)| tag == variant) {
-                let ours = shape(body, &schema["$defs"]);
-                check(
-                    &format!("{name}::{variant}"),
-                    ours,
-                    if defs.get(*def).is_some() {
-                        &defs[def]
-                    } else {
-                        &reference["unstable"][def]
-                    },
-                    writer,
-                    &mut problems,
-                );
-            }
-        }
-    }
+    // Tags of ACP's unstable set Keel sends (`subagent_update`) count too.
+    check_unions(unions, &[defs, &reference["unstable"]], &mut problems)?;
     // Unit enums: only the schema's values.
     for (name, schema) in [
         ("StopReason", root_schema::<StopReason>()),

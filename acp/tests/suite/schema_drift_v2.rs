@@ -16,7 +16,7 @@ use keel_protocol::acp::v2::{
 use keel_protocol::acp::{Implementation, PermissionOptionKind, ToolCallStatus, ToolKind};
 use serde_json::Value;
 
-use super::schema_drift::{Writer, check, names, root_schema, shape, values, variants};
+use super::schema_drift::{Union, Writer, check, check_unions, names, root_schema, shape, values};
 
 fn reference() -> anyhow::Result<Value> {
     Ok(serde_json::from_str(include_str!(
@@ -137,22 +137,12 @@ fn v2_structs_match_the_draft_schema() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A tagged union: its schema name, Keel's schema, the tag member, the definitions of the
-/// variants' members, and who writes it.
-type Union = (
-    &'static str,
-    Value,
-    &'static str,
-    &'static [(&'static str, &'static str)],
-    Writer,
-);
-
 #[test]
 fn v2_tagged_unions_and_values_match_the_draft_schema() -> anyhow::Result<()> {
     let reference = reference()?;
     let defs = &reference["defs"];
     let mut problems = Vec::new();
-    let unions: [Union; 9] = [
+    let unions: [Union; 10] = [
         (
             "SessionUpdate",
             root_schema::<SessionUpdate>(),
@@ -231,34 +221,15 @@ fn v2_tagged_unions_and_values_match_the_draft_schema() -> anyhow::Result<()> {
             &[("agent", "AuthMethodAgent")],
             Writer::Keel,
         ),
+        (
+            "ReplayFrom",
+            root_schema::<ReplayFrom>(),
+            "type",
+            &[],
+            Writer::Editor,
+        ),
     ];
-    for (name, schema, tag, bodies, writer) in unions {
-        let theirs = names(&defs[name]["tags"]);
-        let ours = variants(&schema, tag);
-        anyhow::ensure!(!ours.is_empty(), "{name}: no variants in Keel's schema");
-        for (variant, body) in &ours {
-            if !theirs.contains(variant) {
-                problems.push(format!("{name}: tag `{variant}` is not in the v2 schema"));
-            }
-            if let Some((_, def)) = bodies.iter().find(|(tag, _)| tag == variant) {
-                check(
-                    &format!("{name}::{variant}"),
-                    shape(body, &schema["$defs"]),
-                    &defs[def],
-                    writer,
-                    &mut problems,
-                );
-            }
-        }
-    }
-    let replay = variants(&root_schema::<ReplayFrom>(), "type");
-    for (variant, _) in &replay {
-        if !names(&defs["ReplayFrom"]["tags"]).contains(variant) {
-            problems.push(format!(
-                "ReplayFrom: tag `{variant}` is not in the v2 schema"
-            ));
-        }
-    }
+    check_unions(unions, &[defs], &mut problems)?;
     for (name, schema) in [
         ("ToolKind", root_schema::<ToolKind>()),
         ("ToolCallStatus", root_schema::<ToolCallStatus>()),
