@@ -160,14 +160,8 @@ pub(crate) async fn answer(agent: Asker, id: RequestId, request: ServerRequest) 
         tool_call,
         options: options(),
     };
-    let answer = match serde_json::to_value(&params) {
-        Ok(params) => {
-            agent
-                .wire
-                .request("session/request_permission", params)
-                .await
-                .await
-        }
+    let answer = match agent.wire.request_permission(params).await {
+        Ok(answer) => answer.await,
         Err(err) => {
             tracing::warn!("cannot encode a permission request: {err}");
             return;

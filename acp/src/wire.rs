@@ -170,12 +170,6 @@ impl Wire {
     /// Sends a request; the answer arrives on the returned receiver (dropped unanswered if
     /// the editor goes away).
     pub(crate) async fn request(&self, method: &str, params: Value) -> oneshot::Receiver<Answer> {
-        let params = match self.v2() {
-            Some(_) if method == "session/request_permission" => {
-                crate::v2::permission_params(params)
-            }
-            _ => params,
-        };
         let id = RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id.clone(), tx);
@@ -187,6 +181,19 @@ impl Wire {
         }))
         .await;
         rx
+    }
+
+    /// Asks the editor's permission for a tool call (in v2's shape when the connection speaks
+    /// v2); the answer arrives on the returned receiver.
+    pub(crate) async fn request_permission(
+        &self,
+        request: keel_protocol::acp::RequestPermissionRequest,
+    ) -> Result<oneshot::Receiver<Answer>, serde_json::Error> {
+        let params = match self.v2() {
+            Some(_) => serde_json::to_value(crate::v2::permission(request))?,
+            None => serde_json::to_value(&request)?,
+        };
+        Ok(self.request("session/request_permission", params).await)
     }
 
     /// Hands the editor's answer to the request waiting for it.

@@ -6,22 +6,4 @@
 mod convert;
 mod requests;
 
-pub(crate) use convert::Converter;
-
-use serde_json::Value;
-
-/// A v1 `session/request_permission` params object as v2's (unchanged if unreadable, which
-/// only a bug could cause; it is logged).
-pub(crate) fn permission_params(params: Value) -> Value {
-    let converted =
-        serde_json::from_value::<keel_protocol::acp::RequestPermissionRequest>(params.clone())
-            .map(convert::permission)
-            .and_then(|request| serde_json::to_value(&request));
-    match converted {
-        Ok(value) => value,
-        Err(err) => {
-            tracing::warn!("a permission request kept v1's shape: {err}");
-            params
-        }
-    }
-}
+pub(crate) use convert::{Converter, permission};
