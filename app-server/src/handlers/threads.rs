@@ -518,23 +518,16 @@ pub(crate) async fn archive(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let path = match state.loaded(id).await {
-        Some(thread) => thread.meta().path.ok_or_else(|| {
-            AppServerError::InvalidRequest(format!(
-                "thread {id} is ephemeral and cannot be archived"
-            ))
-        })?,
-        None => state
-            .find_rollout(id, false)
-            .await?
-            .ok_or_else(|| not_found(id))?,
-    };
+    if let Some(thread) = state.loaded(id).await
+        && thread.meta().path.is_none()
+    {
+        return Err(AppServerError::InvalidRequest(format!(
+            "thread {id} is ephemeral and cannot be archived"
+        )));
+    }
     state.unload(id).await;
     if !keel_core::ThreadCatalog::archive(state.catalog.as_ref(), id).await? {
-        return Err(AppServerError::InvalidRequest(format!(
-            "thread {id} is not recorded at {}",
-            path.display()
-        )));
+        return Err(not_found(id));
     }
     let notification = ServerNotification::ThreadArchived(ThreadIdNotification {
         thread_id: id.to_string(),
