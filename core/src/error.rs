@@ -94,6 +94,39 @@ pub enum CoreError {
         message: String,
     },
 
+    /// The shared thread store (named without its password) could not be reached, read or
+    /// written.
+    #[error("the thread store {store} failed: {message}")]
+    ThreadStore {
+        /// The store, as `postgres://user@host:port/db`.
+        store: String,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// Another server is running a turn on the thread; it can be resumed here once that turn
+    /// ends or that server's lease lapses.
+    #[error(
+        "thread {id} is running a turn on server `{holder}`; retry in about {retry_after_secs}s, \
+         when that turn has ended or its lease has lapsed"
+    )]
+    ThreadHeld {
+        /// The thread.
+        id: ConversationId,
+        /// The server holding it (its `--server-name`).
+        holder: String,
+        /// Seconds until its lease lapses unless renewed.
+        retry_after_secs: u64,
+    },
+
+    /// The thread was opened by another server since this one opened it: this server may no
+    /// longer record it.
+    #[error(
+        "thread {0} was taken over by another server; this server no longer records it \
+         (resume the thread to continue it)"
+    )]
+    LeaseLost(ConversationId),
+
     /// The conversation could no longer be recorded, so its turn was stopped.
     #[error("the conversation can no longer be recorded ({0}); the turn was stopped")]
     RecordingFailed(String),
@@ -150,6 +183,9 @@ impl CoreError {
             | Self::ConversationNotFound(_)
             | Self::ConversationClosed(_)
             | Self::Rollout { .. }
+            | Self::ThreadStore { .. }
+            | Self::ThreadHeld { .. }
+            | Self::LeaseLost(_)
             | Self::Review(_)
             | Self::Io { .. } => false,
         }

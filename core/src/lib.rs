@@ -81,6 +81,8 @@ pub mod model_catalog;
 mod model_family;
 mod models;
 mod permissions_message;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod processes;
 mod prompt_context;
 mod reasoning_settings;
@@ -134,6 +136,8 @@ pub use rollout::{
     archive_rollout, delete_rollout, find_rollout_path, first_message_match, list_conversations,
     list_conversations_in, load_rollout, read_transcript, summarise, unarchive_rollout,
 };
+#[cfg(feature = "postgres")]
+pub use rollout::{DEFAULT_THREAD_LEASE, PostgresThreadStore, ThreadLease};
 #[cfg(feature = "thread-index")]
 pub use rollout::{ThreadIndex, ThreadIndexError};
 #[cfg(feature = "thread-index")]

@@ -61,6 +61,7 @@ mod sandbox_boundary;
 pub(crate) mod session_commands;
 mod skills;
 mod teardown;
+mod thread_store_postgres;
 mod tool_specs;
 mod unified_exec;
 mod user_input;

@@ -9,6 +9,8 @@ mod fold;
 mod index;
 mod items;
 mod list;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod reader;
 mod reader_thread;
 mod recorder;
@@ -24,6 +26,8 @@ pub use catalog::{FileThreadCatalog, ThreadCatalog, ThreadCatalogError, ThreadSe
 #[cfg(feature = "thread-index")]
 pub use index::{ThreadIndex, ThreadIndexError};
 pub use list::{find_rollout_path, list_conversations, list_conversations_in};
+#[cfg(feature = "postgres")]
+pub use postgres::{DEFAULT_THREAD_LEASE, PostgresThreadStore, ThreadLease};
 pub use search::first_message_match;
 pub use summary::{ConversationSummary, ConversationsPage, SearchHit, SearchPage, summarise};
 pub use thread_filter::{InvalidCursor, ListCursor, ListSort, ThreadFilter};

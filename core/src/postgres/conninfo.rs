@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::super::JobError;
+use super::PostgresError;
 
 /// The connection settings Keel reads, by libpq name.
 const KNOWN: [&str; 8] = [
@@ -43,12 +43,12 @@ pub(crate) struct ConnInfo {
     settings: BTreeMap<String, String>,
 }
 
-fn bad(what: impl Into<String>) -> JobError {
-    JobError::BadStore(what.into())
+fn bad(what: impl Into<String>) -> PostgresError {
+    PostgresError::BadConnInfo(what.into())
 }
 
 /// Splits `key=value` pairs with libpq's quoting (`'...'`, `\'`, `\\`).
-fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, JobError> {
+fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, PostgresError> {
     let mut pairs = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -104,7 +104,7 @@ fn parse_pairs(text: &str) -> Result<Vec<(String, String)>, JobError> {
 }
 
 /// Decodes `%XX` escapes; a problem names `what` (never the text: it may be a password).
-fn percent_decode(text: &str, what: &str) -> Result<String, JobError> {
+fn percent_decode(text: &str, what: &str) -> Result<String, PostgresError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -125,7 +125,7 @@ fn percent_decode(text: &str, what: &str) -> Result<String, JobError> {
 }
 
 /// Splits a `postgres://` or `postgresql://` URL into settings.
-fn parse_url(url: &str) -> Result<Vec<(String, String)>, JobError> {
+fn parse_url(url: &str) -> Result<Vec<(String, String)>, PostgresError> {
     let rest = url
         .strip_prefix("postgresql://")
         .or_else(|| url.strip_prefix("postgres://"))
@@ -187,7 +187,10 @@ fn parse_url(url: &str) -> Result<Vec<(String, String)>, JobError> {
 }
 
 /// The settings of service `name` in the first service file that has it.
-fn service_settings(name: &str, lookup: &Lookup<'_>) -> Result<Vec<(String, String)>, JobError> {
+fn service_settings(
+    name: &str,
+    lookup: &Lookup<'_>,
+) -> Result<Vec<(String, String)>, PostgresError> {
     let mut files = Vec::new();
     if let Some(file) = (lookup.env)("PGSERVICEFILE") {
         files.push(PathBuf::from(file));
@@ -307,7 +310,7 @@ impl ConnInfo {
     /// settings first, then its service's, then `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`,
     /// `PGPASSWORD`, `PGSSLMODE`, `PGSERVICE`, `PGAPPNAME`; a missing password is looked up
     /// in `PGPASSFILE` (default `~/.pgpass`).
-    pub(crate) fn resolve(store: &str, lookup: &Lookup<'_>) -> Result<Self, JobError> {
+    pub(crate) fn resolve(store: &str, lookup: &Lookup<'_>) -> Result<Self, PostgresError> {
         let given = if store.starts_with("postgres://") || store.starts_with("postgresql://") {
             parse_url(store)?
         } else {
@@ -417,7 +420,7 @@ impl ConnInfo {
 
     /// Whether the server must talk TLS (`sslmode` require, verify-ca or verify-full),
     /// may (`prefer`, the default, and `allow`), or must not (`disable`).
-    pub(crate) fn ssl_mode(&self) -> Result<tokio_postgres::config::SslMode, JobError> {
+    pub(crate) fn ssl_mode(&self) -> Result<tokio_postgres::config::SslMode, PostgresError> {
         use tokio_postgres::config::SslMode;
         match self.get("sslmode").unwrap_or("prefer") {
             "disable" => Ok(SslMode::Disable),
@@ -432,7 +435,7 @@ impl ConnInfo {
     /// How long getting a connection may take, all steps together: `connect_timeout` (or
     /// `PGCONNECT_TIMEOUT`) in whole seconds, at least 2 as in libpq, else
     /// [`DEFAULT_CONNECT_TIMEOUT`].
-    pub(crate) fn connect_timeout(&self) -> Result<std::time::Duration, JobError> {
+    pub(crate) fn connect_timeout(&self) -> Result<std::time::Duration, PostgresError> {
         let Some(timeout) = self.get("connect_timeout") else {
             return Ok(DEFAULT_CONNECT_TIMEOUT);
         };
@@ -448,7 +451,7 @@ impl ConnInfo {
     }
 
     /// The driver's configuration.
-    pub(crate) fn to_config(&self) -> Result<tokio_postgres::Config, JobError> {
+    pub(crate) fn to_config(&self) -> Result<tokio_postgres::Config, PostgresError> {
         let mut config = tokio_postgres::Config::new();
         if let Some(host) = self.get("host") {
             for host in host.split(',') {

@@ -1,18 +1,22 @@
-//! The shared store's schema, versioned: each file under `core/migrations/postgres/` is
+//! The shared database's schema, versioned: each file under `core/migrations/postgres/` is
 //! applied once, in order, and recorded in `keel_schema_migrations`. Workers starting
 //! together take an advisory lock, so one of them migrates and the others wait.
 
-use super::super::JobError;
+use super::PostgresError;
 
 /// The migrations, in order: (version, SQL).
 const MIGRATIONS: &[(i32, &str)] = &[
     (
         1,
-        include_str!("../../../migrations/postgres/0001_agent_jobs.sql"),
+        include_str!("../../migrations/postgres/0001_agent_jobs.sql"),
     ),
     (
         2,
-        include_str!("../../../migrations/postgres/0002_agent_job_trace_context.sql"),
+        include_str!("../../migrations/postgres/0002_agent_job_trace_context.sql"),
+    ),
+    (
+        3,
+        include_str!("../../migrations/postgres/0003_threads.sql"),
     ),
 ];
 
@@ -21,7 +25,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
 const MIGRATION_LOCK: i64 = 0x6b65_656c;
 
 /// Applies the migrations the database has not seen yet.
-pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), JobError> {
+pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), PostgresError> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
@@ -40,7 +44,7 @@ pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), 
         .try_get(0)?;
     let newest = MIGRATIONS.last().map_or(0, |(version, _)| *version);
     if applied > newest {
-        return Err(JobError::Store(format!(
+        return Err(PostgresError::Server(format!(
             "the database has schema version {applied}, newer than this Keel knows ({newest}); upgrade Keel"
         )));
     }
@@ -51,7 +55,7 @@ pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), 
             &[version],
         )
         .await?;
-        tracing::info!(version, "applied agent-job store migration");
+        tracing::info!(version, "applied PostgreSQL store migration");
     }
     tx.commit().await?;
     Ok(())

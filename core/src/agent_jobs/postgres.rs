@@ -2,12 +2,8 @@
 //! Rows are claimed with `FOR UPDATE SKIP LOCKED` under leases kept on the database's clock
 //! (hosts' clocks never need to agree), and a result is recorded once, under the row's lock.
 
-mod conninfo;
-mod migrations;
-
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures::future::BoxFuture;
 use tokio_postgres::Row;
 
@@ -16,19 +12,12 @@ use super::job_store::{
     ClaimedItem, ExportRow, ItemEnd, JobCounts, JobRecord, JobStore, NewJob, NewRow, ReportOutcome,
     RunningItem, now,
 };
-pub(crate) use conninfo::{ConnInfo, Lookup};
-
-/// Connections one process keeps open to the store.
-const POOL_SIZE: usize = 8;
+use crate::postgres::{ConnInfo, Lookup, PostgresError, SharedPool};
 
 /// A job store in a PostgreSQL database, shared by every worker that connects to it.
 #[derive(Clone)]
 pub struct PostgresJobStore {
-    pool: Pool,
-    /// The store as shown in messages (no password).
-    shown: String,
-    /// The bound on getting a connection.
-    timeout: Duration,
+    shared: SharedPool,
 }
 
 fn millis(duration: Duration) -> i64 {
@@ -41,20 +30,6 @@ fn index(n: u64) -> i64 {
 
 fn json_error(err: serde_json::Error) -> JobError {
     JobError::Store(err.to_string())
-}
-
-/// TLS as the model's HTTPS has it: rustls, certificates checked against the system's roots.
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, JobError> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let tls_error = |err: rustls::Error| JobError::BadStore(format!("TLS setup: {err}"));
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(tls_error)?
-        .with_platform_verifier()
-        .map_err(tls_error)?
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
 }
 
 const JOB_COLUMNS: &str =
@@ -85,69 +60,8 @@ impl PostgresJobStore {
     }
 
     pub(crate) async fn connect_with(info: &ConnInfo) -> Result<Self, JobError> {
-        let shown = info.display();
-        let config = info.to_config()?;
-        let manager = Manager::from_config(
-            config,
-            tls()?,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        // Every step of getting a connection is bounded: a server that accepts and never
-        // answers (or a TLS or authentication step that stalls) ends in an error naming the
-        // timeout, as `psql` does, instead of a wait without end.
-        let timeout = info.connect_timeout()?;
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .create_timeout(Some(timeout))
-            .wait_timeout(Some(timeout))
-            .recycle_timeout(Some(timeout))
-            .build()
-            .map_err(|err| JobError::BadStore(err.to_string()))?;
-        let store = Self {
-            pool,
-            shown,
-            timeout,
-        };
-        let mut client = store.client().await?;
-        migrations::apply(&mut client)
-            .await
-            .map_err(|err| store.named(err))?;
-        Ok(store)
-    }
-
-    /// A failure with the store named.
-    fn named(&self, err: JobError) -> JobError {
-        match err {
-            JobError::Store(cause) => JobError::Shared {
-                store: self.shown.clone(),
-                cause,
-            },
-            other => other,
-        }
-    }
-
-    async fn client(&self) -> Result<deadpool_postgres::Object, JobError> {
-        self.pool.get().await.map_err(|err| {
-            let cause = match err {
-                // The server's own words (a wrong password, a missing database) say most.
-                deadpool_postgres::PoolError::Backend(err) => match JobError::from(err) {
-                    JobError::Store(cause) => cause,
-                    other => other.to_string(),
-                },
-                deadpool_postgres::PoolError::Timeout(_) => format!(
-                    "no connection within {}s (connect_timeout: TCP, TLS, startup and \
-                     authentication together)",
-                    self.timeout.as_secs()
-                ),
-                other => other.to_string(),
-            };
-            JobError::Shared {
-                store: self.shown.clone(),
-                cause,
-            }
+        Ok(Self {
+            shared: SharedPool::connect(info).await?,
         })
     }
 
@@ -157,15 +71,7 @@ impl PostgresJobStore {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Row>, JobError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql)
-            .await
-            .map_err(|err| self.named(err.into()))?;
-        client
-            .query(&statement, params)
-            .await
-            .map_err(|err| self.named(err.into()))
+        Ok(self.shared.query(sql, params).await?)
     }
 
     /// Runs one statement, returning the rows it changed.
@@ -174,15 +80,7 @@ impl PostgresJobStore {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<u64, JobError> {
-        let client = self.client().await?;
-        let statement = client
-            .prepare_cached(sql)
-            .await
-            .map_err(|err| self.named(err.into()))?;
-        client
-            .execute(&statement, params)
-            .await
-            .map_err(|err| self.named(err.into()))
+        Ok(self.shared.execute(sql, params).await?)
     }
 
     /// Claims the first row passing `test` (pending, or running with a lapsed lease).
@@ -219,38 +117,25 @@ impl PostgresJobStore {
     }
 }
 
-/// `err` and every cause under it, as "a: b: c".
-fn with_causes(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 impl From<tokio_postgres::Error> for JobError {
     fn from(err: tokio_postgres::Error) -> Self {
-        // The server's own message (with its detail) says more than the driver's summary.
-        match err.as_db_error() {
-            Some(db) => Self::Store(match db.detail() {
-                Some(detail) => format!("{}: {detail}", db.message()),
-                None => db.message().to_string(),
-            }),
-            // The driver's own text leaves out the cause ("Connection refused").
-            None => Self::Store(with_causes(&err)),
+        PostgresError::from(err).into()
+    }
+}
+
+impl From<PostgresError> for JobError {
+    fn from(err: PostgresError) -> Self {
+        match err {
+            PostgresError::BadConnInfo(cause) => Self::BadStore(cause),
+            PostgresError::Server(cause) => Self::Store(cause),
+            PostgresError::Named { store, cause } => Self::Shared { store, cause },
         }
     }
 }
 
 impl JobStore for PostgresJobStore {
     fn describe(&self) -> String {
-        self.shown.clone()
+        self.shared.shown().to_string()
     }
 
     fn begin_job(&self, job: NewJob) -> BoxFuture<'_, Result<(), JobError>> {

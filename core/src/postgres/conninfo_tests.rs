@@ -3,7 +3,11 @@ use std::os::unix::fs::PermissionsExt;
 
 use super::*;
 
-fn resolve(store: &str, env: &[(&str, &str)], home: Option<&Path>) -> Result<ConnInfo, JobError> {
+fn resolve(
+    store: &str,
+    env: &[(&str, &str)],
+    home: Option<&Path>,
+) -> Result<ConnInfo, PostgresError> {
     let vars: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -1,0 +1,277 @@
+//! The shared threads as a server browses them: every server lists and searches every
+//! thread, whichever server recorded it.
+
+use futures::future::BoxFuture;
+use keel_protocol::ConversationId;
+
+use super::super::search::snippet;
+use super::super::{
+    ConversationSummary, ConversationsPage, ListCursor, ListSort, SearchHit, SearchPage,
+    ThreadCatalog, ThreadCatalogError, ThreadFilter, ThreadSearch,
+};
+use super::PostgresThreadStore;
+use super::digest::Digest;
+use super::failure::store_error;
+use super::row::{SUMMARY_COLUMNS, summary};
+use crate::error::CoreError;
+
+/// `text` as a `LIKE` pattern matching it anywhere, its wildcards taken literally.
+fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// Whether a listing can be answered by SQL alone: no filter but the archive and the order
+/// of creation (others are applied to every summary, as the file store does).
+fn plain(filter: &ThreadFilter) -> bool {
+    filter.sort == ListSort::Created
+        && filter.cwds.is_none()
+        && filter.text.is_none()
+        && filter.source_kinds.is_empty()
+        && filter.model_providers.is_empty()
+        && filter.included.is_none()
+        && filter.excluded.is_empty()
+        && filter.parent.is_none()
+        && filter.ancestor.is_none()
+}
+
+impl PostgresThreadStore {
+    async fn summaries(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<ConversationSummary>, CoreError> {
+        let rows = self
+            .shared
+            .query(sql, params)
+            .await
+            .map_err(|err| store_error(&self.shared, err))?;
+        Ok(rows.iter().filter_map(summary).collect())
+    }
+
+    async fn plain_list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, CoreError> {
+        let (order, compare) = match (
+            filter.ascending,
+            filter.cursor.as_ref().map(|c| c.inclusive),
+        ) {
+            (true, Some(false)) => ("ASC", ">"),
+            (true, _) => ("ASC", ">="),
+            (false, Some(false)) => ("DESC", "<"),
+            (false, _) => ("DESC", "<="),
+        };
+        let cursor = filter.cursor.as_ref().map(|c| c.file_name.clone());
+        let limit = i64::try_from(filter.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM keel_threads t
+             WHERE t.archived = $1 AND t.has_turns
+               AND ($2::text IS NULL OR t.list_key {compare} $2)
+             ORDER BY t.list_key {order} LIMIT $3"
+        );
+        let mut items = self
+            .summaries(&sql, &[&filter.archived, &cursor, &limit])
+            .await?;
+        let next_cursor = (items.len() > filter.limit).then(|| {
+            items.truncate(filter.limit);
+            items
+                .last()
+                .map(|last| ListCursor::after(last, ListSort::Created).encode())
+        });
+        Ok(ConversationsPage {
+            items,
+            next_cursor: next_cursor.flatten(),
+        })
+    }
+
+    async fn append_name(&self, id: ConversationId, name: String) -> Result<bool, CoreError> {
+        let digest = Digest::of(
+            &[super::super::RolloutItem::ThreadName(name.clone())],
+            self.describe(),
+        )?;
+        let key = id.to_string();
+        let mut client = self
+            .shared
+            .client()
+            .await
+            .map_err(|err| store_error(&self.shared, err))?;
+        let failed =
+            |err: tokio_postgres::Error| store_error(&self.shared, self.shared.named(err.into()));
+        // A name is not part of a turn: it is appended under the row's lock (which keeps the
+        // items numbered in order) without the writer's epoch, from any server.
+        let tx = client.transaction().await.map_err(failed)?;
+        let Some(row) = tx
+            .query_opt(
+                "UPDATE keel_threads SET name = $2, item_count = item_count + 1, updated_at = $3
+                 WHERE id = $1 RETURNING item_count - 1",
+                &[&key, &name, &digest.timestamp],
+            )
+            .await
+            .map_err(failed)?
+        else {
+            return Ok(false);
+        };
+        let seq: i64 = row.try_get(0).map_err(failed)?;
+        tx.execute(
+            "INSERT INTO keel_thread_items (thread_id, seq, line) VALUES ($1, $2, $3)",
+            &[&key, &seq, &digest.lines[0]],
+        )
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(true)
+    }
+
+    async fn search_page(&self, search: &ThreadSearch) -> Result<SearchPage, ThreadCatalogError> {
+        let term = search.term.to_lowercase();
+        if let Some(cursor) = &search.cursor {
+            ListCursor::decode(cursor, ListSort::Created)
+                .map_err(|_| ThreadCatalogError::UnknownCursor(cursor.clone()))?;
+        }
+        let pattern = contains_pattern(&term);
+        let limit = i64::try_from(search.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS},
+                 (SELECT i.message FROM keel_thread_items i
+                  WHERE i.thread_id = t.id AND i.message IS NOT NULL
+                    AND lower(i.message) LIKE $2 ORDER BY i.seq LIMIT 1)
+             FROM keel_threads t
+             WHERE t.archived = $1 AND t.has_turns
+               AND ($3::text IS NULL OR t.list_key < $3)
+               AND (lower(t.name) LIKE $2 OR EXISTS (
+                   SELECT 1 FROM keel_thread_items i
+                   WHERE i.thread_id = t.id AND i.message IS NOT NULL
+                     AND lower(i.message) LIKE $2))
+             ORDER BY t.list_key DESC LIMIT $4"
+        );
+        let rows = self
+            .shared
+            .query(&sql, &[&search.archived, &pattern, &search.cursor, &limit])
+            .await
+            .map_err(|err| store_error(&self.shared, err))?;
+        let mut items: Vec<SearchHit> = rows
+            .iter()
+            .filter_map(|row| {
+                let summary = summary(row)?;
+                let message: Option<String> = row.try_get(11).ok().flatten();
+                let snippet = message
+                    .and_then(|message| snippet(&message, &term))
+                    .or_else(|| summary.name.clone())?;
+                Some(SearchHit { summary, snippet })
+            })
+            .collect();
+        let next_cursor = (items.len() > search.limit).then(|| {
+            items.truncate(search.limit);
+            items
+                .last()
+                .map(|hit| ListCursor::after(&hit.summary, ListSort::Created).encode())
+        });
+        Ok(SearchPage {
+            items,
+            next_cursor: next_cursor.flatten(),
+        })
+    }
+}
+
+impl ThreadCatalog for PostgresThreadStore {
+    fn find(
+        &self,
+        id: ConversationId,
+        archived: bool,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM keel_threads t WHERE t.id = $1 AND t.archived = $2"
+            );
+            Ok(self
+                .summaries(&sql, &[&id.to_string(), &archived])
+                .await?
+                .pop())
+        })
+    }
+
+    fn list(
+        &self,
+        filter: ThreadFilter,
+    ) -> BoxFuture<'_, Result<ConversationsPage, ThreadCatalogError>> {
+        Box::pin(async move {
+            if plain(&filter) {
+                return Ok(self.plain_list(&filter).await?);
+            }
+            let sql = format!(
+                "SELECT {SUMMARY_COLUMNS} FROM keel_threads t WHERE t.archived = $1 AND t.has_turns"
+            );
+            let all = self.summaries(&sql, &[&filter.archived]).await?;
+            Ok(filter.page(all))
+        })
+    }
+
+    fn search(
+        &self,
+        search: ThreadSearch,
+    ) -> BoxFuture<'_, Result<SearchPage, ThreadCatalogError>> {
+        Box::pin(async move { self.search_page(&search).await })
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
+        Box::pin(async move {
+            self.shared
+                .query("SELECT 1", &[])
+                .await
+                .map_err(|err| store_error(&self.shared, err))?;
+            Ok(())
+        })
+    }
+
+    fn rename(
+        &self,
+        id: ConversationId,
+        name: String,
+    ) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move { Ok(self.append_name(id, name).await?) })
+    }
+
+    fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move {
+            let changed = self
+                .shared
+                .execute(
+                    "UPDATE keel_threads SET archived = true WHERE id = $1 AND NOT archived",
+                    &[&id.to_string()],
+                )
+                .await
+                .map_err(|err| store_error(&self.shared, err))?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn unarchive(
+        &self,
+        id: ConversationId,
+    ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
+        Box::pin(async move {
+            let sql = format!(
+                "UPDATE keel_threads t SET archived = false WHERE t.id = $1 AND t.archived
+                 RETURNING {SUMMARY_COLUMNS}"
+            );
+            Ok(self.summaries(&sql, &[&id.to_string()]).await?.pop())
+        })
+    }
+
+    fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
+        Box::pin(async move {
+            let changed = self
+                .shared
+                .execute("DELETE FROM keel_threads WHERE id = $1", &[&id.to_string()])
+                .await
+                .map_err(|err| store_error(&self.shared, err))?;
+            Ok(changed > 0)
+        })
+    }
+}
