@@ -95,7 +95,10 @@ impl AppServerError {
             | Self::AlreadyInitialized
             | Self::InvalidRequest(_)
             | Self::Refused { .. }
-            | Self::ReadStateConflict(_) => INVALID_REQUEST,
+            | Self::ReadStateConflict(_)
+            | Self::Core(
+                keel_core::CoreError::ThreadHeld { .. } | keel_core::CoreError::LeaseLost(_),
+            ) => INVALID_REQUEST,
             Self::Overloaded => SERVER_OVERLOADED,
             Self::Organizer(
                 keel_core::ThreadOrganizerError::Database { .. }
@@ -126,6 +129,23 @@ impl AppServerError {
                     "reason": "readStateConflict",
                     "readState": current,
                 })),
+                ..error
+            },
+            // Another server runs a turn on the thread: who, and when to try again.
+            Self::Core(keel_core::CoreError::ThreadHeld {
+                holder,
+                retry_after_secs,
+                ..
+            }) => JsonRpcErrorObject {
+                data: Some(serde_json::json!({
+                    "reason": "threadHeld",
+                    "holder": holder,
+                    "retryAfterSeconds": retry_after_secs,
+                })),
+                ..error
+            },
+            Self::Core(keel_core::CoreError::LeaseLost(_)) => JsonRpcErrorObject {
+                data: Some(serde_json::json!({ "reason": "threadTakenOver" })),
                 ..error
             },
             _ => error,

@@ -34,6 +34,7 @@ mod remote_client;
 mod run;
 mod schema;
 mod state;
+mod thread_backend;
 mod threads;
 mod transport;
 
@@ -48,3 +49,4 @@ pub use remote_client::{RemoteAppServerClient, RemoteConnectError};
 pub use run::{AppServerArgs, AppServerListen, DEFAULT_SOCKET, run_main};
 pub use schema::{app_server_schemas, write_json_schema};
 pub use state::ServerConfig;
+pub use thread_backend::ThreadBackend;

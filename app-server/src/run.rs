@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::connection::ConnectionLimits;
 use crate::error::{AppServerError, Result};
 use crate::state::{AppState, ServerConfig};
+use crate::thread_backend::ThreadBackend;
 use crate::transport::{serve_stdio, serve_unix_socket, serve_websocket};
 use keel_exec_server::ExecServerError;
 use keel_exec_server::listener_auth::{ListenerAuthArgs, ListenerGuard, ListenerKind};
@@ -85,6 +86,25 @@ pub struct AppServerArgs {
     /// signal stops at once. 0 (default): stop at once.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub drain_seconds: u64,
+
+    /// Keep threads in this PostgreSQL database, shared with other app-servers, instead of
+    /// rollout files under the Keel home: a `postgres://` URL or libpq `key=value` string,
+    /// completed by `PG*` variables, a service file and the password file as libpq would.
+    #[arg(long, value_name = "CONNINFO")]
+    pub thread_store: Option<String>,
+
+    /// This server's name in a shared thread store, told to a client whose resume finds a
+    /// thread running a turn here. Default: the host name and process id.
+    #[arg(long, value_name = "NAME", requires = "thread_store")]
+    pub server_name: Option<String>,
+
+    /// How long a running turn's lease on its thread lasts unless renewed (a third of it at
+    /// a time, as the turn runs): after a server dies, another resumes its threads this long
+    /// after its last renewal, and a resume waits this long (and a second) for a turn
+    /// running elsewhere before answering with the server that holds it.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", requires = "thread_store",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub thread_lease_seconds: u64,
 }
 
 impl AppServerArgs {
@@ -124,6 +144,10 @@ pub async fn run_main(
         AppServerListen::Unix(Some(path)) => cwd.join(path),
         _ => keel_home.join(DEFAULT_SOCKET),
     };
+    let threads = match &args.thread_store {
+        Some(store) => shared_threads(store, &args).await?,
+        None => ThreadBackend::Files,
+    };
     let state = Arc::new(AppState::new(ServerConfig {
         keel_home,
         cli_overrides,
@@ -133,6 +157,7 @@ pub async fn run_main(
         session_source: SessionSource::Vscode,
         deliver_queued_messages: true,
         client_backends: Default::default(),
+        threads,
     }));
     state.follow_spawned_threads();
     // A server's own metrics (its connections, its queue) are exported from the start, not
@@ -169,6 +194,29 @@ pub async fn run_main(
     }
     state.manager.shutdown_telemetry().await;
     Ok(())
+}
+
+/// The PostgreSQL thread store `store` names, for this server.
+async fn shared_threads(store: &str, args: &AppServerArgs) -> Result<ThreadBackend> {
+    let length = std::time::Duration::from_secs(args.thread_lease_seconds);
+    // A resume waits a little over one lease: long enough for a dead server's to lapse.
+    let mut lease = keel_core::ThreadLease {
+        length,
+        wait: length + std::time::Duration::from_secs(1),
+        ..Default::default()
+    };
+    if let Some(name) = &args.server_name {
+        lease.holder = name.clone();
+    }
+    let store = Arc::new(keel_core::PostgresThreadStore::connect(store, lease).await?);
+    tracing::info!(
+        store = store.describe(),
+        "threads are kept in a shared store"
+    );
+    Ok(ThreadBackend::Shared {
+        store: store.clone(),
+        catalog: store,
+    })
 }
 
 /// Resolves when the server should stop: at the first signal, or after draining for

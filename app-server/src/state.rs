@@ -49,6 +49,8 @@ pub struct ServerConfig {
     /// The files and terminals of the program embedding the server (an editor), used for
     /// its threads' patches and one-shot commands where it offers them; none by default.
     pub client_backends: keel_core::ClientBackends,
+    /// Where threads are recorded and browsed: files under the Keel home by default.
+    pub threads: crate::ThreadBackend,
 }
 
 /// Shared by all connections.
@@ -61,8 +63,11 @@ pub(crate) struct AppState {
     /// Which threads a person has seen.
     pub read_states: Arc<crate::read_state::ReadStates>,
     /// The recorded threads behind `thread/list`, `thread/search` and lookups by id (the
-    /// rollouts under the Keel home, through the thread index when it can be used).
-    pub(crate) catalog: Arc<keel_core::FileThreadCatalog>,
+    /// rollouts under the Keel home, through the thread index when it can be used, unless
+    /// the server shares a store).
+    pub(crate) catalog: Arc<dyn keel_core::ThreadCatalog>,
+    /// The rollout files' catalog, when threads are files (some requests read the files).
+    files: Option<Arc<keel_core::FileThreadCatalog>>,
     /// Set once the server is stopping: it serves its connections but is not ready for more.
     draining: std::sync::atomic::AtomicBool,
     /// Environments clients added (`environment/add`).
@@ -91,11 +96,20 @@ impl AppState {
     pub(crate) fn new(config: ServerConfig) -> Self {
         let source = config.session_source.clone();
         let client_backends = config.client_backends.clone();
-        let manager = ConversationManager::builder()
+        let mut builder = ConversationManager::builder()
             .session_source(source)
-            .client_backends(client_backends)
-            .build()
-            .unwrap_or_default();
+            .client_backends(client_backends);
+        let (catalog, files): (Arc<dyn keel_core::ThreadCatalog>, _) = match &config.threads {
+            crate::ThreadBackend::Files => {
+                let files = Arc::new(keel_core::FileThreadCatalog::new(&config.keel_home));
+                (files.clone(), Some(files))
+            }
+            crate::ThreadBackend::Shared { store, catalog } => {
+                builder = builder.rollout_store(store.clone());
+                (catalog.clone(), None)
+            }
+        };
+        let manager = builder.build().unwrap_or_default();
         let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let served = connections.clone();
         manager.observe_gauge(
@@ -103,7 +117,6 @@ impl AppState {
             "Clients connected to the app-server",
             move || served.load(std::sync::atomic::Ordering::Relaxed) as u64,
         );
-        let catalog = Arc::new(keel_core::FileThreadCatalog::new(&config.keel_home));
         Self {
             read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
             config,
@@ -112,6 +125,7 @@ impl AppState {
             threads: Mutex::new(HashMap::new()),
             config_writes: std::sync::Mutex::new(()),
             catalog,
+            files,
             draining: std::sync::atomic::AtomicBool::new(false),
             thread_queue: tokio::sync::OnceCell::new(),
             thread_organizer: tokio::sync::OnceCell::new(),
@@ -134,7 +148,8 @@ impl AppState {
         if self.draining.load(std::sync::atomic::Ordering::Acquire) {
             return Err("draining: the server is stopping".to_string());
         }
-        keel_core::ThreadCatalog::ready(self.catalog.as_ref())
+        self.catalog
+            .ready()
             .await
             .map_err(|err| format!("threads unreachable: {err}"))
     }
@@ -145,7 +160,26 @@ impl AppState {
         id: ConversationId,
         archived: bool,
     ) -> Result<Option<std::path::PathBuf>> {
-        Ok(self.catalog.find_path(id, archived).await?)
+        match &self.files {
+            Some(files) => Ok(files.find_path(id, archived).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether threads live in a store other servers share (read by id, not from files).
+    pub(crate) fn shares_threads(&self) -> bool {
+        self.files.is_none()
+    }
+
+    /// The summary of recorded thread `id`, live or else archived.
+    pub(crate) async fn recorded_summary(
+        &self,
+        id: ConversationId,
+    ) -> Result<Option<keel_core::ConversationSummary>> {
+        if let Some(found) = self.catalog.find(id, false).await? {
+            return Ok(Some(found));
+        }
+        Ok(self.catalog.find(id, true).await?)
     }
 
     /// The home's queued messages (opened on first use).

@@ -37,6 +37,7 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
             session_source: SessionSource::Cli,
             deliver_queued_messages: true,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         keel_acp::AcpOptions {
             protocol_v2: args.protocol_v2,

@@ -70,6 +70,7 @@ pub async fn run(args: QueueArgs) -> anyhow::Result<ExitCode> {
                     session_source: SessionSource::Cli,
                     deliver_queued_messages: args.resume,
                     client_backends: Default::default(),
+                    threads: Default::default(),
                 },
                 ClientInfo {
                     name: "keel_queue".to_string(),

@@ -136,6 +136,7 @@ pub async fn run(args: ReviewArgs) -> anyhow::Result<ExitCode> {
             session_source: keel_protocol::app_server::SessionSource::Exec,
             deliver_queued_messages: false,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         ClientInfo {
             name: "keel_review".to_string(),

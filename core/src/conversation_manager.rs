@@ -343,6 +343,19 @@ impl ConversationManager {
         self.fork_loaded(config, loaded, ephemeral).await
     }
 
+    /// What conversation `id` recorded in the manager's rollout store, read back without
+    /// running it (a thread shown, not resumed); `None` when the store does not hold it.
+    pub async fn read_conversation_by_id(
+        &self,
+        config: &Config,
+        id: ConversationId,
+    ) -> Result<Option<rollout::LoadedRollout>> {
+        let Some(items) = self.shared.store_for(config).load(id).await? else {
+            return Ok(None);
+        };
+        rollout::fold_items(items, rollout::stored_source(id)).map(Some)
+    }
+
     async fn fork_loaded(
         &self,
         mut config: Config,

@@ -15,10 +15,8 @@ pub(crate) async fn update(
     let loaded = state.loaded(id).await;
     let has_read_state = match &loaded {
         Some(thread) => !thread.meta().ephemeral && thread.has_turns(),
-        None => match state.find_rollout(id, false).await? {
-            Some(path) => keel_core::summarise(&path)
-                .await
-                .is_some_and(|summary| summary.has_turns),
+        None => match state.catalog.find(id, false).await? {
+            Some(summary) => summary.has_turns,
             None => {
                 return Err(AppServerError::InvalidRequest(format!(
                     "no thread with id {id}"

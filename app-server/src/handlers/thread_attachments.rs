@@ -163,8 +163,8 @@ async fn owners(
     let mut owners = Vec::with_capacity(threads.len());
     for id in threads {
         let archived = state.loaded(id).await.is_none()
-            && state.find_rollout(id, false).await?.is_none()
-            && state.find_rollout(id, true).await?.is_some();
+            && state.catalog.find(id, false).await?.is_none()
+            && state.catalog.find(id, true).await?.is_some();
         if params.archived.is_none_or(|wanted| wanted == archived) {
             owners.push(ThreadAttachmentOwner {
                 thread_id: id.to_string(),

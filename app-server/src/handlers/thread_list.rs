@@ -2,9 +2,7 @@
 //! index, one query whatever the number of rollouts, or the rollouts read one by one when the
 //! index cannot be used).
 
-use keel_core::{
-    ConversationSummary, ListCursor, ThreadCatalog, ThreadCatalogError, ThreadFilter, ThreadSearch,
-};
+use keel_core::{ConversationSummary, ListCursor, ThreadCatalogError, ThreadFilter, ThreadSearch};
 use keel_protocol::app_server::{
     ThreadListParams, ThreadListResponse, ThreadSearchParams, ThreadSearchResponse,
     ThreadSearchResult, ThreadSortKey, ThreadStatus,

@@ -174,11 +174,7 @@ pub(crate) async fn start(
 /// The thread `thread_id` names, which must be loaded or recorded.
 async fn recorded(state: &AppState, thread_id: &str) -> Result<ConversationId> {
     let id = parse_thread_id(thread_id)?;
-    if state.loaded(id).await.is_some()
-        || keel_core::find_rollout_path(state.keel_home(), id)
-            .await?
-            .is_some()
-    {
+    if state.loaded(id).await.is_some() || state.catalog.find(id, false).await?.is_some() {
         return Ok(id);
     }
     Err(AppServerError::InvalidRequest(format!(

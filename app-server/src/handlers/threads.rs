@@ -184,25 +184,59 @@ pub(crate) async fn resume(
         }));
         return Ok(reply);
     }
-    let path = state
-        .find_rollout(id, false)
-        .await?
-        .ok_or_else(|| not_found(id))?;
-    let summary = summarise(&path).await;
+    // Files are read by path; a shared store by id.
+    let path = match state.shares_threads() {
+        true => None,
+        false => Some(
+            state
+                .find_rollout(id, false)
+                .await?
+                .ok_or_else(|| not_found(id))?,
+        ),
+    };
+    let summary = match &path {
+        Some(path) => summarise(path).await,
+        None => Some(
+            state
+                .catalog
+                .find(id, false)
+                .await?
+                .ok_or_else(|| not_found(id))?,
+        ),
+    };
     let mut overrides = params.overrides;
     AppState::apply_permissions("thread/resume", &mut overrides)?;
     if overrides.cwd.is_none() {
         overrides.cwd = summary.as_ref().map(|s| s.cwd.clone());
     }
     let config = state.resolve_config(&overrides)?;
-    // The turns are built while the file is read, one entry at a time, so a long thread's
-    // transcript is never held as a whole (an open last turn ends as interrupted).
-    let builder = TurnsBuilder::new(&id.to_string());
-    let (new, builder) = state
-        .manager
-        .resume_conversation_folding(config.clone(), &path, builder, TurnsBuilder::push)
-        .await?;
-    let turns = builder.finish();
+    let (new, turns) = match path {
+        Some(path) => {
+            // The turns are built while the file is read, one entry at a time, so a long
+            // thread's transcript is never held as a whole (an open last turn ends as
+            // interrupted).
+            let builder = TurnsBuilder::new(&id.to_string());
+            let (new, builder) = state
+                .manager
+                .resume_conversation_folding(config.clone(), &path, builder, TurnsBuilder::push)
+                .await?;
+            (new, builder.finish())
+        }
+        None => {
+            // The store's record, with the repairs resume made (a turn left open by a
+            // server that died is recorded as interrupted).
+            let mut new = state
+                .manager
+                .resume_conversation_by_id(config.clone(), id)
+                .await?;
+            let events = new
+                .session_configured
+                .initial_messages
+                .take()
+                .unwrap_or_default();
+            (new, turns_from_events(&id.to_string(), events))
+        }
+    };
     let file_meta = summary.map(|s| RecordedMeta {
         created_at: unix_seconds(&s.created_at),
         preview: s.preview,
@@ -250,17 +284,41 @@ pub(crate) async fn fork(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
-    let path = rollout_path(state, id)
-        .await?
-        .ok_or_else(|| not_found(id))?;
+    // Files are read by path; a shared store by id.
+    let path = match state.shares_threads() {
+        true => None,
+        false => Some(
+            rollout_path(state, id)
+                .await?
+                .ok_or_else(|| not_found(id))?,
+        ),
+    };
+    let original = match &path {
+        Some(path) => summarise(path).await,
+        None => Some(
+            state
+                .recorded_summary(id)
+                .await?
+                .ok_or_else(|| not_found(id))?,
+        ),
+    };
     let mut overrides = params.overrides;
     AppState::apply_permissions("thread/fork", &mut overrides)?;
     let config = state.resolve_config(&overrides)?;
-    let mut new = state
-        .manager
-        .fork_conversation_with(config.clone(), &path, params.ephemeral)
-        .await?;
-    let original = summarise(&path).await;
+    let mut new = match &path {
+        Some(path) => {
+            state
+                .manager
+                .fork_conversation_with(config.clone(), path, params.ephemeral)
+                .await?
+        }
+        None => {
+            state
+                .manager
+                .fork_conversation_by_id(config.clone(), id, params.ephemeral)
+                .await?
+        }
+    };
     // A fork of a spawned thread stays under the same parent (as the engine records it).
     let source = match original.as_ref().map(|s| &s.source) {
         Some(source @ SessionSource::SubAgent(_)) => source.clone(),
@@ -325,6 +383,33 @@ async fn recorded_thread(path: &std::path::Path, include_turns: bool) -> Result<
     ))
 }
 
+/// A thread read by id from the shared store, and whether it ever had a turn.
+async fn stored_thread(
+    state: &AppState,
+    id: ConversationId,
+    include_turns: bool,
+) -> Result<(Thread, bool)> {
+    let summary = state
+        .recorded_summary(id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    let turns = if include_turns {
+        let config = state.resolve_config(&Default::default())?;
+        let loaded = state
+            .manager
+            .read_conversation_by_id(&config, id)
+            .await?
+            .ok_or_else(|| not_found(id))?;
+        turns_from_events(&id.to_string(), loaded.events)
+    } else {
+        Vec::new()
+    };
+    Ok((
+        summary_thread(&summary, ThreadStatus::NotLoaded, turns),
+        summary.has_turns,
+    ))
+}
+
 pub(super) fn summary_thread(
     summary: &ConversationSummary,
     status: ThreadStatus,
@@ -333,7 +418,8 @@ pub(super) fn summary_thread(
     let meta = ThreadMeta {
         forked_from_id: None,
         model: summary.model.clone(),
-        path: Some(summary.path.clone()),
+        // A shared store names a record, not a file: clients are given no path.
+        path: summary.path.is_absolute().then(|| summary.path.clone()),
         name: summary.name.clone(),
         preview: summary.preview.clone(),
         cwd: summary.cwd.clone(),
@@ -473,6 +559,7 @@ pub(super) async fn thread_by_id(
             let has_read_state = !thread.meta().ephemeral && thread.has_turns();
             (thread.to_thread(include_turns), has_read_state)
         }
+        None if state.shares_threads() => stored_thread(state, id, include_turns).await?,
         None => {
             let path = rollout_path(state, id)
                 .await?
@@ -725,6 +812,15 @@ pub(crate) async fn goal_get(
         return Ok(ThreadGoalGetResponse {
             goal: thread.conversation.goal(),
         });
+    }
+    if state.shares_threads() {
+        let config = state.resolve_config(&Default::default())?;
+        let loaded = state
+            .manager
+            .read_conversation_by_id(&config, id)
+            .await?
+            .ok_or_else(|| not_found(id))?;
+        return Ok(ThreadGoalGetResponse { goal: loaded.goal });
     }
     let Some(path) = rollout_path(state, id).await? else {
         return Err(not_found(id));

@@ -220,6 +220,7 @@ mod tests {
             session_source: keel_protocol::app_server::SessionSource::Vscode,
             deliver_queued_messages: true,
             client_backends: Default::default(),
+            threads: Default::default(),
         });
         let queue = Arc::new(crate::delivery::DeliveryQueue::new(16));
         let outgoing = Arc::new(Outgoing::new(queue));

@@ -21,6 +21,7 @@ async fn start_client(
             session_source: keel_protocol::app_server::SessionSource::Vscode,
             deliver_queued_messages: true,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         ClientInfo {
             name: "test".into(),
@@ -274,6 +275,7 @@ async fn queue_start_runs_a_queued_message_now() -> anyhow::Result<()> {
             session_source: keel_protocol::app_server::SessionSource::Vscode,
             deliver_queued_messages: false,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         ClientInfo {
             name: "test".into(),

@@ -162,6 +162,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             session_source: SessionSource::Exec,
             deliver_queued_messages: false,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         ClientInfo {
             name: "keel_exec".to_string(),

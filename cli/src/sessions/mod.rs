@@ -58,6 +58,7 @@ pub(crate) async fn local_client() -> anyhow::Result<(InProcessAppServerClient, 
             session_source: keel_protocol::app_server::SessionSource::Cli,
             deliver_queued_messages: false,
             client_backends: Default::default(),
+            threads: Default::default(),
         },
         ClientInfo {
             name: "keel_cli".to_string(),

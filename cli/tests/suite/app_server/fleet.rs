@@ -19,14 +19,24 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-const WAIT: Duration = Duration::from_secs(30);
-const TOKEN: &str = "the-fleets-capability-token";
+pub(super) const WAIT: Duration = Duration::from_secs(30);
+pub(super) const TOKEN: &str = "the-fleets-capability-token";
 
-type Socket =
+pub(super) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// One server of the fleet: its own home, the fleet's token, a long drain.
 async fn server(home: &Path, workspace: &Path) -> anyhow::Result<(JsonLinesProcess, String)> {
+    server_with(home, workspace, &[], &[]).await
+}
+
+/// [`server`] with more arguments and environment.
+pub(super) async fn server_with(
+    home: &Path,
+    workspace: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> anyhow::Result<(JsonLinesProcess, String)> {
     let token = home.join("ws-token");
     std::fs::write(&token, TOKEN)?;
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
@@ -35,17 +45,21 @@ async fn server(home: &Path, workspace: &Path) -> anyhow::Result<(JsonLinesProce
         .args(["--listen", "ws://127.0.0.1:0", "--drain-seconds", "600"])
         .args(["--ws-auth", "capability-token", "--ws-token-file"])
         .arg(token.as_os_str())
+        .args(args.iter().copied())
         .home_path(home)
         .home_var("KEEL_HOME")
         .cwd(workspace)
-        .env_remove("RUST_LOG")
-        .spawn()?;
+        .env_remove("RUST_LOG");
+    for (name, value) in env {
+        process = process.env(name, value);
+    }
+    let mut process = process.spawn()?;
     let address = process.websocket_address().await?;
     Ok((process, address))
 }
 
 /// A client connected through the balancer with `token`, initialized.
-async fn client(balancer: &str, token: &str) -> anyhow::Result<Socket> {
+pub(super) async fn client(balancer: &str, token: &str) -> anyhow::Result<Socket> {
     let mut request = format!("ws://{balancer}/").into_client_request()?;
     request
         .headers_mut()
@@ -67,7 +81,12 @@ async fn client(balancer: &str, token: &str) -> anyhow::Result<Socket> {
 }
 
 /// Sends request `id` and returns its answer.
-async fn call(socket: &mut Socket, id: u64, method: &str, params: Value) -> anyhow::Result<Value> {
+pub(super) async fn call(
+    socket: &mut Socket,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<Value> {
     let request = json!({"id": id, "method": method, "params": params});
     socket
         .send(Message::Text(request.to_string().into()))
@@ -75,7 +94,10 @@ async fn call(socket: &mut Socket, id: u64, method: &str, params: Value) -> anyh
     until(socket, |message| message["id"] == id).await
 }
 
-async fn until(socket: &mut Socket, done: impl Fn(&Value) -> bool) -> anyhow::Result<Value> {
+pub(super) async fn until(
+    socket: &mut Socket,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
     loop {
         let frame = tokio::time::timeout(WAIT, socket.next())
             .await

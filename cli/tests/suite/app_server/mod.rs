@@ -12,6 +12,7 @@ mod environments;
 mod feedback_and_import;
 mod file_search;
 mod fleet;
+mod fleet_postgres;
 mod goals;
 mod items_list;
 mod killed_mid_turn;

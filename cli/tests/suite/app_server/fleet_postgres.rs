@@ -1,0 +1,216 @@
+//! Three app-servers behind HAProxy sharing their threads in one PostgreSQL database, each
+//! with its own Keel home: a thread started through the balancer runs a turn on one server,
+//! which is killed mid-turn (`SIGKILL`) after the client saw a command complete; the client
+//! reconnects through the balancer and resumes the thread on another server once the dead
+//! server's lease lapses: the command and its output are there, the turn is recorded as
+//! interrupted, and the next turn runs on the new server. Any server lists and searches it.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use keel_test_support::{
+    Fault, Haproxy, MockModelServer, PostgresCluster, Script, Turn, assistant_message, shell_call,
+    write_config,
+};
+use serde_json::{Value, json};
+
+use super::fleet::{TOKEN, call, client, server_with, until};
+
+/// The lease each server takes on a thread while its turn runs.
+const LEASE_SECONDS: &str = "2";
+
+fn cluster() -> anyhow::Result<PostgresCluster> {
+    PostgresCluster::start()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "PostgreSQL is not installed; .ci/run installs it (or set KEEL_POSTGRES_BIN)"
+        )
+    })
+}
+
+/// The command item `c1` of a turn, if the turn has it.
+fn command_output(turn: &Value) -> Option<String> {
+    turn["items"]
+        .as_array()?
+        .iter()
+        .find(|item| item["type"] == "commandExecution" && item["id"] == "c1")
+        .and_then(|item| item["aggregatedOutput"].as_str())
+        .map(str::to_string)
+}
+
+/// Which server (its `--server-name`) holds `thread`'s lease now.
+fn holder(cluster: &PostgresCluster, thread: &str) -> anyhow::Result<String> {
+    Ok(cluster
+        .psql(&format!(
+            "SELECT coalesce(lease_holder, '') FROM keel_threads WHERE id = '{thread}'"
+        ))?
+        .trim()
+        .to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(all(keel_haproxy, keel_postgres)),
+    ignore = "needs HAProxy and PostgreSQL's server binaries (.ci/run installs both)"
+)]
+async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() -> anyhow::Result<()>
+{
+    let cluster = cluster()?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([shell_call("c1", ["echo", "seen-before-the-crash"])]),
+        // The model's next answer never ends: the turn is running when its server dies.
+        Turn::new([assistant_message("never finished")])
+            .with_fault(Fault::stall_after(1, Duration::from_secs(600))),
+        Turn::new([assistant_message("picked up on another server")]),
+    ]))
+    .await?;
+    let workspace = tempfile::tempdir()?;
+    let homes = [
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+    ];
+    let store = cluster.url();
+    let mut servers = Vec::new();
+    let mut addresses = Vec::new();
+    for (n, home) in homes.iter().enumerate() {
+        write_config(
+            home.path(),
+            &mock.uri(),
+            std::iter::empty::<(&str, toml::Value)>(),
+        )?;
+        let name = format!("k{}", n + 1);
+        let (process, address) = server_with(
+            home.path(),
+            workspace.path(),
+            &[
+                "--thread-store",
+                &store,
+                "--server-name",
+                &name,
+                "--thread-lease-seconds",
+                LEASE_SECONDS,
+            ],
+            &[("PGPASSWORD", cluster.password())],
+        )
+        .await?;
+        servers.push(process);
+        addresses.push(address);
+    }
+    let mut balancer = Haproxy::start(&addresses).await?;
+    let through = balancer.address().to_string();
+
+    // A client starts a thread through the balancer and runs a turn; it sees the command
+    // complete, then the model stalls.
+    let mut first = client(&through, TOKEN).await?;
+    let started = call(
+        &mut first,
+        2,
+        "thread/start",
+        json!({"cwd": workspace.path()}),
+    )
+    .await?;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .context("a thread id")?
+        .to_string();
+    assert!(
+        started["result"]["thread"]["path"].is_null(),
+        "a shared thread has no file: {started}"
+    );
+    call(
+        &mut first,
+        3,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "run it and keep going"}]}),
+    )
+    .await?;
+    let seen = until(&mut first, |m| {
+        m["method"] == "item/completed" && m["params"]["item"]["id"] == "c1"
+    })
+    .await?;
+    assert!(
+        seen["params"]["item"]["aggregatedOutput"]
+            .as_str()
+            .is_some_and(|out| out.contains("seen-before-the-crash")),
+        "{seen}"
+    );
+
+    // The server running the turn holds the thread's lease: that is the one killed.
+    let running_on = holder(&cluster, &thread_id)?;
+    let killed = running_on
+        .strip_prefix('k')
+        .and_then(|n| n.parse::<usize>().ok())
+        .with_context(|| format!("lease holder {running_on:?}"))?;
+    servers[killed - 1].kill().await?;
+    balancer.wait_until_down(killed).await?;
+    let ended = until(&mut first, |_| false).await;
+    assert!(ended.is_err(), "the dead server's connection stayed open");
+
+    // The client reconnects through the balancer and resumes its thread on another server
+    // (the resume waits for the dead server's lease to lapse).
+    let mut again = client(&through, TOKEN).await?;
+    let resumed = call(
+        &mut again,
+        2,
+        "thread/resume",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+    let turns = resumed["result"]["thread"]["turns"]
+        .as_array()
+        .with_context(|| format!("no turns: {resumed}"))?;
+    let interrupted = turns.first().context("the first turn")?;
+    assert_eq!(interrupted["status"], "interrupted", "{resumed}");
+    assert!(
+        command_output(interrupted).is_some_and(|out| out.contains("seen-before-the-crash")),
+        "the command the client saw is recorded: {interrupted}"
+    );
+
+    // The next turn runs on the new server, which now holds the thread while it runs.
+    call(
+        &mut again,
+        3,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "carry on"}]}),
+    )
+    .await?;
+    let completed = until(&mut again, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(
+        completed["params"]["turn"]["status"], "completed",
+        "{completed}"
+    );
+    assert!(
+        mock.requests()
+            .last()
+            .is_some_and(|request| request.body.to_string().contains("seen-before-the-crash")),
+        "the new server's model request carries the recorded command output"
+    );
+
+    // Another client, wherever it lands, lists and searches every thread.
+    let mut third = client(&through, TOKEN).await?;
+    let listed = call(&mut third, 2, "thread/list", json!({})).await?;
+    let ids: Vec<&str> = listed["result"]["data"]
+        .as_array()
+        .context("a listing")?
+        .iter()
+        .filter_map(|thread| thread["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![thread_id.as_str()], "{listed}");
+    let found = call(
+        &mut third,
+        3,
+        "thread/search",
+        json!({"searchTerm": "KEEP GOING"}),
+    )
+    .await?;
+    assert_eq!(
+        found["result"]["data"][0]["thread"]["id"], thread_id,
+        "{found}"
+    );
+    assert_eq!(
+        holder(&cluster, &thread_id)?,
+        "",
+        "no turn runs: no lease held"
+    );
+    Ok(())
+}
