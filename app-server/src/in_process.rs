@@ -118,6 +118,7 @@ impl InProcessAppServerClient {
     ) -> Result<Self, InProcessError> {
         let state = Arc::new(AppState::new(config));
         state.follow_spawned_threads();
+        state.follow_thread_changes();
         let kept_state = Arc::clone(&state);
         let (tx, rx) = mpsc::channel(crate::transport::INCOMING_CAPACITY);
         let (outgoing_queue, events, outgoing) = match delivery {

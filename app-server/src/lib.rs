@@ -35,6 +35,7 @@ mod run;
 mod schema;
 mod state;
 mod thread_backend;
+mod thread_changes;
 mod threads;
 mod transport;
 

@@ -160,6 +160,7 @@ pub async fn run_main(
         threads,
     }));
     state.follow_spawned_threads();
+    state.follow_thread_changes();
     // A server's own metrics (its connections, its queue) are exported from the start, not
     // only once a thread is loaded. A configuration that does not load is reported by the
     // requests that need it.

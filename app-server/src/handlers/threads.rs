@@ -650,7 +650,12 @@ pub(super) async fn existing_thread(
 ) -> Result<(Option<Arc<LoadedThread>>, Option<PathBuf>)> {
     let loaded = state.loaded(id).await;
     let path = rollout_path(state, id).await?;
-    if loaded.is_none() && path.is_none() {
+    let recorded = match (&loaded, &path) {
+        (None, None) if state.shares_threads() => state.recorded_summary(id).await?.is_some(),
+        (None, None) => false,
+        _ => true,
+    };
+    if !recorded {
         return Err(not_found(id));
     }
     Ok((loaded, path))

@@ -351,3 +351,37 @@ async fn a_dead_servers_lease_lapses_and_another_server_takes_the_thread() -> an
     on_b.record(&[user("resumed")?]).await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_postgres),
+    ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
+)]
+async fn a_server_hears_what_other_servers_do_to_threads_but_not_its_own() -> anyhow::Result<()> {
+    let cluster = cluster()?;
+    let a = server(&cluster, "server-a", LONG, LONG).await?;
+    let b = server(&cluster, "server-b", LONG, LONG).await?;
+    let mut heard = a.changes().context("a shared store announces changes")?;
+    let id = ConversationId::new();
+    let sink = a.create(meta(id, "/work")).await?;
+    sink.record(&[turn_started("t1")?, user("hello")?, turn_complete("t1")?])
+        .await?;
+    // A's own rename is not announced back to A.
+    assert!(a.rename(id, "mine".to_string()).await?);
+    assert!(b.rename(id, "theirs".to_string()).await?);
+    assert!(b.archive(id).await?);
+    assert!(b.unarchive(id).await?.is_some());
+    b.open(id).await?.context("B opens it")?;
+    assert!(b.delete(id).await?);
+    let mut kinds = Vec::new();
+    while kinds.len() < 5 {
+        let change = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+            .await
+            .context("a change in time")??;
+        assert_eq!((change.id, change.by.as_str()), (id, "server-b"));
+        kinds.push(change.kind);
+    }
+    use keel_core::ThreadChangeKind::*;
+    assert_eq!(kinds, vec![Renamed, Archived, Unarchived, Opened, Deleted]);
+    Ok(())
+}

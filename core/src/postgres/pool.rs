@@ -33,6 +33,8 @@ pub(crate) struct SharedPool {
     shown: String,
     /// The bound on getting a connection.
     timeout: Duration,
+    /// How the database is reached, for connections kept outside the pool.
+    info: ConnInfo,
 }
 
 impl SharedPool {
@@ -63,6 +65,7 @@ impl SharedPool {
             pool,
             shown,
             timeout,
+            info: info.clone(),
         };
         let mut client = shared.client().await?;
         migrations::apply(&mut client)
@@ -74,6 +77,58 @@ impl SharedPool {
     /// The database as shown in messages (no password).
     pub(crate) fn shown(&self) -> &str {
         &self.shown
+    }
+
+    /// Listens on `channel` on a connection of its own (outside the pool), handing each
+    /// notification's payload to `deliver`, until the connection fails (the error says why);
+    /// `ready` is called once the server has confirmed the `LISTEN`.
+    pub(crate) async fn listen(
+        &self,
+        channel: &str,
+        ready: impl FnOnce(),
+        mut deliver: impl FnMut(String),
+    ) -> Result<(), PostgresError> {
+        use futures::StreamExt;
+        let config = self.info.to_config()?;
+        let (client, mut connection) = tokio::time::timeout(self.timeout, config.connect(tls()?))
+            .await
+            .map_err(|_| PostgresError::Named {
+                store: self.shown.clone(),
+                cause: format!("no connection within {}s", self.timeout.as_secs()),
+            })?
+            .map_err(|err| self.named(err.into()))?;
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx)).boxed();
+        // The connection is driven while LISTEN runs: its answer arrives through it.
+        let statement = format!("LISTEN {channel}");
+        {
+            let listening = client.batch_execute(&statement);
+            tokio::pin!(listening);
+            loop {
+                tokio::select! {
+                    done = &mut listening => {
+                        done.map_err(|err| self.named(err.into()))?;
+                        break;
+                    }
+                    message = messages.next() => match message {
+                        Some(Ok(_)) => {}
+                        Some(Err(err)) => return Err(self.named(err.into())),
+                        None => return Err(self.named(PostgresError::Server("the connection closed".into()))),
+                    },
+                }
+            }
+        }
+        ready();
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(note)) => {
+                    deliver(note.payload().to_string());
+                }
+                Ok(_) => {}
+                Err(err) => return Err(self.named(err.into())),
+            }
+        }
+        drop(client);
+        Err(self.named(PostgresError::Server("the connection closed".into())))
     }
 
     /// A failure with the database named.

@@ -18,6 +18,7 @@ mod rollback;
 mod search;
 mod store;
 mod summary;
+mod thread_change;
 mod thread_filter;
 mod transcript_events;
 
@@ -30,6 +31,7 @@ pub use list::{find_rollout_path, list_conversations, list_conversations_in};
 pub use postgres::{DEFAULT_THREAD_LEASE, PostgresThreadStore, ThreadLease};
 pub use search::first_message_match;
 pub use summary::{ConversationSummary, ConversationsPage, SearchHit, SearchPage, summarise};
+pub use thread_change::{ThreadChange, ThreadChangeKind};
 pub use thread_filter::{InvalidCursor, ListCursor, ListSort, ThreadFilter};
 
 /// Where live rollout files are kept, under the Keel home.

@@ -14,7 +14,14 @@ use keel_test_support::{
 };
 use serde_json::{Value, json};
 
-use super::fleet::{TOKEN, call, client, server_with, until};
+use super::fleet::{Socket, TOKEN, client, server_with, until};
+
+/// Sends request `id` and returns its answer, which must not be an error.
+async fn call(socket: &mut Socket, id: u64, method: &str, params: Value) -> anyhow::Result<Value> {
+    let answer = super::fleet::call(socket, id, method, params).await?;
+    anyhow::ensure!(answer.get("error").is_none(), "{method} failed: {answer}");
+    Ok(answer)
+}
 
 /// The lease each server takes on a thread while its turn runs.
 const LEASE_SECONDS: &str = "2";
@@ -212,5 +219,101 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
         "",
         "no turn runs: no lease held"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_postgres),
+    ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
+)]
+async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyhow::Result<()> {
+    let cluster = cluster()?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("first answer")]),
+        Turn::new([assistant_message("second answer, elsewhere")]),
+    ]))
+    .await?;
+    let workspace = tempfile::tempdir()?;
+    let homes = [tempfile::tempdir()?, tempfile::tempdir()?];
+    let store = cluster.url();
+    let mut servers = Vec::new();
+    let mut addresses = Vec::new();
+    for (n, home) in homes.iter().enumerate() {
+        write_config(
+            home.path(),
+            &mock.uri(),
+            std::iter::empty::<(&str, toml::Value)>(),
+        )?;
+        let name = format!("k{}", n + 1);
+        let (process, address) = server_with(
+            home.path(),
+            workspace.path(),
+            &["--thread-store", &store, "--server-name", &name],
+            &[("PGPASSWORD", cluster.password())],
+        )
+        .await?;
+        servers.push(process);
+        addresses.push(address);
+    }
+
+    // X runs a turn on server 1 and keeps the thread loaded there.
+    let mut x = client(&addresses[0], TOKEN).await?;
+    let started = call(&mut x, 2, "thread/start", json!({"cwd": workspace.path()})).await?;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .context("a thread id")?
+        .to_string();
+    call(
+        &mut x,
+        3,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+    )
+    .await?;
+    until(&mut x, |m| m["method"] == "turn/completed").await?;
+
+    // Y, on server 2, names it: X hears the new name from its own server.
+    let mut y = client(&addresses[1], TOKEN).await?;
+    call(
+        &mut y,
+        2,
+        "thread/name/set",
+        json!({"threadId": thread_id, "name": "Named elsewhere"}),
+    )
+    .await?;
+    let renamed = until(&mut x, |m| m["method"] == "thread/name/updated").await?;
+    assert_eq!(renamed["params"]["threadId"], thread_id.as_str());
+    assert_eq!(renamed["params"]["threadName"], "Named elsewhere");
+
+    // Y resumes it on server 2: server 1's copy is stale, so X is told it is closed there.
+    let resumed = call(&mut y, 3, "thread/resume", json!({"threadId": thread_id})).await?;
+    assert_eq!(
+        resumed["result"]["thread"]["name"], "Named elsewhere",
+        "{resumed}"
+    );
+    let status = until(&mut x, |m| m["method"] == "thread/status/changed").await?;
+    assert_eq!(status["params"]["status"]["type"], "notLoaded", "{status}");
+    until(&mut x, |m| m["method"] == "thread/closed").await?;
+    let loaded = call(&mut x, 4, "thread/loaded/list", json!({})).await?;
+    assert_eq!(loaded["result"]["data"], json!([]), "{loaded}");
+
+    // The thread goes on on server 2, with the first turn's history.
+    call(
+        &mut y,
+        4,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "go on"}]}),
+    )
+    .await?;
+    let completed = until(&mut y, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(completed["params"]["turn"]["status"], "completed");
+    assert!(
+        mock.requests()
+            .last()
+            .is_some_and(|request| request.body.to_string().contains("first answer")),
+        "the second server's request carries the first turn"
+    );
+    drop(servers);
     Ok(())
 }

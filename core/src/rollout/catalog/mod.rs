@@ -82,6 +82,12 @@ pub trait ThreadCatalog: Send + Sync {
     /// Removes thread `id`, live or archived, for good; `false` when the catalog does not
     /// hold it.
     fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>>;
+
+    /// Changes other servers make to the threads, for a catalog several servers share;
+    /// `None` (the default) for one only this server writes.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::ThreadChange>> {
+        None
+    }
 }
 
 /// The rollouts under a Keel home, through the thread index when it can be used.

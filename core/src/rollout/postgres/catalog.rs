@@ -7,9 +7,10 @@ use keel_protocol::ConversationId;
 use super::super::search::snippet;
 use super::super::{
     ConversationSummary, ConversationsPage, ListCursor, ListSort, SearchHit, SearchPage,
-    ThreadCatalog, ThreadCatalogError, ThreadFilter, ThreadSearch,
+    ThreadCatalog, ThreadCatalogError, ThreadChange, ThreadChangeKind, ThreadFilter, ThreadSearch,
 };
 use super::PostgresThreadStore;
+use super::changes::payload;
 use super::digest::Digest;
 use super::failure::store_error;
 use super::row::{SUMMARY_COLUMNS, summary};
@@ -124,6 +125,10 @@ impl PostgresThreadStore {
         )
         .await
         .map_err(failed)?;
+        let announce = payload(id, ThreadChangeKind::Renamed, &self.lease.holder);
+        tx.execute("SELECT pg_notify('keel_thread_changes', $1)", &[&announce])
+            .await
+            .map_err(failed)?;
         tx.commit().await.map_err(failed)?;
         Ok(true)
     }
@@ -219,6 +224,10 @@ impl ThreadCatalog for PostgresThreadStore {
         Box::pin(async move { self.search_page(&search).await })
     }
 
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<ThreadChange>> {
+        Some(self.changes.subscribe())
+    }
+
     fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
         Box::pin(async move {
             self.shared
@@ -239,15 +248,19 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
+            let announce = payload(id, ThreadChangeKind::Archived, &self.lease.holder);
             let changed = self
                 .shared
-                .execute(
-                    "UPDATE keel_threads SET archived = true WHERE id = $1 AND NOT archived",
-                    &[&id.to_string()],
+                .query(
+                    "WITH changed AS (
+                         UPDATE keel_threads SET archived = true WHERE id = $1 AND NOT archived
+                         RETURNING id)
+                     SELECT pg_notify('keel_thread_changes', $2) FROM changed",
+                    &[&id.to_string(), &announce],
                 )
                 .await
                 .map_err(|err| store_error(&self.shared, err))?;
-            Ok(changed > 0)
+            Ok(!changed.is_empty())
         })
     }
 
@@ -256,22 +269,33 @@ impl ThreadCatalog for PostgresThreadStore {
         id: ConversationId,
     ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
         Box::pin(async move {
+            let announce = payload(id, ThreadChangeKind::Unarchived, &self.lease.holder);
             let sql = format!(
-                "UPDATE keel_threads t SET archived = false WHERE t.id = $1 AND t.archived
-                 RETURNING {SUMMARY_COLUMNS}"
+                "WITH changed AS (
+                     UPDATE keel_threads t SET archived = false WHERE t.id = $1 AND t.archived
+                     RETURNING {SUMMARY_COLUMNS})
+                 SELECT changed.*, pg_notify('keel_thread_changes', $2) FROM changed"
             );
-            Ok(self.summaries(&sql, &[&id.to_string()]).await?.pop())
+            Ok(self
+                .summaries(&sql, &[&id.to_string(), &announce])
+                .await?
+                .pop())
         })
     }
 
     fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
+            let announce = payload(id, ThreadChangeKind::Deleted, &self.lease.holder);
             let changed = self
                 .shared
-                .execute("DELETE FROM keel_threads WHERE id = $1", &[&id.to_string()])
+                .query(
+                    "WITH changed AS (DELETE FROM keel_threads WHERE id = $1 RETURNING id)
+                     SELECT pg_notify('keel_thread_changes', $2) FROM changed",
+                    &[&id.to_string(), &announce],
+                )
                 .await
                 .map_err(|err| store_error(&self.shared, err))?;
-            Ok(changed > 0)
+            Ok(!changed.is_empty())
         })
     }
 }

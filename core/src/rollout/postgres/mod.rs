@@ -5,6 +5,7 @@
 //! another server's resume waits for it to end or lapse.
 
 mod catalog;
+mod changes;
 mod digest;
 mod failure;
 mod row;
@@ -63,13 +64,18 @@ fn hostname() -> String {
 pub struct PostgresThreadStore {
     shared: SharedPool,
     lease: ThreadLease,
+    changes: Arc<changes::Changes>,
 }
 
 /// Takes a thread for this server: bumps its epoch unless another server's turn holds it.
-const TAKE: &str = "UPDATE keel_threads
-     SET lease_epoch = lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL
-     WHERE id = $1 AND (lease_holder IS NULL OR lease_holder = $2 OR lease_expires_at < now())
-     RETURNING lease_epoch";
+/// Other servers hear of it (`$3`, the announcement): their copies are stale.
+const TAKE: &str = "WITH taken AS (
+         UPDATE keel_threads
+         SET lease_epoch = lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL
+         WHERE id = $1
+           AND (lease_holder IS NULL OR lease_holder = $2 OR lease_expires_at < now())
+         RETURNING lease_epoch)
+     SELECT lease_epoch, pg_notify('keel_thread_changes', $3) FROM taken";
 
 /// Who holds a thread, and for how many more milliseconds.
 const HOLDER: &str = "SELECT lease_holder,
@@ -100,7 +106,13 @@ impl PostgresThreadStore {
                 message: other.to_string(),
             },
         })?;
-        Ok(Self { shared, lease })
+        let changes =
+            Arc::new(changes::Changes::follow(shared.clone(), lease.holder.clone()).await);
+        Ok(Self {
+            shared,
+            lease,
+            changes,
+        })
     }
 
     /// The store as shown in messages (no password).
@@ -122,11 +134,12 @@ impl PostgresThreadStore {
     /// running elsewhere to end; `None` when the store does not hold the thread.
     async fn take(&self, id: ConversationId) -> Result<Option<i64>> {
         let key = id.to_string();
+        let announce = changes::payload(id, super::ThreadChangeKind::Opened, &self.lease.holder);
         let deadline = tokio::time::Instant::now() + self.lease.wait;
         loop {
             let taken = self
                 .shared
-                .query(TAKE, &[&key, &self.lease.holder])
+                .query(TAKE, &[&key, &self.lease.holder, &announce])
                 .await
                 .map_err(|err| store_error(&self.shared, err))?;
             if let Some(row) = taken.first() {

@@ -10,7 +10,9 @@ use futures::future::BoxFuture;
 use keel_protocol::ConversationId;
 use tokio::sync::Mutex;
 
+use super::super::ThreadChangeKind;
 use super::super::{RolloutItem, RolloutSink};
+use super::changes::payload;
 use super::digest::Digest;
 use super::failure::store_error;
 use crate::error::{CoreError, Result};
@@ -149,6 +151,12 @@ impl SinkInner {
         )
         .await
         .map_err(failed)?;
+        if digest.name.is_some() {
+            let announce = payload(self.id, ThreadChangeKind::Renamed, &self.holder);
+            tx.execute("SELECT pg_notify('keel_thread_changes', $1)", &[&announce])
+                .await
+                .map_err(failed)?;
+        }
         tx.commit().await.map_err(failed)
     }
 }
