@@ -118,7 +118,10 @@ impl AppState {
             move || served.load(std::sync::atomic::Ordering::Relaxed) as u64,
         );
         Self {
-            read_states: Arc::new(crate::read_state::ReadStates::new(&config.keel_home)),
+            read_states: Arc::new(crate::read_state::ReadStates::new(
+                &config.keel_home,
+                &catalog,
+            )),
             config,
             manager,
             connections,

@@ -131,11 +131,11 @@ pub use prompt_context::BASE_INSTRUCTIONS_VERSION;
 pub use rollout::{
     ARCHIVED_SESSIONS_DIR, ConversationSummary, ConversationsPage, FileRolloutStore,
     FileThreadCatalog, InMemoryRolloutStore, InvalidCursor, ListCursor, ListSort, LoadedRollout,
-    RolloutItem, RolloutRecorder, RolloutSink, RolloutStore, SESSIONS_DIR, SearchHit, SearchPage,
-    SessionMeta, ThreadCatalog, ThreadCatalogError, ThreadChange, ThreadChangeKind, ThreadFilter,
-    ThreadSearch, TranscriptEntry, archive_rollout, delete_rollout, find_rollout_path,
-    first_message_match, list_conversations, list_conversations_in, load_rollout, read_transcript,
-    summarise, unarchive_rollout,
+    NoteSwap, RolloutItem, RolloutRecorder, RolloutSink, RolloutStore, SESSIONS_DIR, SearchHit,
+    SearchPage, SessionMeta, ThreadCatalog, ThreadCatalogError, ThreadChange, ThreadChangeKind,
+    ThreadFilter, ThreadNotes, ThreadSearch, TranscriptEntry, archive_rollout, delete_rollout,
+    find_rollout_path, first_message_match, list_conversations, list_conversations_in,
+    load_rollout, read_transcript, summarise, unarchive_rollout,
 };
 #[cfg(feature = "postgres")]
 pub use rollout::{DEFAULT_THREAD_LEASE, PostgresThreadStore, ThreadLease};

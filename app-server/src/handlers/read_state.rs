@@ -29,13 +29,10 @@ pub(crate) async fn update(
             "thread read state unavailable: thread {id} is ephemeral or has no turns yet"
         )));
     }
-    let read_states = state.read_states.clone();
-    let operation = params.operation;
-    let expected = params.expected_revision;
-    let read_state =
-        tokio::task::spawn_blocking(move || read_states.update(id, operation, expected.as_deref()))
-            .await
-            .map_err(|err| AppServerError::Internal(format!("read state update: {err}")))??;
+    let read_state = state
+        .read_states
+        .update(id, params.operation, params.expected_revision)
+        .await?;
     if let Some(thread) = loaded {
         thread.broadcast_read_state(read_state.clone()).await;
     }

@@ -56,10 +56,8 @@ pub(crate) async fn revert(
     // What was unread went with the dropped turns.
     let read_states = thread.read_states();
     let id = thread.id;
-    if read_states.get(id).first_unread.is_some() {
-        let cleared = tokio::task::spawn_blocking(move || read_states.reverted(id))
-            .await
-            .map_err(|err| AppServerError::Internal(format!("read state: {err}")))?;
+    if read_states.get(id).await.first_unread.is_some() {
+        let cleared = read_states.reverted(id).await?;
         thread.broadcast_read_state(cleared).await;
     }
     let response = ThreadRevertResponse {

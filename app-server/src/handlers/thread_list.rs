@@ -49,13 +49,12 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         state.decorate(&mut thread).await;
         data.push(thread);
     }
-    let read_states = data
-        .iter()
-        .filter_map(|thread| {
-            let id = parse_thread_id(&thread.id).ok()?;
-            Some((thread.id.clone(), state.read_states.get(id)))
-        })
-        .collect();
+    let mut read_states = std::collections::BTreeMap::new();
+    for thread in &data {
+        if let Ok(id) = parse_thread_id(&thread.id) {
+            read_states.insert(thread.id.clone(), state.read_states.get(id).await);
+        }
+    }
     Ok(ThreadListResponse {
         data,
         next_cursor: page.next_cursor,

@@ -543,7 +543,10 @@ pub(crate) async fn read(state: &AppState, params: ThreadReadParams) -> Result<T
     let (thread, has_read_state) = thread_by_id(state, id, params.include_turns).await?;
     Ok(ThreadReadResponse {
         thread,
-        read_state: has_read_state.then(|| state.read_states.get(id)),
+        read_state: match has_read_state {
+            true => Some(state.read_states.get(id).await),
+            false => None,
+        },
     })
 }
 

@@ -380,13 +380,11 @@ impl LoadedThread {
         if self.meta().ephemeral || only_own_commands {
             return;
         }
-        let read_states = self.read_states.clone();
-        let (id, turn_id) = (self.id, turn.id.clone());
-        let changed =
-            tokio::task::spawn_blocking(move || read_states.turn_completed(id, &turn_id)).await;
-        if let Ok(read_state) = changed {
-            self.broadcast_read_state(read_state).await;
-        }
+        let read_state = self
+            .read_states
+            .turn_completed(self.id, turn.id.clone())
+            .await;
+        self.broadcast_read_state(read_state).await;
     }
 
     /// Tells the thread's clients its new read state.

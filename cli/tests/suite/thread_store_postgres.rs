@@ -385,3 +385,50 @@ async fn a_server_hears_what_other_servers_do_to_threads_but_not_its_own() -> an
     assert_eq!(kinds, vec![Renamed, Archived, Unarchived, Opened, Deleted]);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_postgres),
+    ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
+)]
+async fn a_note_changes_only_when_it_still_reads_what_its_writer_saw() -> anyhow::Result<()> {
+    use keel_core::NoteSwap;
+    let cluster = cluster()?;
+    let a = server(&cluster, "server-a", LONG, LONG).await?;
+    let b = server(&cluster, "server-b", LONG, LONG).await?;
+    let id = ConversationId::new();
+    a.create(meta(id, "/work")).await?;
+    let (a_notes, b_notes) = (
+        a.notes().context("notes on a")?,
+        b.notes().context("notes on b")?,
+    );
+    assert_eq!(a_notes.note(id, "k").await?, None);
+    assert_eq!(
+        a_notes.swap_note(id, "k", None, Some("one".into())).await?,
+        NoteSwap::Done
+    );
+    // B saw nothing yet: its write is refused and told what is there now.
+    assert_eq!(
+        b_notes.swap_note(id, "k", None, Some("two".into())).await?,
+        NoteSwap::Changed(Some("one".into()))
+    );
+    assert_eq!(
+        b_notes
+            .swap_note(id, "k", Some("one".into()), Some("two".into()))
+            .await?,
+        NoteSwap::Done
+    );
+    assert_eq!(a_notes.note(id, "k").await?.as_deref(), Some("two"));
+    // A note of a thread the store does not hold is never written.
+    let stranger = ConversationId::new();
+    assert_eq!(
+        a_notes
+            .swap_note(stranger, "k", None, Some("x".into()))
+            .await?,
+        NoteSwap::Changed(None)
+    );
+    // Deleting the thread deletes its notes.
+    assert!(a.delete(id).await?);
+    assert_eq!(b_notes.note(id, "k").await?, None);
+    Ok(())
+}

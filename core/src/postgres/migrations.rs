@@ -18,6 +18,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         3,
         include_str!("../../migrations/postgres/0003_threads.sql"),
     ),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_thread_notes.sql"),
+    ),
 ];
 
 /// The advisory lock key migrations hold (any fixed number that other programs are
@@ -59,4 +63,41 @@ pub(super) async fn apply(client: &mut deadpool_postgres::Object) -> Result<(), 
     }
     tx.commit().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+
+    #[test]
+    fn every_migration_file_is_applied_in_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".sql"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        assert!(!files.is_empty(), "no migrations under {}", dir.display());
+        for (n, name) in files.iter().enumerate() {
+            let (version, sql) = MIGRATIONS.get(n).copied().unwrap_or((0, ""));
+            assert_eq!(
+                usize::try_from(version).ok(),
+                Some(n + 1),
+                "{name} is not listed as version {}",
+                n + 1
+            );
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            assert_eq!(sql, text, "version {version} is not {name}");
+        }
+        assert_eq!(
+            MIGRATIONS.len(),
+            files.len(),
+            "a listed migration has no file"
+        );
+    }
 }

@@ -23,7 +23,9 @@ mod thread_filter;
 mod transcript_events;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
-pub use catalog::{FileThreadCatalog, ThreadCatalog, ThreadCatalogError, ThreadSearch};
+pub use catalog::{
+    FileThreadCatalog, NoteSwap, ThreadCatalog, ThreadCatalogError, ThreadNotes, ThreadSearch,
+};
 #[cfg(feature = "thread-index")]
 pub use index::{ThreadIndex, ThreadIndexError};
 pub use list::{find_rollout_path, list_conversations, list_conversations_in};

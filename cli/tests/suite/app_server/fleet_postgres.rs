@@ -271,13 +271,53 @@ async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyho
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
     )
     .await?;
+    let unread = until(&mut x, |m| m["method"] == "thread/readState/changed").await?;
     until(&mut x, |m| m["method"] == "turn/completed").await?;
 
-    // Y, on server 2, names it: X hears the new name from its own server.
+    // The finished turn left the thread unread, as every server sees; Y, on server 2,
+    // marks it read with the revision server 1 showed, and server 1 then shows that.
     let mut y = client(&addresses[1], TOKEN).await?;
+    let on_one = call(&mut x, 4, "thread/read", json!({"threadId": thread_id})).await?;
+    let revision = on_one["result"]["readState"]["revision"].clone();
+    assert_eq!(
+        revision, unread["params"]["readState"]["revision"],
+        "{on_one}"
+    );
+    assert!(
+        !on_one["result"]["readState"]["firstUnread"].is_null(),
+        "{on_one}"
+    );
+    let on_two = call(&mut y, 2, "thread/read", json!({"threadId": thread_id})).await?;
+    assert_eq!(on_two["result"]["readState"]["revision"], revision);
+    let marked = call(
+        &mut y,
+        3,
+        "thread/readState/update",
+        json!({"threadId": thread_id, "operation": {"type": "read"}, "expectedRevision": revision}),
+    )
+    .await?;
+    let stale = super::fleet::call(
+        &mut x,
+        5,
+        "thread/readState/update",
+        json!({"threadId": thread_id, "operation": {"type": "unread"}, "expectedRevision": revision}),
+    )
+    .await?;
+    assert_eq!(
+        stale["error"]["code"], -32600,
+        "a stale revision is refused: {stale}"
+    );
+    let after = call(&mut x, 6, "thread/read", json!({"threadId": thread_id})).await?;
+    assert_eq!(
+        after["result"]["readState"], marked["result"]["readState"],
+        "server 1 shows what server 2 recorded"
+    );
+    assert!(after["result"]["readState"]["firstUnread"].is_null());
+
+    // Y names it: X hears the new name from its own server.
     call(
         &mut y,
-        2,
+        4,
         "thread/name/set",
         json!({"threadId": thread_id, "name": "Named elsewhere"}),
     )
@@ -287,7 +327,7 @@ async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyho
     assert_eq!(renamed["params"]["threadName"], "Named elsewhere");
 
     // Y resumes it on server 2: server 1's copy is stale, so X is told it is closed there.
-    let resumed = call(&mut y, 3, "thread/resume", json!({"threadId": thread_id})).await?;
+    let resumed = call(&mut y, 5, "thread/resume", json!({"threadId": thread_id})).await?;
     assert_eq!(
         resumed["result"]["thread"]["name"], "Named elsewhere",
         "{resumed}"
@@ -295,13 +335,13 @@ async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyho
     let status = until(&mut x, |m| m["method"] == "thread/status/changed").await?;
     assert_eq!(status["params"]["status"]["type"], "notLoaded", "{status}");
     until(&mut x, |m| m["method"] == "thread/closed").await?;
-    let loaded = call(&mut x, 4, "thread/loaded/list", json!({})).await?;
+    let loaded = call(&mut x, 7, "thread/loaded/list", json!({})).await?;
     assert_eq!(loaded["result"]["data"], json!([]), "{loaded}");
 
     // The thread goes on on server 2, with the first turn's history.
     call(
         &mut y,
-        4,
+        6,
         "turn/start",
         json!({"threadId": thread_id, "input": [{"type": "text", "text": "go on"}]}),
     )

@@ -14,8 +14,10 @@ use super::{
 };
 use crate::error::CoreError;
 
+mod notes;
 mod search;
 
+pub use notes::{NoteSwap, ThreadNotes};
 pub use search::ThreadSearch;
 
 #[cfg(feature = "thread-index")]
@@ -86,6 +88,12 @@ pub trait ThreadCatalog: Send + Sync {
     /// Changes other servers make to the threads, for a catalog several servers share;
     /// `None` (the default) for one only this server writes.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<super::ThreadChange>> {
+        None
+    }
+
+    /// Notes kept beside each thread, for a catalog several servers share; `None` (the
+    /// default) when the server keeps such things itself.
+    fn notes(&self) -> Option<&dyn ThreadNotes> {
         None
     }
 }

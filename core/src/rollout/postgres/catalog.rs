@@ -228,6 +228,10 @@ impl ThreadCatalog for PostgresThreadStore {
         Some(self.changes.subscribe())
     }
 
+    fn notes(&self) -> Option<&dyn super::super::ThreadNotes> {
+        Some(self)
+    }
+
     fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
         Box::pin(async move {
             self.shared

@@ -8,6 +8,7 @@ mod catalog;
 mod changes;
 mod digest;
 mod failure;
+mod notes;
 mod row;
 mod sink;
 

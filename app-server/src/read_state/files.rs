@@ -1,12 +1,11 @@
-//! Which threads a person has seen: one small file per thread under
-//! `KEEL_HOME/read-state/`, so the state outlives the server and is shared by every server
-//! on the same home.
+//! Read states as files: one small file per thread under `KEEL_HOME/read-state/`, so the
+//! state outlives the server and is shared by every server on the same home.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use keel_protocol::ConversationId;
-use keel_protocol::app_server::{ThreadReadState, ThreadReadStateOperation, ThreadUnreadPosition};
+use keel_protocol::app_server::{ThreadReadState, ThreadReadStateOperation};
 
 use crate::error::{AppServerError, Result};
 
@@ -17,43 +16,34 @@ struct Held<'a> {
 }
 
 /// The read states of the threads under one Keel home.
-pub(crate) struct ReadStates {
+pub(crate) struct FileReadStates {
     dir: PathBuf,
     /// Serialises this server's read-modify-write cycles.
     writes: Mutex<()>,
 }
 
-impl ReadStates {
+impl FileReadStates {
     pub(crate) fn new(keel_home: &Path) -> Self {
         Self {
-            dir: keel_home.join("read-state"),
+            dir: keel_home.join(super::rules::READ_STATE_DIR),
             writes: Mutex::new(()),
         }
     }
 
     /// The thread's state; one never marked has nothing unread and an `initial:` revision.
     pub(crate) fn get(&self, id: ConversationId) -> ThreadReadState {
-        self.stored(id).unwrap_or_else(|| ThreadReadState {
-            first_unread: None,
-            revision: format!("initial:{id}"),
-        })
+        self.stored(id).unwrap_or_else(|| super::rules::initial(id))
     }
 
     /// A turn finished with results nobody has seen: the thread becomes unread from its
     /// earliest such turn on.
     pub(crate) fn turn_completed(&self, id: ConversationId, turn_id: &str) -> ThreadReadState {
-        self.change(id, |state| {
-            if state.first_unread.is_none() {
-                state.first_unread = Some(ThreadUnreadPosition::Turn {
-                    turn_id: turn_id.to_string(),
-                });
-            }
-        })
+        self.change(id, |state| super::rules::turn_completed(state, turn_id))
     }
 
     /// Turns were dropped (`thread/revert`): what was unread went with them.
     pub(crate) fn reverted(&self, id: ConversationId) -> ThreadReadState {
-        self.change(id, |state| state.first_unread = None)
+        self.change(id, super::rules::reverted)
     }
 
     /// A person's `read`/`unread`, refused when `expected` is not the current revision.
@@ -68,11 +58,8 @@ impl ReadStates {
         if expected.is_some_and(|expected| expected != state.revision) {
             return Err(AppServerError::ReadStateConflict(state));
         }
-        state.first_unread = match operation {
-            ThreadReadStateOperation::Read => None,
-            ThreadReadStateOperation::Unread => Some(ThreadUnreadPosition::ThreadStart),
-        };
-        state.revision = uuid::Uuid::new_v4().to_string();
+        super::rules::apply(&mut state, operation);
+        state.revision = super::rules::new_revision();
         self.store(id, &state)?;
         Ok(state)
     }
@@ -95,7 +82,7 @@ impl ReadStates {
         let _held = self.lock();
         let mut state = self.get(id);
         edit(&mut state);
-        state.revision = uuid::Uuid::new_v4().to_string();
+        state.revision = super::rules::new_revision();
         if let Err(err) = self.store(id, &state) {
             // The state is still announced; it is only not remembered across restarts.
             tracing::warn!(thread = %id, "cannot record its read state: {err}");
