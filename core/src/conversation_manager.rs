@@ -1012,6 +1012,17 @@ fn close_interrupted_work(
         });
         events.push(aborted.clone());
         repairs.push(rollout::RolloutItem::EventMsg(aborted));
+        // The model is told, so it does not assume the work it started is still running.
+        let notice = ResponseItem::developer_text(INTERRUPTED_TURN_NOTICE);
+        history.push(notice.clone());
+        repairs.push(rollout::RolloutItem::ResponseItem(notice));
     }
     repairs
 }
+
+/// What the model reads after a turn its process never finished (a crash, a restart, another
+/// server taking the thread over).
+const INTERRUPTED_TURN_NOTICE: &str = "<turn_aborted>\nThe previous turn did not finish: the \
+     process running it stopped. Whatever it had running is gone (commands and their sessions, \
+     background terminals, MCP connections); check the workspace for what they left before \
+     relying on it.\n</turn_aborted>";

@@ -186,11 +186,18 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
         completed["params"]["turn"]["status"], "completed",
         "{completed}"
     );
+    let request = mock
+        .requests()
+        .last()
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
     assert!(
-        mock.requests()
-            .last()
-            .is_some_and(|request| request.body.to_string().contains("seen-before-the-crash")),
-        "the new server's model request carries the recorded command output"
+        request.contains("seen-before-the-crash"),
+        "the new server's model request carries the recorded command output: {request}"
+    );
+    assert!(
+        request.contains("<turn_aborted>"),
+        "the model is told the previous turn did not finish: {request}"
     );
 
     // Another client, wherever it lands, lists and searches every thread.
