@@ -50,6 +50,13 @@ pub(crate) async fn serve_websocket(
     eprintln!("listening on ws://{bound}");
     eprintln!("  auth: {}", guard.describe());
     keel_exec_server::raise_open_file_limit();
+    // A turn's notifications are small frames written one after another: without this,
+    // Nagle's algorithm holds each behind the client's delayed acknowledgement (~40 ms).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a connection: {err}");
+        }
+    });
     axum::serve(
         GuardedListener::new(listener),
         router(state, limits, guard).into_make_service_with_connect_info::<HandshakeTicket>(),

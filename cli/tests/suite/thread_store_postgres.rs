@@ -161,6 +161,34 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
         vec![ids[1]]
     );
 
+    // Source kinds and providers are filtered in the database, as clients send them.
+    use keel_protocol::app_server::ThreadSourceKind;
+    let interactive = b
+        .list(ThreadFilter {
+            limit: 10,
+            source_kinds: vec![ThreadSourceKind::Cli, ThreadSourceKind::Vscode],
+            model_providers: vec!["mock".to_string()],
+            excluded: vec![ids[0]],
+            ..ThreadFilter::default()
+        })
+        .await?;
+    let mut kept: Vec<_> = interactive.items.iter().map(|s| s.id).collect();
+    kept.sort();
+    let mut want_kept = vec![ids[1], ids[2]];
+    want_kept.sort();
+    assert_eq!(
+        kept, want_kept,
+        "recorded without a source: an interactive CLI"
+    );
+    let editors_only = b
+        .list(ThreadFilter {
+            limit: 10,
+            source_kinds: vec![ThreadSourceKind::Vscode],
+            ..ThreadFilter::default()
+        })
+        .await?;
+    assert!(editors_only.items.is_empty(), "{:?}", editors_only.items);
+
     // Search: case-insensitive substrings of user and assistant messages; `%` and `_` are
     // literal characters, not wildcards.
     let kiwi = b

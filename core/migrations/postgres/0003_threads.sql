@@ -15,6 +15,8 @@ CREATE TABLE keel_threads (
     model TEXT,
     model_provider TEXT,
     source_json TEXT NOT NULL,
+    -- The source flattened to the kind listings filter on (`vscode`, `subAgentThreadSpawn`, ...).
+    source_kind TEXT NOT NULL,
     preview TEXT NOT NULL DEFAULT '',
     name TEXT,
     has_turns BOOLEAN NOT NULL DEFAULT false,
@@ -28,6 +30,7 @@ CREATE TABLE keel_threads (
     lease_expires_at TIMESTAMPTZ
 );
 CREATE INDEX keel_threads_listing ON keel_threads (archived, list_key);
+CREATE INDEX keel_threads_listing_by_kind ON keel_threads (archived, source_kind, list_key);
 CREATE INDEX keel_threads_name_search ON keel_threads USING gin (lower(name) gin_trgm_ops);
 
 CREATE TABLE keel_thread_items (

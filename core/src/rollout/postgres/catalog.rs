@@ -3,6 +3,7 @@
 
 use futures::future::BoxFuture;
 use keel_protocol::ConversationId;
+use keel_protocol::app_server::ThreadSourceKind;
 
 use super::super::search::snippet;
 use super::super::{
@@ -30,18 +31,27 @@ fn contains_pattern(text: &str) -> String {
     pattern
 }
 
-/// Whether a listing can be answered by SQL alone: no filter but the archive and the order
-/// of creation (others are applied to every summary, as the file store does).
-fn plain(filter: &ThreadFilter) -> bool {
+/// The name a source kind is filtered by (as clients send it).
+pub(super) fn kind_name(kind: ThreadSourceKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Whether a listing can be answered by SQL alone: everything but a text, a parent or an
+/// ancestor, in the order of creation (the rest is applied to every summary, as the file
+/// store does).
+fn in_sql(filter: &ThreadFilter) -> bool {
     filter.sort == ListSort::Created
-        && filter.cwds.is_none()
         && filter.text.is_none()
-        && filter.source_kinds.is_empty()
-        && filter.model_providers.is_empty()
-        && filter.included.is_none()
-        && filter.excluded.is_empty()
         && filter.parent.is_none()
         && filter.ancestor.is_none()
+}
+
+/// A filter's list as an SQL array parameter; `None` (no condition) when it is not given.
+fn any_of<T>(items: Option<&[T]>, name: impl Fn(&T) -> String) -> Option<Vec<String>> {
+    items.map(|items| items.iter().map(name).collect())
 }
 
 impl PostgresThreadStore {
@@ -58,7 +68,7 @@ impl PostgresThreadStore {
         Ok(rows.iter().filter_map(summary).collect())
     }
 
-    async fn plain_list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, CoreError> {
+    async fn sql_list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, CoreError> {
         let (order, compare) = match (
             filter.ascending,
             filter.cursor.as_ref().map(|c| c.inclusive),
@@ -70,14 +80,44 @@ impl PostgresThreadStore {
         };
         let cursor = filter.cursor.as_ref().map(|c| c.file_name.clone());
         let limit = i64::try_from(filter.limit.saturating_add(1)).unwrap_or(i64::MAX);
+        let kinds = any_of(
+            (!filter.source_kinds.is_empty()).then_some(filter.source_kinds.as_slice()),
+            |kind| kind_name(*kind),
+        );
+        let providers = any_of(
+            (!filter.model_providers.is_empty()).then_some(filter.model_providers.as_slice()),
+            String::clone,
+        );
+        let cwds = any_of(filter.cwds.as_deref(), |cwd| {
+            cwd.to_string_lossy().into_owned()
+        });
+        let included = any_of(filter.included.as_deref(), ToString::to_string);
+        let excluded: Vec<String> = filter.excluded.iter().map(ToString::to_string).collect();
         let sql = format!(
             "SELECT {SUMMARY_COLUMNS} FROM keel_threads t
              WHERE t.archived = $1 AND t.has_turns
                AND ($2::text IS NULL OR t.list_key {compare} $2)
+               AND ($4::text[] IS NULL OR t.source_kind = ANY($4))
+               AND ($5::text[] IS NULL OR t.model_provider = ANY($5))
+               AND ($6::text[] IS NULL OR t.cwd = ANY($6))
+               AND ($7::text[] IS NULL OR t.id = ANY($7))
+               AND NOT (t.id = ANY($8))
              ORDER BY t.list_key {order} LIMIT $3"
         );
         let mut items = self
-            .summaries(&sql, &[&filter.archived, &cursor, &limit])
+            .summaries(
+                &sql,
+                &[
+                    &filter.archived,
+                    &cursor,
+                    &limit,
+                    &kinds,
+                    &providers,
+                    &cwds,
+                    &included,
+                    &excluded,
+                ],
+            )
             .await?;
         let next_cursor = (items.len() > filter.limit).then(|| {
             items.truncate(filter.limit);
@@ -206,8 +246,8 @@ impl ThreadCatalog for PostgresThreadStore {
         filter: ThreadFilter,
     ) -> BoxFuture<'_, Result<ConversationsPage, ThreadCatalogError>> {
         Box::pin(async move {
-            if plain(&filter) {
-                return Ok(self.plain_list(&filter).await?);
+            if in_sql(&filter) {
+                return Ok(self.sql_list(&filter).await?);
             }
             let sql = format!(
                 "SELECT {SUMMARY_COLUMNS} FROM keel_threads t WHERE t.archived = $1 AND t.has_turns"

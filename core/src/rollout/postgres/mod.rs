@@ -84,8 +84,8 @@ const HOLDER: &str = "SELECT lease_holder,
      FROM keel_threads WHERE id = $1";
 
 const CREATE: &str = "INSERT INTO keel_threads
-     (id, list_key, created_at, updated_at, cwd, model, model_provider, source_json)
-     VALUES ($1, $2, $3, $3, $4, $5, $6, $7)";
+     (id, list_key, created_at, updated_at, cwd, model, model_provider, source_json, source_kind)
+     VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8)";
 
 impl PostgresThreadStore {
     /// Connects to `store` (a `postgres://` URL or libpq `key=value` string, completed by
@@ -193,6 +193,7 @@ impl RolloutStore for PostgresThreadStore {
             let id = meta.id;
             let now = Utc::now();
             let list_key = format!("rollout-{}-{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S"));
+            let kind = catalog::kind_name(meta.source_or_default().kind());
             let source = serde_json::to_string(&meta.source_or_default()).map_err(|err| {
                 CoreError::ThreadStore {
                     store: self.describe().to_string(),
@@ -211,6 +212,7 @@ impl RolloutStore for PostgresThreadStore {
                         &meta.model,
                         &meta.model_provider,
                         &source,
+                        &kind,
                     ],
                 )
                 .await
