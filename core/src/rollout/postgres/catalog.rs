@@ -3,7 +3,6 @@
 
 use futures::future::BoxFuture;
 use keel_protocol::ConversationId;
-use keel_protocol::app_server::ThreadSourceKind;
 
 use super::super::search::snippet;
 use super::super::{
@@ -14,7 +13,7 @@ use super::PostgresThreadStore;
 use super::changes::payload;
 use super::digest::Digest;
 use super::failure::store_error;
-use super::row::{SUMMARY_COLUMNS, summary};
+use super::row::{SUMMARY_COLUMNS, kind_name, summary};
 use crate::error::CoreError;
 
 /// `text` as a `LIKE` pattern matching it anywhere, its wildcards taken literally.
@@ -29,14 +28,6 @@ fn contains_pattern(text: &str) -> String {
     }
     pattern.push('%');
     pattern
-}
-
-/// The name a source kind is filtered by (as clients send it).
-pub(super) fn kind_name(kind: ThreadSourceKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Whether a listing can be answered by SQL alone: everything but a text, a parent or an

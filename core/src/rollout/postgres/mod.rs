@@ -193,7 +193,7 @@ impl RolloutStore for PostgresThreadStore {
             let id = meta.id;
             let now = Utc::now();
             let list_key = format!("rollout-{}-{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S"));
-            let kind = catalog::kind_name(meta.source_or_default().kind());
+            let kind = row::kind_name(meta.source_or_default().kind());
             let source = serde_json::to_string(&meta.source_or_default()).map_err(|err| {
                 CoreError::ThreadStore {
                     store: self.describe().to_string(),

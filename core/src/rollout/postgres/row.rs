@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use keel_protocol::app_server::SessionSource;
+use keel_protocol::app_server::{SessionSource, ThreadSourceKind};
 use tokio_postgres::Row;
 
 use super::super::ConversationSummary;
@@ -29,4 +29,12 @@ pub(super) fn summary(row: &Row) -> Option<ConversationSummary> {
         source: serde_json::from_str::<SessionSource>(&source).ok()?,
         model_provider: row.try_get(10).ok()?,
     })
+}
+
+/// The name a source kind is filtered by (as clients send it).
+pub(super) fn kind_name(kind: ThreadSourceKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
