@@ -73,7 +73,9 @@ impl AppState {
                     match change.kind {
                         ThreadChangeKind::Opened => "took over",
                         ThreadChangeKind::Archived => "archived",
-                        _ => "deleted",
+                        ThreadChangeKind::Deleted
+                        | ThreadChangeKind::Renamed
+                        | ThreadChangeKind::Unarchived => "deleted",
                     }
                 );
                 if change.kind == ThreadChangeKind::Archived {

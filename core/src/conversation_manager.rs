@@ -362,7 +362,7 @@ impl ConversationManager {
         mut loaded: rollout::LoadedRollout,
         ephemeral: bool,
     ) -> Result<NewConversation> {
-        close_interrupted_work(&mut loaded.history, &mut loaded.events);
+        close_interrupted_work(&mut loaded.history, &mut loaded.events, false);
         if config.dynamic_tools.is_empty() {
             config.dynamic_tools = loaded.meta.dynamic_tools.clone();
         }
@@ -709,15 +709,17 @@ impl ManagerShared {
         lineage: Lineage,
     ) -> Result<NewConversation> {
         let store = self.store_for(&config);
+        // Opened first: a store shared by several processes may wait there for another's
+        // turn to end, and what is read afterwards includes it.
+        let recorder = store
+            .open(id)
+            .await?
+            .ok_or(CoreError::ConversationNotFound(id))?;
         let items = store
             .load(id)
             .await?
             .ok_or(CoreError::ConversationNotFound(id))?;
         let loaded = rollout::fold_items(items, rollout::stored_source(id))?;
-        let recorder = store
-            .open(id)
-            .await?
-            .ok_or(CoreError::ConversationNotFound(id))?;
         self.resume_loaded(config, recorder, loaded, lineage).await
     }
 
@@ -733,7 +735,7 @@ impl ManagerShared {
         if config.dynamic_tools.is_empty() {
             config.dynamic_tools = std::mem::take(&mut loaded.meta.dynamic_tools);
         }
-        let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events);
+        let repairs = close_interrupted_work(&mut loaded.history, &mut loaded.events, true);
         recorder.record(&repairs).await?;
         let mut new = self
             .spawn(
@@ -986,6 +988,7 @@ fn turn_boundaries(msg: &keel_protocol::EventMsg) -> bool {
 fn close_interrupted_work(
     history: &mut Vec<ResponseItem>,
     events: &mut Vec<keel_protocol::EventMsg>,
+    tell_model: bool,
 ) -> Vec<rollout::RolloutItem> {
     use keel_protocol::EventMsg;
     let outputs = crate::models::outputs_for_unanswered_calls(
@@ -997,10 +1000,11 @@ fn close_interrupted_work(
         .into_iter()
         .map(rollout::RolloutItem::ResponseItem)
         .collect();
-    let open_turn = events.iter().rev().find_map(|msg| match msg {
-        EventMsg::TaskStarted(started) => Some(Some(started.turn_id.clone())),
-        EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_) | EventMsg::Error(_) => Some(None),
-        _ => None,
+    let open_turn = events.iter().rev().find_map(|msg| {
+        rollout::turn_edge(msg).map(|started| match msg {
+            EventMsg::TaskStarted(event) if started => Some(event.turn_id.clone()),
+            _ => None,
+        })
     });
     if let Some(Some(turn_id)) = open_turn {
         let aborted = EventMsg::TurnAborted(keel_protocol::TurnAbortedEvent {
@@ -1012,10 +1016,13 @@ fn close_interrupted_work(
         });
         events.push(aborted.clone());
         repairs.push(rollout::RolloutItem::EventMsg(aborted));
-        // The model is told, so it does not assume the work it started is still running.
-        let notice = ResponseItem::developer_text(INTERRUPTED_TURN_NOTICE);
-        history.push(notice.clone());
-        repairs.push(rollout::RolloutItem::ResponseItem(notice));
+        // On resume the model is told, so it does not assume the work it started is still
+        // running (a fork of a thread mid-turn copies it while that turn goes on elsewhere).
+        if tell_model {
+            let notice = ResponseItem::developer_text(INTERRUPTED_TURN_NOTICE);
+            history.push(notice.clone());
+            repairs.push(rollout::RolloutItem::ResponseItem(notice));
+        }
     }
     repairs
 }

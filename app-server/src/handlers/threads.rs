@@ -609,7 +609,7 @@ pub(crate) async fn archive(
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
     if let Some(thread) = state.loaded(id).await
-        && thread.meta().path.is_none()
+        && thread.meta().ephemeral
     {
         return Err(AppServerError::InvalidRequest(format!(
             "thread {id} is ephemeral and cannot be archived"

@@ -89,7 +89,14 @@ impl SharedPool {
         mut deliver: impl FnMut(String),
     ) -> Result<(), PostgresError> {
         use futures::StreamExt;
-        let config = self.info.to_config()?;
+        let mut config = self.info.to_config()?;
+        // Idle for hours between changes: keepalives notice a connection that died silently
+        // (a NAT's timeout, a host gone), so listening starts again instead of hearing nothing.
+        config
+            .keepalives(true)
+            .keepalives_idle(std::time::Duration::from_secs(30))
+            .keepalives_interval(std::time::Duration::from_secs(10))
+            .keepalives_retries(3);
         let (client, mut connection) = tokio::time::timeout(self.timeout, config.connect(tls()?))
             .await
             .map_err(|_| PostgresError::Named {

@@ -21,6 +21,7 @@ mod summary;
 mod thread_change;
 mod thread_filter;
 mod transcript_events;
+mod turn_edge;
 
 pub use archive::{archive_rollout, delete_rollout, unarchive_rollout};
 pub use catalog::{
@@ -47,6 +48,7 @@ pub(crate) use recorder::recorder_meta;
 pub(crate) use rollback::drop_last_turns;
 pub use store::{FileRolloutStore, InMemoryRolloutStore, RolloutSink, RolloutStore};
 pub(crate) use store::{fold_items, stored_source};
+pub(crate) use turn_edge::turn_edge;
 
 use std::path::Path;
 

@@ -11,7 +11,7 @@ pub struct ThreadChange {
     pub id: ConversationId,
     /// What happened.
     pub kind: ThreadChangeKind,
-    /// The server that did it (its lease holder name).
+    /// The process that did it: its server name, `#`, and a part of its own.
     pub by: String,
 }
 

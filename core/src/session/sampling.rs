@@ -36,6 +36,9 @@ pub(super) async fn turn_loop(
     // Scripts still running when the turn ends (however it ends) stop with it.
     let _cells = TerminateCells(session.code_cells().clone());
     loop {
+        // A record that already failed (the turn's start, say, on a thread another server
+        // took over) stops the turn before it asks the model anything.
+        stop_if_unrecorded(session)?;
         session.drain_pending_input().await;
         // Before a new turn's first request, or after a tool round: compact when the last
         // response filled the context up to the limit.

@@ -156,7 +156,7 @@ impl PostgresThreadStore {
         )
         .await
         .map_err(failed)?;
-        let announce = payload(id, ThreadChangeKind::Renamed, &self.lease.holder);
+        let announce = payload(id, ThreadChangeKind::Renamed, &self.instance);
         tx.execute("SELECT pg_notify('keel_thread_changes', $1)", &[&announce])
             .await
             .map_err(failed)?;
@@ -166,10 +166,14 @@ impl PostgresThreadStore {
 
     async fn search_page(&self, search: &ThreadSearch) -> Result<SearchPage, ThreadCatalogError> {
         let term = search.term.to_lowercase();
-        if let Some(cursor) = &search.cursor {
-            ListCursor::decode(cursor, ListSort::Created)
-                .map_err(|_| ThreadCatalogError::UnknownCursor(cursor.clone()))?;
-        }
+        let after = match &search.cursor {
+            Some(cursor) => Some(
+                ListCursor::decode(cursor, ListSort::Created)
+                    .map_err(|_| ThreadCatalogError::UnknownCursor(cursor.clone()))?
+                    .file_name,
+            ),
+            None => None,
+        };
         let pattern = contains_pattern(&term);
         let limit = i64::try_from(search.limit.saturating_add(1)).unwrap_or(i64::MAX);
         let sql = format!(
@@ -188,7 +192,7 @@ impl PostgresThreadStore {
         );
         let rows = self
             .shared
-            .query(&sql, &[&search.archived, &pattern, &search.cursor, &limit])
+            .query(&sql, &[&search.archived, &pattern, &after, &limit])
             .await
             .map_err(|err| store_error(&self.shared, err))?;
         let mut items: Vec<SearchHit> = rows
@@ -283,7 +287,7 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
-            let announce = payload(id, ThreadChangeKind::Archived, &self.lease.holder);
+            let announce = payload(id, ThreadChangeKind::Archived, &self.instance);
             let changed = self
                 .shared
                 .query(
@@ -304,7 +308,7 @@ impl ThreadCatalog for PostgresThreadStore {
         id: ConversationId,
     ) -> BoxFuture<'_, Result<Option<ConversationSummary>, ThreadCatalogError>> {
         Box::pin(async move {
-            let announce = payload(id, ThreadChangeKind::Unarchived, &self.lease.holder);
+            let announce = payload(id, ThreadChangeKind::Unarchived, &self.instance);
             let sql = format!(
                 "WITH changed AS (
                      UPDATE keel_threads t SET archived = false WHERE t.id = $1 AND t.archived
@@ -320,7 +324,7 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
-            let announce = payload(id, ThreadChangeKind::Deleted, &self.lease.holder);
+            let announce = payload(id, ThreadChangeKind::Deleted, &self.instance);
             let changed = self
                 .shared
                 .query(

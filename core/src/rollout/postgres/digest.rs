@@ -62,15 +62,18 @@ impl Digest {
                 RolloutItem::EventMsg(EventMsg::AgentMessage(agent)) => {
                     message = Some(agent.message.clone());
                 }
-                RolloutItem::EventMsg(EventMsg::TaskStarted(_)) => {
-                    digest.turn_started = true;
-                    digest.turn_open = Some(true);
-                }
-                RolloutItem::EventMsg(EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_)) => {
-                    digest.turn_open = Some(false);
+                RolloutItem::EventMsg(event) => {
+                    // A turn that fails ends with its error: the lease goes with it.
+                    if let Some(started) = super::super::turn_edge(event) {
+                        digest.turn_started |= started;
+                        digest.turn_open = Some(started);
+                    }
                 }
                 RolloutItem::ThreadName(name) => digest.name = Some(name.clone()),
-                _ => {}
+                RolloutItem::SessionMeta(_)
+                | RolloutItem::ResponseItem(_)
+                | RolloutItem::Rollback(_)
+                | RolloutItem::Compacted(_) => {}
             }
             digest.messages.push(message);
         }

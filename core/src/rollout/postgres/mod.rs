@@ -65,7 +65,21 @@ fn hostname() -> String {
 pub struct PostgresThreadStore {
     shared: SharedPool,
     lease: ThreadLease,
+    /// Who this process is to the others: its name and a random part, so two processes
+    /// given one name never take each other's leases or ignore each other's changes.
+    instance: String,
     changes: Arc<changes::Changes>,
+}
+
+/// Separates a server's name from its instance's random part in the lease's holder.
+const INSTANCE_MARK: char = '#';
+
+/// The server's name in a lease holder, as clients are told it.
+fn shown_holder(holder: &str) -> String {
+    holder
+        .rsplit_once(INSTANCE_MARK)
+        .map_or(holder, |(name, _)| name)
+        .to_string()
 }
 
 /// Takes a thread for this server: bumps its epoch unless another server's turn holds it.
@@ -107,11 +121,13 @@ impl PostgresThreadStore {
                 message: other.to_string(),
             },
         })?;
-        let changes =
-            Arc::new(changes::Changes::follow(shared.clone(), lease.holder.clone()).await);
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        let instance = format!("{}{INSTANCE_MARK}{}", lease.holder, &random[..8]);
+        let changes = Arc::new(changes::Changes::follow(shared.clone(), instance.clone()).await);
         Ok(Self {
             shared,
             lease,
+            instance,
             changes,
         })
     }
@@ -125,7 +141,7 @@ impl PostgresThreadStore {
         Arc::new(PostgresSink::new(
             id,
             self.shared.clone(),
-            self.lease.holder.clone(),
+            self.instance.clone(),
             self.lease.length,
             epoch,
         ))
@@ -135,12 +151,12 @@ impl PostgresThreadStore {
     /// running elsewhere to end; `None` when the store does not hold the thread.
     async fn take(&self, id: ConversationId) -> Result<Option<i64>> {
         let key = id.to_string();
-        let announce = changes::payload(id, super::ThreadChangeKind::Opened, &self.lease.holder);
+        let announce = changes::payload(id, super::ThreadChangeKind::Opened, &self.instance);
         let deadline = tokio::time::Instant::now() + self.lease.wait;
         loop {
             let taken = self
                 .shared
-                .query(TAKE, &[&key, &self.lease.holder, &announce])
+                .query(TAKE, &[&key, &self.instance, &announce])
                 .await
                 .map_err(|err| store_error(&self.shared, err))?;
             if let Some(row) = taken.first() {
@@ -158,12 +174,16 @@ impl PostgresThreadStore {
                 return Ok(None);
             };
             let holder: Option<String> = row.try_get(0).ok().flatten();
+            if holder.is_none() {
+                // Released between the two queries: try again at once.
+                continue;
+            }
             let left_ms: i64 = row.try_get(1).unwrap_or_default();
             let now = tokio::time::Instant::now();
             if now >= deadline {
                 return Err(CoreError::ThreadHeld {
                     id,
-                    holder: holder.unwrap_or_default(),
+                    holder: shown_holder(holder.as_deref().unwrap_or_default()),
                     retry_after_secs: u64::try_from(left_ms).unwrap_or_default().div_ceil(1000),
                 });
             }
@@ -175,16 +195,10 @@ impl PostgresThreadStore {
     }
 }
 
-/// `store` as shown before it could be parsed (a URL without its password, or just "the
-/// configured store").
-fn store_shown(store: &str) -> String {
-    match store.split_once('@') {
-        Some((_, rest)) if store.contains("://") => {
-            let scheme = store.split("://").next().unwrap_or("postgres");
-            format!("{scheme}://{rest}")
-        }
-        _ => "(the configured store)".to_string(),
-    }
+/// `store` as shown before it could be parsed: nothing of it, since a string that could not
+/// be read cannot be told apart from its password.
+fn store_shown(_store: &str) -> String {
+    "(the configured store)".to_string()
 }
 
 impl RolloutStore for PostgresThreadStore {

@@ -3,6 +3,7 @@
 //! stops its turn). While a turn runs, the server holds a lease on the thread, renewed as it
 //! runs, that tells other servers to wait.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -61,6 +62,10 @@ struct SinkInner {
     lease: Duration,
     /// The epoch this sink appends under; held across an append, so appends stay in order.
     epoch: Mutex<i64>,
+    /// Whether a turn is running (only then is the lease renewed).
+    turn_open: AtomicBool,
+    /// Set once an append found the thread taken over: every later one fails at once.
+    lost: AtomicBool,
 }
 
 impl PostgresSink {
@@ -78,14 +83,16 @@ impl PostgresSink {
             holder,
             lease,
             epoch: Mutex::new(epoch),
+            turn_open: AtomicBool::new(false),
+            lost: AtomicBool::new(false),
         });
         tokio::spawn(renew_while_alive(Arc::downgrade(&inner)));
         Self { inner }
     }
 }
 
-/// Renews the lease a third of its length at a time while the sink lives; a renewal that
-/// finds the lease gone (no turn running, or the thread opened elsewhere) changes nothing.
+/// Renews the lease a third of its length at a time while the sink lives and a turn runs; a
+/// renewal that finds the lease gone (the thread opened elsewhere) changes nothing.
 async fn renew_while_alive(inner: Weak<SinkInner>) {
     let Some(period) = inner.upgrade().map(|inner| inner.lease / 3) else {
         return;
@@ -97,6 +104,9 @@ async fn renew_while_alive(inner: Weak<SinkInner>) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
+        if !inner.turn_open.load(Ordering::Acquire) || inner.lost.load(Ordering::Acquire) {
+            continue;
+        }
         let epoch = *inner.epoch.lock().await;
         let id = inner.id.to_string();
         if let Err(err) = inner
@@ -111,6 +121,9 @@ async fn renew_while_alive(inner: Weak<SinkInner>) {
 
 impl SinkInner {
     async fn append(&self, items: &[RolloutItem]) -> Result<()> {
+        if self.lost.load(Ordering::Acquire) {
+            return Err(CoreError::LeaseLost(self.id));
+        }
         let digest = Digest::of(items, self.shared.shown())?;
         let epoch = self.epoch.lock().await;
         let id = self.id.to_string();
@@ -142,6 +155,7 @@ impl SinkInner {
             .await
             .map_err(failed)?;
         let Some(first) = first else {
+            self.lost.store(true, Ordering::Release);
             return Err(CoreError::LeaseLost(self.id));
         };
         let first: i64 = first.try_get(0).map_err(failed)?;
@@ -157,7 +171,11 @@ impl SinkInner {
                 .await
                 .map_err(failed)?;
         }
-        tx.commit().await.map_err(failed)
+        tx.commit().await.map_err(failed)?;
+        if let Some(open) = digest.turn_open {
+            self.turn_open.store(open, Ordering::Release);
+        }
+        Ok(())
     }
 }
 
