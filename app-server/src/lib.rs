@@ -31,6 +31,7 @@ mod outgoing;
 mod pending_requests;
 mod read_state;
 mod remote_client;
+mod resume_locks;
 mod run;
 mod schema;
 mod state;

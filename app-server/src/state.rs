@@ -68,6 +68,8 @@ pub(crate) struct AppState {
     pub(crate) catalog: Arc<dyn keel_core::ThreadCatalog>,
     /// The rollout files' catalog, when threads are files (some requests read the files).
     files: Option<Arc<keel_core::FileThreadCatalog>>,
+    /// One resume of a thread at a time.
+    pub(crate) resumes: crate::resume_locks::ResumeLocks,
     /// Set once the server is stopping: it serves its connections but is not ready for more.
     draining: std::sync::atomic::AtomicBool,
     /// Environments clients added (`environment/add`).
@@ -129,6 +131,7 @@ impl AppState {
             config_writes: std::sync::Mutex::new(()),
             catalog,
             files,
+            resumes: Default::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
             thread_queue: tokio::sync::OnceCell::new(),
             thread_organizer: tokio::sync::OnceCell::new(),

@@ -165,6 +165,8 @@ pub(crate) async fn resume(
     outgoing: &Arc<Outgoing>,
 ) -> Result<Reply> {
     let id = parse_thread_id(&params.thread_id)?;
+    // Held until the thread is loaded: a second client resuming it meanwhile joins it.
+    let _resuming = state.resumes.hold(id).await;
     if let Some(thread) = state.loaded(id).await {
         // The thread's own tools outlive the client that defined them while the thread
         // stays loaded: when that client is gone, the next one to resume runs them.

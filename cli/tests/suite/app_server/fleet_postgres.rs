@@ -374,3 +374,92 @@ async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyho
     drop(servers);
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(keel_postgres),
+    ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
+)]
+async fn two_clients_resuming_one_thread_at_once_share_one_copy() -> anyhow::Result<()> {
+    let cluster = cluster()?;
+    let mock = MockModelServer::start(Script::new([
+        Turn::new([assistant_message("first")]),
+        Turn::new([assistant_message("second")]),
+    ]))
+    .await?;
+    let workspace = tempfile::tempdir()?;
+    let home = tempfile::tempdir()?;
+    write_config(
+        home.path(),
+        &mock.uri(),
+        std::iter::empty::<(&str, toml::Value)>(),
+    )?;
+    let (_server, address) = server_with(
+        home.path(),
+        workspace.path(),
+        &["--thread-store", &cluster.url(), "--server-name", "k1"],
+        &[("PGPASSWORD", cluster.password())],
+    )
+    .await?;
+
+    // A thread with a turn, then left: it is unloaded.
+    let mut starter = client(&address, TOKEN).await?;
+    let started = call(
+        &mut starter,
+        2,
+        "thread/start",
+        json!({"cwd": workspace.path()}),
+    )
+    .await?;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .context("a thread id")?
+        .to_string();
+    call(
+        &mut starter,
+        3,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+    )
+    .await?;
+    until(&mut starter, |m| m["method"] == "turn/completed").await?;
+    call(
+        &mut starter,
+        4,
+        "thread/unsubscribe",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+    until(&mut starter, |m| m["method"] == "thread/closed").await?;
+
+    // Two clients resume it at the same moment: both are answered, one copy is loaded.
+    let mut first = client(&address, TOKEN).await?;
+    let mut second = client(&address, TOKEN).await?;
+    let resume = json!({"threadId": thread_id});
+    let (a, b) = tokio::join!(
+        call(&mut first, 2, "thread/resume", resume.clone()),
+        call(&mut second, 2, "thread/resume", resume.clone()),
+    );
+    a?;
+    b?;
+    let loaded = call(&mut first, 3, "thread/loaded/list", json!({})).await?;
+    assert_eq!(
+        loaded["result"]["data"],
+        json!([thread_id.as_str()]),
+        "{loaded}"
+    );
+
+    // That copy can still record: a turn completes, and both clients see it.
+    call(
+        &mut second,
+        3,
+        "turn/start",
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]}),
+    )
+    .await?;
+    let done = until(&mut second, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let seen = until(&mut first, |m| m["method"] == "turn/completed").await?;
+    assert_eq!(seen["params"]["turn"]["status"], "completed", "{seen}");
+    Ok(())
+}

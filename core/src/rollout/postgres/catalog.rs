@@ -10,7 +10,7 @@ use super::super::{
     ThreadCatalog, ThreadCatalogError, ThreadChange, ThreadChangeKind, ThreadFilter, ThreadSearch,
 };
 use super::PostgresThreadStore;
-use super::changes::payload;
+use super::changes::{ANNOUNCE, CHANNEL, channel, payload};
 use super::digest::Digest;
 use super::failure::store_error;
 use super::row::{SUMMARY_COLUMNS, kind_name, summary};
@@ -157,9 +157,7 @@ impl PostgresThreadStore {
         .await
         .map_err(failed)?;
         let announce = payload(id, ThreadChangeKind::Renamed, &self.instance);
-        tx.execute("SELECT pg_notify('keel_thread_changes', $1)", &[&announce])
-            .await
-            .map_err(failed)?;
+        tx.execute(ANNOUNCE, &[&announce]).await.map_err(failed)?;
         tx.commit().await.map_err(failed)?;
         Ok(true)
     }
@@ -291,10 +289,14 @@ impl ThreadCatalog for PostgresThreadStore {
             let changed = self
                 .shared
                 .query(
-                    "WITH changed AS (
-                         UPDATE keel_threads SET archived = true WHERE id = $1 AND NOT archived
-                         RETURNING id)
-                     SELECT pg_notify('keel_thread_changes', $2) FROM changed",
+                    concat!(
+                        "WITH changed AS (
+                             UPDATE keel_threads SET archived = true
+                             WHERE id = $1 AND NOT archived RETURNING id)
+                         SELECT pg_notify('",
+                        channel!(),
+                        "', $2) FROM changed"
+                    ),
                     &[&id.to_string(), &announce],
                 )
                 .await
@@ -313,7 +315,7 @@ impl ThreadCatalog for PostgresThreadStore {
                 "WITH changed AS (
                      UPDATE keel_threads t SET archived = false WHERE t.id = $1 AND t.archived
                      RETURNING {SUMMARY_COLUMNS})
-                 SELECT changed.*, pg_notify('keel_thread_changes', $2) FROM changed"
+                 SELECT changed.*, pg_notify('{CHANNEL}', $2) FROM changed"
             );
             Ok(self
                 .summaries(&sql, &[&id.to_string(), &announce])
@@ -328,8 +330,12 @@ impl ThreadCatalog for PostgresThreadStore {
             let changed = self
                 .shared
                 .query(
-                    "WITH changed AS (DELETE FROM keel_threads WHERE id = $1 RETURNING id)
-                     SELECT pg_notify('keel_thread_changes', $2) FROM changed",
+                    concat!(
+                        "WITH changed AS (DELETE FROM keel_threads WHERE id = $1 RETURNING id)
+                         SELECT pg_notify('",
+                        channel!(),
+                        "', $2) FROM changed"
+                    ),
                     &[&id.to_string(), &announce],
                 )
                 .await

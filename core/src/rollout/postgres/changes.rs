@@ -11,8 +11,19 @@ use tokio::sync::{broadcast, oneshot};
 use super::super::{ThreadChange, ThreadChangeKind};
 use crate::postgres::SharedPool;
 
+/// The channel changes are announced on, as a literal for the statements that announce.
+macro_rules! channel {
+    () => {
+        "keel_thread_changes"
+    };
+}
+pub(super) use channel;
+
 /// The channel changes are announced on.
-pub(super) const CHANNEL: &str = "keel_thread_changes";
+pub(super) const CHANNEL: &str = channel!();
+
+/// Announces `$1` on the channel.
+pub(super) const ANNOUNCE: &str = concat!("SELECT pg_notify('", channel!(), "', $1)");
 
 /// How many changes a slow receiver may fall behind before it misses some.
 const BACKLOG: usize = 256;

@@ -84,13 +84,17 @@ fn shown_holder(holder: &str) -> String {
 
 /// Takes a thread for this server: bumps its epoch unless another server's turn holds it.
 /// Other servers hear of it (`$3`, the announcement): their copies are stale.
-const TAKE: &str = "WITH taken AS (
+const TAKE: &str = concat!(
+    "WITH taken AS (
          UPDATE keel_threads
          SET lease_epoch = lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL
          WHERE id = $1
            AND (lease_holder IS NULL OR lease_holder = $2 OR lease_expires_at < now())
          RETURNING lease_epoch)
-     SELECT lease_epoch, pg_notify('keel_thread_changes', $3) FROM taken";
+     SELECT lease_epoch, pg_notify('",
+    changes::channel!(),
+    "', $3) FROM taken"
+);
 
 /// Who holds a thread, and for how many more milliseconds.
 const HOLDER: &str = "SELECT lease_holder,

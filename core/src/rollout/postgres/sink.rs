@@ -13,7 +13,7 @@ use tokio::sync::Mutex;
 
 use super::super::ThreadChangeKind;
 use super::super::{RolloutItem, RolloutSink};
-use super::changes::payload;
+use super::changes::{ANNOUNCE, payload};
 use super::digest::Digest;
 use super::failure::store_error;
 use crate::error::{CoreError, Result};
@@ -167,9 +167,7 @@ impl SinkInner {
         .map_err(failed)?;
         if digest.name.is_some() {
             let announce = payload(self.id, ThreadChangeKind::Renamed, &self.holder);
-            tx.execute("SELECT pg_notify('keel_thread_changes', $1)", &[&announce])
-                .await
-                .map_err(failed)?;
+            tx.execute(ANNOUNCE, &[&announce]).await.map_err(failed)?;
         }
         tx.commit().await.map_err(failed)?;
         if let Some(open) = digest.turn_open {
