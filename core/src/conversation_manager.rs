@@ -1000,11 +1000,10 @@ fn close_interrupted_work(
         .into_iter()
         .map(rollout::RolloutItem::ResponseItem)
         .collect();
-    let open_turn = events.iter().rev().find_map(|msg| {
-        rollout::turn_edge(msg).map(|started| match msg {
-            EventMsg::TaskStarted(event) if started => Some(event.turn_id.clone()),
-            _ => None,
-        })
+    // The last turn edge: a start leaves that turn open.
+    let open_turn = events.iter().rev().find_map(|msg| match msg {
+        EventMsg::TaskStarted(started) => Some(Some(started.turn_id.clone())),
+        other => rollout::turn_edge(other).map(|_| None),
     });
     if let Some(Some(turn_id)) = open_turn {
         let aborted = EventMsg::TurnAborted(keel_protocol::TurnAbortedEvent {

@@ -74,6 +74,14 @@ fn chown_to_nobody(path: &Path) -> Result<()> {
 }
 
 impl PostgresCluster {
+    /// [`Self::start`] for tests built only where PostgreSQL is installed or under CI: a
+    /// missing installation is an error naming how to get one.
+    pub fn start_required() -> Result<Self> {
+        Self::start()?.ok_or_else(|| {
+            failed("PostgreSQL is not installed; .ci/run installs it (or set KEEL_POSTGRES_BIN)")
+        })
+    }
+
     /// Creates and starts a cluster whose superuser `keel` has a random password; `None`
     /// when PostgreSQL is not installed.
     pub fn start() -> Result<Option<Self>> {

@@ -14,14 +14,6 @@ use keel_protocol::ConversationId;
 use keel_test_support::PostgresCluster;
 use serde_json::json;
 
-fn cluster() -> anyhow::Result<PostgresCluster> {
-    PostgresCluster::start()?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "PostgreSQL is not installed; .ci/run installs it (or set KEEL_POSTGRES_BIN)"
-        )
-    })
-}
-
 /// One server's store: its name, a lease of `lease`, waiting up to `wait` for another's turn.
 async fn server(
     cluster: &PostgresCluster,
@@ -82,6 +74,16 @@ fn agent(text: &str) -> anyhow::Result<RolloutItem> {
     event(json!({"type": "agent_message", "message": text}))
 }
 
+/// A search of the live threads for `term`, first page.
+fn live(term: &str) -> ThreadSearch {
+    ThreadSearch {
+        term: term.to_string(),
+        archived: false,
+        cursor: None,
+        limit: 10,
+    }
+}
+
 const LONG: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +93,7 @@ const LONG: Duration = Duration::from_secs(30);
 )]
 async fn what_one_server_records_every_server_lists_searches_names_and_loads() -> anyhow::Result<()>
 {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let a = server(&cluster, "server-a", LONG, LONG).await?;
     let b = server(&cluster, "server-b", LONG, LONG).await?;
 
@@ -191,14 +193,7 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
 
     // Search: case-insensitive substrings of user and assistant messages; `%` and `_` are
     // literal characters, not wildcards.
-    let kiwi = b
-        .search(ThreadSearch {
-            term: "KIWI".to_string(),
-            archived: false,
-            cursor: None,
-            limit: 10,
-        })
-        .await?;
+    let kiwi = b.search(live("KIWI")).await?;
     let mut hits: Vec<_> = kiwi.items.iter().map(|h| h.summary.id).collect();
     hits.sort();
     let mut want = vec![ids[0], ids[2]];
@@ -211,14 +206,7 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
         "{:?}",
         kiwi.items
     );
-    let literal = b
-        .search(ThreadSearch {
-            term: "100%".to_string(),
-            archived: false,
-            cursor: None,
-            limit: 10,
-        })
-        .await?;
+    let literal = b.search(live("100%")).await?;
     assert_eq!(
         literal
             .items
@@ -227,21 +215,12 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
             .collect::<Vec<_>>(),
         vec![ids[2]]
     );
-    let wildcard = b
-        .search(ThreadSearch {
-            term: "kiwi_f".to_string(),
-            archived: false,
-            cursor: None,
-            limit: 10,
-        })
-        .await?;
+    let wildcard = b.search(live("kiwi_f")).await?;
     assert_eq!(wildcard.items.len(), 1, "`_` is literal");
     let bad_cursor = b
         .search(ThreadSearch {
-            term: "kiwi".to_string(),
-            archived: false,
             cursor: Some("not-a-cursor".to_string()),
-            limit: 10,
+            ..live("kiwi")
         })
         .await;
     assert!(
@@ -256,14 +235,7 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
     assert!(b.rename(ids[1], "Orchard Plans".to_string()).await?);
     let named = a.find(ids[1], false).await?.context("found")?;
     assert_eq!(named.name.as_deref(), Some("Orchard Plans"));
-    let by_name = a
-        .search(ThreadSearch {
-            term: "orchard plans".to_string(),
-            archived: false,
-            cursor: None,
-            limit: 10,
-        })
-        .await?;
+    let by_name = a.search(live("orchard plans")).await?;
     assert_eq!(
         by_name.items.first().map(|h| h.snippet.as_str()),
         Some("Orchard Plans")
@@ -296,7 +268,7 @@ async fn what_one_server_records_every_server_lists_searches_names_and_loads() -
 )]
 async fn a_server_that_lost_its_thread_cannot_append_and_a_running_turn_makes_others_wait()
 -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let a = server(&cluster, "server-a", LONG, LONG).await?;
     let b = server(&cluster, "server-b", LONG, Duration::from_millis(300)).await?;
     let id = ConversationId::new();
@@ -350,7 +322,7 @@ async fn a_server_that_lost_its_thread_cannot_append_and_a_running_turn_makes_ot
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn a_dead_servers_lease_lapses_and_another_server_takes_the_thread() -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let lease = Duration::from_millis(1500);
     let a = server(&cluster, "server-a", lease, lease).await?;
     let b = server(&cluster, "server-b", lease, Duration::from_secs(20)).await?;
@@ -386,7 +358,7 @@ async fn a_dead_servers_lease_lapses_and_another_server_takes_the_thread() -> an
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn a_server_hears_what_other_servers_do_to_threads_but_not_its_own() -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let a = server(&cluster, "server-a", LONG, LONG).await?;
     let b = server(&cluster, "server-b", LONG, LONG).await?;
     let mut heard = a.changes().context("a shared store announces changes")?;
@@ -422,7 +394,7 @@ async fn a_server_hears_what_other_servers_do_to_threads_but_not_its_own() -> an
 )]
 async fn a_note_changes_only_when_it_still_reads_what_its_writer_saw() -> anyhow::Result<()> {
     use keel_core::NoteSwap;
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let a = server(&cluster, "server-a", LONG, LONG).await?;
     let b = server(&cluster, "server-b", LONG, LONG).await?;
     let id = ConversationId::new();
@@ -469,7 +441,7 @@ async fn a_note_changes_only_when_it_still_reads_what_its_writer_saw() -> anyhow
 )]
 async fn a_turn_that_fails_gives_up_its_lease_and_a_taken_over_writer_stays_fenced()
 -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let a = server(&cluster, "server-a", LONG, LONG).await?;
     let b = server(&cluster, "server-b", LONG, Duration::from_millis(300)).await?;
     let id = ConversationId::new();

@@ -8,6 +8,8 @@ pub(crate) fn turn_edge(msg: &EventMsg) -> Option<bool> {
     match msg {
         EventMsg::TaskStarted(_) => Some(true),
         EventMsg::TaskComplete(_) | EventMsg::TurnAborted(_) | EventMsg::Error(_) => Some(false),
+        // `EventMsg` is non-exhaustive (the protocol crate adds events): every other event
+        // happens within a turn or between turns without starting or ending one.
         _ => None,
     }
 }

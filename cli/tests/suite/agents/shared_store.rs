@@ -22,16 +22,6 @@ const HELD_ROW: &str = "r01";
 /// How long to wait for a worker process to finish the job.
 const WORK_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// A throwaway cluster. The tests that use it are built only where PostgreSQL is installed or
-/// `CI` is set (`build.rs`), so a missing installation here is a failure.
-fn cluster() -> anyhow::Result<PostgresCluster> {
-    PostgresCluster::start()?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "PostgreSQL is not installed; .ci/run installs it (or set KEEL_POSTGRES_BIN)"
-        )
-    })
-}
-
 /// Where the job lives and what a `keel` process needs to reach it.
 struct Store {
     arg: String,
@@ -273,7 +263,7 @@ async fn three_workers_one_killed(store: Store) -> anyhow::Result<String> {
 )]
 async fn workers_on_postgres_survive_a_killed_worker_with_every_row_recorded_once()
 -> anyhow::Result<()> {
-    let pg = cluster()?;
+    let pg = PostgresCluster::start_required()?;
     // The password reaches keel through PGPASSWORD, never the command line.
     let store = Store {
         arg: pg.url(),
@@ -305,7 +295,7 @@ async fn workers_on_one_sqlite_file_survive_a_killed_worker_too() -> anyhow::Res
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn the_password_comes_from_a_password_file_and_a_wrong_one_is_named() -> anyhow::Result<()> {
-    let pg = cluster()?;
+    let pg = PostgresCluster::start_required()?;
     let ws = tempfile::tempdir()?;
     let home = tempfile::tempdir()?;
     std::fs::write(ws.path().join("rows.csv"), "name\none\ntwo\n")?;
@@ -357,7 +347,7 @@ async fn the_password_comes_from_a_password_file_and_a_wrong_one_is_named() -> a
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn a_job_on_postgres_keeps_its_starters_trace_for_every_workers_turn() -> anyhow::Result<()> {
-    let pg = cluster()?;
+    let pg = PostgresCluster::start_required()?;
     let store = Store {
         arg: pg.url(),
         env: vec![("PGPASSWORD".to_string(), pg.password().to_string())],

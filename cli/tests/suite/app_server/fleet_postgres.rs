@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use keel_test_support::{
-    Fault, Haproxy, MockModelServer, PostgresCluster, Script, Turn, assistant_message, shell_call,
-    write_config,
+    Fault, Haproxy, JsonLinesProcess, MockModelServer, PostgresCluster, Script, Turn,
+    assistant_message, shell_call, write_config,
 };
 use serde_json::{Value, json};
 
@@ -26,12 +26,49 @@ async fn call(socket: &mut Socket, id: u64, method: &str, params: Value) -> anyh
 /// The lease each server takes on a thread while its turn runs.
 const LEASE_SECONDS: &str = "2";
 
-fn cluster() -> anyhow::Result<PostgresCluster> {
-    PostgresCluster::start()?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "PostgreSQL is not installed; .ci/run installs it (or set KEEL_POSTGRES_BIN)"
+/// Servers on one database, each with its own home, named `k1`, `k2`, …
+struct Fleet {
+    servers: Vec<JsonLinesProcess>,
+    addresses: Vec<String>,
+    _homes: Vec<tempfile::TempDir>,
+}
+
+/// Starts `count` servers on `cluster`'s database, their model `mock`, with `extra` flags.
+async fn fleet(
+    cluster: &PostgresCluster,
+    mock: &MockModelServer,
+    workspace: &std::path::Path,
+    count: usize,
+    extra: &[&str],
+) -> anyhow::Result<Fleet> {
+    let store = cluster.url();
+    let mut fleet = Fleet {
+        servers: Vec::new(),
+        addresses: Vec::new(),
+        _homes: Vec::new(),
+    };
+    for n in 1..=count {
+        let home = tempfile::tempdir()?;
+        write_config(
+            home.path(),
+            &mock.uri(),
+            std::iter::empty::<(&str, toml::Value)>(),
+        )?;
+        let name = format!("k{n}");
+        let mut args = vec!["--thread-store", &store, "--server-name", &name];
+        args.extend_from_slice(extra);
+        let (process, address) = server_with(
+            home.path(),
+            workspace,
+            &args,
+            &[("PGPASSWORD", cluster.password())],
         )
-    })
+        .await?;
+        fleet.servers.push(process);
+        fleet.addresses.push(address);
+        fleet._homes.push(home);
+    }
+    Ok(fleet)
 }
 
 /// The command item `c1` of a turn, if the turn has it.
@@ -64,7 +101,7 @@ fn holder(cluster: &PostgresCluster, thread: &str) -> anyhow::Result<String> {
 )]
 async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() -> anyhow::Result<()>
 {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let mock = MockModelServer::start(Script::new([
         Turn::new([shell_call("c1", ["echo", "seen-before-the-crash"])]),
         // The model's next answer never ends: the turn is running when its server dies.
@@ -74,38 +111,18 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
     ]))
     .await?;
     let workspace = tempfile::tempdir()?;
-    let homes = [
-        tempfile::tempdir()?,
-        tempfile::tempdir()?,
-        tempfile::tempdir()?,
-    ];
-    let store = cluster.url();
-    let mut servers = Vec::new();
-    let mut addresses = Vec::new();
-    for (n, home) in homes.iter().enumerate() {
-        write_config(
-            home.path(),
-            &mock.uri(),
-            std::iter::empty::<(&str, toml::Value)>(),
-        )?;
-        let name = format!("k{}", n + 1);
-        let (process, address) = server_with(
-            home.path(),
-            workspace.path(),
-            &[
-                "--thread-store",
-                &store,
-                "--server-name",
-                &name,
-                "--thread-lease-seconds",
-                LEASE_SECONDS,
-            ],
-            &[("PGPASSWORD", cluster.password())],
-        )
-        .await?;
-        servers.push(process);
-        addresses.push(address);
-    }
+    let Fleet {
+        mut servers,
+        addresses,
+        _homes,
+    } = fleet(
+        &cluster,
+        &mock,
+        workspace.path(),
+        3,
+        &["--thread-lease-seconds", LEASE_SECONDS],
+    )
+    .await?;
     let mut balancer = Haproxy::start(&addresses).await?;
     let through = balancer.address().to_string();
 
@@ -237,34 +254,18 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let mock = MockModelServer::start(Script::new([
         Turn::new([assistant_message("first answer")]),
         Turn::new([assistant_message("second answer, elsewhere")]),
     ]))
     .await?;
     let workspace = tempfile::tempdir()?;
-    let homes = [tempfile::tempdir()?, tempfile::tempdir()?];
-    let store = cluster.url();
-    let mut servers = Vec::new();
-    let mut addresses = Vec::new();
-    for (n, home) in homes.iter().enumerate() {
-        write_config(
-            home.path(),
-            &mock.uri(),
-            std::iter::empty::<(&str, toml::Value)>(),
-        )?;
-        let name = format!("k{}", n + 1);
-        let (process, address) = server_with(
-            home.path(),
-            workspace.path(),
-            &["--thread-store", &store, "--server-name", &name],
-            &[("PGPASSWORD", cluster.password())],
-        )
-        .await?;
-        servers.push(process);
-        addresses.push(address);
-    }
+    let Fleet {
+        servers,
+        addresses,
+        _homes,
+    } = fleet(&cluster, &mock, workspace.path(), 2, &[]).await?;
 
     // X runs a turn on server 1 and keeps the thread loaded there.
     let mut x = client(&addresses[0], TOKEN).await?;
@@ -381,29 +382,23 @@ async fn a_client_hears_of_changes_another_server_makes_to_its_thread() -> anyho
     ignore = "needs PostgreSQL's server binaries (.ci/run installs them)"
 )]
 async fn two_clients_resuming_one_thread_at_once_share_one_copy() -> anyhow::Result<()> {
-    let cluster = cluster()?;
+    let cluster = PostgresCluster::start_required()?;
     let mock = MockModelServer::start(Script::new([
         Turn::new([assistant_message("first")]),
         Turn::new([assistant_message("second")]),
     ]))
     .await?;
     let workspace = tempfile::tempdir()?;
-    let home = tempfile::tempdir()?;
-    write_config(
-        home.path(),
-        &mock.uri(),
-        std::iter::empty::<(&str, toml::Value)>(),
-    )?;
-    let (_server, address) = server_with(
-        home.path(),
-        workspace.path(),
-        &["--thread-store", &cluster.url(), "--server-name", "k1"],
-        &[("PGPASSWORD", cluster.password())],
-    )
-    .await?;
+    // Every part bound: what is not would be dropped (the process killed, its home removed).
+    let Fleet {
+        servers: _servers,
+        addresses,
+        _homes,
+    } = fleet(&cluster, &mock, workspace.path(), 1, &[]).await?;
+    let address = &addresses[0];
 
     // A thread with a turn, then left: it is unloaded.
-    let mut starter = client(&address, TOKEN).await?;
+    let mut starter = client(address, TOKEN).await?;
     let started = call(
         &mut starter,
         2,
@@ -433,8 +428,8 @@ async fn two_clients_resuming_one_thread_at_once_share_one_copy() -> anyhow::Res
     until(&mut starter, |m| m["method"] == "thread/closed").await?;
 
     // Two clients resume it at the same moment: both are answered, one copy is loaded.
-    let mut first = client(&address, TOKEN).await?;
-    let mut second = client(&address, TOKEN).await?;
+    let mut first = client(address, TOKEN).await?;
+    let mut second = client(address, TOKEN).await?;
     let resume = json!({"threadId": thread_id});
     let (a, b) = tokio::join!(
         call(&mut first, 2, "thread/resume", resume.clone()),
