@@ -396,7 +396,7 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions.add(&session_id, pickers, cwd, notices);
+        self.sessions.add(&session_id, pickers, cwd, notices, false);
         response
     }
 
@@ -546,7 +546,10 @@ impl Agent {
                 SessionUpdate::Notice(_) => self.shows_notices(),
                 _ => true,
             };
-            if shown && self.shows_updates_of(&session_id) {
+            if shown
+                && self.shows_updates_of(&session_id)
+                && let Some(update) = self.sessions.hold_while_replaying(&session_id, update)
+            {
                 self.send_tool_update(&session_id, update).await;
             }
         }
@@ -588,7 +591,7 @@ impl Agent {
 impl Agent {
     /// Sends an update; a command's tool call shows the editor's terminal running it, whether
     /// the terminal was made before the call was announced or after.
-    async fn send_tool_update(&self, session_id: &str, mut update: SessionUpdate) {
+    pub(crate) async fn send_tool_update(&self, session_id: &str, mut update: SessionUpdate) {
         let announced = match &mut update {
             SessionUpdate::ToolCall(call) => Some(call.tool_call_id.clone()),
             SessionUpdate::ToolCallUpdate(ended) if ended.status.is_some() => {

@@ -37,7 +37,8 @@ impl Agent {
     }
 
     /// `session/load` (with `replay`) and `session/resume`: the recorded thread is loaded
-    /// and becomes this connection's session; a replay's updates all precede the answer.
+    /// and becomes this connection's session; a replay's updates all precede the answer, and
+    /// live updates arriving during it follow it.
     pub(crate) async fn open_session(
         &self,
         params: LoadSessionRequest,
@@ -67,11 +68,27 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions
-            .add(&params.session_id, pickers, params.cwd, setup.notices);
+        self.sessions.add(
+            &params.session_id,
+            pickers,
+            params.cwd,
+            setup.notices,
+            replay,
+        );
         if replay {
             for update in replayed(&resumed.thread) {
                 self.send_update(&params.session_id, update).await;
+            }
+            // What happened live meanwhile (the usage told again on resume, a queued turn's
+            // start), in order, after the history.
+            loop {
+                let held = self.sessions.release_held(&params.session_id);
+                if held.is_empty() {
+                    break;
+                }
+                for update in held {
+                    self.send_tool_update(&params.session_id, update).await;
+                }
             }
         }
         Ok(response)

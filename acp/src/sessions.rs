@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use keel_protocol::JsonRpcErrorObject;
 use keel_protocol::RequestId;
-use keel_protocol::acp::StopReason;
+use keel_protocol::acp::{SessionUpdate, StopReason};
 use keel_protocol::app_server::FileUpdateChange;
 use tokio::sync::oneshot;
 
@@ -40,6 +40,9 @@ pub(crate) struct Session {
     pub notices: Vec<String>,
     /// For a sub-agent's session: the session whose agent started it.
     pub parent: Option<String>,
+    /// While the session's history is replayed: the live updates that arrived meanwhile, sent
+    /// once the history is whole so the editor never sees the two interleaved.
+    pub held: Option<Vec<SessionUpdate>>,
 }
 
 /// Every session of this connection.
@@ -48,13 +51,14 @@ pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
     /// Registers a new session with its pickers, its working directory and the notices for
-    /// it.
+    /// it; one whose history is about to be `replaying` holds live updates back until then.
     pub(crate) fn add(
         &self,
         id: &str,
         pickers: crate::modes::Pickers,
         cwd: std::path::PathBuf,
         notices: Vec<String>,
+        replaying: bool,
     ) {
         self.lock().insert(
             id.to_string(),
@@ -62,9 +66,46 @@ impl Sessions {
                 pickers: Some(pickers),
                 cwd,
                 notices,
+                held: replaying.then(Vec::new),
                 ..Session::default()
             },
         );
+    }
+
+    /// Keeps `update` for session `id` while its history is replayed; gives it back when it
+    /// can be sent now.
+    pub(crate) fn hold_while_replaying(
+        &self,
+        id: &str,
+        update: SessionUpdate,
+    ) -> Option<SessionUpdate> {
+        match self
+            .lock()
+            .get_mut(id)
+            .and_then(|session| session.held.as_mut())
+        {
+            Some(held) => {
+                held.push(update);
+                None
+            }
+            None => Some(update),
+        }
+    }
+
+    /// The live updates held back since the last call, once the replay is sent; when none are
+    /// left the session stops holding, so nothing live can overtake what was held.
+    pub(crate) fn release_held(&self, id: &str) -> Vec<SessionUpdate> {
+        let mut sessions = self.lock();
+        let Some(session) = sessions.get_mut(id) else {
+            return Vec::new();
+        };
+        match session.held.as_mut() {
+            Some(held) if !held.is_empty() => std::mem::take(held),
+            _ => {
+                session.held = None;
+                Vec::new()
+            }
+        }
     }
 
     /// Registers the session of a sub-agent that session `parent`'s agent started.
