@@ -65,6 +65,7 @@ mod thread_list_filter;
 mod thread_metadata;
 mod thread_queue;
 mod thread_sections;
+mod thread_status;
 mod threads;
 mod turns;
 mod unoffered;

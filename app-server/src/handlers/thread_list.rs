@@ -2,12 +2,13 @@
 //! index, one query whatever the number of rollouts, or the rollouts read one by one when the
 //! index cannot be used).
 
-use keel_core::{ConversationSummary, ListCursor, ThreadCatalogError, ThreadFilter, ThreadSearch};
+use keel_core::{ListCursor, ThreadCatalogError, ThreadFilter, ThreadSearch};
 use keel_protocol::app_server::{
     ThreadListParams, ThreadListResponse, ThreadSearchParams, ThreadSearchResponse,
-    ThreadSearchResult, ThreadSortKey, ThreadStatus,
+    ThreadSearchResult, ThreadSortKey,
 };
 
+use super::thread_status::statuses;
 use super::threads::summary_thread;
 use crate::error::{AppServerError, Result};
 use crate::state::{AppState, parse_thread_id};
@@ -43,9 +44,10 @@ pub(crate) async fn list(state: &AppState, params: ThreadListParams) -> Result<T
         .items
         .first()
         .map(|first| ListCursor::at(first, filter.sort).encode());
+    let statuses = statuses(state, page.items.iter().map(|summary| summary.id).collect()).await;
     let mut data = Vec::with_capacity(page.items.len());
-    for summary in &page.items {
-        let mut thread = summary_thread(summary, status(state, summary).await, Vec::new());
+    for (summary, status) in page.items.iter().zip(statuses) {
+        let mut thread = summary_thread(summary, status, Vec::new());
         state.decorate(&mut thread).await;
         data.push(thread);
     }
@@ -117,13 +119,15 @@ pub(crate) async fn search(
         .await
         .map_err(|err| catalog_error("thread/search", err))?;
     let (hits, next_cursor) = (page.items, page.next_cursor);
-    let mut data = Vec::with_capacity(hits.len());
-    for hit in hits {
-        data.push(ThreadSearchResult {
-            thread: summary_thread(&hit.summary, status(state, &hit.summary).await, Vec::new()),
+    let statuses = statuses(state, hits.iter().map(|hit| hit.summary.id).collect()).await;
+    let data = hits
+        .into_iter()
+        .zip(statuses)
+        .map(|(hit, status)| ThreadSearchResult {
+            thread: summary_thread(&hit.summary, status, Vec::new()),
             snippet: hit.snippet,
-        });
-    }
+        })
+        .collect();
     Ok(ThreadSearchResponse {
         data,
         next_cursor,
@@ -139,13 +143,6 @@ fn catalog_error(method: &str, err: ThreadCatalogError) -> AppServerError {
             message: err.to_string(),
         },
         ThreadCatalogError::Read(err) => err.into(),
-    }
-}
-
-async fn status(state: &AppState, summary: &ConversationSummary) -> ThreadStatus {
-    match state.loaded(summary.id).await {
-        Some(thread) => thread.status(),
-        None => ThreadStatus::NotLoaded,
     }
 }
 

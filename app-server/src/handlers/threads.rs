@@ -406,10 +406,12 @@ async fn stored_thread(
     } else {
         Vec::new()
     };
-    Ok((
-        summary_thread(&summary, ThreadStatus::NotLoaded, turns),
-        summary.has_turns,
-    ))
+    // Running on another server (its lease held) or merely recorded.
+    let status = super::thread_status::statuses(state, vec![id])
+        .await
+        .pop()
+        .unwrap_or(ThreadStatus::NotLoaded);
+    Ok((summary_thread(&summary, status, turns), summary.has_turns))
 }
 
 pub(super) fn summary_thread(

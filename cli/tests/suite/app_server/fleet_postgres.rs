@@ -168,6 +168,33 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
         .strip_prefix('k')
         .and_then(|n| n.parse::<usize>().ok())
         .with_context(|| format!("lease holder {running_on:?}"))?;
+    // Every other server shows the thread running while that server's lease holds it.
+    let onlooker_address = &addresses[if killed == 1 { 1 } else { 0 }];
+    let mut onlooker = client(onlooker_address, TOKEN).await?;
+    let running = json!({"type": "active", "activeFlags": []});
+    let listed = call(&mut onlooker, 2, "thread/list", json!({})).await?;
+    assert_eq!(listed["result"]["data"][0]["id"], thread_id, "{listed}");
+    assert_eq!(listed["result"]["data"][0]["status"], running, "{listed}");
+    let read = call(
+        &mut onlooker,
+        3,
+        "thread/read",
+        json!({"threadId": thread_id}),
+    )
+    .await?;
+    assert_eq!(read["result"]["thread"]["status"], running, "{read}");
+    let found = call(
+        &mut onlooker,
+        4,
+        "thread/search",
+        json!({"searchTerm": "keep going"}),
+    )
+    .await?;
+    assert_eq!(
+        found["result"]["data"][0]["thread"]["status"], running,
+        "{found}"
+    );
+    drop(onlooker);
     servers[killed - 1].kill().await?;
     balancer.wait_until_down(killed).await?;
     until_closed(&mut first).await?;
@@ -229,6 +256,10 @@ async fn a_thread_started_on_a_server_killed_mid_turn_is_resumed_on_another() ->
         .filter_map(|thread| thread["id"].as_str())
         .collect();
     assert_eq!(ids, vec![thread_id.as_str()], "{listed}");
+    assert_ne!(
+        listed["result"]["data"][0]["status"]["type"], "active",
+        "no turn runs anywhere: {listed}"
+    );
     let found = call(
         &mut third,
         3,

@@ -82,9 +82,16 @@ async fn websocket_serves_a_full_turn_health_checks_and_refuses_browsers() -> an
     .await?;
     let start = read_until(&mut socket, |m| m["id"] == 2).await?;
     let thread_id = start["result"]["thread"]["id"].clone();
-    send(&mut socket, json!({"id": 3, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": "go"}]}})).await?;
+    // A message many times the server's read buffer (8 KiB) arrives whole.
+    let long = format!("go {}end-of-long", "x".repeat(300 * 1024));
+    send(&mut socket, json!({"id": 3, "method": "turn/start", "params": {"threadId": thread_id, "input": [{"type": "text", "text": long}]}})).await?;
     let completed = read_until(&mut socket, |m| m["method"] == "turn/completed").await?;
     assert_eq!(completed["params"]["turn"]["status"], "completed");
+    let first = world.mock.requests().first().map(|r| r.body.to_string());
+    assert!(
+        first.is_some_and(|body| body.contains(long.as_str())),
+        "the model got the whole message"
+    );
     let items = completed["params"]["turn"]["items"]
         .as_array()
         .cloned()

@@ -3,6 +3,7 @@
 //! ([`FileThreadCatalog`]: the SQLite thread index, or the rollouts read one by one when the
 //! index cannot be used); a service whose threads live elsewhere implements [`ThreadCatalog`].
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use futures::future::BoxFuture;
@@ -95,6 +96,17 @@ pub trait ThreadCatalog: Send + Sync {
     /// default) when the server keeps such things itself.
     fn notes(&self) -> Option<&dyn ThreadNotes> {
         None
+    }
+
+    /// Of threads `ids`, those whose turn runs on another server now (so a listing can show
+    /// them running, not merely recorded); none (the default) when this server is the only
+    /// one running turns.
+    fn running_elsewhere(
+        &self,
+        ids: Vec<ConversationId>,
+    ) -> BoxFuture<'_, Result<HashSet<ConversationId>, ThreadCatalogError>> {
+        drop(ids);
+        Box::pin(async { Ok(HashSet::new()) })
     }
 }
 

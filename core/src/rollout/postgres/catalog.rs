@@ -1,6 +1,8 @@
 //! The shared threads as a server browses them: every server lists and searches every
 //! thread, whichever server recorded it.
 
+use std::collections::HashSet;
+
 use futures::future::BoxFuture;
 use keel_protocol::ConversationId;
 
@@ -29,6 +31,11 @@ fn contains_pattern(text: &str) -> String {
     pattern.push('%');
     pattern
 }
+
+/// Of the threads `$1`, those another server's turn holds now (`$2`: this server's holder).
+const RUNNING_ELSEWHERE: &str = "SELECT id FROM keel_threads
+     WHERE id = ANY($1) AND lease_holder IS NOT NULL AND lease_holder <> $2
+       AND lease_expires_at > now()";
 
 /// Whether a listing can be answered by SQL alone: everything but a text, a parent or an
 /// ancestor, in the order of creation (the rest is applied to every summary, as the file
@@ -263,6 +270,27 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn notes(&self) -> Option<&dyn super::super::ThreadNotes> {
         Some(self)
+    }
+
+    fn running_elsewhere(
+        &self,
+        ids: Vec<ConversationId>,
+    ) -> BoxFuture<'_, Result<HashSet<ConversationId>, ThreadCatalogError>> {
+        Box::pin(async move {
+            if ids.is_empty() {
+                return Ok(HashSet::new());
+            }
+            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            let rows = self
+                .shared
+                .query(RUNNING_ELSEWHERE, &[&ids, &self.instance])
+                .await
+                .map_err(|err| store_error(&self.shared, err))?;
+            Ok(rows
+                .iter()
+                .filter_map(|row| row.try_get::<_, String>(0).ok()?.parse().ok())
+                .collect())
+        })
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), ThreadCatalogError>> {
