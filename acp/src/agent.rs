@@ -396,7 +396,7 @@ impl Agent {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions.add(&session_id, pickers, cwd, notices, false);
+        self.sessions.add(&session_id, pickers, cwd, notices);
         response
     }
 
@@ -548,7 +548,7 @@ impl Agent {
             };
             if shown
                 && self.shows_updates_of(&session_id)
-                && let Some(update) = self.sessions.hold_while_replaying(&session_id, update)
+                && let Some(update) = self.sessions.hold_while_opening(&session_id, update)
             {
                 self.send_tool_update(&session_id, update).await;
             }

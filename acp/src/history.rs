@@ -51,6 +51,7 @@ impl Agent {
             ));
         }
         let setup = self.session_setup(&params.mcp_servers, &params.additional_directories)?;
+        let new_here = self.sessions.hold(&params.session_id, params.cwd.clone());
         let resumed = self
             .client
             .request::<client_request::ThreadResume>(ThreadResumeParams {
@@ -61,37 +62,46 @@ impl Agent {
                     ..ThreadOverrides::default()
                 },
             })
-            .await
-            .map_err(engine_error)?;
+            .await;
+        let resumed = match resumed {
+            Ok(resumed) => resumed,
+            Err(err) => {
+                if new_here {
+                    self.sessions.remove(&params.session_id);
+                } else {
+                    self.send_held(&params.session_id).await;
+                }
+                return Err(engine_error(err));
+            }
+        };
         let pickers = self.pickers(resumed.settings).await;
         let response = LoadSessionResponse {
             modes: Some(pickers.mode_state()),
             config_options: Some(pickers.options()),
         };
-        self.sessions.add(
-            &params.session_id,
-            pickers,
-            params.cwd,
-            setup.notices,
-            replay,
-        );
+        self.sessions
+            .add(&params.session_id, pickers, params.cwd, setup.notices);
         if replay {
             for update in replayed(&resumed.thread) {
                 self.send_update(&params.session_id, update).await;
             }
-            // What happened live meanwhile (the usage told again on resume, a queued turn's
-            // start), in order, after the history.
-            loop {
-                let held = self.sessions.release_held(&params.session_id);
-                if held.is_empty() {
-                    break;
-                }
-                for update in held {
-                    self.send_tool_update(&params.session_id, update).await;
-                }
+        }
+        self.send_held(&params.session_id).await;
+        Ok(response)
+    }
+
+    /// Sends what the engine told about session `id` while it was being opened (the usage
+    /// told again on resume, a queued turn's start), in order.
+    async fn send_held(&self, id: &str) {
+        loop {
+            let held = self.sessions.release_held(id);
+            if held.is_empty() {
+                break;
+            }
+            for update in held {
+                self.send_tool_update(id, update).await;
             }
         }
-        Ok(response)
     }
 
     /// `session/fork`: a new session holding a copy of another's conversation (recorded or

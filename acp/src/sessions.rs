@@ -40,8 +40,8 @@ pub(crate) struct Session {
     pub notices: Vec<String>,
     /// For a sub-agent's session: the session whose agent started it.
     pub parent: Option<String>,
-    /// While the session's history is replayed: the live updates that arrived meanwhile, sent
-    /// once the history is whole so the editor never sees the two interleaved.
+    /// While the session is opened: the live updates that arrived meanwhile, sent once it is
+    /// open (after its replay) so none is lost or interleaved with the history.
     pub held: Option<Vec<SessionUpdate>>,
 }
 
@@ -50,31 +50,57 @@ pub(crate) struct Session {
 pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
-    /// Registers a new session with its pickers, its working directory and the notices for
-    /// it; one whose history is about to be `replaying` holds live updates back until then.
+    /// Registers a session with its pickers, its working directory and the notices for it;
+    /// live updates held for it (see [`Self::hold`]) stay held.
     pub(crate) fn add(
         &self,
         id: &str,
         pickers: crate::modes::Pickers,
         cwd: std::path::PathBuf,
         notices: Vec<String>,
-        replaying: bool,
     ) {
-        self.lock().insert(
+        let mut sessions = self.lock();
+        let held = sessions.get_mut(id).and_then(|session| session.held.take());
+        sessions.insert(
             id.to_string(),
             Session {
                 pickers: Some(pickers),
                 cwd,
                 notices,
-                held: replaying.then(Vec::new),
+                held,
                 ..Session::default()
             },
         );
     }
 
-    /// Keeps `update` for session `id` while its history is replayed; gives it back when it
-    /// can be sent now.
-    pub(crate) fn hold_while_replaying(
+    /// Holds live updates for session `id` while it is opened (its thread resumed, its
+    /// history replayed), so none is dropped before the session is known here or sent into
+    /// the middle of the replay; [`Self::release_held`] gives them back. Whether the session
+    /// is new here (to forget it if the open fails).
+    pub(crate) fn hold(&self, id: &str, cwd: std::path::PathBuf) -> bool {
+        let mut sessions = self.lock();
+        match sessions.get_mut(id) {
+            Some(session) => {
+                session.held.get_or_insert_with(Vec::new);
+                false
+            }
+            None => {
+                sessions.insert(
+                    id.to_string(),
+                    Session {
+                        cwd,
+                        held: Some(Vec::new()),
+                        ..Session::default()
+                    },
+                );
+                true
+            }
+        }
+    }
+
+    /// Keeps `update` for session `id` while the session is being opened; gives it back when
+    /// it can be sent now.
+    pub(crate) fn hold_while_opening(
         &self,
         id: &str,
         update: SessionUpdate,
@@ -92,8 +118,8 @@ impl Sessions {
         }
     }
 
-    /// The live updates held back since the last call, once the replay is sent; when none are
-    /// left the session stops holding, so nothing live can overtake what was held.
+    /// The live updates held back since the last call, once the session is open; when none
+    /// are left the session stops holding, so nothing live can overtake what was held.
     pub(crate) fn release_held(&self, id: &str) -> Vec<SessionUpdate> {
         let mut sessions = self.lock();
         let Some(session) = sessions.get_mut(id) else {
@@ -151,3 +177,7 @@ impl Sessions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;
