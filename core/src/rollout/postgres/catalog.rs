@@ -66,6 +66,23 @@ impl PostgresThreadStore {
         Ok(rows.iter().filter_map(summary).collect())
     }
 
+    /// Runs `sql`, a change to thread `id` (`$1`) that announces itself (`$2`) to the other
+    /// servers as `kind`; whether the thread was changed.
+    async fn change_announced(
+        &self,
+        sql: &str,
+        id: ConversationId,
+        kind: ThreadChangeKind,
+    ) -> Result<bool, CoreError> {
+        let announce = payload(id, kind, &self.instance);
+        let changed = self
+            .shared
+            .query(sql, &[&id.to_string(), &announce])
+            .await
+            .map_err(|err| store_error(&self.shared, err))?;
+        Ok(!changed.is_empty())
+    }
+
     async fn sql_list(&self, filter: &ThreadFilter) -> Result<ConversationsPage, CoreError> {
         let (order, compare) = match (
             filter.ascending,
@@ -313,23 +330,17 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn archive(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
-            let announce = payload(id, ThreadChangeKind::Archived, &self.instance);
-            let changed = self
-                .shared
-                .query(
-                    concat!(
-                        "WITH changed AS (
-                             UPDATE keel_threads SET archived = true
-                             WHERE id = $1 AND NOT archived RETURNING id)
-                         SELECT pg_notify('",
-                        channel!(),
-                        "', $2) FROM changed"
-                    ),
-                    &[&id.to_string(), &announce],
-                )
-                .await
-                .map_err(|err| store_error(&self.shared, err))?;
-            Ok(!changed.is_empty())
+            const ARCHIVE: &str = concat!(
+                "WITH changed AS (
+                     UPDATE keel_threads SET archived = true
+                     WHERE id = $1 AND NOT archived RETURNING id)
+                 SELECT pg_notify('",
+                channel!(),
+                "', $2) FROM changed"
+            );
+            Ok(self
+                .change_announced(ARCHIVE, id, ThreadChangeKind::Archived)
+                .await?)
         })
     }
 
@@ -354,21 +365,15 @@ impl ThreadCatalog for PostgresThreadStore {
 
     fn delete(&self, id: ConversationId) -> BoxFuture<'_, Result<bool, ThreadCatalogError>> {
         Box::pin(async move {
-            let announce = payload(id, ThreadChangeKind::Deleted, &self.instance);
-            let changed = self
-                .shared
-                .query(
-                    concat!(
-                        "WITH changed AS (DELETE FROM keel_threads WHERE id = $1 RETURNING id)
-                         SELECT pg_notify('",
-                        channel!(),
-                        "', $2) FROM changed"
-                    ),
-                    &[&id.to_string(), &announce],
-                )
-                .await
-                .map_err(|err| store_error(&self.shared, err))?;
-            Ok(!changed.is_empty())
+            const DELETE: &str = concat!(
+                "WITH changed AS (DELETE FROM keel_threads WHERE id = $1 RETURNING id)
+                 SELECT pg_notify('",
+                channel!(),
+                "', $2) FROM changed"
+            );
+            Ok(self
+                .change_announced(DELETE, id, ThreadChangeKind::Deleted)
+                .await?)
         })
     }
 }
